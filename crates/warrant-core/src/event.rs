@@ -1,0 +1,475 @@
+//! The run log: one typed enum of events. A run's state is a fold over them
+//! ([`crate::fold::RunState`]).
+//!
+//! Wire format `warrant.events/1`: each event is a JSON object `{seq, at_ms, type, ...}`. Fields
+//! are added, never repurposed; readers tolerate unknown fields.
+
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{CallId, HandleId, RunId, StepId};
+use crate::provenance::ArgLabel;
+use crate::spec::Spec;
+
+/// The version of the event wire format.
+pub const EVENTS_FORMAT: &str = "warrant.events/1";
+
+/// One record in a run's log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Gapless per-run sequence, from 1.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch, from the injected clock.
+    pub at_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// An event as the store holds it: with its global position across all runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoredEvent {
+    /// Global, monotonic position in the store.
+    pub position: u64,
+    /// The run the event belongs to.
+    pub run_id: RunId,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Arc<Event>,
+}
+
+/// Where a failure is attributed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The decider's choice (a decline, an unknown tool, invalid arguments, a false claim).
+    Model,
+    /// Sequencing: a step that could not run because of another.
+    Orchestration,
+    /// The provider's error or unavailability.
+    Provider,
+    /// An authority's deny, unresolved ask or indeterminate verdict.
+    Policy,
+    /// Warrant itself (its store, its invariants).
+    Runtime,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::Model => "model",
+            Layer::Orchestration => "orchestration",
+            Layer::Provider => "provider",
+            Layer::Policy => "policy",
+            Layer::Runtime => "runtime",
+        })
+    }
+}
+
+/// Whether an action changes the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Observes only; repeating it is harmless.
+    Read,
+    /// Changes state in the provider.
+    Commit,
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effect::Read => "read",
+            Effect::Commit => "commit",
+        })
+    }
+}
+
+/// Who decides, as recorded in the log and the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeciderIdentity {
+    /// `scripted`, `replay`, `bench`, or a model provider.
+    pub kind: String,
+    /// A name for humans: a script path, a model name.
+    pub name: String,
+    /// A digest of what determines its decisions (a script's content), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+impl fmt::Display for DeciderIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.name)
+    }
+}
+
+/// An action as recorded in an observation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ActionRecord {
+    /// The tool name.
+    pub name: String,
+    /// Read or commit.
+    pub effect: Effect,
+    /// For the decider.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Arc<Value>,
+}
+
+/// What a decider chose.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Call a tool.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// A handle from a projection; when absent the current projection's handle for `tool`
+        /// is used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handle: Option<HandleId>,
+        /// The proposed arguments.
+        args: Arc<Value>,
+        /// Arguments the decider says are carried values: argument name to `step.output`.
+        /// Each claim is checked against the evidence.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        claims: Vec<Claim>,
+    },
+    /// Declare the step done. Judged against evidence, not trusted.
+    Done {
+        /// The decider's summary.
+        #[serde(default)]
+        summary: String,
+    },
+    /// Decline to continue the step.
+    Decline {
+        /// Why.
+        #[serde(default)]
+        reason: String,
+    },
+}
+
+/// A decider's claim that an argument holds a carried value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Claim {
+    /// The argument name.
+    pub arg: String,
+    /// `step.output`.
+    pub carried: String,
+}
+
+/// Tokens and cost a decision used, when the decider reports them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Usage {
+    /// Input tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Cost in micro-dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micro_usd: Option<u64>,
+}
+
+/// A structured error: what the decider is told and what the report attributes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fault {
+    /// Stable code, e.g. `unknown_tool`, `invalid_arguments`, `provider_error`.
+    pub code: String,
+    /// The layer it is attributed to.
+    pub layer: Layer,
+    /// For humans and deciders.
+    pub message: String,
+}
+
+impl Fault {
+    /// A fault with this code, layer and message.
+    pub fn new(code: &str, layer: Layer, message: impl Into<String>) -> Fault {
+        Fault { code: code.to_owned(), layer, message: message.into() }
+    }
+}
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The provider ran it and reported success.
+    Ok,
+    /// Warrant refused it before dispatch (unknown tool, invalid arguments, stale handle...).
+    Rejected,
+    /// An authority did not allow it; the provider was not called.
+    StoppedByPolicy,
+    /// The provider was called and reported an error or failed.
+    ProviderError,
+}
+
+/// Where a carried value came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Lineage {
+    /// The run.
+    pub run: RunId,
+    /// The publishing step.
+    pub step: StepId,
+    /// The call whose result holds it.
+    pub call: CallId,
+    /// The tool of that call.
+    pub tool: String,
+    /// JSON pointer into the result.
+    pub path: String,
+}
+
+/// How a step ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StepEnd {
+    /// The evidence shows the step did what it must.
+    Attained,
+    /// It ended without that evidence.
+    NotAttained {
+        /// Attributed cause.
+        fault: Fault,
+    },
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every terminal requirement is met, judged from evidence.
+    Attained,
+    /// The run ended with requirements missing.
+    NotAttained {
+        /// Each missing requirement with its attributed cause.
+        missing: Vec<Missing>,
+    },
+    /// The run could not go on.
+    Failed {
+        /// The attributed cause.
+        fault: Fault,
+    },
+    /// Cancelled by an operator.
+    Cancelled {
+        /// Who cancelled.
+        by: String,
+        /// Why.
+        reason: String,
+    },
+    /// A limit was reached.
+    Exhausted {
+        /// The limit's name, e.g. `decisions_max`.
+        limit: String,
+        /// Its value.
+        value: u64,
+    },
+}
+
+impl Outcome {
+    /// The outcome's name: `attained`, `not_attained`, ...
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Attained => "attained",
+            Outcome::NotAttained { .. } => "not_attained",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Cancelled { .. } => "cancelled",
+            Outcome::Exhausted { .. } => "exhausted",
+        }
+    }
+
+    /// The layer blamed, when there is one.
+    pub fn layer(&self) -> Option<Layer> {
+        match self {
+            Outcome::NotAttained { missing } => missing.first().map(|m| m.fault.layer),
+            Outcome::Failed { fault } => Some(fault.layer),
+            _ => None,
+        }
+    }
+}
+
+/// A terminal requirement that was not met.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Missing {
+    /// The step.
+    pub step: StepId,
+    /// `commit` (a `commit: required` step did not commit) or `attained`.
+    pub requirement: String,
+    /// Attributed cause.
+    pub fault: Fault,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The run began. Carries everything needed to re-enter or replay it.
+    RunStarted {
+        /// `warrant.events/1`.
+        format: String,
+        /// The run.
+        run_id: RunId,
+        /// The frozen spec.
+        spec: Arc<Spec>,
+        /// Its digest.
+        spec_hash: String,
+        /// Who decides.
+        decider: DeciderIdentity,
+    },
+    /// A step began.
+    StepStarted {
+        /// The step.
+        step: StepId,
+        /// Its provider.
+        provider: String,
+    },
+    /// A provider offered a new observation (recorded when its version changes).
+    Observed {
+        /// The step observing.
+        step: StepId,
+        /// The provider.
+        provider: String,
+        /// The observation's version.
+        version: String,
+        /// The actions offered.
+        actions: Arc<[ActionRecord]>,
+    },
+    /// Observing the provider failed.
+    ObserveFailed {
+        /// The step.
+        step: StepId,
+        /// The provider.
+        provider: String,
+        /// What went wrong (provider layer).
+        fault: Fault,
+    },
+    /// The decider chose. Handles `h<decision>.<i>` were issued for this decision's observation.
+    Decided {
+        /// The step.
+        step: StepId,
+        /// 1-based decision number in the run.
+        decision_no: u32,
+        /// The observation version the projection showed.
+        version: String,
+        /// The decision.
+        #[serde(flatten)]
+        decision: Decision,
+        /// Usage, when reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The decider failed to decide.
+    DecideFailed {
+        /// The step.
+        step: StepId,
+        /// The observation version the projection showed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+        /// What went wrong.
+        fault: Fault,
+    },
+    /// A call began. Every call started has exactly one `call_finished`.
+    CallStarted {
+        /// The call.
+        call: CallId,
+        /// The step.
+        step: StepId,
+        /// The tool named.
+        tool: String,
+        /// The handle it uses, when resolved.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handle: Option<HandleId>,
+        /// The arguments as the decider proposed them.
+        args: Arc<Value>,
+    },
+    /// The intent to invoke: durable before the provider is called.
+    CallDispatched {
+        /// The call.
+        call: CallId,
+        /// Read or commit.
+        effect: Effect,
+        /// The arguments executed (after inputs were filled).
+        args: Arc<Value>,
+        /// Digest of the executed arguments.
+        args_digest: String,
+        /// Sent to providers that accept one.
+        idempotency_key: String,
+        /// Where each argument value was observed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provenance: Vec<ArgLabel>,
+    },
+    /// A call ended.
+    CallFinished {
+        /// The call.
+        call: CallId,
+        /// How.
+        status: CallStatus,
+        /// The provider's result (when it ran).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Arc<Value>>,
+        /// The structured error (when it did not succeed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fault: Option<Fault>,
+    },
+    /// A value lifted from a call result into carried state.
+    Carried {
+        /// `step.output`.
+        name: String,
+        /// The value.
+        value: Arc<Value>,
+        /// Where it came from.
+        lineage: Lineage,
+    },
+    /// A step ended.
+    StepFinished {
+        /// The step.
+        step: StepId,
+        /// How.
+        #[serde(flatten)]
+        end: StepEnd,
+    },
+    /// A step never ran because a step it comes after was not attained.
+    StepSkipped {
+        /// The step.
+        step: StepId,
+        /// The dependency that was not attained.
+        blocked_by: StepId,
+        /// The dependency's cause, carried over.
+        fault: Fault,
+    },
+    /// The run ended.
+    RunFinished {
+        /// How.
+        #[serde(flatten)]
+        outcome: Outcome,
+    },
+}
+
+impl EventKind {
+    /// The event's `type` tag.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::StepStarted { .. } => "step_started",
+            EventKind::Observed { .. } => "observed",
+            EventKind::ObserveFailed { .. } => "observe_failed",
+            EventKind::Decided { .. } => "decided",
+            EventKind::DecideFailed { .. } => "decide_failed",
+            EventKind::CallStarted { .. } => "call_started",
+            EventKind::CallDispatched { .. } => "call_dispatched",
+            EventKind::CallFinished { .. } => "call_finished",
+            EventKind::Carried { .. } => "carried",
+            EventKind::StepFinished { .. } => "step_finished",
+            EventKind::StepSkipped { .. } => "step_skipped",
+            EventKind::RunFinished { .. } => "run_finished",
+        }
+    }
+}
+
+/// The JSON encoding of one event, exactly as stored and as replay compares it.
+pub fn encode(event: &Event) -> String {
+    serde_json::to_string(event).unwrap_or_else(|e| format!("{{\"unencodable\":\"{e}\"}}"))
+}

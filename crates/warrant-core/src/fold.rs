@@ -1,0 +1,617 @@
+//! Run state as a fold over events. The engine applies each event it appends; `show`,
+//! `report`, resume and replay rebuild the same state from the stored log.
+//!
+//! The judgments of DESIGN.md live here as pure functions of that state: which step runs next,
+//! whether a step's `done` is backed by evidence, who is to blame for a missing requirement, and
+//! the terminal predicate.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::event::{
+    ActionRecord, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer,
+    Lineage, Missing, Outcome, StepEnd,
+};
+use crate::ids::{CallId, HandleId, RunId, StepId};
+use crate::provenance::{ArgLabel, OutputIndex};
+use crate::spec::{CommitRule, Spec, StepSpec};
+
+/// How many recent calls of the current step a projection shows.
+pub const RECENT_CALLS_MAX: usize = 8;
+
+/// A step's progress.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepStatus {
+    /// Not started.
+    Pending,
+    /// Started, not finished.
+    Running,
+    /// Finished.
+    Finished(StepEnd),
+    /// Never ran: a dependency was not attained.
+    Skipped {
+        /// The dependency.
+        blocked_by: StepId,
+        /// Its cause.
+        fault: Fault,
+    },
+}
+
+/// One step's state.
+#[derive(Clone, Debug)]
+pub struct StepState {
+    /// Progress.
+    pub status: StepStatus,
+    /// Decisions taken in it.
+    pub decisions: u32,
+    /// Calls started in it, in order.
+    pub calls: Vec<CallId>,
+    /// A commit call in it succeeded.
+    pub committed: bool,
+    /// A call in it succeeded.
+    pub succeeded: bool,
+    /// When it started.
+    pub started_at_ms: Option<u64>,
+    /// When it ended.
+    pub finished_at_ms: Option<u64>,
+}
+
+impl StepState {
+    fn new() -> StepState {
+        StepState {
+            status: StepStatus::Pending,
+            decisions: 0,
+            calls: Vec::new(),
+            committed: false,
+            succeeded: false,
+            started_at_ms: None,
+            finished_at_ms: None,
+        }
+    }
+
+    /// Whether the step is attained.
+    pub fn attained(&self) -> bool {
+        matches!(self.status, StepStatus::Finished(StepEnd::Attained))
+    }
+
+    /// Whether the step is over (finished or skipped).
+    pub fn is_over(&self) -> bool {
+        matches!(self.status, StepStatus::Finished(_) | StepStatus::Skipped { .. })
+    }
+}
+
+/// One call's state.
+#[derive(Clone, Debug)]
+pub struct CallRecord {
+    /// The call.
+    pub id: CallId,
+    /// Index of its step in the spec.
+    pub step: usize,
+    /// The tool named.
+    pub tool: String,
+    /// The handle used.
+    pub handle: Option<HandleId>,
+    /// Proposed arguments.
+    pub proposed: Arc<Value>,
+    /// Executed arguments, once dispatched.
+    pub executed: Option<Arc<Value>>,
+    /// Effect, once dispatched.
+    pub effect: Option<Effect>,
+    /// Provenance, once dispatched.
+    pub provenance: Vec<ArgLabel>,
+    /// Idempotency key, once dispatched.
+    pub idempotency_key: Option<String>,
+    /// How it ended.
+    pub status: Option<CallStatus>,
+    /// The provider's result.
+    pub output: Option<Arc<Value>>,
+    /// The structured error.
+    pub fault: Option<Fault>,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// When it ended.
+    pub finished_at_ms: Option<u64>,
+}
+
+/// A carried value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Carried {
+    /// The value.
+    pub value: Arc<Value>,
+    /// Where it came from.
+    pub lineage: Lineage,
+}
+
+/// What a decision's projection showed: enough to validate the handles it issued.
+#[derive(Clone, Debug)]
+pub struct DecisionRecord {
+    /// Index of the step.
+    pub step: usize,
+    /// The observation version.
+    pub version: String,
+    /// When the handles were issued.
+    pub at_ms: u64,
+}
+
+/// The latest observation recorded for a provider.
+#[derive(Clone, Debug)]
+pub struct ObservationRecord {
+    /// Its version.
+    pub version: String,
+    /// Its actions.
+    pub actions: Arc<[ActionRecord]>,
+}
+
+/// A log that does not fold: an invariant of the event log is broken.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("event {seq} (`{kind}`): {message}")]
+pub struct FoldError {
+    /// The offending event's sequence.
+    pub seq: u64,
+    /// Its type.
+    pub kind: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The state of one run, folded from its events.
+#[derive(Clone, Debug, Default)]
+pub struct RunState {
+    /// The run.
+    pub run_id: Option<RunId>,
+    /// The frozen spec.
+    pub spec: Option<Arc<Spec>>,
+    /// Its digest.
+    pub spec_hash: String,
+    /// Who decides.
+    pub decider: Option<DeciderIdentity>,
+    /// Sequence of the last event applied.
+    pub last_seq: u64,
+    /// When the run started.
+    pub started_at_ms: u64,
+    /// The time of the last event.
+    pub last_at_ms: u64,
+    /// Steps, indexed as in the spec.
+    pub steps: Vec<StepState>,
+    /// The step running now.
+    pub current: Option<usize>,
+    /// Decisions taken in the run.
+    pub decisions: u32,
+    /// Per decision (index `decision_no - 1`): what its projection showed.
+    pub decision_log: Vec<DecisionRecord>,
+    /// Every call, in order (index `id - 1`).
+    pub calls: Vec<CallRecord>,
+    /// Handles consumed by a dispatch.
+    pub consumed: HashSet<HandleId>,
+    /// Carried state, by `step.output`.
+    pub carried: BTreeMap<String, Carried>,
+    /// The latest observation per provider.
+    pub observations: HashMap<String, ObservationRecord>,
+    /// Recent calls of the current step, newest last.
+    pub recent: VecDeque<CallId>,
+    /// Scalar values seen in provider outputs.
+    pub output_index: OutputIndex,
+    /// How the run ended.
+    pub outcome: Option<Outcome>,
+    /// When it ended.
+    pub finished_at_ms: Option<u64>,
+}
+
+/// What the run should do next, judged from its state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// Keep deciding in the step running now.
+    Continue(usize),
+    /// Start this step.
+    Start(usize),
+    /// Record that this step never runs.
+    Skip {
+        /// The step.
+        step: usize,
+        /// The dependency not attained.
+        blocked_by: StepId,
+        /// Its cause.
+        fault: Fault,
+    },
+    /// No step can progress: end with this outcome.
+    Finish(Outcome),
+    /// The run has ended.
+    Ended,
+}
+
+impl RunState {
+    /// Folds a whole log.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<RunState, FoldError> {
+        let mut state = RunState::default();
+        for e in events {
+            state.apply(e)?;
+        }
+        Ok(state)
+    }
+
+    /// The spec (present once `run_started` is applied).
+    pub fn spec(&self) -> Option<&Spec> {
+        self.spec.as_deref()
+    }
+
+    /// The call with this id.
+    pub fn call(&self, id: CallId) -> Option<&CallRecord> {
+        (id.0 as usize).checked_sub(1).and_then(|i| self.calls.get(i))
+    }
+
+    fn call_mut(&mut self, id: CallId) -> Option<&mut CallRecord> {
+        (id.0 as usize).checked_sub(1).and_then(|i| self.calls.get_mut(i))
+    }
+
+    /// The id the next call will get.
+    pub fn next_call_id(&self) -> CallId {
+        CallId(self.calls.len() as u32 + 1)
+    }
+
+    /// Applies one event. Rejects an event that breaks the log's invariants.
+    pub fn apply(&mut self, e: &Event) -> Result<(), FoldError> {
+        let fail = |message: String| FoldError { seq: e.seq, kind: e.kind.name(), message };
+        // INVARIANT (one order): sequences are gapless from 1.
+        if e.seq != self.last_seq + 1 {
+            return Err(fail(format!("expected sequence {}", self.last_seq + 1)));
+        }
+        if self.outcome.is_some() {
+            return Err(fail("the run has already finished".into()));
+        }
+        if self.spec.is_none() && !matches!(e.kind, EventKind::RunStarted { .. }) {
+            return Err(fail("the log must begin with `run_started`".into()));
+        }
+        match &e.kind {
+            EventKind::RunStarted { run_id, spec, spec_hash, decider, .. } => {
+                if self.spec.is_some() {
+                    return Err(fail("a second `run_started`".into()));
+                }
+                self.run_id = Some(run_id.clone());
+                self.steps = spec.steps.iter().map(|_| StepState::new()).collect();
+                self.spec = Some(spec.clone());
+                self.spec_hash = spec_hash.clone();
+                self.decider = Some(decider.clone());
+                self.started_at_ms = e.at_ms;
+            }
+            EventKind::StepStarted { step, .. } => {
+                let i = self.step_idx(step).ok_or_else(|| fail(format!("unknown step `{step}`")))?;
+                if self.current.is_some() {
+                    return Err(fail("a step is already running".into()));
+                }
+                let s = &mut self.steps[i];
+                if s.status != StepStatus::Pending {
+                    return Err(fail(format!("step `{step}` already started")));
+                }
+                s.status = StepStatus::Running;
+                s.started_at_ms = Some(e.at_ms);
+                self.current = Some(i);
+                self.recent.clear();
+            }
+            EventKind::Observed { provider, version, actions, .. } => {
+                self.observations.insert(
+                    provider.clone(),
+                    ObservationRecord { version: version.clone(), actions: actions.clone() },
+                );
+            }
+            EventKind::ObserveFailed { .. } | EventKind::DecideFailed { .. } => {}
+            EventKind::Decided { step, decision_no, version, .. } => {
+                let i = self.running_step(step).map_err(fail)?;
+                if *decision_no != self.decisions + 1 {
+                    return Err(fail(format!("expected decision {}", self.decisions + 1)));
+                }
+                self.decisions += 1;
+                self.steps[i].decisions += 1;
+                self.decision_log.push(DecisionRecord { step: i, version: version.clone(), at_ms: e.at_ms });
+            }
+            EventKind::CallStarted { call, step, tool, handle, args } => {
+                let i = self.running_step(step).map_err(fail)?;
+                if *call != self.next_call_id() {
+                    return Err(fail(format!("expected call {}", self.next_call_id())));
+                }
+                if self.calls.iter().rev().take(1).any(|c| c.status.is_none()) {
+                    return Err(fail("a call is still in flight".into()));
+                }
+                self.steps[i].calls.push(*call);
+                self.calls.push(CallRecord {
+                    id: *call,
+                    step: i,
+                    tool: tool.clone(),
+                    handle: *handle,
+                    proposed: args.clone(),
+                    executed: None,
+                    effect: None,
+                    provenance: Vec::new(),
+                    idempotency_key: None,
+                    status: None,
+                    output: None,
+                    fault: None,
+                    started_at_ms: e.at_ms,
+                    finished_at_ms: None,
+                });
+                self.recent.push_back(*call);
+                if self.recent.len() > RECENT_CALLS_MAX {
+                    self.recent.pop_front();
+                }
+            }
+            EventKind::CallDispatched { call, effect, args, idempotency_key, provenance, .. } => {
+                let c = self.call_mut(*call).ok_or_else(|| fail(format!("unknown call {call}")))?;
+                if c.status.is_some() || c.executed.is_some() {
+                    return Err(fail(format!("call {call} was already dispatched or finished")));
+                }
+                c.executed = Some(args.clone());
+                c.effect = Some(*effect);
+                c.provenance = provenance.clone();
+                c.idempotency_key = Some(idempotency_key.clone());
+                // INVARIANT (denied stays denied): a dispatched handle is consumed.
+                if let Some(h) = c.handle
+                    && !self.consumed.insert(h)
+                {
+                    return Err(fail(format!("handle {h} was already consumed")));
+                }
+            }
+            EventKind::CallFinished { call, status, output, fault } => {
+                let c = self.call_mut(*call).ok_or_else(|| fail(format!("unknown call {call}")))?;
+                if c.status.is_some() {
+                    return Err(fail(format!("call {call} finished twice")));
+                }
+                // INVARIANT (log first): only a dispatched call reaches a provider.
+                if matches!(status, CallStatus::Ok | CallStatus::ProviderError) && c.executed.is_none() {
+                    return Err(fail(format!("call {call} reached the provider without a dispatch intent")));
+                }
+                c.status = Some(*status);
+                c.output = output.clone();
+                c.fault = fault.clone();
+                c.finished_at_ms = Some(e.at_ms);
+                let (step, effect, id) = (c.step, c.effect, c.id);
+                if *status == CallStatus::Ok {
+                    let s = &mut self.steps[step];
+                    s.succeeded = true;
+                    if effect == Some(Effect::Commit) {
+                        s.committed = true;
+                    }
+                    if let Some(out) = output {
+                        let provider = self.spec.as_ref().map(|sp| sp.steps[step].provider.clone());
+                        self.output_index.record(provider.as_deref().unwrap_or(""), id, out);
+                    }
+                }
+            }
+            EventKind::Carried { name, value, lineage } => {
+                let ok = self.call(lineage.call).is_some_and(|c| c.status == Some(CallStatus::Ok));
+                // INVARIANT (evidence over claims): carried values come from recorded results.
+                if !ok {
+                    return Err(fail(format!("`{name}` is not lifted from a successful call")));
+                }
+                self.carried.insert(name.clone(), Carried { value: value.clone(), lineage: lineage.clone() });
+            }
+            EventKind::StepFinished { step, end } => {
+                let i = self.running_step(step).map_err(fail)?;
+                if self.calls.last().is_some_and(|c| c.status.is_none()) {
+                    return Err(fail("a call is still in flight".into()));
+                }
+                self.steps[i].status = StepStatus::Finished(end.clone());
+                self.steps[i].finished_at_ms = Some(e.at_ms);
+                self.current = None;
+            }
+            EventKind::StepSkipped { step, blocked_by, fault } => {
+                let i = self.step_idx(step).ok_or_else(|| fail(format!("unknown step `{step}`")))?;
+                if self.steps[i].status != StepStatus::Pending {
+                    return Err(fail(format!("step `{step}` already started")));
+                }
+                self.steps[i].status = StepStatus::Skipped { blocked_by: blocked_by.clone(), fault: fault.clone() };
+            }
+            EventKind::RunFinished { outcome } => {
+                if self.calls.last().is_some_and(|c| c.status.is_none()) {
+                    return Err(fail("a call is still in flight".into()));
+                }
+                self.outcome = Some(outcome.clone());
+                self.finished_at_ms = Some(e.at_ms);
+            }
+        }
+        self.last_seq = e.seq;
+        self.last_at_ms = e.at_ms;
+        Ok(())
+    }
+
+    fn step_idx(&self, step: &StepId) -> Option<usize> {
+        self.spec.as_ref().and_then(|s| s.step_index(step))
+    }
+
+    fn running_step(&self, step: &StepId) -> Result<usize, String> {
+        match (self.step_idx(step), self.current) {
+            (Some(i), Some(c)) if i == c => Ok(i),
+            _ => Err(format!("step `{step}` is not the running step")),
+        }
+    }
+
+    /// The handle's problem, if it cannot be used now for `tool` in step `step`.
+    pub fn check_handle(&self, handle: HandleId, tool: &str, step: usize, now_ms: u64) -> Result<(), Fault> {
+        let spec_ttl = self.spec.as_ref().map_or(0, |s| s.limits.handle_ttl_ms);
+        let record = (handle.decision as usize)
+            .checked_sub(1)
+            .and_then(|i| self.decision_log.get(i))
+            .filter(|r| r.step == step)
+            .ok_or_else(|| Fault::new("unknown_handle", Layer::Model, format!("handle {handle} was not issued in this step")))?;
+        let provider = self.spec.as_ref().map(|s| s.steps[step].provider.as_str()).unwrap_or("");
+        let obs = self.observations.get(provider);
+        let action = obs
+            .filter(|o| o.version == record.version)
+            .and_then(|o| o.actions.get(handle.action as usize));
+        if self.consumed.contains(&handle) {
+            return Err(Fault::new("handle_consumed", Layer::Model, format!("handle {handle} was already used by a dispatched call")));
+        }
+        if now_ms >= record.at_ms.saturating_add(spec_ttl) {
+            return Err(Fault::new(
+                "handle_expired",
+                Layer::Model,
+                format!("handle {handle} expired {} ms after it was issued", spec_ttl),
+            ));
+        }
+        match action {
+            None => Err(Fault::new(
+                "stale_handle",
+                Layer::Model,
+                format!("handle {handle} belongs to observation `{}`, which is no longer current", record.version),
+            )),
+            Some(a) if a.name != tool => Err(Fault::new(
+                "handle_mismatch",
+                Layer::Model,
+                format!("handle {handle} is for `{}`, not `{tool}`", a.name),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// What to do next. Pure: the engine turns the answer into events.
+    pub fn next(&self) -> Next {
+        let Some(spec) = self.spec.as_ref() else {
+            return Next::Ended;
+        };
+        if self.outcome.is_some() {
+            return Next::Ended;
+        }
+        if let Some(i) = self.current {
+            return Next::Continue(i);
+        }
+        for (i, step) in spec.steps.iter().enumerate() {
+            if self.steps[i].status != StepStatus::Pending {
+                continue;
+            }
+            let mut ready = true;
+            for dep in &step.after {
+                let Some(d) = spec.step_index(dep) else { continue };
+                let ds = &self.steps[d];
+                match &ds.status {
+                    StepStatus::Finished(StepEnd::Attained) => {}
+                    StepStatus::Finished(StepEnd::NotAttained { fault }) | StepStatus::Skipped { fault, .. } => {
+                        return Next::Skip { step: i, blocked_by: dep.clone(), fault: fault.clone() };
+                    }
+                    _ => ready = false,
+                }
+            }
+            if ready {
+                return Next::Start(i);
+            }
+        }
+        Next::Finish(self.terminal())
+    }
+
+    /// INVARIANT (completion is judged): the terminal predicate, from evidence only.
+    pub fn terminal(&self) -> Outcome {
+        let Some(spec) = self.spec.as_ref() else {
+            return Outcome::Failed { fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec") };
+        };
+        let mut missing = Vec::new();
+        for (i, step) in spec.steps.iter().enumerate() {
+            let s = &self.steps[i];
+            let fault = || match &s.status {
+                StepStatus::Finished(StepEnd::NotAttained { fault }) | StepStatus::Skipped { fault, .. } => fault.clone(),
+                StepStatus::Pending | StepStatus::Running | StepStatus::Finished(_) => {
+                    Fault::new("step_not_run", Layer::Orchestration, format!("step `{}` never ran", step.id))
+                }
+            };
+            if step.commit == CommitRule::Required && !s.committed {
+                missing.push(Missing { step: step.id.clone(), requirement: "commit".into(), fault: fault() });
+            } else if step.required && !s.attained() {
+                missing.push(Missing { step: step.id.clone(), requirement: "attained".into(), fault: fault() });
+            }
+        }
+        if missing.is_empty() { Outcome::Attained } else { Outcome::NotAttained { missing } }
+    }
+
+    /// Judges a `done` for step `i` against the evidence.
+    pub fn judge_done(&self, i: usize) -> StepEnd {
+        let Some(spec) = self.spec.as_ref() else {
+            return StepEnd::NotAttained { fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec") };
+        };
+        let step = &spec.steps[i];
+        let s = &self.steps[i];
+        if step.commit == CommitRule::Required && !s.committed {
+            return StepEnd::NotAttained { fault: self.blame_missing_commit(i, "declared the step done, but no commit in it succeeded") };
+        }
+        if step.required && !s.succeeded {
+            return StepEnd::NotAttained {
+                fault: self.blame_last_failure(i).unwrap_or_else(|| {
+                    Fault::new("done_without_evidence", Layer::Model, "declared the step done, but no call in it succeeded")
+                }),
+            };
+        }
+        if let Some(name) = self.unpublished(step).next() {
+            return StepEnd::NotAttained {
+                fault: Fault::new(
+                    "output_not_published",
+                    Layer::Model,
+                    format!("declared the step done, but no successful call published `{}.{name}`", step.id),
+                ),
+            };
+        }
+        StepEnd::Attained
+    }
+
+    fn unpublished<'a>(&'a self, step: &'a StepSpec) -> impl Iterator<Item = &'a String> + 'a {
+        step.publishes.keys().filter(move |name| !self.carried.contains_key(&format!("{}.{name}", step.id)))
+    }
+
+    /// Judges a decline of step `i`: the model declined, unless the evidence shows the required
+    /// commit failed for another reason first.
+    pub fn judge_decline(&self, i: usize, reason: &str) -> StepEnd {
+        let declined = Fault::new("declined", Layer::Model, format!("the decider declined: {reason}"));
+        let Some(spec) = self.spec.as_ref() else {
+            return StepEnd::NotAttained { fault: declined };
+        };
+        if spec.steps[i].commit == CommitRule::Required && !self.steps[i].committed {
+            return StepEnd::NotAttained { fault: self.blame_missing_commit(i, &format!("declined: {reason}")) };
+        }
+        StepEnd::NotAttained { fault: declined }
+    }
+
+    /// INVARIANT (right attribution): a missing commit is blamed on the cause of the last
+    /// failed commit attempt (provider error, policy stop, rejected call), or on the model
+    /// when it never attempted one.
+    fn blame_missing_commit(&self, i: usize, model_message: &str) -> Fault {
+        let attempt = self.steps[i].calls.iter().rev().filter_map(|id| self.call(*id)).find(|c| {
+            self.is_commit_tool(i, &c.tool) && c.status.is_some_and(|s| s != CallStatus::Ok)
+        });
+        match attempt.and_then(|c| c.fault.clone()) {
+            Some(f) => f,
+            None => Fault::new("no_commit", Layer::Model, model_message.to_owned()),
+        }
+    }
+
+    fn blame_last_failure(&self, i: usize) -> Option<Fault> {
+        self.steps[i].calls.iter().rev().filter_map(|id| self.call(*id)).find_map(|c| c.fault.clone())
+    }
+
+    fn is_commit_tool(&self, i: usize, tool: &str) -> bool {
+        let provider = self.spec.as_ref().map(|s| s.steps[i].provider.as_str()).unwrap_or("");
+        self.observations
+            .get(provider)
+            .and_then(|o| o.actions.iter().find(|a| a.name == tool))
+            .is_some_and(|a| a.effect == Effect::Commit)
+    }
+
+    /// The route: `provider/effect:tool` for each call that ran successfully, in order.
+    pub fn route(&self) -> Vec<String> {
+        let Some(spec) = self.spec.as_ref() else { return Vec::new() };
+        self.calls
+            .iter()
+            .filter(|c| c.status == Some(CallStatus::Ok))
+            .map(|c| {
+                let effect = c.effect.map_or("read".to_owned(), |e| e.to_string());
+                format!("{}/{}:{}", spec.steps[c.step].provider, effect, c.tool)
+            })
+            .collect()
+    }
+
+    /// The route as one key: the steps of [`RunState::route`] joined by ` -> `.
+    pub fn route_key(&self) -> String {
+        let route = self.route();
+        if route.is_empty() { "(none)".to_owned() } else { route.join(" -> ") }
+    }
+
+    /// The last decision of the log, if it was a call whose result is not yet recorded.
+    pub fn in_flight(&self) -> Option<&CallRecord> {
+        self.calls.last().filter(|c| c.status.is_none())
+    }
+}

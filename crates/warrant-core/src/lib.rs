@@ -1,0 +1,26 @@
+//! Warrant's core: the vocabulary of DESIGN.md as types, the `warrant/v1` spec and its
+//! validation, the typed event log and the fold that turns it into run state, the terminal
+//! predicate, argument provenance, the bounded projection, the run report, and the ports
+//! (traits) that adapters implement.
+//!
+//! ARCHITECTURE INVARIANT: this crate does no IO, spawns nothing and has no async runtime.
+//! Time and ids arrive through the [`ports::Clock`] and [`ports::IdGen`] ports; everything an
+//! adapter does comes back as data.
+
+pub mod canon;
+pub mod check;
+pub mod compare;
+pub mod event;
+pub mod fold;
+pub mod ids;
+pub mod ports;
+pub mod projection;
+pub mod provenance;
+pub mod report;
+pub mod spec;
+pub mod validate;
+
+pub use event::{Event, EventKind, Layer, Outcome};
+pub use fold::RunState;
+pub use ids::{CallId, HandleId, RunId, StepId};
+pub use spec::Spec;

@@ -1,0 +1,236 @@
+//! The ports: traits adapters implement. Futures are boxed so ports are object-safe without
+//! an async runtime in this crate.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::event::{ActionRecord, DeciderIdentity, Decision, Effect, Event, StoredEvent, Usage};
+use crate::ids::{CallId, HandleId, RunId, StepId};
+use crate::projection::Projection;
+use crate::provenance::ArgLabel;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The source of time. Production reads the system clock; tests use a fixed or stepping one.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// The source of run ids.
+pub trait IdGen: Send + Sync {
+    /// A fresh, unique run id.
+    fn run_id(&self) -> RunId;
+}
+
+/// What a surface offers right now.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    /// Changes whenever the provider's state or an action's schema changes.
+    pub version: String,
+    /// The actions offered.
+    pub actions: Arc<[ActionRecord]>,
+}
+
+/// One call as the Bridge hands it to a surface.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    /// The run.
+    pub run: RunId,
+    /// The call.
+    pub call: CallId,
+    /// The tool.
+    pub tool: String,
+    /// The arguments to execute.
+    pub args: Arc<Value>,
+    /// Read or commit.
+    pub effect: Effect,
+    /// Stable across retries of this intent.
+    pub idempotency_key: String,
+    /// The observation version the call was validated against.
+    pub version: String,
+}
+
+/// A provider's answer to a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallOutput {
+    /// The result, as the provider gave it.
+    pub output: Value,
+    /// The provider reported the call as failed (e.g. MCP `isError`).
+    pub is_error: bool,
+}
+
+/// A surface could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SurfaceError {
+    /// Stable code, e.g. `unavailable`, `failed`.
+    pub code: String,
+    /// For humans.
+    pub message: String,
+}
+
+impl SurfaceError {
+    /// An error with this code and message.
+    pub fn new(code: &str, message: impl Into<String>) -> SurfaceError {
+        SurfaceError { code: code.to_owned(), message: message.into() }
+    }
+}
+
+/// The port to a provider.
+pub trait Surface: Send + Sync {
+    /// What the provider offers now.
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>>;
+    /// Runs one call. Only the Bridge calls this (INVARIANT: one path).
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>>;
+    /// Whether an observation of this version is still current.
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool>;
+    /// Tells the surface these handles will not be used again.
+    fn retire(&self, _handles: &[HandleId]) {}
+}
+
+/// A decision with what it cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    /// The decision.
+    pub decision: Decision,
+    /// Usage, when the decider reports it.
+    pub usage: Option<Usage>,
+}
+
+/// A decider could not decide.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecideError {
+    /// Stable code, e.g. `script_exhausted`.
+    pub code: String,
+    /// For humans.
+    pub message: String,
+}
+
+/// The port to whatever chooses the next move.
+pub trait Decider: Send + Sync {
+    /// Who decides, for the log and the report.
+    fn identity(&self) -> DeciderIdentity;
+    /// The next decision for this projection.
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>>;
+}
+
+/// What the Bridge asks an authority about.
+#[derive(Clone, Debug)]
+pub struct CapabilityRequest<'a> {
+    /// The run.
+    pub run: &'a RunId,
+    /// The step.
+    pub step: &'a StepId,
+    /// The call.
+    pub call: CallId,
+    /// The provider.
+    pub provider: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+    /// Read or commit.
+    pub effect: Effect,
+    /// The arguments to execute.
+    pub args: &'a Value,
+    /// Their digest.
+    pub args_digest: &'a str,
+    /// Their provenance.
+    pub provenance: &'a [ArgLabel],
+}
+
+/// An authority's ruling. Anything but `Allow` means the provider is not called.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Go ahead, under this grant.
+    Allow {
+        /// The grant used.
+        grant: String,
+    },
+    /// No, for these reasons.
+    Deny {
+        /// Which rules or policies denied it.
+        reasons: Vec<String>,
+    },
+    /// Only with an approval.
+    Ask {
+        /// What needs approving.
+        reason: String,
+    },
+    /// The authority could not rule (error, timeout, missing data): treated as deny.
+    Indeterminate {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The port that rules on capability requests.
+pub trait Authority: Send + Sync {
+    /// Rules on one request.
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict>;
+}
+
+/// A store could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Optimistic concurrency: another writer appended first.
+    #[error("run `{run}` is at sequence {actual}, not {expected}: another writer appended to it")]
+    Conflict {
+        /// The run.
+        run: RunId,
+        /// What the writer expected.
+        expected: u64,
+        /// What the store has.
+        actual: u64,
+    },
+    /// Anything else.
+    #[error("store: {0}")]
+    Io(String),
+}
+
+/// A run as listed by the store.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RunSummary {
+    /// The run.
+    pub run_id: RunId,
+    /// The spec's id.
+    pub spec_id: String,
+    /// The decider.
+    pub decider: String,
+    /// `running` or the outcome's name.
+    pub status: String,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// Events in its log.
+    pub events: u64,
+}
+
+/// The port to durable storage of run logs.
+pub trait EventStore: Send + Sync {
+    /// Appends `events` atomically after sequence `expected_seq`. Resolves once they are as
+    /// durable as the store promises.
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+    ) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// The run's events with `seq >= from_seq`, in order.
+    fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError>;
+    /// Every run, newest first.
+    fn runs(&self) -> Result<Vec<RunSummary>, StoreError>;
+}
+
+/// The run id that uniquely starts with `prefix`, among `runs`.
+pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, String> {
+    let matches: Vec<&RunSummary> = runs.iter().filter(|r| r.run_id.0.starts_with(prefix)).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.run_id.clone()),
+        [] => Err(format!("no run `{prefix}` in the store")),
+        many => Err(format!("`{prefix}` matches {} runs: give more of the id", many.len())),
+    }
+}

@@ -1,0 +1,145 @@
+//! The projection: the bounded, immutable context a decider sees for one decision, built from
+//! the run's state. Its size does not grow with the length of the run: recent evidence is a
+//! fixed window and carried state is bounded by the spec.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::event::{ActionRecord, CallStatus, Fault};
+use crate::fold::RunState;
+use crate::ids::{CallId, HandleId, RunId, StepId};
+use crate::spec::Spec;
+
+/// The context for one decision.
+#[derive(Clone, Debug, Serialize)]
+pub struct Projection {
+    /// The run.
+    pub run_id: RunId,
+    /// The frozen spec (objective, steps, limits).
+    #[serde(skip)]
+    pub spec: Arc<Spec>,
+    /// Index of the step being decided.
+    #[serde(skip)]
+    pub step_index: usize,
+    /// The step being decided.
+    pub step: StepId,
+    /// The decision being made (1-based, per run).
+    pub decision_no: u32,
+    /// The decision being made within the step (1-based).
+    pub step_decision_no: u32,
+    /// The observation version shown.
+    pub version: String,
+    /// The actions offered, in observation order; the handle of action `i` is
+    /// `h<decision_no>.<i>`.
+    pub actions: Arc<[ActionRecord]>,
+    /// Carried values with their lineage.
+    pub carried: Vec<CarriedView>,
+    /// The most recent calls of this step, oldest first.
+    pub recent: Vec<CallView>,
+    /// Decisions left in the run and in the step.
+    pub decisions_left: u32,
+    /// Decisions left in the step.
+    pub step_decisions_left: u32,
+}
+
+/// A carried value as the decider sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CarriedView {
+    /// `step.output`.
+    pub name: String,
+    /// The value.
+    pub value: Arc<Value>,
+    /// The call it came from.
+    pub call: CallId,
+}
+
+/// A recent call as the decider sees it: what it proposed, what ran, what came back.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallView {
+    /// The call.
+    pub call: CallId,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the decider proposed.
+    pub proposed: Arc<Value>,
+    /// The arguments executed, when they differ from the proposal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executed: Option<Arc<Value>>,
+    /// How it ended.
+    pub status: Option<CallStatus>,
+    /// The provider's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Arc<Value>>,
+    /// The structured error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+}
+
+impl Projection {
+    /// Builds the projection for the next decision of step `step_index`, showing `actions` of
+    /// observation `version`.
+    pub fn build(
+        state: &RunState,
+        spec: Arc<Spec>,
+        step_index: usize,
+        version: String,
+        actions: Arc<[ActionRecord]>,
+    ) -> Projection {
+        let step = &spec.steps[step_index];
+        let s = &state.steps[step_index];
+        let step_max = step.decisions_max.unwrap_or(spec.limits.step_decisions_max);
+        let carried = state
+            .carried
+            .iter()
+            .map(|(name, c)| CarriedView { name: name.clone(), value: c.value.clone(), call: c.lineage.call })
+            .collect();
+        let recent = state
+            .recent
+            .iter()
+            .filter_map(|id| state.call(*id))
+            .map(|c| CallView {
+                call: c.id,
+                tool: c.tool.clone(),
+                proposed: c.proposed.clone(),
+                executed: c.executed.clone().filter(|e| e != &c.proposed),
+                status: c.status,
+                output: c.output.clone(),
+                fault: c.fault.clone(),
+            })
+            .collect();
+        Projection {
+            run_id: state.run_id.clone().unwrap_or_else(|| RunId(String::new())),
+            step: step.id.clone(),
+            decision_no: state.decisions + 1,
+            step_decision_no: s.decisions + 1,
+            version,
+            actions,
+            carried,
+            recent,
+            decisions_left: spec.limits.decisions_max.saturating_sub(state.decisions),
+            step_decisions_left: step_max.saturating_sub(s.decisions),
+            step_index,
+            spec,
+        }
+    }
+
+    /// The objective text.
+    pub fn objective(&self) -> &str {
+        &self.spec.objective
+    }
+
+    /// The handle this projection issued for `tool`.
+    pub fn handle_for(&self, tool: &str) -> Option<HandleId> {
+        self.actions
+            .iter()
+            .position(|a| a.name == tool)
+            .map(|i| HandleId { decision: self.decision_no, action: i as u16 })
+    }
+
+    /// The last call of this step, if any.
+    pub fn last_call(&self) -> Option<&CallView> {
+        self.recent.last()
+    }
+}

@@ -1,0 +1,152 @@
+//! Argument provenance: each leaf value of a call's arguments labelled by where Warrant
+//! observed it before the call.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::CallId;
+
+/// Where an argument value was observed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum Source {
+    /// It appears in the objective text.
+    Objective,
+    /// It is a carried value (verified against evidence).
+    Carried {
+        /// `step.output`.
+        name: String,
+    },
+    /// It appeared in an earlier result of this provider's call.
+    ProviderOutput {
+        /// The provider.
+        provider: String,
+        /// The call whose result held it.
+        call: CallId,
+    },
+    /// Warrant never observed it: the decider introduced it.
+    Unobserved,
+}
+
+/// The provenance of one leaf of the arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ArgLabel {
+    /// JSON pointer to the leaf.
+    pub pointer: String,
+    /// Where it was observed.
+    #[serde(flatten)]
+    pub source: Source,
+}
+
+/// Most scalar values remembered from provider outputs, per run. Past it, later outputs are not
+/// indexed (their values label as unobserved unless found elsewhere): memory stays bounded.
+pub const OUTPUT_INDEX_MAX: usize = 4096;
+
+/// Longest string remembered from provider outputs.
+const INDEXED_STRING_MAX: usize = 256;
+
+/// Scalar values seen in provider outputs, first occurrence wins.
+#[derive(Clone, Debug, Default)]
+pub struct OutputIndex {
+    seen: HashMap<String, (String, CallId)>,
+}
+
+impl OutputIndex {
+    /// Remembers the scalar leaves of `output`.
+    pub fn record(&mut self, provider: &str, call: CallId, output: &Value) {
+        if self.seen.len() >= OUTPUT_INDEX_MAX {
+            return;
+        }
+        visit_leaves(output, &mut String::new(), &mut |_, leaf| {
+            if self.seen.len() < OUTPUT_INDEX_MAX
+                && let Some(k) = scalar_key(leaf)
+            {
+                self.seen.entry(k).or_insert_with(|| (provider.to_owned(), call));
+            }
+        });
+    }
+
+    fn find(&self, leaf: &Value) -> Option<&(String, CallId)> {
+        scalar_key(leaf).and_then(|k| self.seen.get(&k))
+    }
+}
+
+fn scalar_key(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() && s.len() <= INDEXED_STRING_MAX => Some(format!("s{s}")),
+        Value::Number(n) => Some(format!("n{n}")),
+        _ => None,
+    }
+}
+
+/// Calls `f(pointer, leaf)` for every scalar leaf of `value`.
+pub fn visit_leaves(value: &Value, pointer: &mut String, f: &mut dyn FnMut(&str, &Value)) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                visit_leaves(v, pointer, f);
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                visit_leaves(v, pointer, f);
+                pointer.truncate(len);
+            }
+        }
+        leaf => f(pointer, leaf),
+    }
+}
+
+/// Labels every leaf of `args`. `carried_args` names the top-level arguments whose values were
+/// verified against carried state (filled from inputs or checked claims).
+pub fn label(
+    args: &Value,
+    objective: &str,
+    carried_args: &[(String, String)],
+    index: &OutputIndex,
+) -> Vec<ArgLabel> {
+    let mut labels = Vec::new();
+    visit_leaves(args, &mut String::new(), &mut |pointer, leaf| {
+        let top = pointer.trim_start_matches('/').split('/').next().unwrap_or("");
+        let source = if let Some((_, name)) = carried_args.iter().find(|(arg, _)| arg == top) {
+            Source::Carried { name: name.clone() }
+        } else if let Some((provider, call)) = index.find(leaf) {
+            Source::ProviderOutput { provider: provider.clone(), call: *call }
+        } else if matches!(leaf, Value::String(s) if s.len() >= 2 && objective.contains(s.as_str())) {
+            Source::Objective
+        } else {
+            Source::Unobserved
+        };
+        labels.push(ArgLabel { pointer: pointer.to_owned(), source });
+    });
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_leaf_is_labelled_by_where_it_was_observed() {
+        let mut index = OutputIndex::default();
+        index.record("cafe", CallId(1), &json!({"items": [{"name": "latte", "price": 450}]}));
+        let args = json!({"drink": "latte", "size": "large", "note": "oat milk", "color": "#6f4e37"});
+        let labels = label(&args, "Order a drink with oat milk", &[("color".into(), "order.color".into())], &index);
+        let by: HashMap<_, _> = labels.iter().map(|l| (l.pointer.as_str(), l.source.clone())).collect();
+        assert_eq!(by["/drink"], Source::ProviderOutput { provider: "cafe".into(), call: CallId(1) });
+        assert_eq!(by["/size"], Source::Unobserved);
+        assert_eq!(by["/note"], Source::Objective);
+        assert_eq!(by["/color"], Source::Carried { name: "order.color".into() });
+    }
+}

@@ -1,0 +1,414 @@
+//! The run report `warrant.run-report/1`: the evidence of one run, built from its folded log
+//! only, as JSON (with a JSON Schema) and as text for people.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::canon;
+use crate::event::{CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd};
+use crate::fold::{RunState, StepStatus};
+use crate::ids::{CallId, RunId, StepId};
+use crate::spec::CommitRule;
+
+/// The report's format version.
+pub const REPORT_FORMAT: &str = "warrant.run-report/1";
+
+/// The evidence report of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunReport {
+    /// `warrant.run-report/1`.
+    pub format: String,
+    /// The run.
+    pub run_id: RunId,
+    /// The spec it ran.
+    pub spec: SpecRef,
+    /// Who decided.
+    pub decider: DeciderIdentity,
+    /// `running`, `waiting` or `finished`.
+    pub status: String,
+    /// How it ended (absent while it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// The run reached its terminal state within the spec: different valid routes both conform.
+    pub conformant: bool,
+    /// `provider/effect:tool` of each successful call, in order.
+    pub route: Vec<String>,
+    /// The route joined by ` -> `.
+    pub route_key: String,
+    /// Per step.
+    pub steps: Vec<StepReport>,
+    /// Carried values with lineage.
+    pub carried: Vec<CarriedReport>,
+    /// The terminal predicate, requirement by requirement.
+    pub terminal: Vec<RequirementReport>,
+    /// Every failure, attributed.
+    pub failures: Vec<FailureReport>,
+    /// Timings and counts.
+    pub timings: Timings,
+}
+
+/// The spec a run ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SpecRef {
+    /// Its id.
+    pub id: String,
+    /// Its digest.
+    pub hash: String,
+    /// Its objective.
+    pub objective: String,
+}
+
+/// One step's evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepReport {
+    /// The step.
+    pub id: StepId,
+    /// Its provider.
+    pub provider: String,
+    /// Counts toward terminal.
+    pub required: bool,
+    /// Must commit.
+    pub commit_required: bool,
+    /// `pending`, `running`, `attained`, `not_attained` or `skipped`.
+    pub status: String,
+    /// Why it was not attained or was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// For a skipped step: the dependency not attained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<StepId>,
+    /// Decisions taken in it.
+    pub decisions: u32,
+    /// Its calls.
+    pub calls: Vec<CallReport>,
+    /// Milliseconds it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+}
+
+/// One call's evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallReport {
+    /// The call.
+    pub call: CallId,
+    /// The tool.
+    pub tool: String,
+    /// Read or commit (absent when it never dispatched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+    /// How it ended (absent while in flight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<CallStatus>,
+    /// Digest of the proposed arguments.
+    pub proposed_digest: String,
+    /// Digest of the executed arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed_digest: Option<String>,
+    /// The structured error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// Milliseconds from start to finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+}
+
+/// A carried value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CarriedReport {
+    /// `step.output`.
+    pub name: String,
+    /// The value.
+    pub value: Arc<Value>,
+    /// Where it came from.
+    pub lineage: Lineage,
+}
+
+/// One terminal requirement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequirementReport {
+    /// The step.
+    pub step: StepId,
+    /// `commit` or `attained`.
+    pub requirement: String,
+    /// Met, judged from evidence.
+    pub satisfied: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+}
+
+/// One attributed failure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FailureReport {
+    /// The layer blamed.
+    pub layer: Layer,
+    /// Stable code.
+    pub code: String,
+    /// For humans.
+    pub message: String,
+    /// The step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepId>,
+    /// The call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallId>,
+}
+
+/// Timings and counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Timings {
+    /// Start, ms since the epoch.
+    pub started_at_ms: u64,
+    /// End, ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at_ms: Option<u64>,
+    /// End (or last event) minus start.
+    pub elapsed_ms: u64,
+    /// Decisions taken.
+    pub decisions: u32,
+    /// Calls started.
+    pub calls: u32,
+    /// Events in the log.
+    pub events: u64,
+}
+
+impl RunReport {
+    /// Builds the report from the run's log.
+    pub fn from_events(events: &[Arc<Event>]) -> Result<RunReport, crate::fold::FoldError> {
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        let mut report = RunReport::from_state(&state);
+        for e in events {
+            let (step, fault) = match &e.kind {
+                EventKind::ObserveFailed { step, fault, .. } | EventKind::DecideFailed { step, fault, .. } => (step, fault),
+                _ => continue,
+            };
+            report.failures.push(FailureReport {
+                layer: fault.layer,
+                code: fault.code.clone(),
+                message: fault.message.clone(),
+                step: Some(step.clone()),
+                call: None,
+            });
+        }
+        Ok(report)
+    }
+
+    /// Builds the report from folded state.
+    pub fn from_state(state: &RunState) -> RunReport {
+        let spec = state.spec.clone();
+        let mut steps = Vec::new();
+        let mut failures = Vec::new();
+        if let Some(spec) = spec.as_ref() {
+            for (i, step) in spec.steps.iter().enumerate() {
+                let s = &state.steps[i];
+                let (status, fault, blocked_by) = match &s.status {
+                    StepStatus::Pending => ("pending", None, None),
+                    StepStatus::Running => ("running", None, None),
+                    StepStatus::Finished(StepEnd::Attained) => ("attained", None, None),
+                    StepStatus::Finished(StepEnd::NotAttained { fault }) => ("not_attained", Some(fault.clone()), None),
+                    StepStatus::Skipped { blocked_by, fault } => ("skipped", Some(fault.clone()), Some(blocked_by.clone())),
+                };
+                let calls = s
+                    .calls
+                    .iter()
+                    .filter_map(|id| state.call(*id))
+                    .map(|c| {
+                        if let Some(f) = &c.fault {
+                            failures.push(FailureReport {
+                                layer: f.layer,
+                                code: f.code.clone(),
+                                message: f.message.clone(),
+                                step: Some(step.id.clone()),
+                                call: Some(c.id),
+                            });
+                        }
+                        CallReport {
+                            call: c.id,
+                            tool: c.tool.clone(),
+                            effect: c.effect,
+                            status: c.status,
+                            proposed_digest: canon::digest(&c.proposed),
+                            executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
+                            fault: c.fault.clone(),
+                            elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
+                        }
+                    })
+                    .collect();
+                if let (Some(f), "not_attained") = (&fault, status) {
+                    failures.push(FailureReport {
+                        layer: f.layer,
+                        code: f.code.clone(),
+                        message: f.message.clone(),
+                        step: Some(step.id.clone()),
+                        call: None,
+                    });
+                }
+                steps.push(StepReport {
+                    id: step.id.clone(),
+                    provider: step.provider.clone(),
+                    required: step.required,
+                    commit_required: step.commit == CommitRule::Required,
+                    status: status.to_owned(),
+                    fault,
+                    blocked_by,
+                    decisions: s.decisions,
+                    calls,
+                    elapsed_ms: match (s.started_at_ms, s.finished_at_ms) {
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        let terminal = spec
+            .as_ref()
+            .map(|spec| {
+                let missing = match state.terminal() {
+                    Outcome::NotAttained { missing } => missing,
+                    _ => Vec::new(),
+                };
+                spec.steps
+                    .iter()
+                    .filter(|s| s.is_terminal_requirement())
+                    .map(|s| {
+                        let requirement = if s.commit == CommitRule::Required { "commit" } else { "attained" };
+                        let m = missing.iter().find(|m| m.step == s.id);
+                        RequirementReport {
+                            step: s.id.clone(),
+                            requirement: requirement.to_owned(),
+                            satisfied: m.is_none(),
+                            fault: m.map(|m| m.fault.clone()),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(Outcome::Failed { fault }) = &state.outcome {
+            failures.push(FailureReport {
+                layer: fault.layer,
+                code: fault.code.clone(),
+                message: fault.message.clone(),
+                step: None,
+                call: None,
+            });
+        }
+        let end = state.finished_at_ms.unwrap_or(state.last_at_ms);
+        RunReport {
+            format: REPORT_FORMAT.to_owned(),
+            run_id: state.run_id.clone().unwrap_or_else(|| RunId(String::new())),
+            spec: SpecRef {
+                id: spec.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
+                hash: state.spec_hash.clone(),
+                objective: spec.as_ref().map(|s| s.objective.clone()).unwrap_or_default(),
+            },
+            decider: state.decider.clone().unwrap_or(DeciderIdentity {
+                kind: "unknown".into(),
+                name: String::new(),
+                digest: None,
+            }),
+            status: if state.outcome.is_some() { "finished" } else { "running" }.to_owned(),
+            conformant: state.outcome == Some(Outcome::Attained),
+            outcome: state.outcome.clone(),
+            route: state.route(),
+            route_key: state.route_key(),
+            steps,
+            carried: state
+                .carried
+                .iter()
+                .map(|(name, c)| CarriedReport { name: name.clone(), value: c.value.clone(), lineage: c.lineage.clone() })
+                .collect(),
+            terminal,
+            failures,
+            timings: Timings {
+                started_at_ms: state.started_at_ms,
+                finished_at_ms: state.finished_at_ms,
+                elapsed_ms: end.saturating_sub(state.started_at_ms),
+                decisions: state.decisions,
+                calls: state.calls.len() as u32,
+                events: state.last_seq,
+            },
+        }
+    }
+
+    /// The report for people: one screen.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let outcome = self.outcome.as_ref().map_or("running", Outcome::name);
+        let _ = writeln!(out, "run      {}", self.run_id);
+        let _ = writeln!(out, "spec     {} ({})", self.spec.id, short_hash(&self.spec.hash));
+        let _ = writeln!(out, "decider  {}", self.decider);
+        let _ = write!(out, "outcome  {outcome}");
+        match &self.outcome {
+            Some(Outcome::Failed { fault }) => {
+                let _ = write!(out, " [{}] {}: {}", fault.layer, fault.code, fault.message);
+            }
+            Some(Outcome::Exhausted { limit, value }) => {
+                let _ = write!(out, " ({limit} = {value})");
+            }
+            Some(Outcome::Cancelled { by, reason }) => {
+                let _ = write!(out, " by {by}: {reason}");
+            }
+            _ => {}
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "route    {}", self.route_key);
+        let _ = writeln!(out, "elapsed  {} ms, {} decisions, {} calls", self.timings.elapsed_ms, self.timings.decisions, self.timings.calls);
+        let _ = writeln!(out, "steps");
+        for s in &self.steps {
+            let _ = write!(out, "  {:<8} {:<13} {} ({} calls)", s.id.0, s.status, s.provider, s.calls.len());
+            if let Some(f) = &s.fault {
+                let _ = write!(out, "  [{}] {}", f.layer, f.message);
+            }
+            let _ = writeln!(out);
+        }
+        if !self.carried.is_empty() {
+            let _ = writeln!(out, "carried");
+            for c in &self.carried {
+                let _ = writeln!(
+                    out,
+                    "  {} = {}  <- {}/{} {}{}",
+                    c.name,
+                    compact(&c.value),
+                    c.lineage.step,
+                    c.lineage.call,
+                    c.lineage.tool,
+                    if c.lineage.path.is_empty() { String::new() } else { format!(" {}", c.lineage.path) }
+                );
+            }
+        }
+        if !self.terminal.is_empty() {
+            let _ = writeln!(out, "terminal");
+            for r in &self.terminal {
+                let mark = if r.satisfied { "met    " } else { "MISSING" };
+                let _ = write!(out, "  {mark} {} {}", r.step, r.requirement);
+                if let Some(f) = &r.fault {
+                    let _ = write!(out, "  [{}] {}", f.layer, f.message);
+                }
+                let _ = writeln!(out);
+            }
+        }
+        let call_failures: Vec<&FailureReport> = self.failures.iter().filter(|f| f.call.is_some()).collect();
+        if !call_failures.is_empty() {
+            let _ = writeln!(out, "failures");
+            for f in call_failures {
+                let call = f.call.map(|c| c.to_string()).unwrap_or_default();
+                let _ = writeln!(out, "  {call} [{}] {}: {}", f.layer, f.code, f.message);
+            }
+        }
+        out
+    }
+}
+
+fn short_hash(h: &str) -> &str {
+    let h = h.strip_prefix("sha256:").unwrap_or(h);
+    &h[..h.len().min(12)]
+}
+
+fn compact(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 60 { format!("{}…", &s[..s.char_indices().nth(59).map_or(s.len(), |(i, _)| i)]) } else { s }
+}

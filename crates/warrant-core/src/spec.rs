@@ -1,0 +1,296 @@
+//! The `warrant/v1` spec: a frozen objective with its providers, steps and limits.
+//!
+//! A spec is read from YAML or JSON ([`Spec::parse`]); structural checks that need more than the
+//! types live in [`crate::validate`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::canon;
+use crate::ids::StepId;
+
+/// The only spec version this build reads.
+pub const SPEC_VERSION: &str = "warrant/v1";
+
+/// Default lifetime of a handle, on the injected clock.
+pub const HANDLE_TTL_MS_DEFAULT: u64 = 30_000;
+
+/// A frozen objective.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Always `warrant/v1`.
+    pub version: String,
+    /// A stable name for the objective, used in reports and comparisons.
+    pub id: String,
+    /// The objective in words, shown to the decider.
+    pub objective: String,
+    /// The decider used when the command line names none, e.g. `scripted:script.yaml`
+    /// (a path relative to the spec file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    /// The providers the run acts on, by the name steps use.
+    pub providers: BTreeMap<String, ProviderSpec>,
+    /// The stages of the trajectory, in the order they are considered.
+    pub steps: Vec<StepSpec>,
+    /// Limits on the run.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// How a provider is reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSpec {
+    /// A built-in reference provider (`cafe`, `gallery`, `bakery`) or one an embedder
+    /// registered under this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// Whether a step must commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitRule {
+    /// The step may or may not commit.
+    #[default]
+    Optional,
+    /// The step is attained only when a commit action in it succeeded; the run is attained
+    /// only when it did.
+    Required,
+}
+
+/// One stage of the trajectory, bound to one provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    /// Unique within the spec.
+    pub id: StepId,
+    /// The provider, by its key in `providers`.
+    pub provider: String,
+    /// What the step is for, shown to the decider.
+    #[serde(default)]
+    pub intent: String,
+    /// The tools the decider may call in this step.
+    pub tools: Vec<String>,
+    /// Steps that must be attained before this one runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<StepId>,
+    /// `required` when the step must commit.
+    #[serde(default)]
+    pub commit: CommitRule,
+    /// Whether the step counts toward the terminal predicate.
+    #[serde(default)]
+    pub required: bool,
+    /// Tool arguments bound to carried outputs of earlier steps: argument name to
+    /// `step.output`. A missing argument is filled from carried state; a different value is
+    /// rejected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, String>,
+    /// Outputs this step publishes into carried state, lifted from a call result.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub publishes: BTreeMap<String, Publish>,
+    /// Most decisions this step may take (overrides `limits.step_decisions_max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions_max: Option<u32>,
+}
+
+impl StepSpec {
+    /// Whether the step counts toward the terminal predicate in any way.
+    pub fn is_terminal_requirement(&self) -> bool {
+        self.required || self.commit == CommitRule::Required
+    }
+}
+
+/// Where a published output comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Publish {
+    /// The tool whose successful result carries the value.
+    pub from: String,
+    /// A JSON pointer into the result (`/order_id`); empty for the whole result.
+    #[serde(default)]
+    pub path: String,
+}
+
+/// Limits on a run. Reaching one ends the run `exhausted`, naming it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Most decisions in the whole run.
+    #[serde(default = "default_decisions_max")]
+    pub decisions_max: u32,
+    /// Most decisions in one step.
+    #[serde(default = "default_step_decisions_max")]
+    pub step_decisions_max: u32,
+    /// Wall-clock budget of the run, from its start, on the injected clock.
+    #[serde(default = "default_deadline_ms")]
+    pub deadline_ms: u64,
+    /// How long a handle stays valid after the observation that issued it.
+    #[serde(default = "default_handle_ttl_ms")]
+    pub handle_ttl_ms: u64,
+}
+
+fn default_decisions_max() -> u32 {
+    64
+}
+fn default_step_decisions_max() -> u32 {
+    16
+}
+fn default_deadline_ms() -> u64 {
+    300_000
+}
+fn default_handle_ttl_ms() -> u64 {
+    HANDLE_TTL_MS_DEFAULT
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            decisions_max: default_decisions_max(),
+            step_decisions_max: default_step_decisions_max(),
+            deadline_ms: default_deadline_ms(),
+            handle_ttl_ms: default_handle_ttl_ms(),
+        }
+    }
+}
+
+/// The text format of a spec or script file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// YAML (`.yaml`, `.yml`, or anything not `.json`).
+    Yaml,
+    /// JSON (`.json`).
+    Json,
+}
+
+impl Format {
+    /// The format a file name implies.
+    pub fn of_path(path: &str) -> Format {
+        if path.to_ascii_lowercase().ends_with(".json") {
+            Format::Json
+        } else {
+            Format::Yaml
+        }
+    }
+}
+
+/// A spec that could not be read: names the file and, where known, the line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    /// The file, as the user named it.
+    pub file: String,
+    /// 1-based line, where the parser knows it.
+    pub line: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+/// Reads a document of type `T` from YAML or JSON text.
+pub fn parse_document<T: serde::de::DeserializeOwned>(
+    text: &str,
+    format: Format,
+    file: &str,
+) -> Result<T, ParseError> {
+    match format {
+        Format::Json => serde_json::from_str(text).map_err(|e| ParseError {
+            file: file.to_owned(),
+            line: Some(e.line() as u64),
+            message: strip_position(&e.to_string()),
+        }),
+        Format::Yaml => serde_saphyr::from_str(text).map_err(|e| {
+            let rendered = e.to_string();
+            ParseError {
+                file: file.to_owned(),
+                line: yaml_error_line(&rendered),
+                message: first_line(&rendered),
+            }
+        }),
+    }
+}
+
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or("invalid YAML").trim().to_owned()
+}
+
+/// serde-saphyr renders errors with `line N` / `N:M` positions; recover the line.
+fn yaml_error_line(rendered: &str) -> Option<u64> {
+    let lower = rendered.to_ascii_lowercase();
+    if let Some(i) = lower.find("line ") {
+        let digits: String = lower[i + 5..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        return digits.parse().ok();
+    }
+    None
+}
+
+impl Spec {
+    /// Reads a spec from text. Does not validate beyond the types: see
+    /// [`crate::validate::validate`].
+    pub fn parse(text: &str, format: Format, file: &str) -> Result<Spec, ParseError> {
+        parse_document(text, format, file)
+    }
+
+    /// `sha256:` digest of the spec's canonical JSON: two specs with the same content have the
+    /// same hash whatever their formatting.
+    pub fn hash(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(v) => canon::digest(&v),
+            Err(_) => canon::digest_bytes(b"unserializable"),
+        }
+    }
+
+    /// The step with this id.
+    pub fn step(&self, id: &StepId) -> Option<&StepSpec> {
+        self.steps.iter().find(|s| &s.id == id)
+    }
+
+    /// The index of the step with this id.
+    pub fn step_index(&self, id: &StepId) -> Option<usize> {
+        self.steps.iter().position(|s| &s.id == id)
+    }
+}
+
+/// A reference to a carried value: `step.output`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CarriedRef {
+    /// The publishing step.
+    pub step: StepId,
+    /// The output's name in that step's `publishes`.
+    pub output: String,
+}
+
+impl CarriedRef {
+    /// Parses `step.output`.
+    pub fn parse(s: &str) -> Option<CarriedRef> {
+        let (step, output) = s.split_once('.')?;
+        if step.is_empty() || output.is_empty() {
+            return None;
+        }
+        Some(CarriedRef { step: StepId(step.to_owned()), output: output.to_owned() })
+    }
+}
+
+impl fmt::Display for CarriedRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.step, self.output)
+    }
+}

@@ -1,0 +1,444 @@
+//! Spec validation: every problem found, each naming the file, the field and (for YAML) the
+//! line. A spec that fails validation never starts a run and writes nothing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+
+use crate::ids::StepId;
+use crate::spec::{CarriedRef, Format, ParseError, ProviderSpec, SPEC_VERSION, Spec};
+
+/// What validation knows about the providers a spec names.
+pub trait ProviderCatalog {
+    /// The tools the provider offers, when they can be known before a run (`Ok(None)` when
+    /// they can only be observed at run time), or why the provider entry is unusable.
+    fn tools(&self, name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String>;
+}
+
+/// One problem in a spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// The field, e.g. `steps[1].provider`.
+    pub field: String,
+    /// 1-based line in a YAML file.
+    pub line: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Every problem found in a spec file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct SpecErrors {
+    /// The file, as the user named it.
+    pub file: String,
+    /// The problems, in the order of the fields.
+    pub issues: Vec<Issue>,
+}
+
+impl fmt::Display for SpecErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, issue) in self.issues.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            match issue.line {
+                Some(line) => write!(f, "{}:{}: {}: {}", self.file, line, issue.field, issue.message)?,
+                None => write!(f, "{}: {}: {}", self.file, issue.field, issue.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<ParseError> for SpecErrors {
+    fn from(e: ParseError) -> Self {
+        SpecErrors {
+            file: e.file,
+            issues: vec![Issue { field: "(document)".into(), line: e.line, message: e.message }],
+        }
+    }
+}
+
+/// Reads and validates a spec file's text.
+pub fn load(
+    text: &str,
+    format: Format,
+    file: &str,
+    catalog: &dyn ProviderCatalog,
+) -> Result<Spec, SpecErrors> {
+    let spec = Spec::parse(text, format, file)?;
+    let locator = match format {
+        Format::Yaml => Locator::from_yaml(text),
+        Format::Json => Locator::default(),
+    };
+    let issues = validate(&spec, catalog);
+    if issues.is_empty() {
+        return Ok(spec);
+    }
+    let issues = issues
+        .into_iter()
+        .map(|(path, message)| Issue { line: locator.line(&path), field: render_path(&path), message })
+        .collect();
+    Err(SpecErrors { file: file.to_owned(), issues })
+}
+
+/// A path into the spec document: keys and indices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seg {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+fn key(k: &str) -> Seg {
+    Seg::Key(k.to_owned())
+}
+
+fn render_path(path: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(i) => {
+                s.push('[');
+                s.push_str(&i.to_string());
+                s.push(']');
+            }
+        }
+    }
+    s
+}
+
+/// Checks everything the types cannot: returns (field path, message) for each problem.
+pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, String)> {
+    let mut issues: Vec<(Vec<Seg>, String)> = Vec::new();
+    if spec.version != SPEC_VERSION {
+        issues.push((
+            vec![key("version")],
+            format!("unsupported version `{}` (this build reads `{SPEC_VERSION}`)", spec.version),
+        ));
+    }
+    if spec.id.trim().is_empty() {
+        issues.push((vec![key("id")], "must not be empty".into()));
+    }
+    if spec.steps.is_empty() {
+        issues.push((vec![key("steps")], "a spec needs at least one step".into()));
+    }
+    if spec.limits.decisions_max == 0 {
+        issues.push((vec![key("limits"), key("decisions_max")], "must be at least 1".into()));
+    }
+    if spec.limits.step_decisions_max == 0 {
+        issues.push((vec![key("limits"), key("step_decisions_max")], "must be at least 1".into()));
+    }
+
+    let mut tools_of: HashMap<&str, Option<Vec<String>>> = HashMap::new();
+    for (name, provider) in &spec.providers {
+        match catalog.tools(name, provider) {
+            Ok(tools) => {
+                tools_of.insert(name, tools);
+            }
+            Err(message) => issues.push((vec![key("providers"), key(name)], message)),
+        }
+    }
+
+    let mut first_index: HashMap<&StepId, usize> = HashMap::new();
+    for (i, step) in spec.steps.iter().enumerate() {
+        let at = |field: &str| vec![key("steps"), Seg::Index(i), key(field)];
+        if step.id.0.is_empty() || step.id.0.contains('.') {
+            issues.push((at("id"), format!("`{}` is not a valid step id (non-empty, no `.`)", step.id)));
+        }
+        if let Some(prev) = first_index.get(&step.id) {
+            issues.push((at("id"), format!("duplicate step id `{}` (first used by steps[{prev}])", step.id)));
+        } else {
+            first_index.insert(&step.id, i);
+        }
+        if !spec.providers.contains_key(&step.provider) {
+            let known: Vec<&str> = spec.providers.keys().map(String::as_str).collect();
+            issues.push((
+                at("provider"),
+                format!("unknown provider `{}` (the spec declares: {})", step.provider, list(&known)),
+            ));
+        } else if let Some(Some(offered)) = tools_of.get(step.provider.as_str()) {
+            for (t, tool) in step.tools.iter().enumerate() {
+                if !offered.iter().any(|o| o == tool) {
+                    issues.push((
+                        vec![key("steps"), Seg::Index(i), key("tools"), Seg::Index(t)],
+                        format!(
+                            "provider `{}` does not offer tool `{tool}` (it offers: {})",
+                            step.provider,
+                            list(&offered.iter().map(String::as_str).collect::<Vec<_>>())
+                        ),
+                    ));
+                }
+            }
+        }
+        if step.tools.is_empty() {
+            issues.push((at("tools"), "a step needs at least one allowed tool".into()));
+        }
+        if step.decisions_max == Some(0) {
+            issues.push((at("decisions_max"), "must be at least 1".into()));
+        }
+        for (name, publish) in &step.publishes {
+            let here = vec![key("steps"), Seg::Index(i), key("publishes"), key(name)];
+            if !step.tools.iter().any(|t| t == &publish.from) {
+                issues.push((
+                    here.clone(),
+                    format!("publishes from `{}`, which is not one of the step's tools", publish.from),
+                ));
+            }
+            if !publish.path.is_empty() && !publish.path.starts_with('/') {
+                issues.push((here, format!("path `{}` is not a JSON pointer (start it with `/`)", publish.path)));
+            }
+        }
+    }
+
+    // Dependencies: known, not self, no cycle.
+    for (i, step) in spec.steps.iter().enumerate() {
+        for (a, dep) in step.after.iter().enumerate() {
+            let here = vec![key("steps"), Seg::Index(i), key("after"), Seg::Index(a)];
+            if dep == &step.id {
+                issues.push((here, format!("step `{}` cannot come after itself", step.id)));
+            } else if !first_index.contains_key(dep) {
+                issues.push((here, format!("unknown step `{dep}`")));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(spec) {
+        let i = spec.step_index(&cycle[0]).unwrap_or(0);
+        let names: Vec<String> = cycle.iter().map(|s| format!("`{s}`")).collect();
+        issues.push((
+            vec![key("steps"), Seg::Index(i), key("after")],
+            format!("dependency cycle: {}", names.join(" -> ")),
+        ));
+    }
+
+    // Inputs bind to outputs published by a step this one (transitively) comes after.
+    for (i, step) in spec.steps.iter().enumerate() {
+        let before = ancestors(spec, &step.id);
+        for (arg, source) in &step.inputs {
+            let here = vec![key("steps"), Seg::Index(i), key("inputs"), key(arg)];
+            let Some(r) = CarriedRef::parse(source) else {
+                issues.push((here, format!("`{source}` is not a carried output (write `step.output`)")));
+                continue;
+            };
+            let publisher = spec.step(&r.step);
+            match publisher {
+                None => issues.push((here, format!("`{source}`: no step `{}`", r.step))),
+                Some(p) if !p.publishes.contains_key(&r.output) => issues.push((
+                    here,
+                    format!("`{source}`: step `{}` publishes no output `{}`", r.step, r.output),
+                )),
+                Some(_) if !before.contains(&r.step) => issues.push((
+                    here,
+                    format!(
+                        "`{source}`: step `{}` is not an earlier step of `{}` (add it to `after`)",
+                        r.step, step.id
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    issues
+}
+
+fn list(items: &[&str]) -> String {
+    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+}
+
+/// The steps `id` comes after, transitively.
+pub fn ancestors(spec: &Spec, id: &StepId) -> BTreeSet<StepId> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&StepId> = spec.step(id).map(|s| s.after.iter().collect()).unwrap_or_default();
+    while let Some(dep) = stack.pop() {
+        if seen.insert(dep.clone())
+            && let Some(s) = spec.step(dep)
+        {
+            stack.extend(s.after.iter());
+        }
+    }
+    seen
+}
+
+fn find_cycle(spec: &Spec) -> Option<Vec<StepId>> {
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state: BTreeMap<&StepId, u8> = BTreeMap::new();
+    fn visit<'a>(
+        spec: &'a Spec,
+        id: &'a StepId,
+        state: &mut BTreeMap<&'a StepId, u8>,
+        path: &mut Vec<&'a StepId>,
+    ) -> Option<Vec<StepId>> {
+        match state.get(id) {
+            Some(2) => return None,
+            Some(1) => {
+                let start = path.iter().position(|p| *p == id).unwrap_or(0);
+                let mut cycle: Vec<StepId> = path[start..].iter().map(|s| (*s).clone()).collect();
+                cycle.push(id.clone());
+                return Some(cycle);
+            }
+            _ => {}
+        }
+        state.insert(id, 1);
+        path.push(id);
+        if let Some(step) = spec.step(id) {
+            for dep in &step.after {
+                if dep != id
+                    && spec.step(dep).is_some()
+                    && let Some(c) = visit(spec, dep, state, path)
+                {
+                    return Some(c);
+                }
+            }
+        }
+        path.pop();
+        state.insert(id, 2);
+        None
+    }
+    for step in &spec.steps {
+        let mut path = Vec::new();
+        if let Some(c) = visit(spec, &step.id, &mut state, &mut path) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Maps field paths of a YAML document to their lines.
+#[derive(Default)]
+pub struct Locator {
+    root: Option<Located>,
+}
+
+struct Located {
+    line: u64,
+    node: Node,
+}
+
+enum Node {
+    Map(Vec<(String, Located)>),
+    Seq(Vec<Located>),
+    Scalar,
+}
+
+impl Locator {
+    /// Builds a locator; a document that does not parse gives one that knows no lines.
+    pub fn from_yaml(text: &str) -> Locator {
+        let root = serde_saphyr::from_str::<serde_saphyr::Spanned<Node>>(text)
+            .ok()
+            .map(|s| Located { line: s.referenced.line(), node: s.value });
+        Locator { root }
+    }
+
+    /// The line of the deepest node on `path` that the document has.
+    pub fn line(&self, path: &[Seg]) -> Option<u64> {
+        let mut at = self.root.as_ref()?;
+        let mut line = at.line;
+        for seg in path {
+            let next = match (&at.node, seg) {
+                (Node::Map(entries), Seg::Key(k)) => entries.iter().find(|(ek, _)| ek == k).map(|(_, v)| v),
+                (Node::Seq(items), Seg::Index(i)) => items.get(*i),
+                _ => None,
+            };
+            match next {
+                Some(n) => {
+                    at = n;
+                    if n.line > 0 {
+                        line = n.line;
+                    }
+                }
+                None => break,
+            }
+        }
+        (line > 0).then_some(line)
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML node")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        Node::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<serde_saphyr::Spanned<Node>>()? {
+            items.push(Located { line: item.referenced.line(), node: item.value });
+        }
+        Ok(Node::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(k) = map.next_key::<Key>()? {
+            let v = map.next_value::<serde_saphyr::Spanned<Node>>()?;
+            entries.push((k.0, Located { line: v.referenced.line(), node: v.value }));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(Key(v.to_owned()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+        }
+        d.deserialize_any(KeyVisitor)
+    }
+}

@@ -1,0 +1,40 @@
+//! Simple authorities: allow-all (demos) and a deny list by tool name (tests). The policy
+//! engine arrives in its own crate.
+
+use std::collections::BTreeSet;
+
+use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
+
+/// Allows every call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllowAll;
+
+impl Authority for AllowAll {
+    fn evaluate<'a>(&'a self, _request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(std::future::ready(Verdict::Allow { grant: "allow-all".into() }))
+    }
+}
+
+/// Denies calls to the listed tools (on any provider), allows the rest.
+#[derive(Clone, Debug, Default)]
+pub struct DenyTools {
+    tools: BTreeSet<String>,
+}
+
+impl DenyTools {
+    /// Denies these tools.
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(tools: I) -> DenyTools {
+        DenyTools { tools: tools.into_iter().map(Into::into).collect() }
+    }
+}
+
+impl Authority for DenyTools {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        let verdict = if self.tools.contains(request.tool) {
+            Verdict::Deny { reasons: vec![format!("rule `deny-tool {}`", request.tool)] }
+        } else {
+            Verdict::Allow { grant: "rule-list".into() }
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+}

@@ -1,0 +1,123 @@
+//! Warrant's engine: the run loop and the Bridge, the single mediated path from a decision to
+//! a provider effect (DESIGN.md "The run loop").
+//!
+//! The engine is an async shell around `warrant-core`: it asks core's fold what to do next,
+//! performs it through the ports (surfaces, decider, authority, store), and turns every answer
+//! into events that are appended, and applied to the fold, before the run acts on them.
+
+pub mod authority;
+pub mod hub;
+pub mod replay;
+mod run;
+pub mod time;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use warrant_core::fold::{FoldError, RunState};
+use warrant_core::ids::RunId;
+use warrant_core::ports::{Authority, Clock, Decider, EventStore, IdGen, StoreError, Surface};
+use warrant_core::{Outcome, Spec};
+
+pub use authority::{AllowAll, DenyTools};
+pub use hub::{Subscriber, SubscriberFailure};
+pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
+
+/// The surfaces of one run, by the provider names its spec uses.
+pub type Surfaces = HashMap<String, Arc<dyn Surface>>;
+
+/// The engine could not keep recording a run: the run is left interrupted in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The store refused or failed an append.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// An event would break the log's invariants (a bug in Warrant; the run stops here).
+    #[error("invariant broken: {0}")]
+    Invariant(#[from] FoldError),
+    /// A provider the spec names has no surface.
+    #[error("no surface for provider `{0}`")]
+    MissingSurface(String),
+}
+
+/// How a run ended, with its folded state.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The run.
+    pub run_id: RunId,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Its state, folded from its log.
+    pub state: RunState,
+}
+
+/// Runs specs. Cheap to share: every part is behind an `Arc`.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) store: Arc<dyn EventStore>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdGen>,
+    pub(crate) authority: Arc<dyn Authority>,
+    pub(crate) hub: hub::Hub,
+}
+
+impl Engine {
+    /// An engine over `store` with the system clock, time-ordered ids and the allow-all
+    /// authority. Change any of them with the `with_*` methods.
+    pub fn new(store: Arc<dyn EventStore>) -> Engine {
+        Engine {
+            hub: hub::Hub::new(store.clone()),
+            store,
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(time::TimeOrderedIds::default()),
+            authority: Arc::new(AllowAll),
+        }
+    }
+
+    /// Uses this clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
+        self.clock = clock;
+        self
+    }
+
+    /// Uses this id generator.
+    pub fn with_ids(mut self, ids: Arc<dyn IdGen>) -> Engine {
+        self.ids = ids;
+        self
+    }
+
+    /// Rules on calls with this authority.
+    pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Engine {
+        self.authority = authority;
+        self
+    }
+
+    /// Adds a subscriber: it sees every event of every run this engine records, in order,
+    /// on its own task. One that fails or lags never blocks the run or other subscribers.
+    pub fn subscribe(&self, name: &str, subscriber: Box<dyn Subscriber>) {
+        self.hub.add(name, subscriber);
+    }
+
+    /// Waits until every subscriber has seen every event published so far, then reports the
+    /// subscribers that failed.
+    pub async fn drain_subscribers(&self) -> Vec<SubscriberFailure> {
+        self.hub.drain().await
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn EventStore> {
+        &self.store
+    }
+
+    /// Runs `spec` to its outcome with `decider` choosing and `surfaces` reaching providers.
+    pub async fn run(&self, spec: Arc<Spec>, decider: &dyn Decider, surfaces: &Surfaces) -> Result<RunResult, EngineError> {
+        for step in &spec.steps {
+            if !surfaces.contains_key(&step.provider) {
+                return Err(EngineError::MissingSurface(step.provider.clone()));
+            }
+        }
+        let run_id = self.ids.run_id();
+        let mut run = run::Run::new(self, run_id, spec, decider, surfaces, time::TimeSource::Live(self.clock.clone()));
+        run.drive().await
+    }
+}

@@ -1,0 +1,497 @@
+//! One run: the loop of DESIGN.md and the Bridge.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::canon;
+use warrant_core::event::{
+    CallStatus, Claim, Decision, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd, EVENTS_FORMAT,
+};
+use warrant_core::fold::{Next, RunState};
+use warrant_core::ids::{CallId, HandleId, RunId, StepId};
+use warrant_core::ports::{CallOutput, CapabilityRequest, Decider, Invocation, SurfaceError, Verdict};
+use warrant_core::projection::Projection;
+use warrant_core::provenance;
+use warrant_core::spec::{CarriedRef, Spec};
+
+use crate::time::TimeSource;
+use crate::{Engine, EngineError, RunResult, Surfaces};
+
+/// Most compiled argument schemas kept per run.
+const VALIDATORS_MAX: usize = 256;
+
+pub(crate) struct Run<'a> {
+    engine: &'a Engine,
+    run_id: RunId,
+    spec: Arc<Spec>,
+    decider: &'a dyn Decider,
+    surfaces: &'a Surfaces,
+    time: TimeSource,
+    state: RunState,
+    /// Events applied to the fold, not yet appended.
+    pending: Vec<Arc<Event>>,
+    /// The sequence the store has (the last appended).
+    durable_seq: u64,
+    /// Compiled argument schemas, by the address of the schema they were compiled from (the
+    /// `Arc` is kept so the address is not reused).
+    validators: HashMap<usize, (Arc<Value>, Result<Arc<jsonschema::Validator>, String>)>,
+}
+
+/// Why a call is refused before dispatch.
+struct Refusal {
+    status: CallStatus,
+    fault: Fault,
+}
+
+fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
+    let status = if layer == Layer::Policy { CallStatus::StoppedByPolicy } else { CallStatus::Rejected };
+    Refusal { status, fault: Fault::new(code, layer, message) }
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn new(
+        engine: &'a Engine,
+        run_id: RunId,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        time: TimeSource,
+    ) -> Run<'a> {
+        Run {
+            engine,
+            run_id,
+            spec,
+            decider,
+            surfaces,
+            time,
+            state: RunState::default(),
+            pending: Vec::new(),
+            durable_seq: 0,
+            validators: HashMap::new(),
+        }
+    }
+
+    /// Applies an event to the fold and queues it for the store. The clock is read once per
+    /// event. Returns the event's timestamp.
+    fn stage(&mut self, kind: EventKind) -> Result<u64, EngineError> {
+        let seq = self.state.last_seq + 1;
+        let at_ms = self.time.stamp(seq);
+        let event = Event { seq, at_ms, kind };
+        self.state.apply(&event)?;
+        self.pending.push(Arc::new(event));
+        Ok(at_ms)
+    }
+
+    /// Appends everything staged, atomically, and waits until the store holds it.
+    async fn flush(&mut self) -> Result<(), EngineError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut self.pending);
+        let expected = self.durable_seq;
+        let last = events.last().map_or(expected, |e| e.seq);
+        let published = if self.engine.hub_has_subscribers() { Some(events.clone()) } else { None };
+        self.engine.store.append(&self.run_id, expected, events).await?;
+        self.durable_seq = last;
+        if let Some(events) = published {
+            self.engine.hub.publish(&self.run_id, &events);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn drive(&mut self) -> Result<RunResult, EngineError> {
+        self.stage(EventKind::RunStarted {
+            format: EVENTS_FORMAT.to_owned(),
+            run_id: self.run_id.clone(),
+            spec_hash: self.spec.hash(),
+            spec: self.spec.clone(),
+            decider: self.decider.identity(),
+        })?;
+        self.flush().await?;
+        self.resume().await
+    }
+
+    /// Drives the run from whatever its state is until it ends.
+    async fn resume(&mut self) -> Result<RunResult, EngineError> {
+        loop {
+            match self.state.next() {
+                Next::Ended => break,
+                Next::Finish(outcome) => {
+                    self.stage(EventKind::RunFinished { outcome })?;
+                }
+                Next::Skip { step, blocked_by, fault } => {
+                    let id = self.spec.steps[step].id.clone();
+                    self.stage(EventKind::StepSkipped { step: id, blocked_by, fault })?;
+                }
+                Next::Start(i) => {
+                    let step = &self.spec.steps[i];
+                    self.stage(EventKind::StepStarted { step: step.id.clone(), provider: step.provider.clone() })?;
+                }
+                Next::Continue(i) => self.decide_once(i).await?,
+            }
+        }
+        self.flush().await?;
+        let outcome = self.state.outcome.clone().unwrap_or_else(|| Outcome::Failed {
+            fault: Fault::new("no_outcome", Layer::Runtime, "the run stopped without an outcome"),
+        });
+        Ok(RunResult { run_id: self.run_id.clone(), outcome, state: std::mem::take(&mut self.state) })
+    }
+
+    fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {
+        self.stage(EventKind::RunFinished { outcome: Outcome::Exhausted { limit: limit.to_owned(), value } })?;
+        Ok(())
+    }
+
+    /// Whether a limit is reached at time `now`; if so the run is ended `exhausted`.
+    fn check_limits(&mut self, i: usize, now_ms: u64) -> Result<bool, EngineError> {
+        let limits = &self.spec.limits;
+        let step = &self.spec.steps[i];
+        let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
+        if now_ms.saturating_sub(self.state.started_at_ms) >= limits.deadline_ms {
+            self.exhausted("deadline_ms", limits.deadline_ms)?;
+            return Ok(true);
+        }
+        if self.state.decisions >= limits.decisions_max {
+            self.exhausted("decisions_max", u64::from(limits.decisions_max))?;
+            return Ok(true);
+        }
+        if self.state.steps[i].decisions >= step_max {
+            let name = if step.decisions_max.is_some() {
+                format!("steps.{}.decisions_max", step.id)
+            } else {
+                "step_decisions_max".to_owned()
+            };
+            self.exhausted(&name, u64::from(step_max))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// One decision in step `i`: observe, project, decide, and carry the decision out.
+    async fn decide_once(&mut self, i: usize) -> Result<(), EngineError> {
+        if self.check_limits(i, self.state.last_at_ms)? {
+            return Ok(());
+        }
+        let step_id = self.spec.steps[i].id.clone();
+        let provider = self.spec.steps[i].provider.clone();
+        let surface = self.surfaces.get(&provider).cloned().ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+
+        self.flush().await?;
+        let observation = match surface.observe().await {
+            Ok(o) => o,
+            Err(e) => {
+                let fault = Fault::new(&e.code, Layer::Provider, format!("observing `{provider}` failed: {}", e.message));
+                self.stage(EventKind::ObserveFailed { step: step_id.clone(), provider, fault: fault.clone() })?;
+                self.stage(EventKind::StepFinished { step: step_id, end: StepEnd::NotAttained { fault } })?;
+                return Ok(());
+            }
+        };
+        let changed = self.state.observations.get(&provider).is_none_or(|o| o.version != observation.version);
+        if changed {
+            self.stage(EventKind::Observed {
+                step: step_id.clone(),
+                provider: provider.clone(),
+                version: observation.version.clone(),
+                actions: observation.actions.clone(),
+            })?;
+        }
+        let projection =
+            Projection::build(&self.state, self.spec.clone(), i, observation.version.clone(), observation.actions.clone());
+        let decided = match self.decider.decide(projection.clone()).await {
+            Ok(d) => d,
+            Err(e) => {
+                let fault = Fault::new(&e.code, Layer::Model, format!("the decider failed: {}", e.message));
+                self.stage(EventKind::DecideFailed { step: step_id, version: Some(observation.version), fault: fault.clone() })?;
+                self.stage(EventKind::RunFinished { outcome: Outcome::Failed { fault } })?;
+                return Ok(());
+            }
+        };
+        let decision = decided.decision;
+        let decided_at = self.stage(EventKind::Decided {
+            step: step_id.clone(),
+            decision_no: projection.decision_no,
+            version: observation.version.clone(),
+            decision: decision.clone(),
+            usage: decided.usage,
+        })?;
+        if decided_at.saturating_sub(self.state.started_at_ms) >= self.spec.limits.deadline_ms {
+            return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
+        }
+        match decision {
+            Decision::Done { .. } => {
+                let end = self.state.judge_done(i);
+                self.stage(EventKind::StepFinished { step: step_id, end })?;
+            }
+            Decision::Decline { reason } => {
+                let end = self.state.judge_decline(i, &reason);
+                self.stage(EventKind::StepFinished { step: step_id, end })?;
+            }
+            Decision::Call { tool, handle, args, claims } => {
+                self.bridge(i, &projection, &surface, tool, handle, args, &claims).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// INVARIANT (one path): the Bridge. The only code that invokes a surface.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
+    async fn bridge(
+        &mut self,
+        i: usize,
+        projection: &Projection,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        tool: String,
+        handle: Option<HandleId>,
+        proposed: Arc<Value>,
+        claims: &[Claim],
+    ) -> Result<(), EngineError> {
+        let call = self.state.next_call_id();
+        let step_id = self.spec.steps[i].id.clone();
+        let handle = handle.or_else(|| projection.handle_for(&tool));
+        let started_at = self.stage(EventKind::CallStarted {
+            call,
+            step: step_id,
+            tool: tool.clone(),
+            handle,
+            args: proposed.clone(),
+        })?;
+        // INVARIANT (no silent failure): from here every path ends the call with exactly one
+        // `call_finished`.
+        let checked = self.check_call(i, projection, call, &tool, handle, &proposed, claims, started_at).await;
+        let (effect, executed, labels) = match checked {
+            Ok(ok) => ok,
+            Err(refusal) => {
+                self.finish_call(call, refusal.status, None, Some(refusal.fault))?;
+                return Ok(());
+            }
+        };
+        // Freshness, last thing before the intent: the provider may have moved on.
+        if !surface.is_current(&projection.version).await {
+            let fault = Fault::new(
+                "stale_observation",
+                Layer::Orchestration,
+                format!("`{}` changed after observation `{}`: observe again", self.spec.steps[i].provider, projection.version),
+            );
+            self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
+            return Ok(());
+        }
+        let args_digest = canon::digest(&executed);
+        let idempotency_key = idempotency_key(&self.run_id, call);
+        self.stage(EventKind::CallDispatched {
+            call,
+            effect,
+            args: executed.clone(),
+            args_digest,
+            idempotency_key: idempotency_key.clone(),
+            provenance: labels,
+        })?;
+        // INVARIANT (log first): the intent is durable before the provider is called.
+        self.flush().await?;
+        if let Some(h) = handle {
+            surface.retire(&[h]);
+        }
+        let invocation = Invocation {
+            run: self.run_id.clone(),
+            call,
+            tool: tool.clone(),
+            args: executed,
+            effect,
+            idempotency_key,
+            version: projection.version.clone(),
+        };
+        match surface.invoke(invocation).await {
+            Ok(CallOutput { output, is_error: false }) => {
+                let output = Arc::new(output);
+                self.finish_call(call, CallStatus::Ok, Some(output.clone()), None)?;
+                self.lift(i, call, &tool, &output)?;
+            }
+            Ok(CallOutput { output, is_error: true }) => {
+                let message = error_message(&output);
+                let fault = Fault::new("provider_error", Layer::Provider, format!("`{tool}` failed: {message}"));
+                self.finish_call(call, CallStatus::ProviderError, Some(Arc::new(output)), Some(fault))?;
+            }
+            Err(SurfaceError { code, message }) => {
+                let fault = Fault::new(&code, Layer::Provider, format!("`{tool}` failed: {message}"));
+                self.finish_call(call, CallStatus::ProviderError, None, Some(fault))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_call(
+        &mut self,
+        call: CallId,
+        status: CallStatus,
+        output: Option<Arc<Value>>,
+        fault: Option<Fault>,
+    ) -> Result<(), EngineError> {
+        self.stage(EventKind::CallFinished { call, status, output, fault })?;
+        Ok(())
+    }
+
+    /// The Bridge's checks before the intent, in DESIGN.md's order. Returns the effect, the
+    /// arguments to execute and their provenance.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
+    async fn check_call(
+        &mut self,
+        i: usize,
+        projection: &Projection,
+        call: CallId,
+        tool: &str,
+        handle: Option<HandleId>,
+        proposed: &Arc<Value>,
+        claims: &[Claim],
+        now_ms: u64,
+    ) -> Result<(Effect, Arc<Value>, Vec<provenance::ArgLabel>), Refusal> {
+        let spec = self.spec.clone();
+        let step = &spec.steps[i];
+        if !step.tools.iter().any(|t| t == tool) {
+            return Err(refuse(
+                "tool_not_allowed",
+                Layer::Model,
+                format!("`{tool}` is not allowed in step `{}` (allowed: {})", step.id, step.tools.join(", ")),
+            ));
+        }
+        // Resolve the handle in the current observation.
+        let Some(action) = projection.actions.iter().find(|a| a.name == tool).cloned() else {
+            return Err(refuse("unknown_tool", Layer::Model, format!("`{}` offers no tool `{tool}`", step.provider)));
+        };
+        let Some(handle) = handle else {
+            return Err(refuse("unknown_tool", Layer::Model, format!("no handle for `{tool}`")));
+        };
+        self.state.check_handle(handle, tool, i, now_ms).map_err(|fault| Refusal { status: CallStatus::Rejected, fault })?;
+
+        // Inputs and claims: carried values are checked against evidence, never trusted.
+        let mut bindings: Vec<(String, String)> = step.inputs.iter().map(|(a, r)| (a.clone(), r.clone())).collect();
+        for c in claims {
+            if !bindings.iter().any(|(a, _)| a == &c.arg) {
+                bindings.push((c.arg.clone(), c.carried.clone()));
+            }
+        }
+        let executed = if bindings.is_empty() {
+            proposed.clone()
+        } else {
+            Arc::new(self.bind_carried(&bindings, proposed)?)
+        };
+
+        // Validate against the action's schema.
+        let validator = self.validator(&action.input_schema).map_err(|reason| {
+            refuse("schema_unusable", Layer::Provider, format!("the schema of `{tool}` cannot be used: {reason}"))
+        })?;
+        let errors: Vec<String> = validator
+            .iter_errors(&executed)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(refuse("invalid_arguments", Layer::Model, format!("arguments of `{tool}` are invalid: {}", errors.join("; "))));
+        }
+
+        // Provenance, then authority.
+        let labels = provenance::label(&executed, &self.spec.objective, &bindings, &self.state.output_index);
+        let args_digest = canon::digest(&executed);
+        let request = CapabilityRequest {
+            run: &self.run_id,
+            step: &step.id,
+            call,
+            provider: &step.provider,
+            tool,
+            effect: action.effect,
+            args: &executed,
+            args_digest: &args_digest,
+            provenance: &labels,
+        };
+        // INVARIANT (fail closed): anything but allow stops the call before the provider.
+        match self.engine.authority.evaluate(&request).await {
+            Verdict::Allow { .. } => {}
+            Verdict::Deny { reasons } => return Err(refuse("policy_denied", Layer::Policy, reasons.join("; "))),
+            Verdict::Ask { reason } => return Err(refuse("approval_required", Layer::Policy, reason)),
+            Verdict::Indeterminate { reason } => return Err(refuse("policy_indeterminate", Layer::Policy, reason)),
+        }
+        Ok((action.effect, executed, labels))
+    }
+
+    /// Fills bound arguments from carried state and checks claimed ones against it.
+    fn bind_carried(&self, bindings: &[(String, String)], proposed: &Value) -> Result<Value, Refusal> {
+        let mut args = proposed.clone();
+        let Some(map) = args.as_object_mut() else {
+            return Err(refuse("invalid_arguments", Layer::Model, "arguments must be a JSON object"));
+        };
+        for (arg, source) in bindings {
+            let carried = CarriedRef::parse(source)
+                .and_then(|r| self.state.carried.get(&r.to_string()))
+                .ok_or_else(|| refuse("unknown_carried", Layer::Model, format!("`{arg}` claims carried value `{source}`, which the run has not carried")))?;
+            match map.get(arg) {
+                None => {
+                    map.insert(arg.clone(), (*carried.value).clone());
+                }
+                Some(v) if v == &*carried.value => {}
+                Some(v) => {
+                    return Err(refuse(
+                        "carried_value_mismatch",
+                        Layer::Model,
+                        format!(
+                            "`{arg}` = {v} but the evidence for `{source}` is {} (from {} {})",
+                            carried.value, carried.lineage.call, carried.lineage.tool
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(args)
+    }
+
+    fn validator(&mut self, schema: &Arc<Value>) -> Result<Arc<jsonschema::Validator>, String> {
+        let key = Arc::as_ptr(schema) as usize;
+        if let Some((_, v)) = self.validators.get(&key) {
+            return v.clone();
+        }
+        if self.validators.len() >= VALIDATORS_MAX {
+            self.validators.clear();
+        }
+        let compiled = jsonschema::validator_for(schema).map(Arc::new).map_err(|e| e.to_string());
+        self.validators.insert(key, (schema.clone(), compiled.clone()));
+        compiled
+    }
+
+    /// Lifts the step's published outputs from a successful result of `tool`.
+    fn lift(&mut self, i: usize, call: CallId, tool: &str, output: &Arc<Value>) -> Result<(), EngineError> {
+        let step = &self.spec.steps[i];
+        let lifted: Vec<(String, Value, String)> = step
+            .publishes
+            .iter()
+            .filter(|(_, p)| p.from == tool)
+            .filter_map(|(name, p)| output.pointer(&p.path).map(|v| (format!("{}.{name}", step.id), v.clone(), p.path.clone())))
+            .collect();
+        let step_id: StepId = step.id.clone();
+        for (name, value, path) in lifted {
+            let lineage = Lineage { run: self.run_id.clone(), step: step_id.clone(), call, tool: tool.to_owned(), path };
+            self.stage(EventKind::Carried { name, value: Arc::new(value), lineage })?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    fn hub_has_subscribers(&self) -> bool {
+        self.hub.has_subscribers()
+    }
+}
+
+/// The idempotency key of a call: stable for the intent, unique across runs.
+pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
+    let d = canon::digest_bytes(format!("{run}/{call}").as_bytes());
+    format!("wk-{}", &d[7..39])
+}
+
+fn error_message(output: &Value) -> String {
+    match output.get("error").or_else(|| output.get("message")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => output.to_string(),
+    }
+}

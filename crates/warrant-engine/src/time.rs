@@ -1,0 +1,126 @@
+//! Clocks and id generators: the system ones for production, fixed ones for tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use warrant_core::event::Event;
+use warrant_core::ids::RunId;
+use warrant_core::ports::{Clock, IdGen};
+
+/// The system clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[expect(clippy::disallowed_methods, reason = "the one place that reads the system clock")]
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// A clock that always says the same time.
+#[derive(Clone, Copy, Debug)]
+pub struct FixedClock(pub u64);
+
+impl Clock for FixedClock {
+    fn now_ms(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A clock that moves forward by `step_ms` each time it is read, and can be advanced by hand.
+#[derive(Debug)]
+pub struct TickingClock {
+    now: AtomicU64,
+    step_ms: u64,
+}
+
+impl TickingClock {
+    /// Starts at `start_ms`.
+    pub fn new(start_ms: u64, step_ms: u64) -> TickingClock {
+        TickingClock { now: AtomicU64::new(start_ms), step_ms }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, ms: u64) {
+        self.now.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for TickingClock {
+    fn now_ms(&self) -> u64 {
+        self.now.fetch_add(self.step_ms, Ordering::SeqCst)
+    }
+}
+
+/// Run ids `<prefix>-1`, `<prefix>-2`, ...
+#[derive(Debug)]
+pub struct SequentialIds {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl SequentialIds {
+    /// Ids starting at `<prefix>-1`.
+    pub fn new(prefix: &str) -> SequentialIds {
+        SequentialIds { prefix: prefix.to_owned(), next: AtomicU64::new(1) }
+    }
+}
+
+impl IdGen for SequentialIds {
+    fn run_id(&self) -> RunId {
+        RunId(format!("{}-{}", self.prefix, self.next.fetch_add(1, Ordering::SeqCst)))
+    }
+}
+
+/// Unique, time-ordered run ids: `r` + 12 hex digits of milliseconds + a process-unique
+/// counter and random tail.
+pub struct TimeOrderedIds {
+    clock: Arc<dyn Clock>,
+    counter: AtomicU64,
+    salt: u64,
+}
+
+impl Default for TimeOrderedIds {
+    fn default() -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        // A per-process salt: the address of a stack value mixed with the time is enough to
+        // keep two processes started in the same millisecond apart.
+        let marker = 0u8;
+        let salt = (std::ptr::addr_of!(marker) as u64).rotate_left(17) ^ clock.now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(std::process::id());
+        TimeOrderedIds { clock, counter: AtomicU64::new(0), salt }
+    }
+}
+
+impl IdGen for TimeOrderedIds {
+    fn run_id(&self) -> RunId {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let tail = (self.salt ^ n.wrapping_mul(0xbf58_476d_1ce4_e5b9)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        RunId(format!("r{:012x}{:08x}", self.clock.now_ms(), (tail >> 32) as u32))
+    }
+}
+
+/// Where a run's timestamps come from: the clock, or a recorded log (replay).
+pub(crate) enum TimeSource {
+    Live(Arc<dyn Clock>),
+    Replay(Vec<u64>),
+}
+
+impl TimeSource {
+    /// The timestamp of the event with sequence `seq`. Each event reads the clock once.
+    pub(crate) fn stamp(&self, seq: u64) -> u64 {
+        match self {
+            TimeSource::Live(clock) => clock.now_ms(),
+            TimeSource::Replay(times) => {
+                let i = (seq as usize).saturating_sub(1);
+                times.get(i).or(times.last()).copied().unwrap_or(0)
+            }
+        }
+    }
+
+    pub(crate) fn replaying(events: &[Arc<Event>]) -> TimeSource {
+        TimeSource::Replay(events.iter().map(|e| e.at_ms).collect())
+    }
+}

@@ -1,0 +1,42 @@
+//! Store implementations behind [`warrant_core::ports::EventStore`]: memory (tests, the
+//! benchmark's memory mode) and SQLite (the embedded default: one file, WAL, group commit on a
+//! dedicated writer thread).
+
+pub mod memory;
+pub mod sqlite;
+
+pub use memory::MemoryStore;
+pub use sqlite::{Durability, SqliteStore};
+
+use warrant_core::event::{Event, EventKind};
+
+/// What the runs table needs to know from a batch of events.
+pub(crate) struct RunFacts {
+    pub(crate) started: Option<(String, String, u64)>,
+    pub(crate) status: Option<String>,
+}
+
+pub(crate) fn run_facts(events: &[std::sync::Arc<Event>]) -> RunFacts {
+    let mut facts = RunFacts { started: None, status: None };
+    for e in events {
+        match &e.kind {
+            EventKind::RunStarted { spec, decider, .. } => {
+                facts.started = Some((spec.id.clone(), decider.to_string(), e.at_ms));
+            }
+            EventKind::RunFinished { outcome } => facts.status = Some(outcome.name().to_owned()),
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// Checks that `events` continue a run at `expected`: sequences `expected + 1, + 2, ...`.
+pub(crate) fn check_contiguous(events: &[std::sync::Arc<Event>], expected: u64) -> Result<(), String> {
+    for (i, e) in events.iter().enumerate() {
+        let want = expected + 1 + i as u64;
+        if e.seq != want {
+            return Err(format!("event at index {i} has sequence {}, expected {want}", e.seq));
+        }
+    }
+    Ok(())
+}

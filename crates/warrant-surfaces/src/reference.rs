@@ -1,0 +1,184 @@
+//! The reference surface: in-process providers behind the Surface port.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use warrant_core::canon;
+use warrant_core::event::{ActionRecord, Effect};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
+use warrant_core::spec::ProviderSpec;
+use warrant_core::validate::ProviderCatalog;
+
+/// One action a provider offers.
+#[derive(Clone, Debug)]
+pub struct ActionSpec {
+    /// The tool name.
+    pub name: String,
+    /// Read or commit.
+    pub effect: Effect,
+    /// For the decider.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+}
+
+/// A provider's failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The operation ran and failed (out of stock, not found...): reported as an error result.
+    Failed(String),
+    /// The provider could not be reached or is broken.
+    Unavailable(String),
+}
+
+/// An in-process provider. Implement this to add your own provider in Rust; register it with
+/// [`ReferenceCatalog::register`] and name it in a spec as `reference: <name>`.
+///
+/// Calls arrive only through Warrant's Bridge, already validated against `input_schema`.
+pub trait Provider: Send + Sync {
+    /// The actions offered.
+    fn actions(&self) -> Vec<ActionSpec>;
+    /// Changes whenever any action's name, effect or schema changes.
+    fn schema_version(&self) -> u64 {
+        0
+    }
+    /// Changes whenever the provider's state changes; older handles become stale.
+    fn state_version(&self) -> u64;
+    /// Runs one action. `idempotency_key` is stable for one intent: a provider that accepts
+    /// keys returns the first result again for a repeated key instead of repeating the effect.
+    fn call(&self, action: &str, args: &Value, idempotency_key: &str) -> Result<Value, ProviderError>;
+}
+
+/// A [`Provider`] behind the Surface port.
+pub struct ReferenceSurface {
+    provider: Arc<dyn Provider>,
+    cache: Mutex<Option<(u64, Arc<[ActionRecord]>, String)>>,
+}
+
+impl ReferenceSurface {
+    /// Wraps a provider.
+    pub fn new(provider: Arc<dyn Provider>) -> ReferenceSurface {
+        ReferenceSurface { provider, cache: Mutex::new(None) }
+    }
+
+    fn actions(&self) -> (Arc<[ActionRecord]>, String) {
+        let schema_version = self.provider.schema_version();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, actions, digest)) = cache.as_ref()
+            && *v == schema_version
+        {
+            return (actions.clone(), digest.clone());
+        }
+        let actions: Arc<[ActionRecord]> = self
+            .provider
+            .actions()
+            .into_iter()
+            .map(|a| ActionRecord {
+                name: a.name,
+                effect: a.effect,
+                description: a.description,
+                input_schema: Arc::new(a.input_schema),
+            })
+            .collect();
+        let listing: Vec<Value> = actions
+            .iter()
+            .map(|a| serde_json::json!([a.name, a.effect.to_string(), &*a.input_schema]))
+            .collect();
+        let digest = canon::digest(&Value::Array(listing));
+        let short = digest.trim_start_matches("sha256:")[..12].to_owned();
+        *cache = Some((schema_version, actions.clone(), short.clone()));
+        (actions, short)
+    }
+
+    fn version(&self) -> String {
+        let (_, schema) = self.actions();
+        format!("{schema}.{}", self.provider.state_version())
+    }
+}
+
+impl Surface for ReferenceSurface {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        let (actions, schema) = self.actions();
+        let version = format!("{schema}.{}", self.provider.state_version());
+        Box::pin(std::future::ready(Ok(Observation { version, actions })))
+    }
+
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        let result = match self.provider.call(&call.tool, &call.args, &call.idempotency_key) {
+            Ok(output) => Ok(CallOutput { output, is_error: false }),
+            Err(ProviderError::Failed(message)) => {
+                Ok(CallOutput { output: serde_json::json!({ "error": message }), is_error: true })
+            }
+            Err(ProviderError::Unavailable(message)) => Err(SurfaceError::new("unavailable", message)),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        let current = self.version() == version;
+        Box::pin(std::future::ready(current))
+    }
+}
+
+type Factory = Arc<dyn Fn() -> Arc<dyn Provider> + Send + Sync>;
+
+/// The reference providers a process knows by name: the demo providers plus any an embedder
+/// registers. Each run gets fresh provider instances.
+#[derive(Clone)]
+pub struct ReferenceCatalog {
+    factories: BTreeMap<String, Factory>,
+}
+
+impl Default for ReferenceCatalog {
+    fn default() -> Self {
+        Self::with_demo_providers()
+    }
+}
+
+impl ReferenceCatalog {
+    /// A catalog with no providers.
+    pub fn empty() -> ReferenceCatalog {
+        ReferenceCatalog { factories: BTreeMap::new() }
+    }
+
+    /// A catalog with `cafe`, `gallery`, `bakery` and the benchmark's `bench`.
+    pub fn with_demo_providers() -> ReferenceCatalog {
+        let mut c = ReferenceCatalog::empty();
+        c.register("cafe", || Arc::new(crate::demo::Cafe::default()));
+        c.register("gallery", || Arc::new(crate::demo::Gallery));
+        c.register("bakery", || Arc::new(crate::demo::Bakery::default()));
+        c.register("bench", || Arc::new(crate::demo::StepTool::default()));
+        c
+    }
+
+    /// Registers a provider under `name`; `make` is called once per run.
+    pub fn register(&mut self, name: &str, make: impl Fn() -> Arc<dyn Provider> + Send + Sync + 'static) {
+        self.factories.insert(name.to_owned(), Arc::new(make));
+    }
+
+    /// A fresh instance of the provider registered as `name`.
+    pub fn make(&self, name: &str) -> Option<Arc<dyn Provider>> {
+        self.factories.get(name).map(|f| f())
+    }
+
+    /// The names registered.
+    pub fn names(&self) -> Vec<&str> {
+        self.factories.keys().map(String::as_str).collect()
+    }
+}
+
+impl ProviderCatalog for ReferenceCatalog {
+    fn tools(&self, _name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String> {
+        let Some(reference) = &provider.reference else {
+            return Err("say how the provider is reached: `reference: <name>`".to_owned());
+        };
+        match self.make(reference) {
+            Some(p) => Ok(Some(p.actions().into_iter().map(|a| a.name).collect())),
+            None => Err(format!(
+                "unknown reference provider `{reference}` (this build knows: {})",
+                self.names().join(", ")
+            )),
+        }
+    }
+}
