@@ -434,10 +434,11 @@ impl RunState {
             .filter(|r| r.step == step)
             .ok_or_else(|| Fault::new("unknown_handle", Layer::Model, format!("handle {handle} was not issued in this step")))?;
         let provider = self.spec.as_ref().map(|s| s.steps[step].provider.as_str()).unwrap_or("");
-        let obs = self.observations.get(provider);
-        let action = obs
-            .filter(|o| o.version == record.version)
-            .and_then(|o| o.actions.get(handle.action as usize));
+        let current = self.observations.get(provider).filter(|o| o.version == record.version);
+        let action = current.and_then(|o| o.actions.get(handle.action as usize));
+        if current.is_some() && action.is_none() {
+            return Err(Fault::new("unknown_handle", Layer::Model, format!("handle {handle} was not issued in this step")));
+        }
         if self.consumed.contains(&handle) {
             return Err(Fault::new("handle_consumed", Layer::Model, format!("handle {handle} was already used by a dispatched call")));
         }

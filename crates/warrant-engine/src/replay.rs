@@ -24,6 +24,8 @@ pub struct ReplayCheck {
     pub regenerated: usize,
     /// The first difference.
     pub divergence: Option<Divergence>,
+    /// The engine stopped with an error while replaying (the log does not fold).
+    pub error: Option<String>,
 }
 
 /// The first event that differs.
@@ -60,7 +62,7 @@ pub async fn replay(events: &[Arc<Event>], decider: &dyn Decider) -> Result<Repl
         .with_authority(Arc::new(ReplayAuthority::from_log(events)));
     let surfaces = replay_surfaces(spec, events);
     let mut run = crate::run::Run::new(&engine, run_id.clone(), spec.clone(), decider, &surfaces, TimeSource::replaying(events));
-    let _ = run.drive().await;
+    let error = run.drive().await.err().map(|e| e.to_string());
     let regenerated = store.events();
     let mut divergence = None;
     for i in 0..events.len().max(regenerated.len()) {
@@ -71,7 +73,7 @@ pub async fn replay(events: &[Arc<Event>], decider: &dyn Decider) -> Result<Repl
             break;
         }
     }
-    Ok(ReplayCheck { recorded: events.len(), regenerated: regenerated.len(), divergence })
+    Ok(ReplayCheck { recorded: events.len(), regenerated: regenerated.len(), divergence, error })
 }
 
 struct FixedRunId(RunId);

@@ -201,7 +201,7 @@ impl<'a> Run<'a> {
         let decided = match self.decider.decide(projection.clone()).await {
             Ok(d) => d,
             Err(e) => {
-                let fault = Fault::new(&e.code, Layer::Model, format!("the decider failed: {}", e.message));
+                let fault = Fault::new(&e.code, Layer::Model, e.message);
                 self.stage(EventKind::DecideFailed { step: step_id, version: Some(observation.version), fault: fault.clone() })?;
                 self.stage(EventKind::RunFinished { outcome: Outcome::Failed { fault } })?;
                 return Ok(());

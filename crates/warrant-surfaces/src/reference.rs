@@ -162,6 +162,17 @@ impl ReferenceCatalog {
         self.factories.get(name).map(|f| f())
     }
 
+    /// Fresh surfaces for every provider of `spec`, by the names the spec uses.
+    pub fn surfaces(&self, spec: &warrant_core::Spec) -> Result<std::collections::HashMap<String, Arc<dyn Surface>>, String> {
+        let mut out: std::collections::HashMap<String, Arc<dyn Surface>> = std::collections::HashMap::new();
+        for (name, provider) in &spec.providers {
+            let reference = provider.reference.as_deref().ok_or_else(|| format!("provider `{name}` is not a reference provider"))?;
+            let p = self.make(reference).ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
+            out.insert(name.clone(), Arc::new(ReferenceSurface::new(p)));
+        }
+        Ok(out)
+    }
+
     /// The names registered.
     pub fn names(&self) -> Vec<&str> {
         self.factories.keys().map(String::as_str).collect()

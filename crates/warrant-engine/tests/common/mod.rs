@@ -1,0 +1,124 @@
+//! Test harness: runs specs over the memory store with a fixed clock and sequential ids.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use warrant_core::event::{Event, EventKind};
+use warrant_core::ports::{Authority, BoxFuture, DecideError, Decided, Decider, EventStore, Surface};
+use warrant_core::projection::Projection;
+use warrant_core::spec::Format;
+use warrant_core::validate;
+use warrant_core::{Outcome, Spec};
+use warrant_deciders::{Script, ScriptedDecider};
+use warrant_engine::{AllowAll, Engine, RunResult, SequentialIds, TickingClock};
+use warrant_store::MemoryStore;
+use warrant_surfaces::ReferenceCatalog;
+use warrant_surfaces::demo::Cafe;
+
+pub const CAFE_GALLERY: &str = include_str!("../../../../examples/cafe-gallery/spec.yaml");
+pub const SCRIPT: &str = include_str!("../../../../examples/cafe-gallery/script.yaml");
+pub const DIRECT: &str = include_str!("../../../../examples/cafe-gallery/direct.yaml");
+pub const DECLINE: &str = include_str!("../../../../examples/cafe-gallery/decline.yaml");
+pub const FALSE_CLAIM: &str = include_str!("../../../../examples/cafe-gallery/false-claim.yaml");
+
+pub fn spec(yaml: &str) -> Arc<Spec> {
+    Arc::new(validate::load(yaml, Format::Yaml, "spec.yaml", &ReferenceCatalog::default()).expect("valid spec"))
+}
+
+pub fn script(yaml: &str) -> ScriptedDecider {
+    ScriptedDecider::new(Script::parse(yaml, Format::Yaml, "script.yaml").expect("valid script"), "script.yaml")
+}
+
+/// One test run's world: its store, the cafe instance (to inspect effects), the outcome.
+pub struct World {
+    pub store: Arc<MemoryStore>,
+    pub cafe: Arc<Cafe>,
+    pub result: RunResult,
+    pub events: Vec<Arc<Event>>,
+}
+
+pub struct Setup {
+    pub engine: Engine,
+    pub store: Arc<MemoryStore>,
+    pub clock: Arc<TickingClock>,
+    pub cafe: Arc<Cafe>,
+    pub surfaces: HashMap<String, Arc<dyn Surface>>,
+}
+
+pub fn setup(spec: &Spec, authority: Arc<dyn Authority>) -> Setup {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(TickingClock::new(1_700_000_000_000, 1));
+    let engine = Engine::new(store.clone())
+        .with_clock(clock.clone())
+        .with_ids(Arc::new(SequentialIds::new("run")))
+        .with_authority(authority);
+    let cafe = Arc::new(Cafe::default());
+    let mut catalog = ReferenceCatalog::default();
+    let c = cafe.clone();
+    catalog.register("cafe", move || c.clone());
+    let surfaces = catalog.surfaces(spec).expect("surfaces");
+    Setup { engine, store, clock, cafe, surfaces }
+}
+
+pub async fn run_with(spec_yaml: &str, decider: &dyn Decider, authority: Arc<dyn Authority>) -> World {
+    let spec = spec(spec_yaml);
+    let s = setup(&spec, authority);
+    let result = s.engine.run(spec, decider, &s.surfaces).await.expect("run records");
+    let events = log(&*s.store, &result);
+    World { store: s.store, cafe: s.cafe, result, events }
+}
+
+pub async fn run(spec_yaml: &str, script_yaml: &str) -> World {
+    run_with(spec_yaml, &script(script_yaml), Arc::new(AllowAll)).await
+}
+
+pub fn log(store: &dyn EventStore, result: &RunResult) -> Vec<Arc<Event>> {
+    store.read(&result.run_id, 1).expect("read").into_iter().map(|s| s.event).collect()
+}
+
+pub fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {
+    events.iter().map(|e| e.kind.name()).collect()
+}
+
+pub fn missing_layer(outcome: &Outcome) -> Option<(String, warrant_core::Layer, String)> {
+    match outcome {
+        Outcome::NotAttained { missing } => missing.first().map(|m| (m.step.0.clone(), m.fault.layer, m.fault.code.clone())),
+        _ => None,
+    }
+}
+
+pub fn call_faults(events: &[Arc<Event>]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CallFinished { fault: Some(f), .. } => Some((f.code.clone(), f.layer.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Wraps a decider: records every projection it is shown and can run a hook before answering.
+pub struct Watching<D> {
+    pub inner: D,
+    pub seen: Mutex<Vec<Projection>>,
+    pub before: Box<dyn Fn(&Projection) + Send + Sync>,
+}
+
+impl<D: Decider> Watching<D> {
+    pub fn new(inner: D) -> Self {
+        Watching { inner, seen: Mutex::new(Vec::new()), before: Box::new(|_| {}) }
+    }
+}
+
+impl<D: Decider> Decider for Watching<D> {
+    fn identity(&self) -> warrant_core::event::DeciderIdentity {
+        self.inner.identity()
+    }
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        (self.before)(&projection);
+        self.seen.lock().unwrap().push(projection.clone());
+        self.inner.decide(projection)
+    }
+}
