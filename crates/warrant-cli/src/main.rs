@@ -1,1 +1,95 @@
-fn main() {}
+//! `warrant`: run governable agent trajectories, inspect their evidence, compare deciders.
+
+/// Writes to stdout; a closed pipe (`warrant events RUN | head`) ends the program quietly
+/// instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(&format!($($arg)*))
+    };
+}
+
+/// `out!` with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(&format!("{}\n", format!($($arg)*)))
+    };
+}
+
+/// Writes to stderr, ignoring a closed stream.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+
+mod bench;
+mod cli;
+mod commands;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit codes, documented in `--help` and the README.
+pub mod exit {
+    /// The run attained its objective (or the command succeeded).
+    pub const ATTAINED: u8 = 0;
+    /// The run ended not attained, failed, cancelled or exhausted; or a check failed.
+    pub const NOT_ATTAINED: u8 = 1;
+    /// Invalid input or usage: nothing was run or written.
+    pub const INVALID: u8 = 2;
+    /// The run is waiting (an approval or a reconciliation).
+    pub const WAITING: u8 = 3;
+}
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl Failure {
+    /// Invalid input or usage (exit 2).
+    pub fn invalid(error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code: exit::INVALID, error: error.into() }
+    }
+    /// Anything else that stops the command (exit 1).
+    pub fn failed(error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code: exit::NOT_ATTAINED, error: error.into() }
+    }
+}
+
+/// Writes `text` to stdout. On a closed pipe the reader is gone: stop without an error.
+pub fn write_stdout(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        let _ = writeln!(std::io::stderr().lock(), "error: writing to stdout: {e}");
+        std::process::exit(i32::from(exit::NOT_ATTAINED));
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            errln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::NOT_ATTAINED);
+        }
+    };
+    match runtime.block_on(commands::dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            errln!("error: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}

@@ -14,6 +14,11 @@ use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{BoxFuture, EventStore, RunSummary, StoreError};
 
+/// The SQLite library version linked in.
+pub fn sqlite_version() -> &'static str {
+    rusqlite::version()
+}
+
 /// Most append requests folded into one transaction.
 pub const GROUP_COMMIT_MAX: usize = 2048;
 

@@ -1,0 +1,216 @@
+//! `warrant bench`: the "tool loop" workload of BENCH-WORKLOAD.md through the full engine and
+//! Bridge, printing one JSON line per cell.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::anyhow;
+use serde_json::{Value, json};
+use warrant_core::event::{CallStatus, DeciderIdentity, Decision, EventKind};
+use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider, EventStore};
+use warrant_core::projection::Projection;
+use warrant_core::spec::{CommitRule, Limits, ProviderSpec, SPEC_VERSION, Spec, StepSpec};
+use warrant_core::{Outcome, StepId};
+use warrant_engine::{Engine, Surfaces};
+use warrant_store::{Durability, MemoryStore, SqliteStore};
+use warrant_surfaces::ReferenceSurface;
+use warrant_surfaces::demo::StepTool;
+
+use crate::cli::BenchArgs;
+use crate::{Failure, exit};
+
+/// The workload's decider: a deterministic function of the run so far.
+struct LoopDecider {
+    steps: u32,
+}
+
+impl Decider for LoopDecider {
+    fn identity(&self) -> DeciderIdentity {
+        DeciderIdentity { kind: "bench".into(), name: "tool-loop".into(), digest: None }
+    }
+
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        let last = projection.last_call().filter(|c| c.tool == "step" && c.status == Some(CallStatus::Ok));
+        let next = match last.and_then(|c| c.output.as_ref()) {
+            Some(out) if out.get("status").and_then(Value::as_str) == Some("ok") => {
+                out.get("step").and_then(Value::as_u64).map(|j| j + 1)
+            }
+            _ => None,
+        };
+        let decision = match next {
+            None => call(0),
+            Some(i) if i < u64::from(self.steps) => call(i),
+            Some(_) => Decision::Done { summary: format!("done: {} steps", self.steps) },
+        };
+        Box::pin(std::future::ready(Ok(Decided { decision, usage: None })))
+    }
+}
+
+fn call(i: u64) -> Decision {
+    let mut args = serde_json::Map::with_capacity(1);
+    args.insert("i".into(), Value::from(i));
+    Decision::Call { tool: "step".into(), handle: None, args: Arc::new(Value::Object(args)), claims: Vec::new() }
+}
+
+fn spec(steps: u32) -> Spec {
+    let mut providers = BTreeMap::new();
+    providers.insert("tools".to_owned(), ProviderSpec { reference: Some("bench".into()) });
+    Spec {
+        version: SPEC_VERSION.into(),
+        id: "tool-loop".into(),
+        objective: format!("K={steps}; Run the tool loop: call step with i = 0, 1, 2, ... until told to stop."),
+        decider: None,
+        providers,
+        steps: vec![StepSpec {
+            id: StepId("loop".into()),
+            provider: "tools".into(),
+            intent: "call step until told to stop".into(),
+            tools: vec!["step".into()],
+            after: Vec::new(),
+            commit: CommitRule::Optional,
+            required: true,
+            inputs: BTreeMap::new(),
+            publishes: BTreeMap::new(),
+            decisions_max: None,
+        }],
+        limits: Limits {
+            decisions_max: steps + 1,
+            step_decisions_max: steps + 1,
+            deadline_ms: 3_600_000,
+            ..Limits::default()
+        },
+    }
+}
+
+/// CPU time of this process so far: the sum over its threads of time on a CPU.
+fn cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+        .sum()
+}
+
+/// (current RSS, peak RSS) in MB.
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+struct Batch {
+    wall_s: f64,
+    cpu_s: f64,
+}
+
+async fn batch(engine: &Engine, surfaces: &Arc<Surfaces>, steps: u32, runs: u32, counter: &AtomicU64) -> Result<Batch, Failure> {
+    let spec = Arc::new(spec(steps));
+    let decider = Arc::new(LoopDecider { steps });
+    let before = counter.load(Ordering::SeqCst);
+    let cpu0 = cpu_ns();
+    #[expect(clippy::disallowed_methods, reason = "the benchmark's stopwatch measures wall time")]
+    let t0 = std::time::Instant::now();
+    let mut tasks = Vec::with_capacity(runs as usize);
+    for _ in 0..runs {
+        let (engine, spec, decider, surfaces) = (engine.clone(), spec.clone(), decider.clone(), surfaces.clone());
+        tasks.push(tokio::spawn(async move { engine.run(spec, decider.as_ref(), &surfaces).await }));
+    }
+    let mut results = Vec::with_capacity(runs as usize);
+    for t in tasks {
+        let r = t.await.map_err(|e| Failure::failed(anyhow!("a run's task failed: {e}")))?;
+        results.push(r.map_err(|e| Failure::failed(anyhow!("{e}")))?);
+    }
+    let wall_s = t0.elapsed().as_secs_f64();
+    let cpu_s = (cpu_ns() - cpu0) as f64 / 1e9;
+    // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
+    let ran = counter.load(Ordering::SeqCst) - before;
+    if ran != u64::from(steps) * u64::from(runs) {
+        return Err(Failure::failed(anyhow!("the tool ran {ran} times, expected {}", u64::from(steps) * u64::from(runs))));
+    }
+    let want = format!("done: {steps} steps");
+    for r in &results {
+        if r.outcome != Outcome::Attained {
+            return Err(Failure::failed(anyhow!("run {} ended {:?}", r.run_id, r.outcome)));
+        }
+        let events = engine.store().read(&r.run_id, r.state.last_seq.saturating_sub(3)).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let done = events.iter().any(|e| matches!(&e.event.kind, EventKind::Decided { decision: Decision::Done { summary }, .. } if *summary == want));
+        if !done {
+            return Err(Failure::failed(anyhow!("run {} did not finish with `{want}`", r.run_id)));
+        }
+    }
+    Ok(Batch { wall_s, cpu_s })
+}
+
+pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
+    if args.steps == 0 || args.runs == 0 {
+        return Err(Failure::invalid(anyhow!("--steps and --runs must be at least 1")));
+    }
+    let repeat = args.repeat.unwrap_or(if args.runs >= 1000 { 1 } else { 3 }).max(1);
+    let db_path = store_path.with_file_name(format!("bench-{}.db", std::process::id()));
+    let store: Arc<dyn EventStore> = if args.durable {
+        Arc::new(SqliteStore::open(&db_path, Durability::Fsync).map_err(|e| Failure::failed(anyhow!("{e}")))?)
+    } else {
+        Arc::new(MemoryStore::new())
+    };
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut surfaces: Surfaces = Surfaces::new();
+    surfaces.insert("tools".into(), Arc::new(ReferenceSurface::new(Arc::new(StepTool::with_counter(counter.clone())))));
+    let surfaces = Arc::new(surfaces);
+    let engine = Engine::new(store.clone());
+
+    batch(&engine, &surfaces, 2, 1, &counter).await?; // untimed warm-up
+    let (rss_before, _) = rss_mb();
+    let mut batches = Vec::new();
+    for _ in 0..repeat {
+        batches.push(batch(&engine, &surfaces, args.steps, args.runs, &counter).await?);
+    }
+    let (_, peak) = rss_mb();
+    drop(engine);
+    drop(store);
+    if args.durable {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
+        }
+    }
+
+    let total_steps = f64::from(args.steps) * f64::from(args.runs);
+    let mut walls: Vec<f64> = batches.iter().map(|b| b.wall_s).collect();
+    walls.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    let mid = batches.iter().find(|b| b.wall_s == median).map_or(0.0, |b| b.cpu_s);
+    let line = json!({
+        "peer": "warrant",
+        "variant": if args.durable { "sqlite-wal-fsync-group-commit" } else { "memory" },
+        "steps": args.steps,
+        "runs": args.runs,
+        "durable": args.durable,
+        "repeats": repeat,
+        "wall_s": median,
+        "steps_per_s": total_steps / median,
+        "runs_per_s": f64::from(args.runs) / median,
+        "per_step_us": median * 1e6 / total_steps,
+        "per_step_us_min": walls[0] * 1e6 / total_steps,
+        "per_step_us_max": walls[walls.len() - 1] * 1e6 / total_steps,
+        "cpu_s": mid,
+        "cpu_per_step_us": mid * 1e6 / total_steps,
+        "rss_before_runs_mb": rss_before,
+        "peak_rss_mb": peak,
+        "tool_calls": total_steps as u64,
+        "versions": {
+            "warrant": env!("CARGO_PKG_VERSION"),
+            "sqlite": warrant_store::sqlite::sqlite_version(),
+            "fsync": args.durable,
+        },
+    });
+    outln!("{line}");
+    Ok(exit::ATTAINED)
+}

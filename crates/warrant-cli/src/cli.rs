@@ -1,0 +1,153 @@
+//! The command line, defined once; help is generated from it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  the run attained its objective (or the command succeeded)
+  1  the run ended not attained, failed, cancelled or exhausted; or a check failed
+  2  invalid input or usage: nothing was run or written
+  3  the run is waiting for an approval or a reconciliation
+
+Deciders:
+  scripted:PATH   decisions read from a YAML or JSON script
+
+Examples:
+  warrant run examples/cafe-gallery/spec.yaml
+  warrant report last
+  warrant compare examples/cafe-gallery/spec.yaml \\
+      --decider scripted:examples/cafe-gallery/script.yaml \\
+      --decider scripted:examples/cafe-gallery/decline.yaml";
+
+/// Warrant: governable agent execution. A decider proposes; Warrant mediates every call,
+/// records the evidence, and judges from it whether the objective was reached.
+#[derive(Debug, Parser)]
+#[command(name = "warrant", version, after_help = AFTER_HELP, max_term_width = 100)]
+pub struct Cli {
+    /// The store file (SQLite).
+    #[arg(long, global = true, env = "WARRANT_STORE", default_value = ".warrant/warrant.db")]
+    pub store: PathBuf,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a spec to its outcome, showing progress on stderr and a summary on stdout.
+    Run(RunArgs),
+    /// List the runs in the store, newest first.
+    Runs {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a run's current state.
+    Show {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's events in order.
+    Events {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// Keep printing new events until the run ends.
+        #[arg(long)]
+        follow: bool,
+        /// Start at this sequence number.
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+        /// Print one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's evidence report (`warrant.run-report/1`).
+    Report {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-execute a run from its log, calling no provider and no decider.
+    Replay {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// Exit 1 unless the regenerated events are identical to the recorded ones.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Run one frozen spec through several deciders and compare their routes.
+    Compare {
+        /// The spec file (YAML or JSON).
+        spec: PathBuf,
+        /// A decider, e.g. `scripted:PATH`. Give two or more.
+        #[arg(long = "decider", required = true, num_args = 1)]
+        deciders: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a spec (and its default script) without running it.
+    Validate {
+        /// The spec file (YAML or JSON).
+        spec: PathBuf,
+    },
+    /// Print a JSON Schema.
+    Schema {
+        /// Which document.
+        #[arg(value_enum)]
+        which: SchemaKind,
+    },
+    /// Measure the engine on the "tool loop" benchmark workload.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The spec file (YAML or JSON).
+    pub spec: PathBuf,
+    /// The decider, e.g. `scripted:PATH`; defaults to the spec's `decider`.
+    #[arg(long)]
+    pub decider: Option<String>,
+    /// Deny every call to this tool (repeatable): a rule-list authority.
+    #[arg(long = "deny-tool", value_name = "TOOL")]
+    pub deny_tools: Vec<String>,
+    /// Print one JSON object on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not show progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Tool calls per run (K).
+    #[arg(long, default_value_t = 10)]
+    pub steps: u32,
+    /// Runs executing at once (R).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Record to a SQLite file with every commit fsynced (group commit).
+    #[arg(long)]
+    pub durable: bool,
+    /// Timed repetitions (default 3, or 1 when R >= 1000); the median is reported.
+    #[arg(long)]
+    pub repeat: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SchemaKind {
+    /// The `warrant/v1` spec.
+    Spec,
+    /// The `warrant.run-report/1` report.
+    Report,
+    /// One event of the `warrant.events/1` log.
+    Events,
+}

@@ -1,0 +1,362 @@
+//! The commands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use warrant_core::event::{Event, EventKind, StoredEvent};
+use warrant_core::ids::RunId;
+use warrant_core::ports::{Authority, Decider, EventStore, resolve_run_prefix};
+use warrant_core::report::RunReport;
+use warrant_core::spec::Format;
+use warrant_core::validate;
+use warrant_core::{Outcome, Spec};
+use warrant_deciders::{ReplayDecider, Script, ScriptedDecider};
+use warrant_engine::{AllowAll, DenyTools, Engine};
+use warrant_store::{Durability, SqliteStore};
+use warrant_surfaces::ReferenceCatalog;
+
+use crate::cli::{Cli, Command, RunArgs, SchemaKind};
+use crate::{Failure, exit};
+
+type Result<T> = std::result::Result<T, Failure>;
+
+pub async fn dispatch(cli: Cli) -> Result<u8> {
+    let store_path = cli.store;
+    match cli.command {
+        Command::Run(args) => run(&store_path, args).await,
+        Command::Runs { json } => runs(&store_path, json),
+        Command::Show { run, json } => show(&store_path, &run, json),
+        Command::Events { run, follow, from, json } => events(&store_path, &run, follow, from, json).await,
+        Command::Report { run, json } => report(&store_path, &run, json),
+        Command::Replay { run, verify } => replay(&store_path, &run, verify).await,
+        Command::Compare { spec, deciders, json } => compare(&store_path, &spec, &deciders, json).await,
+        Command::Validate { spec } => validate_cmd(&spec),
+        Command::Schema { which } => schema(which),
+        Command::Bench(args) => crate::bench::run(&store_path, &args).await,
+    }
+}
+
+/// Reads and validates a spec file. Errors name the file, field and line (exit 2).
+pub fn load_spec(path: &Path) -> Result<Spec> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Failure::invalid(anyhow!("cannot read `{shown}`: {e}")))?;
+    validate::load(&text, Format::of_path(&shown), &shown, &ReferenceCatalog::default())
+        .map_err(|e| Failure::invalid(anyhow!("{e}")))
+}
+
+/// Builds a decider from `kind:argument`. A spec's default decider resolves paths against
+/// the spec's folder; the command line's against the working directory.
+pub fn load_decider(text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<dyn Decider>> {
+    let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
+    match kind {
+        "scripted" => {
+            if arg.is_empty() {
+                return Err(Failure::invalid(anyhow!("`scripted` needs a path: `scripted:PATH`")));
+            }
+            let path = match base {
+                Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
+                _ => PathBuf::from(arg),
+            };
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Failure::invalid(anyhow!("cannot read script `{shown}`: {e}")))?;
+            let script = Script::parse(&text, Format::of_path(&shown), &shown).map_err(Failure::invalid)?;
+            let unknown: Vec<&str> = script.steps().filter(|s| spec.steps.iter().all(|st| st.id.0 != *s)).collect();
+            if !unknown.is_empty() {
+                return Err(Failure::invalid(anyhow!(
+                    "{shown}: steps: the spec has no step {}",
+                    unknown.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            Ok(Box::new(ScriptedDecider::new(script, &shown)))
+        }
+        other => Err(Failure::invalid(anyhow!("unknown decider `{other}` (this build knows: scripted:PATH)"))),
+    }
+}
+
+fn default_decider(spec: &Spec, spec_path: &Path) -> Result<Box<dyn Decider>> {
+    let Some(d) = spec.decider.as_deref() else {
+        return Err(Failure::invalid(anyhow!(
+            "`{}` names no default decider: pass `--decider scripted:PATH`",
+            spec_path.display()
+        )));
+    };
+    load_decider(d, spec_path.parent(), spec)
+}
+
+fn open_store(path: &Path) -> Result<SqliteStore> {
+    SqliteStore::open(path, Durability::Fsync).map_err(|e| Failure::failed(anyhow!("{e}")))
+}
+
+/// Opens an existing store for reading: a missing file is an error, not a new store.
+fn open_existing(path: &Path) -> Result<SqliteStore> {
+    if !path.exists() {
+        return Err(Failure::invalid(anyhow!(
+            "no store at `{}` (run something first, or pass --store / WARRANT_STORE)",
+            path.display()
+        )));
+    }
+    open_store(path)
+}
+
+fn resolve_run(store: &dyn EventStore, run: &str) -> Result<RunId> {
+    let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    if run == "last" {
+        return runs.first().map(|r| r.run_id.clone()).ok_or_else(|| Failure::invalid(anyhow!("the store has no runs")));
+    }
+    resolve_run_prefix(&runs, run).map_err(|e| Failure::invalid(anyhow!(e)))
+}
+
+fn read_log(store: &dyn EventStore, run: &RunId) -> Result<Vec<Arc<Event>>> {
+    let events = store.read(run, 1).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    Ok(events.into_iter().map(|s| s.event).collect())
+}
+
+fn outcome_code(outcome: &Outcome) -> u8 {
+    match outcome {
+        Outcome::Attained => exit::ATTAINED,
+        _ => exit::NOT_ATTAINED,
+    }
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(Failure::failed)?;
+    outln!("{text}");
+    Ok(())
+}
+
+fn authority(deny: &[String]) -> Arc<dyn Authority> {
+    if deny.is_empty() { Arc::new(AllowAll) } else { Arc::new(DenyTools::new(deny.iter().cloned())) }
+}
+
+async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
+    // Everything the user gave is checked before the store is touched: invalid input writes
+    // nothing.
+    let spec = load_spec(&args.spec)?;
+    let decider = match &args.decider {
+        Some(d) => load_decider(d, None, &spec)?,
+        None => default_decider(&spec, &args.spec)?,
+    };
+    let surfaces = ReferenceCatalog::default().surfaces(&spec).map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
+    let engine = Engine::new(store.clone()).with_authority(authority(&args.deny_tools));
+    if !args.quiet {
+        engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
+    }
+    let result = engine.run(Arc::new(spec), decider.as_ref(), &surfaces).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    for f in engine.drain_subscribers().await {
+        errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
+    }
+    let report = RunReport::from_state(&result.state);
+    if args.json {
+        print_json(&serde_json::json!({
+            "run_id": result.run_id,
+            "outcome": result.outcome.name(),
+            "outcome_detail": result.outcome,
+            "route": report.route,
+            "route_key": report.route_key,
+            "conformant": report.conformant,
+            "carried": report.carried,
+            "elapsed_ms": report.timings.elapsed_ms,
+            "store": store_path,
+        }))?;
+    } else {
+        out!("{}", report.render());
+    }
+    Ok(outcome_code(&result.outcome))
+}
+
+fn runs(store_path: &Path, json: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    if json {
+        print_json(&runs)?;
+        return Ok(exit::ATTAINED);
+    }
+    if runs.is_empty() {
+        errln!("no runs in `{}`", store_path.display());
+    }
+    for r in runs {
+        outln!("{:<22} {:<13} {:<16} {:>5} events  {}", r.run_id, r.status, r.spec_id, r.events, r.decider);
+    }
+    Ok(exit::ATTAINED)
+}
+
+fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let id = resolve_run(&store, run)?;
+    let events = read_log(&store, &id)?;
+    let report = RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    let last = events.last().map(|e| (e.seq, e.kind.name())).unwrap_or((0, "none"));
+    if json {
+        print_json(&serde_json::json!({
+            "run_id": report.run_id,
+            "status": report.status,
+            "outcome": report.outcome.as_ref().map(Outcome::name),
+            "spec": report.spec,
+            "decider": report.decider,
+            "steps": report.steps.iter().map(|s| serde_json::json!({
+                "id": s.id, "status": s.status, "decisions": s.decisions, "calls": s.calls.len()
+            })).collect::<Vec<_>>(),
+            "last_event": {"seq": last.0, "type": last.1},
+        }))?;
+    } else {
+        outln!("run      {}", report.run_id);
+        outln!("spec     {} ({})", report.spec.id, report.spec.hash);
+        outln!("decider  {}", report.decider);
+        outln!("status   {}{}", report.status, report.outcome.as_ref().map(|o| format!(" ({})", o.name())).unwrap_or_default());
+        outln!("last     event {} `{}`", last.0, last.1);
+        for s in &report.steps {
+            outln!("  {:<10} {:<13} {} decisions, {} calls", s.id.0, s.status, s.decisions, s.calls.len());
+            for c in &s.calls {
+                let status = c.status.map(|s| format!("{s:?}")).unwrap_or_else(|| "in flight".into());
+                outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, status);
+            }
+        }
+    }
+    Ok(exit::ATTAINED)
+}
+
+fn render_event(e: &StoredEvent) -> String {
+    let ev = &e.event;
+    let detail = match &ev.kind {
+        EventKind::RunStarted { spec, decider, .. } => format!("spec {} decider {decider}", spec.id),
+        EventKind::StepStarted { step, provider } => format!("{step} on {provider}"),
+        EventKind::Observed { provider, version, actions, .. } => format!("{provider} {version} ({} actions)", actions.len()),
+        EventKind::ObserveFailed { provider, fault, .. } => format!("{provider}: {}", fault.message),
+        EventKind::Decided { step, decision_no, decision, .. } => format!("{step} #{decision_no} {}", serde_json::to_string(decision).unwrap_or_default()),
+        EventKind::DecideFailed { fault, .. } => fault.message.clone(),
+        EventKind::CallStarted { call, tool, handle, .. } => format!("{call} {tool} {}", handle.map(|h| h.to_string()).unwrap_or_default()),
+        EventKind::CallDispatched { call, effect, idempotency_key, .. } => format!("{call} {effect} key {idempotency_key}"),
+        EventKind::CallFinished { call, status, fault, .. } => format!("{call} {status:?}{}", fault.as_ref().map(|f| format!(" [{}] {}", f.layer, f.message)).unwrap_or_default()),
+        EventKind::Carried { name, value, lineage } => format!("{name} = {value} <- {}", lineage.call),
+        EventKind::StepFinished { step, end } => format!("{step} {}", serde_json::to_string(end).unwrap_or_default()),
+        EventKind::StepSkipped { step, blocked_by, .. } => format!("{step} blocked by {blocked_by}"),
+        EventKind::RunFinished { outcome } => outcome.name().to_owned(),
+    };
+    format!("{:>5} {:>8} {:<15} {}", ev.seq, e.position, ev.kind.name(), detail)
+}
+
+/// How often `--follow` looks for new events.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let id = resolve_run(&store, run)?;
+    let mut next = from.max(1);
+    loop {
+        let batch = store.read(&id, next).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let mut ended = false;
+        for e in &batch {
+            if json {
+                outln!("{}", serde_json::to_string(e).map_err(Failure::failed)?);
+            } else {
+                outln!("{}", render_event(e));
+            }
+            next = e.event.seq + 1;
+            ended |= matches!(e.event.kind, EventKind::RunFinished { .. });
+        }
+        if !follow || ended {
+            break;
+        }
+        if batch.is_empty() {
+            // Ended before `from`?
+            let all = store.read(&id, 1).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if all.last().is_some_and(|e| matches!(e.event.kind, EventKind::RunFinished { .. })) && next > all.len() as u64 {
+                break;
+            }
+        }
+        tokio::time::sleep(FOLLOW_POLL).await;
+    }
+    Ok(exit::ATTAINED)
+}
+
+fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let id = resolve_run(&store, run)?;
+    let events = read_log(&store, &id)?;
+    let report = RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    if json {
+        print_json(&report)?;
+    } else {
+        out!("{}", report.render());
+    }
+    Ok(report.outcome.as_ref().map_or(exit::NOT_ATTAINED, outcome_code))
+}
+
+async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let id = resolve_run(&store, run)?;
+    let events = read_log(&store, &id)?;
+    let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
+    let check = warrant_engine::replay::replay(&events, &decider).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    if let Some(e) = &check.error {
+        errln!("replay stopped: {e}");
+    }
+    match &check.divergence {
+        None => {
+            outln!("replay of {id}: {} events regenerated, identical to the log", check.regenerated);
+            Ok(exit::ATTAINED)
+        }
+        Some(d) => {
+            outln!("replay of {id} diverges at event {}:", d.seq);
+            outln!("  recorded:    {}", d.recorded.as_deref().unwrap_or("(none: the replay produced more events)"));
+            outln!("  regenerated: {}", d.regenerated.as_deref().unwrap_or("(none: the replay produced fewer events)"));
+            Ok(if verify { exit::NOT_ATTAINED } else { exit::ATTAINED })
+        }
+    }
+}
+
+async fn compare(store_path: &Path, spec_path: &Path, deciders: &[String], json: bool) -> Result<u8> {
+    let spec = load_spec(spec_path)?;
+    if deciders.len() < 2 {
+        return Err(Failure::invalid(anyhow!("compare needs two or more `--decider`")));
+    }
+    let loaded: Vec<Box<dyn Decider>> = deciders.iter().map(|d| load_decider(d, None, &spec)).collect::<Result<_>>()?;
+    let spec = Arc::new(spec);
+    let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
+    let engine = Engine::new(store.clone());
+    let mut reports = Vec::new();
+    for decider in &loaded {
+        // Fresh providers for each route: the same frozen world.
+        let surfaces = ReferenceCatalog::default().surfaces(&spec).map_err(|e| Failure::invalid(anyhow!(e)))?;
+        errln!("running {} ...", decider.identity());
+        let result = engine.run(spec.clone(), decider.as_ref(), &surfaces).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        reports.push(RunReport::from_state(&result.state));
+    }
+    let cmp = warrant_core::compare::Comparison::of(&reports);
+    if json {
+        print_json(&cmp)?;
+    } else {
+        out!("{}", cmp.render());
+    }
+    Ok(if cmp.routes.iter().all(|r| r.conformant) { exit::ATTAINED } else { exit::NOT_ATTAINED })
+}
+
+fn validate_cmd(spec_path: &Path) -> Result<u8> {
+    let spec = load_spec(spec_path)?;
+    if spec.decider.is_some() {
+        default_decider(&spec, spec_path)?;
+    }
+    outln!(
+        "ok: `{}` is a valid {} spec ({} steps, {} providers, {})",
+        spec.id,
+        spec.version,
+        spec.steps.len(),
+        spec.providers.len(),
+        spec.hash()
+    );
+    Ok(exit::ATTAINED)
+}
+
+fn schema(which: SchemaKind) -> Result<u8> {
+    let schema = match which {
+        SchemaKind::Spec => schemars::schema_for!(Spec),
+        SchemaKind::Report => schemars::schema_for!(RunReport),
+        SchemaKind::Events => schemars::schema_for!(Event),
+    };
+    print_json(&schema)?;
+    Ok(exit::ATTAINED)
+}
