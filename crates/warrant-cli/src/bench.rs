@@ -84,13 +84,12 @@ fn spec(steps: u32) -> Spec {
     }
 }
 
-/// CPU time of this process so far: the sum over its threads of time on a CPU.
+/// CPU time (user + system) of this process so far, in nanoseconds.
 fn cpu_ns() -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
-        .sum()
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return 0 };
+    let ns = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
+    ns(usage.user_time()) + ns(usage.system_time())
 }
 
 /// (current RSS, peak RSS) in MB.

@@ -6,6 +6,7 @@
 //! into events that are appended, and applied to the fold, before the run acts on them.
 
 pub mod authority;
+mod cache;
 pub mod hub;
 pub mod replay;
 mod run;
@@ -59,6 +60,7 @@ pub struct Engine {
     pub(crate) ids: Arc<dyn IdGen>,
     pub(crate) authority: Arc<dyn Authority>,
     pub(crate) hub: hub::Hub,
+    pub(crate) cache: Arc<cache::Shared>,
 }
 
 impl Engine {
@@ -71,6 +73,7 @@ impl Engine {
             clock: Arc::new(SystemClock),
             ids: Arc::new(time::TimeOrderedIds::default()),
             authority: Arc::new(AllowAll),
+            cache: Arc::new(cache::Shared::default()),
         }
     }
 

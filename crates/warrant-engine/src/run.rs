@@ -104,7 +104,7 @@ impl<'a> Run<'a> {
         self.stage(EventKind::RunStarted {
             format: EVENTS_FORMAT.to_owned(),
             run_id: self.run_id.clone(),
-            spec_hash: self.spec.hash(),
+            spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
             decider: self.decider.identity(),
         })?;
@@ -453,7 +453,7 @@ impl<'a> Run<'a> {
         if self.validators.len() >= VALIDATORS_MAX {
             self.validators.clear();
         }
-        let compiled = jsonschema::validator_for(schema).map(Arc::new).map_err(|e| e.to_string());
+        let compiled = self.engine.cache.validator(schema);
         self.validators.insert(key, (schema.clone(), compiled.clone()));
         compiled
     }
