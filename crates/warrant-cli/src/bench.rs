@@ -28,11 +28,17 @@ struct LoopDecider {
 
 impl Decider for LoopDecider {
     fn identity(&self) -> DeciderIdentity {
-        DeciderIdentity { kind: "bench".into(), name: "tool-loop".into(), digest: None }
+        DeciderIdentity {
+            kind: "bench".into(),
+            name: "tool-loop".into(),
+            digest: None,
+        }
     }
 
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
-        let last = projection.last_call().filter(|c| c.tool == "step" && c.status == Some(CallStatus::Ok));
+        let last = projection
+            .last_call()
+            .filter(|c| c.tool == "step" && c.status == Some(CallStatus::Ok));
         let next = match last.and_then(|c| c.output.as_ref()) {
             Some(out) if out.get("status").and_then(Value::as_str) == Some("ok") => {
                 out.get("step").and_then(Value::as_u64).map(|j| j + 1)
@@ -42,25 +48,42 @@ impl Decider for LoopDecider {
         let decision = match next {
             None => call(0),
             Some(i) if i < u64::from(self.steps) => call(i),
-            Some(_) => Decision::Done { summary: format!("done: {} steps", self.steps) },
+            Some(_) => Decision::Done {
+                summary: format!("done: {} steps", self.steps),
+            },
         };
-        Box::pin(std::future::ready(Ok(Decided { decision, usage: None })))
+        Box::pin(std::future::ready(Ok(Decided {
+            decision,
+            usage: None,
+        })))
     }
 }
 
 fn call(i: u64) -> Decision {
     let mut args = serde_json::Map::with_capacity(1);
     args.insert("i".into(), Value::from(i));
-    Decision::Call { tool: "step".into(), handle: None, args: Arc::new(Value::Object(args)), claims: Vec::new() }
+    Decision::Call {
+        tool: "step".into(),
+        handle: None,
+        args: Arc::new(Value::Object(args)),
+        claims: Vec::new(),
+    }
 }
 
 fn spec(steps: u32) -> Spec {
     let mut providers = BTreeMap::new();
-    providers.insert("tools".to_owned(), ProviderSpec { reference: Some("bench".into()) });
+    providers.insert(
+        "tools".to_owned(),
+        ProviderSpec {
+            reference: Some("bench".into()),
+        },
+    );
     Spec {
         version: SPEC_VERSION.into(),
         id: "tool-loop".into(),
-        objective: format!("K={steps}; Run the tool loop: call step with i = 0, 1, 2, ... until told to stop."),
+        objective: format!(
+            "K={steps}; Run the tool loop: call step with i = 0, 1, 2, ... until told to stop."
+        ),
         decider: None,
         providers,
         steps: vec![StepSpec {
@@ -87,8 +110,11 @@ fn spec(steps: u32) -> Spec {
 /// CPU time (user + system) of this process so far, in nanoseconds.
 fn cpu_ns() -> u64 {
     use nix::sys::resource::{UsageWho, getrusage};
-    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return 0 };
-    let ns = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
+        return 0;
+    };
+    let ns =
+        |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
     ns(usage.user_time()) + ns(usage.system_time())
 }
 
@@ -111,21 +137,39 @@ struct Batch {
     cpu_s: f64,
 }
 
-async fn batch(engine: &Engine, surfaces: &Arc<Surfaces>, steps: u32, runs: u32, counter: &AtomicU64) -> Result<Batch, Failure> {
+async fn batch(
+    engine: &Engine,
+    surfaces: &Arc<Surfaces>,
+    steps: u32,
+    runs: u32,
+    counter: &AtomicU64,
+) -> Result<Batch, Failure> {
     let spec = Arc::new(spec(steps));
     let decider = Arc::new(LoopDecider { steps });
     let before = counter.load(Ordering::SeqCst);
     let cpu0 = cpu_ns();
-    #[expect(clippy::disallowed_methods, reason = "the benchmark's stopwatch measures wall time")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the benchmark's stopwatch measures wall time"
+    )]
     let t0 = std::time::Instant::now();
     let mut tasks = Vec::with_capacity(runs as usize);
     for _ in 0..runs {
-        let (engine, spec, decider, surfaces) = (engine.clone(), spec.clone(), decider.clone(), surfaces.clone());
-        tasks.push(tokio::spawn(async move { engine.run(spec, decider.as_ref(), &surfaces).await }));
+        let (engine, spec, decider, surfaces) = (
+            engine.clone(),
+            spec.clone(),
+            decider.clone(),
+            surfaces.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            engine.run(spec, decider.as_ref(), &surfaces).await
+        }));
     }
     let mut results = Vec::with_capacity(runs as usize);
     for t in tasks {
-        let r = t.await.map_err(|e| Failure::failed(anyhow!("a run's task failed: {e}")))?;
+        let r = t
+            .await
+            .map_err(|e| Failure::failed(anyhow!("a run's task failed: {e}")))?;
         results.push(r.map_err(|e| Failure::failed(anyhow!("{e}")))?);
     }
     let wall_s = t0.elapsed().as_secs_f64();
@@ -133,17 +177,30 @@ async fn batch(engine: &Engine, surfaces: &Arc<Surfaces>, steps: u32, runs: u32,
     // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
     let ran = counter.load(Ordering::SeqCst) - before;
     if ran != u64::from(steps) * u64::from(runs) {
-        return Err(Failure::failed(anyhow!("the tool ran {ran} times, expected {}", u64::from(steps) * u64::from(runs))));
+        return Err(Failure::failed(anyhow!(
+            "the tool ran {ran} times, expected {}",
+            u64::from(steps) * u64::from(runs)
+        )));
     }
     let want = format!("done: {steps} steps");
     for r in &results {
         if r.outcome != Outcome::Attained {
-            return Err(Failure::failed(anyhow!("run {} ended {:?}", r.run_id, r.outcome)));
+            return Err(Failure::failed(anyhow!(
+                "run {} ended {:?}",
+                r.run_id,
+                r.outcome
+            )));
         }
-        let events = engine.store().read(&r.run_id, r.state.last_seq.saturating_sub(3)).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let events = engine
+            .store()
+            .read(&r.run_id, r.state.last_seq.saturating_sub(3))
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
         let done = events.iter().any(|e| matches!(&e.event.kind, EventKind::Decided { decision: Decision::Done { summary }, .. } if *summary == want));
         if !done {
-            return Err(Failure::failed(anyhow!("run {} did not finish with `{want}`", r.run_id)));
+            return Err(Failure::failed(anyhow!(
+                "run {} did not finish with `{want}`",
+                r.run_id
+            )));
         }
     }
     Ok(Batch { wall_s, cpu_s })
@@ -151,18 +208,31 @@ async fn batch(engine: &Engine, surfaces: &Arc<Surfaces>, steps: u32, runs: u32,
 
 pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
     if args.steps == 0 || args.runs == 0 {
-        return Err(Failure::invalid(anyhow!("--steps and --runs must be at least 1")));
+        return Err(Failure::invalid(anyhow!(
+            "--steps and --runs must be at least 1"
+        )));
     }
-    let repeat = args.repeat.unwrap_or(if args.runs >= 1000 { 1 } else { 3 }).max(1);
+    let repeat = args
+        .repeat
+        .unwrap_or(if args.runs >= 1000 { 1 } else { 3 })
+        .max(1);
     let db_path = store_path.with_file_name(format!("bench-{}.db", std::process::id()));
     let store: Arc<dyn EventStore> = if args.durable {
-        Arc::new(SqliteStore::open(&db_path, Durability::Fsync).map_err(|e| Failure::failed(anyhow!("{e}")))?)
+        Arc::new(
+            SqliteStore::open(&db_path, Durability::Fsync)
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?,
+        )
     } else {
         Arc::new(MemoryStore::new())
     };
     let counter = Arc::new(AtomicU64::new(0));
     let mut surfaces: Surfaces = Surfaces::new();
-    surfaces.insert("tools".into(), Arc::new(ReferenceSurface::new(Arc::new(StepTool::with_counter(counter.clone())))));
+    surfaces.insert(
+        "tools".into(),
+        Arc::new(ReferenceSurface::new(Arc::new(StepTool::with_counter(
+            counter.clone(),
+        )))),
+    );
     let surfaces = Arc::new(surfaces);
     let engine = Engine::new(store.clone());
 
@@ -185,7 +255,10 @@ pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
     let mut walls: Vec<f64> = batches.iter().map(|b| b.wall_s).collect();
     walls.sort_by(f64::total_cmp);
     let median = walls[walls.len() / 2];
-    let mid = batches.iter().find(|b| b.wall_s == median).map_or(0.0, |b| b.cpu_s);
+    let mid = batches
+        .iter()
+        .find(|b| b.wall_s == median)
+        .map_or(0.0, |b| b.cpu_s);
     let line = json!({
         "peer": "warrant",
         "variant": if args.durable { "sqlite-wal-fsync-group-commit" } else { "memory" },

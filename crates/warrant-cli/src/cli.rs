@@ -27,7 +27,12 @@ Examples:
 #[command(name = "warrant", version, after_help = AFTER_HELP, max_term_width = 100)]
 pub struct Cli {
     /// The store file (SQLite).
-    #[arg(long, global = true, env = "WARRANT_STORE", default_value = ".warrant/warrant.db")]
+    #[arg(
+        long,
+        global = true,
+        env = "WARRANT_STORE",
+        default_value = ".warrant/warrant.db"
+    )]
     pub store: PathBuf,
 
     #[command(subcommand)]

@@ -28,10 +28,19 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(&store_path, args).await,
         Command::Runs { json } => runs(&store_path, json),
         Command::Show { run, json } => show(&store_path, &run, json),
-        Command::Events { run, follow, from, json } => events(&store_path, &run, follow, from, json).await,
+        Command::Events {
+            run,
+            follow,
+            from,
+            json,
+        } => events(&store_path, &run, follow, from, json).await,
         Command::Report { run, json } => report(&store_path, &run, json),
         Command::Replay { run, verify } => replay(&store_path, &run, verify).await,
-        Command::Compare { spec, deciders, json } => compare(&store_path, &spec, &deciders, json).await,
+        Command::Compare {
+            spec,
+            deciders,
+            json,
+        } => compare(&store_path, &spec, &deciders, json).await,
         Command::Validate { spec } => validate_cmd(&spec),
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
@@ -41,9 +50,15 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 /// Reads and validates a spec file. Errors name the file, field and line (exit 2).
 pub fn load_spec(path: &Path) -> Result<Spec> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::invalid(anyhow!("cannot read `{shown}`: {e}")))?;
-    validate::load(&text, Format::of_path(&shown), &shown, &ReferenceCatalog::default())
-        .map_err(|e| Failure::invalid(anyhow!("{e}")))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::invalid(anyhow!("cannot read `{shown}`: {e}")))?;
+    validate::load(
+        &text,
+        Format::of_path(&shown),
+        &shown,
+        &ReferenceCatalog::default(),
+    )
+    .map_err(|e| Failure::invalid(anyhow!("{e}")))
 }
 
 /// Builds a decider from `kind:argument`. A spec's default decider resolves paths against
@@ -53,7 +68,9 @@ pub fn load_decider(text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<
     match kind {
         "scripted" => {
             if arg.is_empty() {
-                return Err(Failure::invalid(anyhow!("`scripted` needs a path: `scripted:PATH`")));
+                return Err(Failure::invalid(anyhow!(
+                    "`scripted` needs a path: `scripted:PATH`"
+                )));
             }
             let path = match base {
                 Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
@@ -62,17 +79,27 @@ pub fn load_decider(text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| Failure::invalid(anyhow!("cannot read script `{shown}`: {e}")))?;
-            let script = Script::parse(&text, Format::of_path(&shown), &shown).map_err(Failure::invalid)?;
-            let unknown: Vec<&str> = script.steps().filter(|s| spec.steps.iter().all(|st| st.id.0 != *s)).collect();
+            let script =
+                Script::parse(&text, Format::of_path(&shown), &shown).map_err(Failure::invalid)?;
+            let unknown: Vec<&str> = script
+                .steps()
+                .filter(|s| spec.steps.iter().all(|st| st.id.0 != *s))
+                .collect();
             if !unknown.is_empty() {
                 return Err(Failure::invalid(anyhow!(
                     "{shown}: steps: the spec has no step {}",
-                    unknown.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                    unknown
+                        .iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
             Ok(Box::new(ScriptedDecider::new(script, &shown)))
         }
-        other => Err(Failure::invalid(anyhow!("unknown decider `{other}` (this build knows: scripted:PATH)"))),
+        other => Err(Failure::invalid(anyhow!(
+            "unknown decider `{other}` (this build knows: scripted:PATH)"
+        ))),
     }
 }
 
@@ -104,13 +131,18 @@ fn open_existing(path: &Path) -> Result<SqliteStore> {
 fn resolve_run(store: &dyn EventStore, run: &str) -> Result<RunId> {
     let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
     if run == "last" {
-        return runs.first().map(|r| r.run_id.clone()).ok_or_else(|| Failure::invalid(anyhow!("the store has no runs")));
+        return runs
+            .first()
+            .map(|r| r.run_id.clone())
+            .ok_or_else(|| Failure::invalid(anyhow!("the store has no runs")));
     }
     resolve_run_prefix(&runs, run).map_err(|e| Failure::invalid(anyhow!(e)))
 }
 
 fn read_log(store: &dyn EventStore, run: &RunId) -> Result<Vec<Arc<Event>>> {
-    let events = store.read(run, 1).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    let events = store
+        .read(run, 1)
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
     Ok(events.into_iter().map(|s| s.event).collect())
 }
 
@@ -128,7 +160,11 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 fn authority(deny: &[String]) -> Arc<dyn Authority> {
-    if deny.is_empty() { Arc::new(AllowAll) } else { Arc::new(DenyTools::new(deny.iter().cloned())) }
+    if deny.is_empty() {
+        Arc::new(AllowAll)
+    } else {
+        Arc::new(DenyTools::new(deny.iter().cloned()))
+    }
 }
 
 async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
@@ -139,13 +175,18 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         Some(d) => load_decider(d, None, &spec)?,
         None => default_decider(&spec, &args.spec)?,
     };
-    let surfaces = ReferenceCatalog::default().surfaces(&spec).map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let surfaces = ReferenceCatalog::default()
+        .surfaces(&spec)
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
     let engine = Engine::new(store.clone()).with_authority(authority(&args.deny_tools));
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let result = engine.run(Arc::new(spec), decider.as_ref(), &surfaces).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    let result = engine
+        .run(Arc::new(spec), decider.as_ref(), &surfaces)
+        .await
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
     for f in engine.drain_subscribers().await {
         errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
     }
@@ -179,7 +220,14 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
         errln!("no runs in `{}`", store_path.display());
     }
     for r in runs {
-        outln!("{:<22} {:<13} {:<16} {:>5} events  {}", r.run_id, r.status, r.spec_id, r.events, r.decider);
+        outln!(
+            "{:<22} {:<13} {:<16} {:>5} events  {}",
+            r.run_id,
+            r.status,
+            r.spec_id,
+            r.events,
+            r.decider
+        );
     }
     Ok(exit::ATTAINED)
 }
@@ -188,8 +236,12 @@ fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
     let store = open_existing(store_path)?;
     let id = resolve_run(&store, run)?;
     let events = read_log(&store, &id)?;
-    let report = RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
-    let last = events.last().map(|e| (e.seq, e.kind.name())).unwrap_or((0, "none"));
+    let report =
+        RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    let last = events
+        .last()
+        .map(|e| (e.seq, e.kind.name()))
+        .unwrap_or((0, "none"));
     if json {
         print_json(&serde_json::json!({
             "run_id": report.run_id,
@@ -206,12 +258,29 @@ fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
         outln!("run      {}", report.run_id);
         outln!("spec     {} ({})", report.spec.id, report.spec.hash);
         outln!("decider  {}", report.decider);
-        outln!("status   {}{}", report.status, report.outcome.as_ref().map(|o| format!(" ({})", o.name())).unwrap_or_default());
+        outln!(
+            "status   {}{}",
+            report.status,
+            report
+                .outcome
+                .as_ref()
+                .map(|o| format!(" ({})", o.name()))
+                .unwrap_or_default()
+        );
         outln!("last     event {} `{}`", last.0, last.1);
         for s in &report.steps {
-            outln!("  {:<10} {:<13} {} decisions, {} calls", s.id.0, s.status, s.decisions, s.calls.len());
+            outln!(
+                "  {:<10} {:<13} {} decisions, {} calls",
+                s.id.0,
+                s.status,
+                s.decisions,
+                s.calls.len()
+            );
             for c in &s.calls {
-                let status = c.status.map(|s| format!("{s:?}")).unwrap_or_else(|| "in flight".into());
+                let status = c
+                    .status
+                    .map(|s| format!("{s:?}"))
+                    .unwrap_or_else(|| "in flight".into());
                 outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, status);
             }
         }
@@ -222,21 +291,73 @@ fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
 fn render_event(e: &StoredEvent) -> String {
     let ev = &e.event;
     let detail = match &ev.kind {
-        EventKind::RunStarted { spec, decider, .. } => format!("spec {} decider {decider}", spec.id),
+        EventKind::RunStarted { spec, decider, .. } => {
+            format!("spec {} decider {decider}", spec.id)
+        }
         EventKind::StepStarted { step, provider } => format!("{step} on {provider}"),
-        EventKind::Observed { provider, version, actions, .. } => format!("{provider} {version} ({} actions)", actions.len()),
-        EventKind::ObserveFailed { provider, fault, .. } => format!("{provider}: {}", fault.message),
-        EventKind::Decided { step, decision_no, decision, .. } => format!("{step} #{decision_no} {}", serde_json::to_string(decision).unwrap_or_default()),
+        EventKind::Observed {
+            provider,
+            version,
+            actions,
+            ..
+        } => format!("{provider} {version} ({} actions)", actions.len()),
+        EventKind::ObserveFailed {
+            provider, fault, ..
+        } => format!("{provider}: {}", fault.message),
+        EventKind::Decided {
+            step,
+            decision_no,
+            decision,
+            ..
+        } => format!(
+            "{step} #{decision_no} {}",
+            serde_json::to_string(decision).unwrap_or_default()
+        ),
         EventKind::DecideFailed { fault, .. } => fault.message.clone(),
-        EventKind::CallStarted { call, tool, handle, .. } => format!("{call} {tool} {}", handle.map(|h| h.to_string()).unwrap_or_default()),
-        EventKind::CallDispatched { call, effect, idempotency_key, .. } => format!("{call} {effect} key {idempotency_key}"),
-        EventKind::CallFinished { call, status, fault, .. } => format!("{call} {status:?}{}", fault.as_ref().map(|f| format!(" [{}] {}", f.layer, f.message)).unwrap_or_default()),
-        EventKind::Carried { name, value, lineage } => format!("{name} = {value} <- {}", lineage.call),
-        EventKind::StepFinished { step, end } => format!("{step} {}", serde_json::to_string(end).unwrap_or_default()),
-        EventKind::StepSkipped { step, blocked_by, .. } => format!("{step} blocked by {blocked_by}"),
+        EventKind::CallStarted {
+            call, tool, handle, ..
+        } => format!(
+            "{call} {tool} {}",
+            handle.map(|h| h.to_string()).unwrap_or_default()
+        ),
+        EventKind::CallDispatched {
+            call,
+            effect,
+            idempotency_key,
+            ..
+        } => format!("{call} {effect} key {idempotency_key}"),
+        EventKind::CallFinished {
+            call,
+            status,
+            fault,
+            ..
+        } => format!(
+            "{call} {status:?}{}",
+            fault
+                .as_ref()
+                .map(|f| format!(" [{}] {}", f.layer, f.message))
+                .unwrap_or_default()
+        ),
+        EventKind::Carried {
+            name,
+            value,
+            lineage,
+        } => format!("{name} = {value} <- {}", lineage.call),
+        EventKind::StepFinished { step, end } => {
+            format!("{step} {}", serde_json::to_string(end).unwrap_or_default())
+        }
+        EventKind::StepSkipped {
+            step, blocked_by, ..
+        } => format!("{step} blocked by {blocked_by}"),
         EventKind::RunFinished { outcome } => outcome.name().to_owned(),
     };
-    format!("{:>5} {:>8} {:<15} {}", ev.seq, e.position, ev.kind.name(), detail)
+    format!(
+        "{:>5} {:>8} {:<15} {}",
+        ev.seq,
+        e.position,
+        ev.kind.name(),
+        detail
+    )
 }
 
 /// How often `--follow` looks for new events.
@@ -247,7 +368,9 @@ async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: boo
     let id = resolve_run(&store, run)?;
     let mut next = from.max(1);
     loop {
-        let batch = store.read(&id, next).map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let batch = store
+            .read(&id, next)
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
         let mut ended = false;
         for e in &batch {
             if json {
@@ -263,8 +386,14 @@ async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: boo
         }
         if batch.is_empty() {
             // Ended before `from`?
-            let all = store.read(&id, 1).map_err(|e| Failure::failed(anyhow!("{e}")))?;
-            if all.last().is_some_and(|e| matches!(e.event.kind, EventKind::RunFinished { .. })) && next > all.len() as u64 {
+            let all = store
+                .read(&id, 1)
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if all
+                .last()
+                .is_some_and(|e| matches!(e.event.kind, EventKind::RunFinished { .. }))
+                && next > all.len() as u64
+            {
                 break;
             }
         }
@@ -277,13 +406,17 @@ fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
     let store = open_existing(store_path)?;
     let id = resolve_run(&store, run)?;
     let events = read_log(&store, &id)?;
-    let report = RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    let report =
+        RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
     if json {
         print_json(&report)?;
     } else {
         out!("{}", report.render());
     }
-    Ok(report.outcome.as_ref().map_or(exit::NOT_ATTAINED, outcome_code))
+    Ok(report
+        .outcome
+        .as_ref()
+        .map_or(exit::NOT_ATTAINED, outcome_code))
 }
 
 async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
@@ -291,39 +424,73 @@ async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
     let id = resolve_run(&store, run)?;
     let events = read_log(&store, &id)?;
     let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
-    let check = warrant_engine::replay::replay(&events, &decider).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    let check = warrant_engine::replay::replay(&events, &decider)
+        .await
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
     if let Some(e) = &check.error {
         errln!("replay stopped: {e}");
     }
     match &check.divergence {
         None => {
-            outln!("replay of {id}: {} events regenerated, identical to the log", check.regenerated);
+            outln!(
+                "replay of {id}: {} events regenerated, identical to the log",
+                check.regenerated
+            );
             Ok(exit::ATTAINED)
         }
         Some(d) => {
             outln!("replay of {id} diverges at event {}:", d.seq);
-            outln!("  recorded:    {}", d.recorded.as_deref().unwrap_or("(none: the replay produced more events)"));
-            outln!("  regenerated: {}", d.regenerated.as_deref().unwrap_or("(none: the replay produced fewer events)"));
-            Ok(if verify { exit::NOT_ATTAINED } else { exit::ATTAINED })
+            outln!(
+                "  recorded:    {}",
+                d.recorded
+                    .as_deref()
+                    .unwrap_or("(none: the replay produced more events)")
+            );
+            outln!(
+                "  regenerated: {}",
+                d.regenerated
+                    .as_deref()
+                    .unwrap_or("(none: the replay produced fewer events)")
+            );
+            Ok(if verify {
+                exit::NOT_ATTAINED
+            } else {
+                exit::ATTAINED
+            })
         }
     }
 }
 
-async fn compare(store_path: &Path, spec_path: &Path, deciders: &[String], json: bool) -> Result<u8> {
+async fn compare(
+    store_path: &Path,
+    spec_path: &Path,
+    deciders: &[String],
+    json: bool,
+) -> Result<u8> {
     let spec = load_spec(spec_path)?;
     if deciders.len() < 2 {
-        return Err(Failure::invalid(anyhow!("compare needs two or more `--decider`")));
+        return Err(Failure::invalid(anyhow!(
+            "compare needs two or more `--decider`"
+        )));
     }
-    let loaded: Vec<Box<dyn Decider>> = deciders.iter().map(|d| load_decider(d, None, &spec)).collect::<Result<_>>()?;
+    let loaded: Vec<Box<dyn Decider>> = deciders
+        .iter()
+        .map(|d| load_decider(d, None, &spec))
+        .collect::<Result<_>>()?;
     let spec = Arc::new(spec);
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
     let engine = Engine::new(store.clone());
     let mut reports = Vec::new();
     for decider in &loaded {
         // Fresh providers for each route: the same frozen world.
-        let surfaces = ReferenceCatalog::default().surfaces(&spec).map_err(|e| Failure::invalid(anyhow!(e)))?;
+        let surfaces = ReferenceCatalog::default()
+            .surfaces(&spec)
+            .map_err(|e| Failure::invalid(anyhow!(e)))?;
         errln!("running {} ...", decider.identity());
-        let result = engine.run(spec.clone(), decider.as_ref(), &surfaces).await.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let result = engine
+            .run(spec.clone(), decider.as_ref(), &surfaces)
+            .await
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
         reports.push(RunReport::from_state(&result.state));
     }
     let cmp = warrant_core::compare::Comparison::of(&reports);
@@ -332,7 +499,11 @@ async fn compare(store_path: &Path, spec_path: &Path, deciders: &[String], json:
     } else {
         out!("{}", cmp.render());
     }
-    Ok(if cmp.routes.iter().all(|r| r.conformant) { exit::ATTAINED } else { exit::NOT_ATTAINED })
+    Ok(if cmp.routes.iter().all(|r| r.conformant) {
+        exit::ATTAINED
+    } else {
+        exit::NOT_ATTAINED
+    })
 }
 
 fn validate_cmd(spec_path: &Path) -> Result<u8> {

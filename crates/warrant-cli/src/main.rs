@@ -23,7 +23,6 @@ macro_rules! errln {
     }};
 }
 
-
 mod bench;
 mod cli;
 mod commands;
@@ -55,11 +54,17 @@ pub struct Failure {
 impl Failure {
     /// Invalid input or usage (exit 2).
     pub fn invalid(error: impl Into<anyhow::Error>) -> Failure {
-        Failure { code: exit::INVALID, error: error.into() }
+        Failure {
+            code: exit::INVALID,
+            error: error.into(),
+        }
     }
     /// Anything else that stops the command (exit 1).
     pub fn failed(error: impl Into<anyhow::Error>) -> Failure {
-        Failure { code: exit::NOT_ATTAINED, error: error.into() }
+        Failure {
+            code: exit::NOT_ATTAINED,
+            error: error.into(),
+        }
     }
 }
 
@@ -67,7 +72,10 @@ impl Failure {
 pub fn write_stdout(text: &str) {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
@@ -78,7 +86,11 @@ pub fn write_stdout(text: &str) {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             errln!("error: cannot start the async runtime: {e}");

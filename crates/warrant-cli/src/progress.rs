@@ -17,13 +17,22 @@ impl Progress {
 impl Subscriber for Progress {
     fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
         let line = match &event.kind {
-            EventKind::RunStarted { spec, decider, .. } => Some(format!("run {run}: {} with {decider}", spec.id)),
-            EventKind::StepStarted { step, provider } => Some(format!("> step {step} on {provider}")),
+            EventKind::RunStarted { spec, decider, .. } => {
+                Some(format!("run {run}: {} with {decider}", spec.id))
+            }
+            EventKind::StepStarted { step, provider } => {
+                Some(format!("> step {step} on {provider}"))
+            }
             EventKind::CallStarted { tool, .. } => {
                 self.tools.push(tool.clone());
                 None
             }
-            EventKind::CallFinished { call, status, fault, .. } => {
+            EventKind::CallFinished {
+                call,
+                status,
+                fault,
+                ..
+            } => {
                 let tool = self.tools.last().cloned().unwrap_or_default();
                 Some(match (status, fault) {
                     (CallStatus::Ok, _) => format!("  ok   {call} {tool}"),
@@ -31,14 +40,31 @@ impl Subscriber for Progress {
                     (s, None) => format!("  {s:?} {call} {tool}"),
                 })
             }
-            EventKind::Carried { name, value, .. } => Some(format!("       carried {name} = {value}")),
-            EventKind::StepFinished { step, end: StepEnd::Attained } => Some(format!("  step {step} attained")),
-            EventKind::StepFinished { step, end: StepEnd::NotAttained { fault } } => {
-                Some(format!("  step {step} not attained: [{}] {}", fault.layer, fault.message))
+            EventKind::Carried { name, value, .. } => {
+                Some(format!("       carried {name} = {value}"))
             }
-            EventKind::StepSkipped { step, blocked_by, .. } => Some(format!("> step {step} skipped: `{blocked_by}` was not attained")),
-            EventKind::ObserveFailed { provider, fault, .. } => Some(format!("  cannot observe {provider}: {}", fault.message)),
-            EventKind::DecideFailed { fault, .. } => Some(format!("  decider failed: {}", fault.message)),
+            EventKind::StepFinished {
+                step,
+                end: StepEnd::Attained,
+            } => Some(format!("  step {step} attained")),
+            EventKind::StepFinished {
+                step,
+                end: StepEnd::NotAttained { fault },
+            } => Some(format!(
+                "  step {step} not attained: [{}] {}",
+                fault.layer, fault.message
+            )),
+            EventKind::StepSkipped {
+                step, blocked_by, ..
+            } => Some(format!(
+                "> step {step} skipped: `{blocked_by}` was not attained"
+            )),
+            EventKind::ObserveFailed {
+                provider, fault, ..
+            } => Some(format!("  cannot observe {provider}: {}", fault.message)),
+            EventKind::DecideFailed { fault, .. } => {
+                Some(format!("  decider failed: {}", fault.message))
+            }
             EventKind::RunFinished { outcome } => Some(format!("run {run}: {}", outcome.name())),
             _ => None,
         };

@@ -1,5 +1,12 @@
 //! The `warrant` binary: commands, exit codes, and invalid input that writes nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -34,14 +41,24 @@ fn json(o: &Output) -> Value {
 fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("w.db");
-    let run = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "--json"]);
+    let run = warrant(
+        &store,
+        &["run", "examples/cafe-gallery/spec.yaml", "--json"],
+    );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     let out = json(&run);
     assert_eq!(out["outcome"], "attained");
-    assert_eq!(out["route_key"], "cafe/read:read_menu -> cafe/commit:order_latte -> gallery/read:check_design_drift");
+    assert_eq!(
+        out["route_key"],
+        "cafe/read:read_menu -> cafe/commit:order_latte -> gallery/read:check_design_drift"
+    );
     let id = out["run_id"].as_str().unwrap().to_owned();
     // Progress went to stderr, data to stdout.
-    assert!(stderr(&run).contains("step order attained"), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("step order attained"),
+        "{}",
+        stderr(&run)
+    );
 
     let runs = warrant(&store, &["runs", "--json"]);
     assert_eq!(json(&runs)[0]["run_id"], id.as_str());
@@ -49,17 +66,31 @@ fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() 
     assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
     assert!(stdout(&show).contains("attained"));
     let events = warrant(&store, &["events", &id, "--json"]);
-    let lines: Vec<Value> = stdout(&events).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["type"], "run_started");
     assert_eq!(lines.last().unwrap()["type"], "run_finished");
-    assert!(lines.iter().enumerate().all(|(i, l)| l["seq"] == i as u64 + 1));
+    assert!(
+        lines
+            .iter()
+            .enumerate()
+            .all(|(i, l)| l["seq"] == i as u64 + 1)
+    );
     let report = warrant(&store, &["report", "last", "--json"]);
     assert_eq!(report.status.code(), Some(0));
     let report = json(&report);
     assert_eq!(report["format"], "warrant.run-report/1");
     assert_eq!(report["terminal"].as_array().unwrap().len(), 2);
     let replay = warrant(&store, &["replay", &id, "--verify"]);
-    assert_eq!(replay.status.code(), Some(0), "{}{}", stdout(&replay), stderr(&replay));
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&replay),
+        stderr(&replay)
+    );
     assert!(stdout(&replay).contains("identical"));
     // Following a finished run prints it and ends.
     let follow = warrant(&store, &["events", &id, "--follow", "--from", "20"]);
@@ -71,14 +102,40 @@ fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() 
 fn a_run_that_is_not_attained_exits_1_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("w.db");
-    let run = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "--decider", "scripted:examples/cafe-gallery/decline.yaml", "-q"]);
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/cafe-gallery/spec.yaml",
+            "--decider",
+            "scripted:examples/cafe-gallery/decline.yaml",
+            "-q",
+        ],
+    );
     assert_eq!(run.status.code(), Some(1));
     assert!(stdout(&run).contains("not_attained"));
     assert!(stdout(&run).contains("[model]"));
-    assert!(stderr(&run).is_empty(), "--quiet shows no progress: {}", stderr(&run));
-    let denied = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "--deny-tool", "order_latte", "--json", "-q"]);
+    assert!(
+        stderr(&run).is_empty(),
+        "--quiet shows no progress: {}",
+        stderr(&run)
+    );
+    let denied = warrant(
+        &store,
+        &[
+            "run",
+            "examples/cafe-gallery/spec.yaml",
+            "--deny-tool",
+            "order_latte",
+            "--json",
+            "-q",
+        ],
+    );
     assert_eq!(denied.status.code(), Some(1));
-    assert_eq!(json(&denied)["outcome_detail"]["missing"][0]["fault"]["layer"], "policy");
+    assert_eq!(
+        json(&denied)["outcome_detail"]["missing"][0]["fault"]["layer"],
+        "policy"
+    );
 }
 
 #[test]
@@ -91,19 +148,40 @@ fn invalid_input_exits_2_and_leaves_the_store_untouched() {
     std::fs::write(&bad, spec.replace("provider: gallery", "provider: museum")).unwrap();
     let out = warrant(&store, &["run", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("bad.yaml:24: steps[1].provider: unknown provider `museum`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad.yaml:24: steps[1].provider: unknown provider `museum`"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!store.exists(), "an invalid spec created the store");
 
     // With a store holding a run: every kind of invalid input leaves it byte for byte as it was.
-    assert_eq!(warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "-q"]).status.code(), Some(0));
+    assert_eq!(
+        warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "-q"])
+            .status
+            .code(),
+        Some(0)
+    );
     let before = std::fs::read(&store).unwrap();
     let cases: Vec<(String, Vec<String>)> = vec![
         (spec.replace("id: drift", "id: order"), vec![]),
         (spec.replace("after: [order]", "after: [drift]"), vec![]),
-        (spec.replace("color: order.color", "color: order.flavor"), vec![]),
-        (spec.replace("tools: [check_design_drift]", "tools: [paint]"), vec![]),
-        (spec.clone(), vec!["--decider".into(), "oracle:delphi".into()]),
-        (spec.clone(), vec!["--decider".into(), "scripted:/nonexistent.yaml".into()]),
+        (
+            spec.replace("color: order.color", "color: order.flavor"),
+            vec![],
+        ),
+        (
+            spec.replace("tools: [check_design_drift]", "tools: [paint]"),
+            vec![],
+        ),
+        (
+            spec.clone(),
+            vec!["--decider".into(), "oracle:delphi".into()],
+        ),
+        (
+            spec.clone(),
+            vec!["--decider".into(), "scripted:/nonexistent.yaml".into()],
+        ),
     ];
     for (i, (text, extra)) in cases.into_iter().enumerate() {
         let path = dir.path().join(format!("case{i}.yaml"));
@@ -113,14 +191,28 @@ fn invalid_input_exits_2_and_leaves_the_store_untouched() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = warrant(&store, &args);
         assert_eq!(out.status.code(), Some(2), "case {i}: {}", stderr(&out));
-        assert!(stderr(&out).starts_with("error: "), "case {i}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "case {i}: {}",
+            stderr(&out)
+        );
         let validate = warrant(&store, &["validate", path.to_str().unwrap()]);
         if i < 4 {
             assert_eq!(validate.status.code(), Some(2), "case {i}");
         }
     }
-    assert_eq!(std::fs::read(&store).unwrap(), before, "invalid input changed the store");
-    assert_eq!(json(&warrant(&store, &["runs", "--json"])).as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "invalid input changed the store"
+    );
+    assert_eq!(
+        json(&warrant(&store, &["runs", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -133,11 +225,19 @@ fn usage_errors_and_missing_things_exit_2() {
     assert_eq!(runs.status.code(), Some(2));
     assert!(stderr(&runs).contains("no store at"), "{}", stderr(&runs));
     assert!(!store.exists());
-    assert_eq!(warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "-q"]).status.code(), Some(0));
+    assert_eq!(
+        warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "-q"])
+            .status
+            .code(),
+        Some(0)
+    );
     let missing = warrant(&store, &["report", "nope"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no run `nope`"));
-    assert_eq!(warrant(&store, &["bench", "--steps", "0"]).status.code(), Some(2));
+    assert_eq!(
+        warrant(&store, &["bench", "--steps", "0"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]
@@ -145,7 +245,12 @@ fn help_documents_the_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let help = warrant(&dir.path().join("w.db"), &["--help"]);
     let text = stdout(&help);
-    for line in ["0  the run attained", "1  the run ended not attained", "2  invalid input", "3  the run is waiting"] {
+    for line in [
+        "0  the run attained",
+        "1  the run ended not attained",
+        "2  invalid input",
+        "3  the run is waiting",
+    ] {
         assert!(text.contains(line), "missing `{line}` in:\n{text}");
     }
 }
@@ -159,7 +264,10 @@ fn validate_and_schema_describe_the_formats() {
     assert!(stdout(&ok).starts_with("ok: `cafe-gallery`"));
     for which in ["spec", "report", "events"] {
         let s = json(&warrant(&store, &["schema", which]));
-        assert!(s["$schema"].as_str().unwrap().contains("json-schema.org"), "{which}");
+        assert!(
+            s["$schema"].as_str().unwrap().contains("json-schema.org"),
+            "{which}"
+        );
     }
     let spec_schema = json(&warrant(&store, &["schema", "spec"]));
     assert!(spec_schema["properties"]["steps"].is_object());
@@ -170,25 +278,41 @@ fn validate_and_schema_describe_the_formats() {
 fn compare_runs_one_spec_through_several_deciders() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("w.db");
-    let out = warrant(&store, &[
-        "compare", "examples/cafe-gallery/spec.yaml",
-        "--decider", "scripted:examples/cafe-gallery/script.yaml",
-        "--decider", "scripted:examples/cafe-gallery/direct.yaml",
-        "--json",
-    ]);
+    let out = warrant(
+        &store,
+        &[
+            "compare",
+            "examples/cafe-gallery/spec.yaml",
+            "--decider",
+            "scripted:examples/cafe-gallery/script.yaml",
+            "--decider",
+            "scripted:examples/cafe-gallery/direct.yaml",
+            "--json",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let cmp = json(&out);
     assert_eq!(cmp["path_difference"], true);
     assert_eq!(cmp["terminal_difference"], false);
     assert_eq!(cmp["conformance_difference"], false);
     assert_eq!(cmp["routes"].as_array().unwrap().len(), 2);
-    let text = warrant(&store, &[
-        "compare", "examples/cafe-gallery/spec.yaml",
-        "--decider", "scripted:examples/cafe-gallery/script.yaml",
-        "--decider", "scripted:examples/cafe-gallery/decline.yaml",
-    ]);
+    let text = warrant(
+        &store,
+        &[
+            "compare",
+            "examples/cafe-gallery/spec.yaml",
+            "--decider",
+            "scripted:examples/cafe-gallery/script.yaml",
+            "--decider",
+            "scripted:examples/cafe-gallery/decline.yaml",
+        ],
+    );
     assert_eq!(text.status.code(), Some(1));
-    assert!(stdout(&text).contains("attributed  model (no_commit)"), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("attributed  model (no_commit)"),
+        "{}",
+        stdout(&text)
+    );
     assert!(stdout(&text).contains("terminal difference: yes"));
 }
 
@@ -207,7 +331,13 @@ fn bench_prints_one_json_line_per_cell() {
         assert_eq!(line["peer"], "warrant");
         assert_eq!(line["tool_calls"], 15);
         assert_eq!(line["durable"], durable);
-        for key in ["wall_s", "steps_per_s", "per_step_us", "cpu_per_step_us", "peak_rss_mb"] {
+        for key in [
+            "wall_s",
+            "steps_per_s",
+            "per_step_us",
+            "cpu_per_step_us",
+            "peak_rss_mb",
+        ] {
             assert!(line[key].is_number(), "{key}");
         }
     }

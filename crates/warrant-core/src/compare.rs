@@ -55,7 +55,9 @@ impl Comparison {
                 let outcome = r.outcome.as_ref();
                 let layer = outcome.and_then(|o| o.layer());
                 let code = match outcome {
-                    Some(crate::event::Outcome::NotAttained { missing }) => missing.first().map(|m| m.fault.code.clone()),
+                    Some(crate::event::Outcome::NotAttained { missing }) => {
+                        missing.first().map(|m| m.fault.code.clone())
+                    }
                     Some(crate::event::Outcome::Failed { fault }) => Some(fault.code.clone()),
                     _ => None,
                 };
@@ -70,11 +72,18 @@ impl Comparison {
                 }
             })
             .collect();
-        let differs = |f: &dyn Fn(&RouteSummary) -> String| routes.windows(2).any(|w| f(&w[0]) != f(&w[1]));
+        let differs =
+            |f: &dyn Fn(&RouteSummary) -> String| routes.windows(2).any(|w| f(&w[0]) != f(&w[1]));
         Comparison {
             format: "warrant.compare/1".into(),
-            spec_id: reports.first().map(|r| r.spec.id.clone()).unwrap_or_default(),
-            spec_hash: reports.first().map(|r| r.spec.hash.clone()).unwrap_or_default(),
+            spec_id: reports
+                .first()
+                .map(|r| r.spec.id.clone())
+                .unwrap_or_default(),
+            spec_hash: reports
+                .first()
+                .map(|r| r.spec.hash.clone())
+                .unwrap_or_default(),
             path_difference: differs(&|r| r.route_key.clone()),
             terminal_difference: differs(&|r| r.outcome.clone()),
             conformance_difference: differs(&|r| r.conformant.to_string()),
@@ -87,7 +96,13 @@ impl Comparison {
         let yes = |b: bool| if b { "yes" } else { "no" };
         let mut out = format!("spec {} ({})\n", self.spec_id, self.spec_hash);
         for r in &self.routes {
-            out.push_str(&format!("{}\n  path        {}\n  terminal    {}\n  conformant  {}\n", r.decider, r.route_key, r.outcome, if r.conformant { "PASS" } else { "FAIL" }));
+            out.push_str(&format!(
+                "{}\n  path        {}\n  terminal    {}\n  conformant  {}\n",
+                r.decider,
+                r.route_key,
+                r.outcome,
+                if r.conformant { "PASS" } else { "FAIL" }
+            ));
             if let (Some(layer), Some(code)) = (r.attribution, &r.attribution_code) {
                 out.push_str(&format!("  attributed  {layer} ({code})\n"));
             }

@@ -191,7 +191,11 @@ pub struct Fault {
 impl Fault {
     /// A fault with this code, layer and message.
     pub fn new(code: &str, layer: Layer, message: impl Into<String>) -> Fault {
-        Fault { code: code.to_owned(), layer, message: message.into() }
+        Fault {
+            code: code.to_owned(),
+            layer,
+            message: message.into(),
+        }
     }
 }
 

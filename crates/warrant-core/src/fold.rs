@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::event::{
-    ActionRecord, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer,
-    Lineage, Missing, Outcome, StepEnd,
+    ActionRecord, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage,
+    Missing, Outcome, StepEnd,
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
@@ -78,7 +78,10 @@ impl StepState {
 
     /// Whether the step is over (finished or skipped).
     pub fn is_over(&self) -> bool {
-        matches!(self.status, StepStatus::Finished(_) | StepStatus::Skipped { .. })
+        matches!(
+            self.status,
+            StepStatus::Finished(_) | StepStatus::Skipped { .. }
+        )
     }
 }
 
@@ -223,7 +226,9 @@ pub enum Next {
 
 impl RunState {
     /// Folds a whole log.
-    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<RunState, FoldError> {
+    pub fn from_events<'a>(
+        events: impl IntoIterator<Item = &'a Event>,
+    ) -> Result<RunState, FoldError> {
         let mut state = RunState::default();
         for e in events {
             state.apply(e)?;
@@ -238,11 +243,15 @@ impl RunState {
 
     /// The call with this id.
     pub fn call(&self, id: CallId) -> Option<&CallRecord> {
-        (id.0 as usize).checked_sub(1).and_then(|i| self.calls.get(i))
+        (id.0 as usize)
+            .checked_sub(1)
+            .and_then(|i| self.calls.get(i))
     }
 
     fn call_mut(&mut self, id: CallId) -> Option<&mut CallRecord> {
-        (id.0 as usize).checked_sub(1).and_then(|i| self.calls.get_mut(i))
+        (id.0 as usize)
+            .checked_sub(1)
+            .and_then(|i| self.calls.get_mut(i))
     }
 
     /// The id the next call will get.
@@ -252,7 +261,11 @@ impl RunState {
 
     /// Applies one event. Rejects an event that breaks the log's invariants.
     pub fn apply(&mut self, e: &Event) -> Result<(), FoldError> {
-        let fail = |message: String| FoldError { seq: e.seq, kind: e.kind.name(), message };
+        let fail = |message: String| FoldError {
+            seq: e.seq,
+            kind: e.kind.name(),
+            message,
+        };
         // INVARIANT (one order): sequences are gapless from 1.
         if e.seq != self.last_seq + 1 {
             return Err(fail(format!("expected sequence {}", self.last_seq + 1)));
@@ -264,7 +277,13 @@ impl RunState {
             return Err(fail("the log must begin with `run_started`".into()));
         }
         match &e.kind {
-            EventKind::RunStarted { run_id, spec, spec_hash, decider, .. } => {
+            EventKind::RunStarted {
+                run_id,
+                spec,
+                spec_hash,
+                decider,
+                ..
+            } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
@@ -276,7 +295,9 @@ impl RunState {
                 self.started_at_ms = e.at_ms;
             }
             EventKind::StepStarted { step, .. } => {
-                let i = self.step_idx(step).ok_or_else(|| fail(format!("unknown step `{step}`")))?;
+                let i = self
+                    .step_idx(step)
+                    .ok_or_else(|| fail(format!("unknown step `{step}`")))?;
                 if self.current.is_some() {
                     return Err(fail("a step is already running".into()));
                 }
@@ -289,23 +310,46 @@ impl RunState {
                 self.current = Some(i);
                 self.recent.clear();
             }
-            EventKind::Observed { provider, version, actions, .. } => {
+            EventKind::Observed {
+                provider,
+                version,
+                actions,
+                ..
+            } => {
                 self.observations.insert(
                     provider.clone(),
-                    ObservationRecord { version: version.clone(), actions: actions.clone() },
+                    ObservationRecord {
+                        version: version.clone(),
+                        actions: actions.clone(),
+                    },
                 );
             }
             EventKind::ObserveFailed { .. } | EventKind::DecideFailed { .. } => {}
-            EventKind::Decided { step, decision_no, version, .. } => {
+            EventKind::Decided {
+                step,
+                decision_no,
+                version,
+                ..
+            } => {
                 let i = self.running_step(step).map_err(fail)?;
                 if *decision_no != self.decisions + 1 {
                     return Err(fail(format!("expected decision {}", self.decisions + 1)));
                 }
                 self.decisions += 1;
                 self.steps[i].decisions += 1;
-                self.decision_log.push(DecisionRecord { step: i, version: version.clone(), at_ms: e.at_ms });
+                self.decision_log.push(DecisionRecord {
+                    step: i,
+                    version: version.clone(),
+                    at_ms: e.at_ms,
+                });
             }
-            EventKind::CallStarted { call, step, tool, handle, args } => {
+            EventKind::CallStarted {
+                call,
+                step,
+                tool,
+                handle,
+                args,
+            } => {
                 let i = self.running_step(step).map_err(fail)?;
                 if *call != self.next_call_id() {
                     return Err(fail(format!("expected call {}", self.next_call_id())));
@@ -335,10 +379,21 @@ impl RunState {
                     self.recent.pop_front();
                 }
             }
-            EventKind::CallDispatched { call, effect, args, idempotency_key, provenance, .. } => {
-                let c = self.call_mut(*call).ok_or_else(|| fail(format!("unknown call {call}")))?;
+            EventKind::CallDispatched {
+                call,
+                effect,
+                args,
+                idempotency_key,
+                provenance,
+                ..
+            } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
                 if c.status.is_some() || c.executed.is_some() {
-                    return Err(fail(format!("call {call} was already dispatched or finished")));
+                    return Err(fail(format!(
+                        "call {call} was already dispatched or finished"
+                    )));
                 }
                 c.executed = Some(args.clone());
                 c.effect = Some(*effect);
@@ -351,14 +406,25 @@ impl RunState {
                     return Err(fail(format!("handle {h} was already consumed")));
                 }
             }
-            EventKind::CallFinished { call, status, output, fault } => {
-                let c = self.call_mut(*call).ok_or_else(|| fail(format!("unknown call {call}")))?;
+            EventKind::CallFinished {
+                call,
+                status,
+                output,
+                fault,
+            } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
                 if c.status.is_some() {
                     return Err(fail(format!("call {call} finished twice")));
                 }
                 // INVARIANT (log first): only a dispatched call reaches a provider.
-                if matches!(status, CallStatus::Ok | CallStatus::ProviderError) && c.executed.is_none() {
-                    return Err(fail(format!("call {call} reached the provider without a dispatch intent")));
+                if matches!(status, CallStatus::Ok | CallStatus::ProviderError)
+                    && c.executed.is_none()
+                {
+                    return Err(fail(format!(
+                        "call {call} reached the provider without a dispatch intent"
+                    )));
                 }
                 c.status = Some(*status);
                 c.output = output.clone();
@@ -373,17 +439,32 @@ impl RunState {
                     }
                     if let Some(out) = output {
                         let provider = self.spec.as_ref().map(|sp| sp.steps[step].provider.clone());
-                        self.output_index.record(provider.as_deref().unwrap_or(""), id, out);
+                        self.output_index
+                            .record(provider.as_deref().unwrap_or(""), id, out);
                     }
                 }
             }
-            EventKind::Carried { name, value, lineage } => {
-                let ok = self.call(lineage.call).is_some_and(|c| c.status == Some(CallStatus::Ok));
+            EventKind::Carried {
+                name,
+                value,
+                lineage,
+            } => {
+                let ok = self
+                    .call(lineage.call)
+                    .is_some_and(|c| c.status == Some(CallStatus::Ok));
                 // INVARIANT (evidence over claims): carried values come from recorded results.
                 if !ok {
-                    return Err(fail(format!("`{name}` is not lifted from a successful call")));
+                    return Err(fail(format!(
+                        "`{name}` is not lifted from a successful call"
+                    )));
                 }
-                self.carried.insert(name.clone(), Carried { value: value.clone(), lineage: lineage.clone() });
+                self.carried.insert(
+                    name.clone(),
+                    Carried {
+                        value: value.clone(),
+                        lineage: lineage.clone(),
+                    },
+                );
             }
             EventKind::StepFinished { step, end } => {
                 let i = self.running_step(step).map_err(fail)?;
@@ -394,12 +475,21 @@ impl RunState {
                 self.steps[i].finished_at_ms = Some(e.at_ms);
                 self.current = None;
             }
-            EventKind::StepSkipped { step, blocked_by, fault } => {
-                let i = self.step_idx(step).ok_or_else(|| fail(format!("unknown step `{step}`")))?;
+            EventKind::StepSkipped {
+                step,
+                blocked_by,
+                fault,
+            } => {
+                let i = self
+                    .step_idx(step)
+                    .ok_or_else(|| fail(format!("unknown step `{step}`")))?;
                 if self.steps[i].status != StepStatus::Pending {
                     return Err(fail(format!("step `{step}` already started")));
                 }
-                self.steps[i].status = StepStatus::Skipped { blocked_by: blocked_by.clone(), fault: fault.clone() };
+                self.steps[i].status = StepStatus::Skipped {
+                    blocked_by: blocked_by.clone(),
+                    fault: fault.clone(),
+                };
             }
             EventKind::RunFinished { outcome } => {
                 if self.calls.last().is_some_and(|c| c.status.is_none()) {
@@ -426,34 +516,67 @@ impl RunState {
     }
 
     /// The handle's problem, if it cannot be used now for `tool` in step `step`.
-    pub fn check_handle(&self, handle: HandleId, tool: &str, step: usize, now_ms: u64) -> Result<(), Fault> {
+    pub fn check_handle(
+        &self,
+        handle: HandleId,
+        tool: &str,
+        step: usize,
+        now_ms: u64,
+    ) -> Result<(), Fault> {
         let spec_ttl = self.spec.as_ref().map_or(0, |s| s.limits.handle_ttl_ms);
         let record = (handle.decision as usize)
             .checked_sub(1)
             .and_then(|i| self.decision_log.get(i))
             .filter(|r| r.step == step)
-            .ok_or_else(|| Fault::new("unknown_handle", Layer::Model, format!("handle {handle} was not issued in this step")))?;
-        let provider = self.spec.as_ref().map(|s| s.steps[step].provider.as_str()).unwrap_or("");
-        let current = self.observations.get(provider).filter(|o| o.version == record.version);
+            .ok_or_else(|| {
+                Fault::new(
+                    "unknown_handle",
+                    Layer::Model,
+                    format!("handle {handle} was not issued in this step"),
+                )
+            })?;
+        let provider = self
+            .spec
+            .as_ref()
+            .map(|s| s.steps[step].provider.as_str())
+            .unwrap_or("");
+        let current = self
+            .observations
+            .get(provider)
+            .filter(|o| o.version == record.version);
         let action = current.and_then(|o| o.actions.get(handle.action as usize));
         if current.is_some() && action.is_none() {
-            return Err(Fault::new("unknown_handle", Layer::Model, format!("handle {handle} was not issued in this step")));
+            return Err(Fault::new(
+                "unknown_handle",
+                Layer::Model,
+                format!("handle {handle} was not issued in this step"),
+            ));
         }
         if self.consumed.contains(&handle) {
-            return Err(Fault::new("handle_consumed", Layer::Model, format!("handle {handle} was already used by a dispatched call")));
+            return Err(Fault::new(
+                "handle_consumed",
+                Layer::Model,
+                format!("handle {handle} was already used by a dispatched call"),
+            ));
         }
         if now_ms >= record.at_ms.saturating_add(spec_ttl) {
             return Err(Fault::new(
                 "handle_expired",
                 Layer::Model,
-                format!("handle {handle} expired {} ms after it was issued", spec_ttl),
+                format!(
+                    "handle {handle} expired {} ms after it was issued",
+                    spec_ttl
+                ),
             ));
         }
         match action {
             None => Err(Fault::new(
                 "stale_handle",
                 Layer::Model,
-                format!("handle {handle} belongs to observation `{}`, which is no longer current", record.version),
+                format!(
+                    "handle {handle} belongs to observation `{}`, which is no longer current",
+                    record.version
+                ),
             )),
             Some(a) if a.name != tool => Err(Fault::new(
                 "handle_mismatch",
@@ -481,12 +604,19 @@ impl RunState {
             }
             let mut ready = true;
             for dep in &step.after {
-                let Some(d) = spec.step_index(dep) else { continue };
+                let Some(d) = spec.step_index(dep) else {
+                    continue;
+                };
                 let ds = &self.steps[d];
                 match &ds.status {
                     StepStatus::Finished(StepEnd::Attained) => {}
-                    StepStatus::Finished(StepEnd::NotAttained { fault }) | StepStatus::Skipped { fault, .. } => {
-                        return Next::Skip { step: i, blocked_by: dep.clone(), fault: fault.clone() };
+                    StepStatus::Finished(StepEnd::NotAttained { fault })
+                    | StepStatus::Skipped { fault, .. } => {
+                        return Next::Skip {
+                            step: i,
+                            blocked_by: dep.clone(),
+                            fault: fault.clone(),
+                        };
                     }
                     _ => ready = false,
                 }
@@ -501,40 +631,68 @@ impl RunState {
     /// INVARIANT (completion is judged): the terminal predicate, from evidence only.
     pub fn terminal(&self) -> Outcome {
         let Some(spec) = self.spec.as_ref() else {
-            return Outcome::Failed { fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec") };
+            return Outcome::Failed {
+                fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec"),
+            };
         };
         let mut missing = Vec::new();
         for (i, step) in spec.steps.iter().enumerate() {
             let s = &self.steps[i];
             let fault = || match &s.status {
-                StepStatus::Finished(StepEnd::NotAttained { fault }) | StepStatus::Skipped { fault, .. } => fault.clone(),
-                StepStatus::Pending | StepStatus::Running | StepStatus::Finished(_) => {
-                    Fault::new("step_not_run", Layer::Orchestration, format!("step `{}` never ran", step.id))
-                }
+                StepStatus::Finished(StepEnd::NotAttained { fault })
+                | StepStatus::Skipped { fault, .. } => fault.clone(),
+                StepStatus::Pending | StepStatus::Running | StepStatus::Finished(_) => Fault::new(
+                    "step_not_run",
+                    Layer::Orchestration,
+                    format!("step `{}` never ran", step.id),
+                ),
             };
             if step.commit == CommitRule::Required && !s.committed {
-                missing.push(Missing { step: step.id.clone(), requirement: "commit".into(), fault: fault() });
+                missing.push(Missing {
+                    step: step.id.clone(),
+                    requirement: "commit".into(),
+                    fault: fault(),
+                });
             } else if step.required && !s.attained() {
-                missing.push(Missing { step: step.id.clone(), requirement: "attained".into(), fault: fault() });
+                missing.push(Missing {
+                    step: step.id.clone(),
+                    requirement: "attained".into(),
+                    fault: fault(),
+                });
             }
         }
-        if missing.is_empty() { Outcome::Attained } else { Outcome::NotAttained { missing } }
+        if missing.is_empty() {
+            Outcome::Attained
+        } else {
+            Outcome::NotAttained { missing }
+        }
     }
 
     /// Judges a `done` for step `i` against the evidence.
     pub fn judge_done(&self, i: usize) -> StepEnd {
         let Some(spec) = self.spec.as_ref() else {
-            return StepEnd::NotAttained { fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec") };
+            return StepEnd::NotAttained {
+                fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec"),
+            };
         };
         let step = &spec.steps[i];
         let s = &self.steps[i];
         if step.commit == CommitRule::Required && !s.committed {
-            return StepEnd::NotAttained { fault: self.blame_missing_commit(i, "declared the step done, but no commit in it succeeded") };
+            return StepEnd::NotAttained {
+                fault: self.blame_missing_commit(
+                    i,
+                    "declared the step done, but no commit in it succeeded",
+                ),
+            };
         }
         if step.required && !s.succeeded {
             return StepEnd::NotAttained {
                 fault: self.blame_last_failure(i).unwrap_or_else(|| {
-                    Fault::new("done_without_evidence", Layer::Model, "declared the step done, but no call in it succeeded")
+                    Fault::new(
+                        "done_without_evidence",
+                        Layer::Model,
+                        "declared the step done, but no call in it succeeded",
+                    )
                 }),
             };
         }
@@ -543,7 +701,10 @@ impl RunState {
                 fault: Fault::new(
                     "output_not_published",
                     Layer::Model,
-                    format!("declared the step done, but no successful call published `{}.{name}`", step.id),
+                    format!(
+                        "declared the step done, but no successful call published `{}.{name}`",
+                        step.id
+                    ),
                 ),
             };
         }
@@ -551,18 +712,26 @@ impl RunState {
     }
 
     fn unpublished<'a>(&'a self, step: &'a StepSpec) -> impl Iterator<Item = &'a String> + 'a {
-        step.publishes.keys().filter(move |name| !self.carried.contains_key(&format!("{}.{name}", step.id)))
+        step.publishes
+            .keys()
+            .filter(move |name| !self.carried.contains_key(&format!("{}.{name}", step.id)))
     }
 
     /// Judges a decline of step `i`: the model declined, unless the evidence shows the required
     /// commit failed for another reason first.
     pub fn judge_decline(&self, i: usize, reason: &str) -> StepEnd {
-        let declined = Fault::new("declined", Layer::Model, format!("the decider declined: {reason}"));
+        let declined = Fault::new(
+            "declined",
+            Layer::Model,
+            format!("the decider declined: {reason}"),
+        );
         let Some(spec) = self.spec.as_ref() else {
             return StepEnd::NotAttained { fault: declined };
         };
         if spec.steps[i].commit == CommitRule::Required && !self.steps[i].committed {
-            return StepEnd::NotAttained { fault: self.blame_missing_commit(i, &format!("declined: {reason}")) };
+            return StepEnd::NotAttained {
+                fault: self.blame_missing_commit(i, &format!("declined: {reason}")),
+            };
         }
         StepEnd::NotAttained { fault: declined }
     }
@@ -571,9 +740,14 @@ impl RunState {
     /// failed commit attempt (provider error, policy stop, rejected call), or on the model
     /// when it never attempted one.
     fn blame_missing_commit(&self, i: usize, model_message: &str) -> Fault {
-        let attempt = self.steps[i].calls.iter().rev().filter_map(|id| self.call(*id)).find(|c| {
-            self.is_commit_tool(i, &c.tool) && c.status.is_some_and(|s| s != CallStatus::Ok)
-        });
+        let attempt = self.steps[i]
+            .calls
+            .iter()
+            .rev()
+            .filter_map(|id| self.call(*id))
+            .find(|c| {
+                self.is_commit_tool(i, &c.tool) && c.status.is_some_and(|s| s != CallStatus::Ok)
+            });
         match attempt.and_then(|c| c.fault.clone()) {
             Some(f) => f,
             None => Fault::new("no_commit", Layer::Model, model_message.to_owned()),
@@ -581,11 +755,20 @@ impl RunState {
     }
 
     fn blame_last_failure(&self, i: usize) -> Option<Fault> {
-        self.steps[i].calls.iter().rev().filter_map(|id| self.call(*id)).find_map(|c| c.fault.clone())
+        self.steps[i]
+            .calls
+            .iter()
+            .rev()
+            .filter_map(|id| self.call(*id))
+            .find_map(|c| c.fault.clone())
     }
 
     fn is_commit_tool(&self, i: usize, tool: &str) -> bool {
-        let provider = self.spec.as_ref().map(|s| s.steps[i].provider.as_str()).unwrap_or("");
+        let provider = self
+            .spec
+            .as_ref()
+            .map(|s| s.steps[i].provider.as_str())
+            .unwrap_or("");
         self.observations
             .get(provider)
             .and_then(|o| o.actions.iter().find(|a| a.name == tool))
@@ -594,7 +777,9 @@ impl RunState {
 
     /// The route: `provider/effect:tool` for each call that ran successfully, in order.
     pub fn route(&self) -> Vec<String> {
-        let Some(spec) = self.spec.as_ref() else { return Vec::new() };
+        let Some(spec) = self.spec.as_ref() else {
+            return Vec::new();
+        };
         self.calls
             .iter()
             .filter(|c| c.status == Some(CallStatus::Ok))
@@ -608,7 +793,11 @@ impl RunState {
     /// The route as one key: the steps of [`RunState::route`] joined by ` -> `.
     pub fn route_key(&self) -> String {
         let route = self.route();
-        if route.is_empty() { "(none)".to_owned() } else { route.join(" -> ") }
+        if route.is_empty() {
+            "(none)".to_owned()
+        } else {
+            route.join(" -> ")
+        }
     }
 
     /// The last decision of the log, if it was a call whose result is not yet recorded.

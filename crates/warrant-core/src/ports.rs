@@ -77,7 +77,10 @@ pub struct SurfaceError {
 impl SurfaceError {
     /// An error with this code and message.
     pub fn new(code: &str, message: impl Into<String>) -> SurfaceError {
-        SurfaceError { code: code.to_owned(), message: message.into() }
+        SurfaceError {
+            code: code.to_owned(),
+            message: message.into(),
+        }
     }
 }
 
@@ -227,10 +230,16 @@ pub trait EventStore: Send + Sync {
 
 /// The run id that uniquely starts with `prefix`, among `runs`.
 pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, String> {
-    let matches: Vec<&RunSummary> = runs.iter().filter(|r| r.run_id.0.starts_with(prefix)).collect();
+    let matches: Vec<&RunSummary> = runs
+        .iter()
+        .filter(|r| r.run_id.0.starts_with(prefix))
+        .collect();
     match matches.as_slice() {
         [one] => Ok(one.run_id.clone()),
         [] => Err(format!("no run `{prefix}` in the store")),
-        many => Err(format!("`{prefix}` matches {} runs: give more of the id", many.len())),
+        many => Err(format!(
+            "`{prefix}` matches {} runs: give more of the id",
+            many.len()
+        )),
     }
 }

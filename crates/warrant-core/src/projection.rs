@@ -93,7 +93,11 @@ impl Projection {
         let carried = state
             .carried
             .iter()
-            .map(|(name, c)| CarriedView { name: name.clone(), value: c.value.clone(), call: c.lineage.call })
+            .map(|(name, c)| CarriedView {
+                name: name.clone(),
+                value: c.value.clone(),
+                call: c.lineage.call,
+            })
             .collect();
         let recent = state
             .recent
@@ -135,7 +139,10 @@ impl Projection {
         self.actions
             .iter()
             .position(|a| a.name == tool)
-            .map(|i| HandleId { decision: self.decision_no, action: i as u16 })
+            .map(|i| HandleId {
+                decision: self.decision_no,
+                action: i as u16,
+            })
     }
 
     /// The last call of this step, if any.

@@ -64,7 +64,9 @@ impl OutputIndex {
             if self.seen.len() < OUTPUT_INDEX_MAX
                 && let Some(k) = scalar_key(leaf)
             {
-                self.seen.entry(k).or_insert_with(|| (provider.to_owned(), call));
+                self.seen
+                    .entry(k)
+                    .or_insert_with(|| (provider.to_owned(), call));
             }
         });
     }
@@ -117,17 +119,28 @@ pub fn label(
 ) -> Vec<ArgLabel> {
     let mut labels = Vec::new();
     visit_leaves(args, &mut String::new(), &mut |pointer, leaf| {
-        let top = pointer.trim_start_matches('/').split('/').next().unwrap_or("");
+        let top = pointer
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("");
         let source = if let Some((_, name)) = carried_args.iter().find(|(arg, _)| arg == top) {
             Source::Carried { name: name.clone() }
         } else if let Some((provider, call)) = index.find(leaf) {
-            Source::ProviderOutput { provider: provider.clone(), call: *call }
-        } else if matches!(leaf, Value::String(s) if s.len() >= 2 && objective.contains(s.as_str())) {
+            Source::ProviderOutput {
+                provider: provider.clone(),
+                call: *call,
+            }
+        } else if matches!(leaf, Value::String(s) if s.len() >= 2 && objective.contains(s.as_str()))
+        {
             Source::Objective
         } else {
             Source::Unobserved
         };
-        labels.push(ArgLabel { pointer: pointer.to_owned(), source });
+        labels.push(ArgLabel {
+            pointer: pointer.to_owned(),
+            source,
+        });
     });
     labels
 }
@@ -140,13 +153,37 @@ mod tests {
     #[test]
     fn each_leaf_is_labelled_by_where_it_was_observed() {
         let mut index = OutputIndex::default();
-        index.record("cafe", CallId(1), &json!({"items": [{"name": "latte", "price": 450}]}));
-        let args = json!({"drink": "latte", "size": "large", "note": "oat milk", "color": "#6f4e37"});
-        let labels = label(&args, "Order a drink with oat milk", &[("color".into(), "order.color".into())], &index);
-        let by: HashMap<_, _> = labels.iter().map(|l| (l.pointer.as_str(), l.source.clone())).collect();
-        assert_eq!(by["/drink"], Source::ProviderOutput { provider: "cafe".into(), call: CallId(1) });
+        index.record(
+            "cafe",
+            CallId(1),
+            &json!({"items": [{"name": "latte", "price": 450}]}),
+        );
+        let args =
+            json!({"drink": "latte", "size": "large", "note": "oat milk", "color": "#6f4e37"});
+        let labels = label(
+            &args,
+            "Order a drink with oat milk",
+            &[("color".into(), "order.color".into())],
+            &index,
+        );
+        let by: HashMap<_, _> = labels
+            .iter()
+            .map(|l| (l.pointer.as_str(), l.source.clone()))
+            .collect();
+        assert_eq!(
+            by["/drink"],
+            Source::ProviderOutput {
+                provider: "cafe".into(),
+                call: CallId(1)
+            }
+        );
         assert_eq!(by["/size"], Source::Unobserved);
         assert_eq!(by["/note"], Source::Objective);
-        assert_eq!(by["/color"], Source::Carried { name: "order.color".into() });
+        assert_eq!(
+            by["/color"],
+            Source::Carried {
+                name: "order.color".into()
+            }
+        );
     }
 }

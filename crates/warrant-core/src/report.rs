@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canon;
-use crate::event::{CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd};
+use crate::event::{
+    CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd,
+};
 use crate::fold::{RunState, StepStatus};
 use crate::ids::{CallId, RunId, StepId};
 use crate::spec::CommitRule;
@@ -183,7 +185,8 @@ impl RunReport {
         let mut report = RunReport::from_state(&state);
         for e in events {
             let (step, fault) = match &e.kind {
-                EventKind::ObserveFailed { step, fault, .. } | EventKind::DecideFailed { step, fault, .. } => (step, fault),
+                EventKind::ObserveFailed { step, fault, .. }
+                | EventKind::DecideFailed { step, fault, .. } => (step, fault),
                 _ => continue,
             };
             report.failures.push(FailureReport {
@@ -209,8 +212,12 @@ impl RunReport {
                     StepStatus::Pending => ("pending", None, None),
                     StepStatus::Running => ("running", None, None),
                     StepStatus::Finished(StepEnd::Attained) => ("attained", None, None),
-                    StepStatus::Finished(StepEnd::NotAttained { fault }) => ("not_attained", Some(fault.clone()), None),
-                    StepStatus::Skipped { blocked_by, fault } => ("skipped", Some(fault.clone()), Some(blocked_by.clone())),
+                    StepStatus::Finished(StepEnd::NotAttained { fault }) => {
+                        ("not_attained", Some(fault.clone()), None)
+                    }
+                    StepStatus::Skipped { blocked_by, fault } => {
+                        ("skipped", Some(fault.clone()), Some(blocked_by.clone()))
+                    }
                 };
                 let calls = s
                     .calls
@@ -275,7 +282,11 @@ impl RunReport {
                     .iter()
                     .filter(|s| s.is_terminal_requirement())
                     .map(|s| {
-                        let requirement = if s.commit == CommitRule::Required { "commit" } else { "attained" };
+                        let requirement = if s.commit == CommitRule::Required {
+                            "commit"
+                        } else {
+                            "attained"
+                        };
                         let m = missing.iter().find(|m| m.step == s.id);
                         RequirementReport {
                             step: s.id.clone(),
@@ -303,14 +314,22 @@ impl RunReport {
             spec: SpecRef {
                 id: spec.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
                 hash: state.spec_hash.clone(),
-                objective: spec.as_ref().map(|s| s.objective.clone()).unwrap_or_default(),
+                objective: spec
+                    .as_ref()
+                    .map(|s| s.objective.clone())
+                    .unwrap_or_default(),
             },
             decider: state.decider.clone().unwrap_or(DeciderIdentity {
                 kind: "unknown".into(),
                 name: String::new(),
                 digest: None,
             }),
-            status: if state.outcome.is_some() { "finished" } else { "running" }.to_owned(),
+            status: if state.outcome.is_some() {
+                "finished"
+            } else {
+                "running"
+            }
+            .to_owned(),
             conformant: state.outcome == Some(Outcome::Attained),
             outcome: state.outcome.clone(),
             route: state.route(),
@@ -319,7 +338,11 @@ impl RunReport {
             carried: state
                 .carried
                 .iter()
-                .map(|(name, c)| CarriedReport { name: name.clone(), value: c.value.clone(), lineage: c.lineage.clone() })
+                .map(|(name, c)| CarriedReport {
+                    name: name.clone(),
+                    value: c.value.clone(),
+                    lineage: c.lineage.clone(),
+                })
                 .collect(),
             terminal,
             failures,
@@ -339,7 +362,12 @@ impl RunReport {
         let mut out = String::new();
         let outcome = self.outcome.as_ref().map_or("running", Outcome::name);
         let _ = writeln!(out, "run      {}", self.run_id);
-        let _ = writeln!(out, "spec     {} ({})", self.spec.id, short_hash(&self.spec.hash));
+        let _ = writeln!(
+            out,
+            "spec     {} ({})",
+            self.spec.id,
+            short_hash(&self.spec.hash)
+        );
         let _ = writeln!(out, "decider  {}", self.decider);
         let _ = write!(out, "outcome  {outcome}");
         match &self.outcome {
@@ -356,10 +384,21 @@ impl RunReport {
         }
         let _ = writeln!(out);
         let _ = writeln!(out, "route    {}", self.route_key);
-        let _ = writeln!(out, "elapsed  {} ms, {} decisions, {} calls", self.timings.elapsed_ms, self.timings.decisions, self.timings.calls);
+        let _ = writeln!(
+            out,
+            "elapsed  {} ms, {} decisions, {} calls",
+            self.timings.elapsed_ms, self.timings.decisions, self.timings.calls
+        );
         let _ = writeln!(out, "steps");
         for s in &self.steps {
-            let _ = write!(out, "  {:<8} {:<13} {} ({} calls)", s.id.0, s.status, s.provider, s.calls.len());
+            let _ = write!(
+                out,
+                "  {:<8} {:<13} {} ({} calls)",
+                s.id.0,
+                s.status,
+                s.provider,
+                s.calls.len()
+            );
             if let Some(f) = &s.fault {
                 let _ = write!(out, "  [{}] {}", f.layer, f.message);
             }
@@ -376,7 +415,11 @@ impl RunReport {
                     c.lineage.step,
                     c.lineage.call,
                     c.lineage.tool,
-                    if c.lineage.path.is_empty() { String::new() } else { format!(" {}", c.lineage.path) }
+                    if c.lineage.path.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", c.lineage.path)
+                    }
                 );
             }
         }
@@ -391,7 +434,8 @@ impl RunReport {
                 let _ = writeln!(out);
             }
         }
-        let call_failures: Vec<&FailureReport> = self.failures.iter().filter(|f| f.call.is_some()).collect();
+        let call_failures: Vec<&FailureReport> =
+            self.failures.iter().filter(|f| f.call.is_some()).collect();
         if !call_failures.is_empty() {
             let _ = writeln!(out, "failures");
             for f in call_failures {
@@ -410,5 +454,12 @@ fn short_hash(h: &str) -> &str {
 
 fn compact(v: &Value) -> String {
     let s = v.to_string();
-    if s.len() > 60 { format!("{}…", &s[..s.char_indices().nth(59).map_or(s.len(), |(i, _)| i)]) } else { s }
+    if s.len() > 60 {
+        format!(
+            "{}…",
+            &s[..s.char_indices().nth(59).map_or(s.len(), |(i, _)| i)]
+        )
+    } else {
+        s
+    }
 }

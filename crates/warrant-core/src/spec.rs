@@ -229,14 +229,22 @@ fn strip_position(message: &str) -> String {
 }
 
 fn first_line(message: &str) -> String {
-    message.lines().next().unwrap_or("invalid YAML").trim().to_owned()
+    message
+        .lines()
+        .next()
+        .unwrap_or("invalid YAML")
+        .trim()
+        .to_owned()
 }
 
 /// serde-saphyr renders errors with `line N` / `N:M` positions; recover the line.
 fn yaml_error_line(rendered: &str) -> Option<u64> {
     let lower = rendered.to_ascii_lowercase();
     if let Some(i) = lower.find("line ") {
-        let digits: String = lower[i + 5..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        let digits: String = lower[i + 5..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
         return digits.parse().ok();
     }
     None
@@ -285,7 +293,10 @@ impl CarriedRef {
         if step.is_empty() || output.is_empty() {
             return None;
         }
-        Some(CarriedRef { step: StepId(step.to_owned()), output: output.to_owned() })
+        Some(CarriedRef {
+            step: StepId(step.to_owned()),
+            output: output.to_owned(),
+        })
     }
 }
 

@@ -44,7 +44,11 @@ impl fmt::Display for SpecErrors {
                 writeln!(f)?;
             }
             match issue.line {
-                Some(line) => write!(f, "{}:{}: {}: {}", self.file, line, issue.field, issue.message)?,
+                Some(line) => write!(
+                    f,
+                    "{}:{}: {}: {}",
+                    self.file, line, issue.field, issue.message
+                )?,
                 None => write!(f, "{}: {}: {}", self.file, issue.field, issue.message)?,
             }
         }
@@ -56,7 +60,11 @@ impl From<ParseError> for SpecErrors {
     fn from(e: ParseError) -> Self {
         SpecErrors {
             file: e.file,
-            issues: vec![Issue { field: "(document)".into(), line: e.line, message: e.message }],
+            issues: vec![Issue {
+                field: "(document)".into(),
+                line: e.line,
+                message: e.message,
+            }],
         }
     }
 }
@@ -79,9 +87,16 @@ pub fn load(
     }
     let issues = issues
         .into_iter()
-        .map(|(path, message)| Issue { line: locator.line(&path), field: render_path(&path), message })
+        .map(|(path, message)| Issue {
+            line: locator.line(&path),
+            field: render_path(&path),
+            message,
+        })
         .collect();
-    Err(SpecErrors { file: file.to_owned(), issues })
+    Err(SpecErrors {
+        file: file.to_owned(),
+        issues,
+    })
 }
 
 /// A path into the spec document: keys and indices.
@@ -123,7 +138,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
     if spec.version != SPEC_VERSION {
         issues.push((
             vec![key("version")],
-            format!("unsupported version `{}` (this build reads `{SPEC_VERSION}`)", spec.version),
+            format!(
+                "unsupported version `{}` (this build reads `{SPEC_VERSION}`)",
+                spec.version
+            ),
         ));
     }
     if spec.id.trim().is_empty() {
@@ -133,10 +151,16 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         issues.push((vec![key("steps")], "a spec needs at least one step".into()));
     }
     if spec.limits.decisions_max == 0 {
-        issues.push((vec![key("limits"), key("decisions_max")], "must be at least 1".into()));
+        issues.push((
+            vec![key("limits"), key("decisions_max")],
+            "must be at least 1".into(),
+        ));
     }
     if spec.limits.step_decisions_max == 0 {
-        issues.push((vec![key("limits"), key("step_decisions_max")], "must be at least 1".into()));
+        issues.push((
+            vec![key("limits"), key("step_decisions_max")],
+            "must be at least 1".into(),
+        ));
     }
 
     let mut tools_of: HashMap<&str, Option<Vec<String>>> = HashMap::new();
@@ -153,10 +177,19 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
     for (i, step) in spec.steps.iter().enumerate() {
         let at = |field: &str| vec![key("steps"), Seg::Index(i), key(field)];
         if step.id.0.is_empty() || step.id.0.contains('.') {
-            issues.push((at("id"), format!("`{}` is not a valid step id (non-empty, no `.`)", step.id)));
+            issues.push((
+                at("id"),
+                format!("`{}` is not a valid step id (non-empty, no `.`)", step.id),
+            ));
         }
         if let Some(prev) = first_index.get(&step.id) {
-            issues.push((at("id"), format!("duplicate step id `{}` (first used by steps[{prev}])", step.id)));
+            issues.push((
+                at("id"),
+                format!(
+                    "duplicate step id `{}` (first used by steps[{prev}])",
+                    step.id
+                ),
+            ));
         } else {
             first_index.insert(&step.id, i);
         }
@@ -164,7 +197,11 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             let known: Vec<&str> = spec.providers.keys().map(String::as_str).collect();
             issues.push((
                 at("provider"),
-                format!("unknown provider `{}` (the spec declares: {})", step.provider, list(&known)),
+                format!(
+                    "unknown provider `{}` (the spec declares: {})",
+                    step.provider,
+                    list(&known)
+                ),
             ));
         } else if let Some(Some(offered)) = tools_of.get(step.provider.as_str()) {
             for (t, tool) in step.tools.iter().enumerate() {
@@ -191,11 +228,20 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             if !step.tools.iter().any(|t| t == &publish.from) {
                 issues.push((
                     here.clone(),
-                    format!("publishes from `{}`, which is not one of the step's tools", publish.from),
+                    format!(
+                        "publishes from `{}`, which is not one of the step's tools",
+                        publish.from
+                    ),
                 ));
             }
             if !publish.path.is_empty() && !publish.path.starts_with('/') {
-                issues.push((here, format!("path `{}` is not a JSON pointer (start it with `/`)", publish.path)));
+                issues.push((
+                    here,
+                    format!(
+                        "path `{}` is not a JSON pointer (start it with `/`)",
+                        publish.path
+                    ),
+                ));
             }
         }
     }
@@ -226,7 +272,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         for (arg, source) in &step.inputs {
             let here = vec![key("steps"), Seg::Index(i), key("inputs"), key(arg)];
             let Some(r) = CarriedRef::parse(source) else {
-                issues.push((here, format!("`{source}` is not a carried output (write `step.output`)")));
+                issues.push((
+                    here,
+                    format!("`{source}` is not a carried output (write `step.output`)"),
+                ));
                 continue;
             };
             let publisher = spec.step(&r.step);
@@ -234,7 +283,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 None => issues.push((here, format!("`{source}`: no step `{}`", r.step))),
                 Some(p) if !p.publishes.contains_key(&r.output) => issues.push((
                     here,
-                    format!("`{source}`: step `{}` publishes no output `{}`", r.step, r.output),
+                    format!(
+                        "`{source}`: step `{}` publishes no output `{}`",
+                        r.step, r.output
+                    ),
                 )),
                 Some(_) if !before.contains(&r.step) => issues.push((
                     here,
@@ -251,13 +303,20 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
 }
 
 fn list(items: &[&str]) -> String {
-    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// The steps `id` comes after, transitively.
 pub fn ancestors(spec: &Spec, id: &StepId) -> BTreeSet<StepId> {
     let mut seen = BTreeSet::new();
-    let mut stack: Vec<&StepId> = spec.step(id).map(|s| s.after.iter().collect()).unwrap_or_default();
+    let mut stack: Vec<&StepId> = spec
+        .step(id)
+        .map(|s| s.after.iter().collect())
+        .unwrap_or_default();
     while let Some(dep) = stack.pop() {
         if seen.insert(dep.clone())
             && let Some(s) = spec.step(dep)
@@ -334,7 +393,10 @@ impl Locator {
     pub fn from_yaml(text: &str) -> Locator {
         let root = serde_saphyr::from_str::<serde_saphyr::Spanned<Node>>(text)
             .ok()
-            .map(|s| Located { line: s.referenced.line(), node: s.value });
+            .map(|s| Located {
+                line: s.referenced.line(),
+                node: s.value,
+            });
         Locator { root }
     }
 
@@ -344,7 +406,9 @@ impl Locator {
         let mut line = at.line;
         for seg in path {
             let next = match (&at.node, seg) {
-                (Node::Map(entries), Seg::Key(k)) => entries.iter().find(|(ek, _)| ek == k).map(|(_, v)| v),
+                (Node::Map(entries), Seg::Key(k)) => {
+                    entries.iter().find(|(ek, _)| ek == k).map(|(_, v)| v)
+                }
                 (Node::Seq(items), Seg::Index(i)) => items.get(*i),
                 _ => None,
             };
@@ -402,7 +466,10 @@ impl<'de> Visitor<'de> for NodeVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element::<serde_saphyr::Spanned<Node>>()? {
-            items.push(Located { line: item.referenced.line(), node: item.value });
+            items.push(Located {
+                line: item.referenced.line(),
+                node: item.value,
+            });
         }
         Ok(Node::Seq(items))
     }
@@ -410,7 +477,13 @@ impl<'de> Visitor<'de> for NodeVisitor {
         let mut entries = Vec::new();
         while let Some(k) = map.next_key::<Key>()? {
             let v = map.next_value::<serde_saphyr::Spanned<Node>>()?;
-            entries.push((k.0, Located { line: v.referenced.line(), node: v.value }));
+            entries.push((
+                k.0,
+                Located {
+                    line: v.referenced.line(),
+                    node: v.value,
+                },
+            ));
         }
         Ok(Node::Map(entries))
     }

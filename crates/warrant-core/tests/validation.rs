@@ -1,5 +1,12 @@
 //! Every invalid spec gives its documented error, naming the file, the field and the line.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
 use warrant_core::spec::{Format, ProviderSpec};
 use warrant_core::validate::{ProviderCatalog, SpecErrors, load};
 
@@ -47,10 +54,22 @@ fn errors(yaml: &str) -> SpecErrors {
 /// Asserts one issue with this field, line and message fragment.
 fn check(yaml: &str, field: &str, line: u64, fragment: &str) {
     let e = errors(yaml);
-    let issue = e.issues.iter().find(|i| i.field == field).unwrap_or_else(|| panic!("no issue on `{field}`: {e}"));
+    let issue = e
+        .issues
+        .iter()
+        .find(|i| i.field == field)
+        .unwrap_or_else(|| panic!("no issue on `{field}`: {e}"));
     assert_eq!(issue.line, Some(line), "{e}");
-    assert!(issue.message.contains(fragment), "`{}` lacks `{fragment}`", issue.message);
-    assert!(e.to_string().contains(&format!("spec.yaml:{line}: {field}: ")), "{e}");
+    assert!(
+        issue.message.contains(fragment),
+        "`{}` lacks `{fragment}`",
+        issue.message
+    );
+    assert!(
+        e.to_string()
+            .contains(&format!("spec.yaml:{line}: {field}: ")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -61,45 +80,99 @@ fn the_valid_spec_loads() {
 
 #[test]
 fn an_unknown_provider_is_named_with_its_line() {
-    check(&VALID.replace("provider: gallery", "provider: museum"), "steps[1].provider", 15, "unknown provider `museum`");
+    check(
+        &VALID.replace("provider: gallery", "provider: museum"),
+        "steps[1].provider",
+        15,
+        "unknown provider `museum`",
+    );
 }
 
 #[test]
 fn duplicate_step_ids_are_reported() {
-    check(&VALID.replace("id: drift", "id: order"), "steps[1].id", 14, "duplicate step id `order`");
+    check(
+        &VALID.replace("id: drift", "id: order"),
+        "steps[1].id",
+        14,
+        "duplicate step id `order`",
+    );
 }
 
 #[test]
 fn a_dependency_cycle_is_reported() {
-    let cyclic = VALID.replace("    commit: required\n", "    commit: required\n    after: [drift]\n");
+    let cyclic = VALID.replace(
+        "    commit: required\n",
+        "    commit: required\n    after: [drift]\n",
+    );
     let e = errors(&cyclic);
-    let issue = e.issues.iter().find(|i| i.message.contains("dependency cycle")).unwrap_or_else(|| panic!("{e}"));
-    assert!(issue.message.contains("`order` -> `drift` -> `order`"), "{}", issue.message);
+    let issue = e
+        .issues
+        .iter()
+        .find(|i| i.message.contains("dependency cycle"))
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        issue.message.contains("`order` -> `drift` -> `order`"),
+        "{}",
+        issue.message
+    );
     assert!(issue.line.is_some());
 }
 
 #[test]
 fn an_input_bound_to_an_output_no_earlier_step_publishes_is_reported() {
-    check(&VALID.replace("color: order.color", "color: order.flavor"), "steps[1].inputs.color", 20, "publishes no output `flavor`");
+    check(
+        &VALID.replace("color: order.color", "color: order.flavor"),
+        "steps[1].inputs.color",
+        20,
+        "publishes no output `flavor`",
+    );
     // Published, but not by an earlier step.
     let unordered = VALID.replace("    after: [order]\n", "");
-    check(&unordered, "steps[1].inputs.color", 19, "not an earlier step");
+    check(
+        &unordered,
+        "steps[1].inputs.color",
+        19,
+        "not an earlier step",
+    );
 }
 
 #[test]
 fn a_tool_the_provider_does_not_offer_is_reported() {
-    check(&VALID.replace("tools: [order_latte]", "tools: [order_mocha]"), "steps[0].tools[0]", 10, "does not offer tool `order_mocha`");
+    check(
+        &VALID.replace("tools: [order_latte]", "tools: [order_mocha]"),
+        "steps[0].tools[0]",
+        10,
+        "does not offer tool `order_mocha`",
+    );
 }
 
 #[test]
 fn an_unknown_reference_provider_is_reported() {
-    check(&VALID.replace("gallery: {reference: gallery}", "gallery: {reference: louvre}"), "providers.gallery", 6, "unknown reference provider `louvre`");
+    check(
+        &VALID.replace(
+            "gallery: {reference: gallery}",
+            "gallery: {reference: louvre}",
+        ),
+        "providers.gallery",
+        6,
+        "unknown reference provider `louvre`",
+    );
 }
 
 #[test]
 fn an_unknown_dependency_and_version_are_reported() {
-    check(&VALID.replace("after: [order]", "after: [pay]"), "steps[1].after[0]", 17, "unknown step `pay`");
-    check(&VALID.replace("warrant/v1", "warrant/v9"), "version", 1, "unsupported version `warrant/v9`");
+    check(
+        &VALID.replace("after: [order]", "after: [pay]"),
+        "steps[1].after[0]",
+        17,
+        "unknown step `pay`",
+    );
+    check(
+        &VALID.replace("warrant/v1", "warrant/v9"),
+        "version",
+        1,
+        "unsupported version `warrant/v9`",
+    );
 }
 
 #[test]
@@ -116,14 +189,22 @@ fn json_specs_are_validated_the_same_way() {
     let json = r#"{"version":"warrant/v1","id":"t","objective":"o","providers":{"cafe":{"reference":"cafe"}},
         "steps":[{"id":"a","provider":"cafe","tools":["read_menu"]},{"id":"a","provider":"cafe","tools":["read_menu"]}]}"#;
     let e = load(json, Format::Json, "spec.json", &Catalog).unwrap_err();
-    assert!(e.to_string().contains("spec.json: steps[1].id: duplicate step id `a`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("spec.json: steps[1].id: duplicate step id `a`"),
+        "{e}"
+    );
 }
 
 #[test]
 fn an_alias_bomb_is_refused() {
     let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 0..12 {
-        let prev = if i == 0 { "a".to_string() } else { format!("l{}", i - 1) };
+        let prev = if i == 0 {
+            "a".to_string()
+        } else {
+            format!("l{}", i - 1)
+        };
         bomb.push_str(&format!("l{i}: &l{i} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
     }
     let e = load(&bomb, Format::Yaml, "bomb.yaml", &Catalog).unwrap_err();

@@ -17,21 +17,37 @@ impl ReplayDecider {
     /// A decider answering with the decisions (and decide failures) recorded in `events`,
     /// presenting the recorded decider's identity.
     pub fn from_log<'a>(events: impl IntoIterator<Item = &'a Event>) -> ReplayDecider {
-        let mut identity = DeciderIdentity { kind: "replay".into(), name: String::new(), digest: None };
+        let mut identity = DeciderIdentity {
+            kind: "replay".into(),
+            name: String::new(),
+            digest: None,
+        };
         let mut decisions = Vec::new();
         for e in events {
             match &e.kind {
                 EventKind::RunStarted { decider, .. } => identity = decider.clone(),
-                EventKind::Decided { decision, usage, .. } => {
-                    decisions.push(Ok(Decided { decision: decision.clone(), usage: usage.clone() }));
+                EventKind::Decided {
+                    decision, usage, ..
+                } => {
+                    decisions.push(Ok(Decided {
+                        decision: decision.clone(),
+                        usage: usage.clone(),
+                    }));
                 }
                 EventKind::DecideFailed { fault, .. } => {
-                    decisions.push(Err(DecideError { code: fault.code.clone(), message: fault.message.clone() }));
+                    decisions.push(Err(DecideError {
+                        code: fault.code.clone(),
+                        message: fault.message.clone(),
+                    }));
                 }
                 _ => {}
             }
         }
-        ReplayDecider { identity, decisions, next: Mutex::new(0) }
+        ReplayDecider {
+            identity,
+            decisions,
+            next: Mutex::new(0),
+        }
     }
 }
 
@@ -45,7 +61,11 @@ impl Decider for ReplayDecider {
         let result = self.decisions.get(*next).cloned().unwrap_or_else(|| {
             Err(DecideError {
                 code: "replay_diverged".into(),
-                message: format!("the engine asked for decision {}, but the log records only {}", *next + 1, self.decisions.len()),
+                message: format!(
+                    "the engine asked for decision {}, but the log records only {}",
+                    *next + 1,
+                    self.decisions.len()
+                ),
             })
         });
         *next += 1;

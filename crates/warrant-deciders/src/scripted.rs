@@ -85,7 +85,12 @@ impl Script {
         for (step, entries) in raw.steps {
             let mut decisions = Vec::with_capacity(entries.len());
             for (index, entry) in entries.into_iter().enumerate() {
-                let bad = |message: String| ScriptError::Entry { file: file.to_owned(), step: step.clone(), index, message };
+                let bad = |message: String| ScriptError::Entry {
+                    file: file.to_owned(),
+                    step: step.clone(),
+                    index,
+                    message,
+                };
                 decisions.push(entry_to_decision(entry).map_err(bad)?);
             }
             steps.insert(step, decisions);
@@ -101,7 +106,10 @@ impl Script {
 }
 
 fn entry_to_decision(e: Entry) -> Result<Decision, String> {
-    let kinds = [e.call.is_some(), e.done.is_some(), e.decline.is_some()].iter().filter(|b| **b).count();
+    let kinds = [e.call.is_some(), e.done.is_some(), e.decline.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
     if kinds != 1 {
         return Err("each entry is exactly one of `call`, `done` or `decline`".into());
     }
@@ -111,8 +119,17 @@ fn entry_to_decision(e: Entry) -> Result<Decision, String> {
             None => None,
         };
         let args = e.args.unwrap_or_else(|| Value::Object(Default::default()));
-        let claims = e.claims.into_iter().map(|(arg, carried)| Claim { arg, carried }).collect();
-        return Ok(Decision::Call { tool, handle, args: Arc::new(args), claims });
+        let claims = e
+            .claims
+            .into_iter()
+            .map(|(arg, carried)| Claim { arg, carried })
+            .collect();
+        return Ok(Decision::Call {
+            tool,
+            handle,
+            args: Arc::new(args),
+            claims,
+        });
     }
     if e.args.is_some() || e.handle.is_some() || !e.claims.is_empty() {
         return Err("`args`, `handle` and `claims` belong to a `call` entry".into());
@@ -120,7 +137,9 @@ fn entry_to_decision(e: Entry) -> Result<Decision, String> {
     if let Some(summary) = e.done {
         return Ok(Decision::Done { summary });
     }
-    Ok(Decision::Decline { reason: e.decline.unwrap_or_default() })
+    Ok(Decision::Decline {
+        reason: e.decline.unwrap_or_default(),
+    })
 }
 
 /// Decides by reading the script.
@@ -132,19 +151,34 @@ pub struct ScriptedDecider {
 impl ScriptedDecider {
     /// A decider reading `script`, named `name` (its path) in logs and reports.
     pub fn new(script: Script, name: &str) -> ScriptedDecider {
-        ScriptedDecider { script, name: name.to_owned() }
+        ScriptedDecider {
+            script,
+            name: name.to_owned(),
+        }
     }
 }
 
 impl Decider for ScriptedDecider {
     fn identity(&self) -> DeciderIdentity {
-        DeciderIdentity { kind: "scripted".into(), name: self.name.clone(), digest: Some(self.script.digest.clone()) }
+        DeciderIdentity {
+            kind: "scripted".into(),
+            name: self.name.clone(),
+            digest: Some(self.script.digest.clone()),
+        }
     }
 
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
         let index = projection.step_decision_no.saturating_sub(1) as usize;
-        let result = match self.script.steps.get(&projection.step.0).and_then(|d| d.get(index)) {
-            Some(decision) => Ok(Decided { decision: decision.clone(), usage: None }),
+        let result = match self
+            .script
+            .steps
+            .get(&projection.step.0)
+            .and_then(|d| d.get(index))
+        {
+            Some(decision) => Ok(Decided {
+                decision: decision.clone(),
+                usage: None,
+            }),
             None => Err(DecideError {
                 code: "script_exhausted".into(),
                 message: format!(
@@ -163,11 +197,33 @@ mod tests {
 
     #[test]
     fn an_entry_must_be_exactly_one_decision() {
-        let err = Script::parse("steps:\n  a:\n    - {call: x, done: y}\n", Format::Yaml, "s.yaml").unwrap_err();
-        assert!(err.to_string().contains("steps.a[0]: each entry is exactly one of"), "{err}");
-        let err = Script::parse("steps:\n  a:\n    - {done: y, args: {}}\n", Format::Yaml, "s.yaml").unwrap_err();
-        assert!(err.to_string().contains("belong to a `call` entry"), "{err}");
-        let err = Script::parse("steps:\n  a:\n    - {call: x, handle: nope}\n", Format::Yaml, "s.yaml").unwrap_err();
+        let err = Script::parse(
+            "steps:\n  a:\n    - {call: x, done: y}\n",
+            Format::Yaml,
+            "s.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("steps.a[0]: each entry is exactly one of"),
+            "{err}"
+        );
+        let err = Script::parse(
+            "steps:\n  a:\n    - {done: y, args: {}}\n",
+            Format::Yaml,
+            "s.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("belong to a `call` entry"),
+            "{err}"
+        );
+        let err = Script::parse(
+            "steps:\n  a:\n    - {call: x, handle: nope}\n",
+            Format::Yaml,
+            "s.yaml",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("not a handle"), "{err}");
     }
 

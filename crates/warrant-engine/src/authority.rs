@@ -11,7 +11,9 @@ pub struct AllowAll;
 
 impl Authority for AllowAll {
     fn evaluate<'a>(&'a self, _request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
-        Box::pin(std::future::ready(Verdict::Allow { grant: "allow-all".into() }))
+        Box::pin(std::future::ready(Verdict::Allow {
+            grant: "allow-all".into(),
+        }))
     }
 }
 
@@ -24,16 +26,22 @@ pub struct DenyTools {
 impl DenyTools {
     /// Denies these tools.
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(tools: I) -> DenyTools {
-        DenyTools { tools: tools.into_iter().map(Into::into).collect() }
+        DenyTools {
+            tools: tools.into_iter().map(Into::into).collect(),
+        }
     }
 }
 
 impl Authority for DenyTools {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let verdict = if self.tools.contains(request.tool) {
-            Verdict::Deny { reasons: vec![format!("rule `deny-tool {}`", request.tool)] }
+            Verdict::Deny {
+                reasons: vec![format!("rule `deny-tool {}`", request.tool)],
+            }
         } else {
-            Verdict::Allow { grant: "rule-list".into() }
+            Verdict::Allow {
+                grant: "rule-list".into(),
+            }
         };
         Box::pin(std::future::ready(verdict))
     }

@@ -11,7 +11,8 @@ use warrant_core::Spec;
 /// Most entries of each kind.
 const ENTRIES_MAX: usize = 1024;
 
-type Compiled = Result<Arc<jsonschema::Validator>, String>;
+/// A compiled schema, or why it cannot be compiled.
+pub(crate) type Compiled = Result<Arc<jsonschema::Validator>, String>;
 
 #[derive(Default)]
 pub(crate) struct Shared {
@@ -29,7 +30,9 @@ impl Shared {
         {
             return v.clone();
         }
-        let compiled = jsonschema::validator_for(schema).map(Arc::new).map_err(|e| e.to_string());
+        let compiled = jsonschema::validator_for(schema)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
         if let Ok(mut map) = self.validators.lock() {
             if map.len() >= ENTRIES_MAX {
                 map.clear();

@@ -78,7 +78,12 @@ impl Hub {
         };
         let task = tokio::spawn(worker.run(rx));
         if let Ok(mut subs) = self.subs.lock() {
-            subs.push(Sub { name: name.to_owned(), tx, missed, task: Some(task) });
+            subs.push(Sub {
+                name: name.to_owned(),
+                tx,
+                missed,
+                task: Some(task),
+            });
             self.count.store(subs.len(), Ordering::Release);
         }
     }
@@ -111,10 +116,14 @@ impl Hub {
 
     /// Waits until each live subscriber has processed everything published so far.
     pub(crate) async fn drain(&self) -> Vec<SubscriberFailure> {
-        let pending: Vec<(String, mpsc::Sender<Msg>, Option<JoinHandle<()>>)> = match self.subs.lock() {
-            Ok(mut subs) => subs.iter_mut().map(|s| (s.name.clone(), s.tx.clone(), s.task.take())).collect(),
-            Err(_) => Vec::new(),
-        };
+        let pending: Vec<(String, mpsc::Sender<Msg>, Option<JoinHandle<()>>)> =
+            match self.subs.lock() {
+                Ok(mut subs) => subs
+                    .iter_mut()
+                    .map(|s| (s.name.clone(), s.tx.clone(), s.task.take()))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
         let mut finished = Vec::new();
         for (name, tx, task) in pending {
             let (done, wait) = oneshot::channel();
@@ -135,7 +144,10 @@ impl Hub {
                 && e.is_panic()
                 && let Ok(mut f) = self.failures.lock()
             {
-                f.push(SubscriberFailure { name, error: "the subscriber panicked".into() });
+                f.push(SubscriberFailure {
+                    name,
+                    error: "the subscriber panicked".into(),
+                });
             }
         }
         self.failures.lock().map(|f| f.clone()).unwrap_or_default()
@@ -165,7 +177,10 @@ impl Worker {
             let result = result.and_then(|()| self.catch_up());
             if let Err(error) = result {
                 if let Ok(mut f) = self.failures.lock() {
-                    f.push(SubscriberFailure { name: self.name.clone(), error });
+                    f.push(SubscriberFailure {
+                        name: self.name.clone(),
+                        error,
+                    });
                 }
                 return;
             }
@@ -173,7 +188,9 @@ impl Worker {
     }
 
     fn deliver(&mut self, run: &RunId, events: &[Arc<Event>]) -> Result<(), String> {
-        let Some(first) = events.first() else { return Ok(()) };
+        let Some(first) = events.first() else {
+            return Ok(());
+        };
         let seen = self.seen.get(run).copied().unwrap_or(0);
         if first.seq > seen + 1 {
             self.fill(run, seen + 1, first.seq - 1)?;
@@ -195,7 +212,10 @@ impl Worker {
 
     /// Reads events `from..=to` of `run` from the store and delivers them.
     fn fill(&mut self, run: &RunId, from: u64, to: u64) -> Result<(), String> {
-        let events = self.store.read(run, from).map_err(|e| format!("catching up from the store: {e}"))?;
+        let events = self
+            .store
+            .read(run, from)
+            .map_err(|e| format!("catching up from the store: {e}"))?;
         for stored in events.iter().take_while(|s| s.event.seq <= to) {
             self.emit(run, &stored.event)?;
         }

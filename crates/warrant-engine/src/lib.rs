@@ -113,14 +113,26 @@ impl Engine {
     }
 
     /// Runs `spec` to its outcome with `decider` choosing and `surfaces` reaching providers.
-    pub async fn run(&self, spec: Arc<Spec>, decider: &dyn Decider, surfaces: &Surfaces) -> Result<RunResult, EngineError> {
+    pub async fn run(
+        &self,
+        spec: Arc<Spec>,
+        decider: &dyn Decider,
+        surfaces: &Surfaces,
+    ) -> Result<RunResult, EngineError> {
         for step in &spec.steps {
             if !surfaces.contains_key(&step.provider) {
                 return Err(EngineError::MissingSurface(step.provider.clone()));
             }
         }
         let run_id = self.ids.run_id();
-        let mut run = run::Run::new(self, run_id, spec, decider, surfaces, time::TimeSource::Live(self.clock.clone()));
+        let mut run = run::Run::new(
+            self,
+            run_id,
+            spec,
+            decider,
+            surfaces,
+            time::TimeSource::Live(self.clock.clone()),
+        );
         run.drive().await
     }
 }

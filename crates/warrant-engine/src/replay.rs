@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use warrant_core::event::{ActionRecord, CallStatus, Event, EventKind, encode};
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
-    Authority, BoxFuture, CallOutput, CapabilityRequest, Decider, IdGen, Invocation, Observation, Surface, SurfaceError, Verdict,
+    Authority, BoxFuture, CallOutput, CapabilityRequest, Decider, IdGen, Invocation, Observation,
+    Surface, SurfaceError, Verdict,
 };
 use warrant_core::spec::Spec;
 
@@ -52,7 +53,10 @@ pub enum ReplayError {
 
 /// Re-executes the run recorded in `events` with recorded answers only, and compares.
 /// `decider` must answer with the log's decisions (`warrant_deciders::ReplayDecider`).
-pub async fn replay(events: &[Arc<Event>], decider: &dyn Decider) -> Result<ReplayCheck, ReplayError> {
+pub async fn replay(
+    events: &[Arc<Event>],
+    decider: &dyn Decider,
+) -> Result<ReplayCheck, ReplayError> {
     let Some(EventKind::RunStarted { run_id, spec, .. }) = events.first().map(|e| &e.kind) else {
         return Err(ReplayError::NoStart);
     };
@@ -61,7 +65,14 @@ pub async fn replay(events: &[Arc<Event>], decider: &dyn Decider) -> Result<Repl
         .with_ids(Arc::new(FixedRunId(run_id.clone())))
         .with_authority(Arc::new(ReplayAuthority::from_log(events)));
     let surfaces = replay_surfaces(spec, events);
-    let mut run = crate::run::Run::new(&engine, run_id.clone(), spec.clone(), decider, &surfaces, TimeSource::replaying(events));
+    let mut run = crate::run::Run::new(
+        &engine,
+        run_id.clone(),
+        spec.clone(),
+        decider,
+        &surfaces,
+        TimeSource::replaying(events),
+    );
     let error = run.drive().await.err().map(|e| e.to_string());
     let regenerated = store.events();
     let mut divergence = None;
@@ -69,11 +80,20 @@ pub async fn replay(events: &[Arc<Event>], decider: &dyn Decider) -> Result<Repl
         let a = events.get(i).map(|e| encode(e));
         let b = regenerated.get(i).map(|e| encode(e));
         if a != b {
-            divergence = Some(Divergence { seq: i as u64 + 1, recorded: a, regenerated: b });
+            divergence = Some(Divergence {
+                seq: i as u64 + 1,
+                recorded: a,
+                regenerated: b,
+            });
             break;
         }
     }
-    Ok(ReplayCheck { recorded: events.len(), regenerated: regenerated.len(), divergence, error })
+    Ok(ReplayCheck {
+        recorded: events.len(),
+        regenerated: regenerated.len(),
+        divergence,
+        error,
+    })
 }
 
 struct FixedRunId(RunId);
@@ -93,7 +113,13 @@ impl ReplayAuthority {
     fn from_log(events: &[Arc<Event>]) -> ReplayAuthority {
         let mut stopped = HashMap::new();
         for e in events {
-            if let EventKind::CallFinished { call, status: CallStatus::StoppedByPolicy, fault: Some(f), .. } = &e.kind {
+            if let EventKind::CallFinished {
+                call,
+                status: CallStatus::StoppedByPolicy,
+                fault: Some(f),
+                ..
+            } = &e.kind
+            {
                 stopped.insert(*call, (f.code.clone(), f.message.clone()));
             }
         }
@@ -104,11 +130,19 @@ impl ReplayAuthority {
 impl Authority for ReplayAuthority {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let verdict = match self.stopped.get(&request.call) {
-            None => Verdict::Allow { grant: "replay".into() },
+            None => Verdict::Allow {
+                grant: "replay".into(),
+            },
             Some((code, message)) => match code.as_str() {
-                "approval_required" => Verdict::Ask { reason: message.clone() },
-                "policy_indeterminate" => Verdict::Indeterminate { reason: message.clone() },
-                _ => Verdict::Deny { reasons: vec![message.clone()] },
+                "approval_required" => Verdict::Ask {
+                    reason: message.clone(),
+                },
+                "policy_indeterminate" => Verdict::Indeterminate {
+                    reason: message.clone(),
+                },
+                _ => Verdict::Deny {
+                    reasons: vec![message.clone()],
+                },
             },
         };
         Box::pin(std::future::ready(verdict))
@@ -123,31 +157,60 @@ struct ReplaySurface {
 }
 
 fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
-    let provider_of_step = |step: &str| spec.steps.iter().find(|s| s.id.0 == step).map(|s| s.provider.clone()).unwrap_or_default();
+    let provider_of_step = |step: &str| {
+        spec.steps
+            .iter()
+            .find(|s| s.id.0 == step)
+            .map(|s| s.provider.clone())
+            .unwrap_or_default()
+    };
     let mut actions: HashMap<(String, String), Arc<[ActionRecord]>> = HashMap::new();
-    let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> = HashMap::new();
+    let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> =
+        HashMap::new();
     let mut fresh: HashMap<String, VecDeque<bool>> = HashMap::new();
-    let mut results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>> = HashMap::new();
+    let mut results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>> =
+        HashMap::new();
     let mut call_provider: HashMap<CallId, String> = HashMap::new();
     let mut dispatched: std::collections::HashSet<CallId> = Default::default();
-    let observation = |actions: &HashMap<(String, String), Arc<[ActionRecord]>>, p: &str, v: &str| Observation {
-        version: v.to_owned(),
-        actions: actions.get(&(p.to_owned(), v.to_owned())).cloned().unwrap_or_else(|| Arc::from(Vec::new())),
-    };
+    let observation =
+        |actions: &HashMap<(String, String), Arc<[ActionRecord]>>, p: &str, v: &str| Observation {
+            version: v.to_owned(),
+            actions: actions
+                .get(&(p.to_owned(), v.to_owned()))
+                .cloned()
+                .unwrap_or_else(|| Arc::from(Vec::new())),
+        };
     for e in events {
         match &e.kind {
-            EventKind::Observed { provider, version, actions: a, .. } => {
+            EventKind::Observed {
+                provider,
+                version,
+                actions: a,
+                ..
+            } => {
                 actions.insert((provider.clone(), version.clone()), a.clone());
             }
-            EventKind::ObserveFailed { provider, fault, .. } => {
-                observations.entry(provider.clone()).or_default().push_back(Err(SurfaceError::new(&fault.code, strip_observe(&fault.message, provider))));
+            EventKind::ObserveFailed {
+                provider, fault, ..
+            } => {
+                observations
+                    .entry(provider.clone())
+                    .or_default()
+                    .push_back(Err(SurfaceError::new(
+                        &fault.code,
+                        strip_observe(&fault.message, provider),
+                    )));
             }
             EventKind::Decided { step, version, .. } => {
                 let p = provider_of_step(&step.0);
                 let o = observation(&actions, &p, version);
                 observations.entry(p).or_default().push_back(Ok(o));
             }
-            EventKind::DecideFailed { step, version: Some(version), .. } => {
+            EventKind::DecideFailed {
+                step,
+                version: Some(version),
+                ..
+            } => {
                 let p = provider_of_step(&step.0);
                 let o = observation(&actions, &p, version);
                 observations.entry(p).or_default().push_back(Ok(o));
@@ -161,19 +224,38 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
                     fresh.entry(p.clone()).or_default().push_back(true);
                 }
             }
-            EventKind::CallFinished { call, status, output, fault } => {
-                let Some(p) = call_provider.get(call).cloned() else { continue };
+            EventKind::CallFinished {
+                call,
+                status,
+                output,
+                fault,
+            } => {
+                let Some(p) = call_provider.get(call).cloned() else {
+                    continue;
+                };
                 if !dispatched.contains(call) {
-                    if fault.as_ref().is_some_and(|f| f.code == "stale_observation") {
+                    if fault
+                        .as_ref()
+                        .is_some_and(|f| f.code == "stale_observation")
+                    {
                         fresh.entry(p).or_default().push_back(false);
                     }
                     continue;
                 }
                 let answer = match (status, output, fault) {
-                    (CallStatus::Ok, Some(o), _) => Ok(CallOutput { output: (**o).clone(), is_error: false }),
-                    (CallStatus::ProviderError, Some(o), _) => Ok(CallOutput { output: (**o).clone(), is_error: true }),
+                    (CallStatus::Ok, Some(o), _) => Ok(CallOutput {
+                        output: (**o).clone(),
+                        is_error: false,
+                    }),
+                    (CallStatus::ProviderError, Some(o), _) => Ok(CallOutput {
+                        output: (**o).clone(),
+                        is_error: true,
+                    }),
                     (_, _, Some(f)) => Err(SurfaceError::new(&f.code, strip_call(&f.message))),
-                    _ => Err(SurfaceError::new("replay_gap", "the log records no result for this call")),
+                    _ => Err(SurfaceError::new(
+                        "replay_gap",
+                        "the log records no result for this call",
+                    )),
                 };
                 results.entry(p).or_default().insert(*call, answer);
             }
@@ -194,32 +276,53 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
 
 /// The engine words a failed observation as "observing `p` failed: <message>".
 fn strip_observe(message: &str, provider: &str) -> String {
-    message.strip_prefix(&format!("observing `{provider}` failed: ")).unwrap_or(message).to_owned()
+    message
+        .strip_prefix(&format!("observing `{provider}` failed: "))
+        .unwrap_or(message)
+        .to_owned()
 }
 
 /// The engine words a failed call as "`tool` failed: <message>".
 fn strip_call(message: &str) -> String {
-    message.split_once(" failed: ").map_or(message, |(_, m)| m).to_owned()
+    message
+        .split_once(" failed: ")
+        .map_or(message, |(_, m)| m)
+        .to_owned()
 }
 
 impl Surface for ReplaySurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
-        let next = self.observations.lock().ok().and_then(|mut q| q.pop_front());
-        let answer = next.unwrap_or_else(|| Err(SurfaceError::new("replay_diverged", "the log records no further observation")));
+        let next = self
+            .observations
+            .lock()
+            .ok()
+            .and_then(|mut q| q.pop_front());
+        let answer = next.unwrap_or_else(|| {
+            Err(SurfaceError::new(
+                "replay_diverged",
+                "the log records no further observation",
+            ))
+        });
         Box::pin(std::future::ready(answer))
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        let answer = self
-            .results
-            .get(&call.call)
-            .cloned()
-            .unwrap_or_else(|| Err(SurfaceError::new("replay_diverged", format!("the log records no result for {}", call.call))));
+        let answer = self.results.get(&call.call).cloned().unwrap_or_else(|| {
+            Err(SurfaceError::new(
+                "replay_diverged",
+                format!("the log records no result for {}", call.call),
+            ))
+        });
         Box::pin(std::future::ready(answer))
     }
 
     fn is_current<'a>(&'a self, _version: &'a str) -> BoxFuture<'a, bool> {
-        let next = self.fresh.lock().ok().and_then(|mut q| q.pop_front()).unwrap_or(true);
+        let next = self
+            .fresh
+            .lock()
+            .ok()
+            .and_then(|mut q| q.pop_front())
+            .unwrap_or(true);
         Box::pin(std::future::ready(next))
     }
 }
@@ -244,7 +347,12 @@ mod memory {
     }
 
     impl EventStore for Log {
-        fn append(&self, _run: &RunId, _expected: u64, events: Vec<Arc<Event>>) -> BoxFuture<'static, Result<(), StoreError>> {
+        fn append(
+            &self,
+            _run: &RunId,
+            _expected: u64,
+            events: Vec<Arc<Event>>,
+        ) -> BoxFuture<'static, Result<(), StoreError>> {
             if let Ok(mut log) = self.events.lock() {
                 log.extend(events);
             }

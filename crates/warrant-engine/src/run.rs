@@ -6,11 +6,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{
-    CallStatus, Claim, Decision, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd, EVENTS_FORMAT,
+    CallStatus, Claim, Decision, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Lineage,
+    Outcome, StepEnd,
 };
 use warrant_core::fold::{Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
-use warrant_core::ports::{CallOutput, CapabilityRequest, Decider, Invocation, SurfaceError, Verdict};
+use warrant_core::ports::{
+    CallOutput, CapabilityRequest, Decider, Invocation, SurfaceError, Verdict,
+};
 use warrant_core::projection::Projection;
 use warrant_core::provenance;
 use warrant_core::spec::{CarriedRef, Spec};
@@ -35,7 +38,7 @@ pub(crate) struct Run<'a> {
     durable_seq: u64,
     /// Compiled argument schemas, by the address of the schema they were compiled from (the
     /// `Arc` is kept so the address is not reused).
-    validators: HashMap<usize, (Arc<Value>, Result<Arc<jsonschema::Validator>, String>)>,
+    validators: HashMap<usize, (Arc<Value>, crate::cache::Compiled)>,
 }
 
 /// Why a call is refused before dispatch.
@@ -45,8 +48,15 @@ struct Refusal {
 }
 
 fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
-    let status = if layer == Layer::Policy { CallStatus::StoppedByPolicy } else { CallStatus::Rejected };
-    Refusal { status, fault: Fault::new(code, layer, message) }
+    let status = if layer == Layer::Policy {
+        CallStatus::StoppedByPolicy
+    } else {
+        CallStatus::Rejected
+    };
+    Refusal {
+        status,
+        fault: Fault::new(code, layer, message),
+    }
 }
 
 impl<'a> Run<'a> {
@@ -91,8 +101,15 @@ impl<'a> Run<'a> {
         let events = std::mem::take(&mut self.pending);
         let expected = self.durable_seq;
         let last = events.last().map_or(expected, |e| e.seq);
-        let published = if self.engine.hub_has_subscribers() { Some(events.clone()) } else { None };
-        self.engine.store.append(&self.run_id, expected, events).await?;
+        let published = if self.engine.hub_has_subscribers() {
+            Some(events.clone())
+        } else {
+            None
+        };
+        self.engine
+            .store
+            .append(&self.run_id, expected, events)
+            .await?;
         self.durable_seq = last;
         if let Some(events) = published {
             self.engine.hub.publish(&self.run_id, &events);
@@ -120,26 +137,54 @@ impl<'a> Run<'a> {
                 Next::Finish(outcome) => {
                     self.stage(EventKind::RunFinished { outcome })?;
                 }
-                Next::Skip { step, blocked_by, fault } => {
+                Next::Skip {
+                    step,
+                    blocked_by,
+                    fault,
+                } => {
                     let id = self.spec.steps[step].id.clone();
-                    self.stage(EventKind::StepSkipped { step: id, blocked_by, fault })?;
+                    self.stage(EventKind::StepSkipped {
+                        step: id,
+                        blocked_by,
+                        fault,
+                    })?;
                 }
                 Next::Start(i) => {
                     let step = &self.spec.steps[i];
-                    self.stage(EventKind::StepStarted { step: step.id.clone(), provider: step.provider.clone() })?;
+                    self.stage(EventKind::StepStarted {
+                        step: step.id.clone(),
+                        provider: step.provider.clone(),
+                    })?;
                 }
                 Next::Continue(i) => self.decide_once(i).await?,
             }
         }
         self.flush().await?;
-        let outcome = self.state.outcome.clone().unwrap_or_else(|| Outcome::Failed {
-            fault: Fault::new("no_outcome", Layer::Runtime, "the run stopped without an outcome"),
-        });
-        Ok(RunResult { run_id: self.run_id.clone(), outcome, state: std::mem::take(&mut self.state) })
+        let outcome = self
+            .state
+            .outcome
+            .clone()
+            .unwrap_or_else(|| Outcome::Failed {
+                fault: Fault::new(
+                    "no_outcome",
+                    Layer::Runtime,
+                    "the run stopped without an outcome",
+                ),
+            });
+        Ok(RunResult {
+            run_id: self.run_id.clone(),
+            outcome,
+            state: std::mem::take(&mut self.state),
+        })
     }
 
     fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {
-        self.stage(EventKind::RunFinished { outcome: Outcome::Exhausted { limit: limit.to_owned(), value } })?;
+        self.stage(EventKind::RunFinished {
+            outcome: Outcome::Exhausted {
+                limit: limit.to_owned(),
+                value,
+            },
+        })?;
         Ok(())
     }
 
@@ -175,19 +220,38 @@ impl<'a> Run<'a> {
         }
         let step_id = self.spec.steps[i].id.clone();
         let provider = self.spec.steps[i].provider.clone();
-        let surface = self.surfaces.get(&provider).cloned().ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        let surface = self
+            .surfaces
+            .get(&provider)
+            .cloned()
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
 
         self.flush().await?;
         let observation = match surface.observe().await {
             Ok(o) => o,
             Err(e) => {
-                let fault = Fault::new(&e.code, Layer::Provider, format!("observing `{provider}` failed: {}", e.message));
-                self.stage(EventKind::ObserveFailed { step: step_id.clone(), provider, fault: fault.clone() })?;
-                self.stage(EventKind::StepFinished { step: step_id, end: StepEnd::NotAttained { fault } })?;
+                let fault = Fault::new(
+                    &e.code,
+                    Layer::Provider,
+                    format!("observing `{provider}` failed: {}", e.message),
+                );
+                self.stage(EventKind::ObserveFailed {
+                    step: step_id.clone(),
+                    provider,
+                    fault: fault.clone(),
+                })?;
+                self.stage(EventKind::StepFinished {
+                    step: step_id,
+                    end: StepEnd::NotAttained { fault },
+                })?;
                 return Ok(());
             }
         };
-        let changed = self.state.observations.get(&provider).is_none_or(|o| o.version != observation.version);
+        let changed = self
+            .state
+            .observations
+            .get(&provider)
+            .is_none_or(|o| o.version != observation.version);
         if changed {
             self.stage(EventKind::Observed {
                 step: step_id.clone(),
@@ -196,14 +260,25 @@ impl<'a> Run<'a> {
                 actions: observation.actions.clone(),
             })?;
         }
-        let projection =
-            Projection::build(&self.state, self.spec.clone(), i, observation.version.clone(), observation.actions.clone());
+        let projection = Projection::build(
+            &self.state,
+            self.spec.clone(),
+            i,
+            observation.version.clone(),
+            observation.actions.clone(),
+        );
         let decided = match self.decider.decide(projection.clone()).await {
             Ok(d) => d,
             Err(e) => {
                 let fault = Fault::new(&e.code, Layer::Model, e.message);
-                self.stage(EventKind::DecideFailed { step: step_id, version: Some(observation.version), fault: fault.clone() })?;
-                self.stage(EventKind::RunFinished { outcome: Outcome::Failed { fault } })?;
+                self.stage(EventKind::DecideFailed {
+                    step: step_id,
+                    version: Some(observation.version),
+                    fault: fault.clone(),
+                })?;
+                self.stage(EventKind::RunFinished {
+                    outcome: Outcome::Failed { fault },
+                })?;
                 return Ok(());
             }
         };
@@ -227,8 +302,14 @@ impl<'a> Run<'a> {
                 let end = self.state.judge_decline(i, &reason);
                 self.stage(EventKind::StepFinished { step: step_id, end })?;
             }
-            Decision::Call { tool, handle, args, claims } => {
-                self.bridge(i, &projection, &surface, tool, handle, args, &claims).await?;
+            Decision::Call {
+                tool,
+                handle,
+                args,
+                claims,
+            } => {
+                self.bridge(i, &projection, &surface, tool, handle, args, &claims)
+                    .await?;
             }
         }
         Ok(())
@@ -258,7 +339,11 @@ impl<'a> Run<'a> {
         })?;
         // INVARIANT (no silent failure): from here every path ends the call with exactly one
         // `call_finished`.
-        let checked = self.check_call(i, projection, call, &tool, handle, &proposed, claims, started_at).await;
+        let checked = self
+            .check_call(
+                i, projection, call, &tool, handle, &proposed, claims, started_at,
+            )
+            .await;
         let (effect, executed, labels) = match checked {
             Ok(ok) => ok,
             Err(refusal) => {
@@ -271,7 +356,10 @@ impl<'a> Run<'a> {
             let fault = Fault::new(
                 "stale_observation",
                 Layer::Orchestration,
-                format!("`{}` changed after observation `{}`: observe again", self.spec.steps[i].provider, projection.version),
+                format!(
+                    "`{}` changed after observation `{}`: observe again",
+                    self.spec.steps[i].provider, projection.version
+                ),
             );
             self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
             return Ok(());
@@ -301,18 +389,37 @@ impl<'a> Run<'a> {
             version: projection.version.clone(),
         };
         match surface.invoke(invocation).await {
-            Ok(CallOutput { output, is_error: false }) => {
+            Ok(CallOutput {
+                output,
+                is_error: false,
+            }) => {
                 let output = Arc::new(output);
                 self.finish_call(call, CallStatus::Ok, Some(output.clone()), None)?;
                 self.lift(i, call, &tool, &output)?;
             }
-            Ok(CallOutput { output, is_error: true }) => {
+            Ok(CallOutput {
+                output,
+                is_error: true,
+            }) => {
                 let message = error_message(&output);
-                let fault = Fault::new("provider_error", Layer::Provider, format!("`{tool}` failed: {message}"));
-                self.finish_call(call, CallStatus::ProviderError, Some(Arc::new(output)), Some(fault))?;
+                let fault = Fault::new(
+                    "provider_error",
+                    Layer::Provider,
+                    format!("`{tool}` failed: {message}"),
+                );
+                self.finish_call(
+                    call,
+                    CallStatus::ProviderError,
+                    Some(Arc::new(output)),
+                    Some(fault),
+                )?;
             }
             Err(SurfaceError { code, message }) => {
-                let fault = Fault::new(&code, Layer::Provider, format!("`{tool}` failed: {message}"));
+                let fault = Fault::new(
+                    &code,
+                    Layer::Provider,
+                    format!("`{tool}` failed: {message}"),
+                );
                 self.finish_call(call, CallStatus::ProviderError, None, Some(fault))?;
             }
         }
@@ -326,7 +433,12 @@ impl<'a> Run<'a> {
         output: Option<Arc<Value>>,
         fault: Option<Fault>,
     ) -> Result<(), EngineError> {
-        self.stage(EventKind::CallFinished { call, status, output, fault })?;
+        self.stage(EventKind::CallFinished {
+            call,
+            status,
+            output,
+            fault,
+        })?;
         Ok(())
     }
 
@@ -350,20 +462,41 @@ impl<'a> Run<'a> {
             return Err(refuse(
                 "tool_not_allowed",
                 Layer::Model,
-                format!("`{tool}` is not allowed in step `{}` (allowed: {})", step.id, step.tools.join(", ")),
+                format!(
+                    "`{tool}` is not allowed in step `{}` (allowed: {})",
+                    step.id,
+                    step.tools.join(", ")
+                ),
             ));
         }
         // Resolve the handle in the current observation.
         let Some(action) = projection.actions.iter().find(|a| a.name == tool).cloned() else {
-            return Err(refuse("unknown_tool", Layer::Model, format!("`{}` offers no tool `{tool}`", step.provider)));
+            return Err(refuse(
+                "unknown_tool",
+                Layer::Model,
+                format!("`{}` offers no tool `{tool}`", step.provider),
+            ));
         };
         let Some(handle) = handle else {
-            return Err(refuse("unknown_tool", Layer::Model, format!("no handle for `{tool}`")));
+            return Err(refuse(
+                "unknown_tool",
+                Layer::Model,
+                format!("no handle for `{tool}`"),
+            ));
         };
-        self.state.check_handle(handle, tool, i, now_ms).map_err(|fault| Refusal { status: CallStatus::Rejected, fault })?;
+        self.state
+            .check_handle(handle, tool, i, now_ms)
+            .map_err(|fault| Refusal {
+                status: CallStatus::Rejected,
+                fault,
+            })?;
 
         // Inputs and claims: carried values are checked against evidence, never trusted.
-        let mut bindings: Vec<(String, String)> = step.inputs.iter().map(|(a, r)| (a.clone(), r.clone())).collect();
+        let mut bindings: Vec<(String, String)> = step
+            .inputs
+            .iter()
+            .map(|(a, r)| (a.clone(), r.clone()))
+            .collect();
         for c in claims {
             if !bindings.iter().any(|(a, _)| a == &c.arg) {
                 bindings.push((c.arg.clone(), c.carried.clone()));
@@ -377,22 +510,39 @@ impl<'a> Run<'a> {
 
         // Validate against the action's schema.
         let validator = self.validator(&action.input_schema).map_err(|reason| {
-            refuse("schema_unusable", Layer::Provider, format!("the schema of `{tool}` cannot be used: {reason}"))
+            refuse(
+                "schema_unusable",
+                Layer::Provider,
+                format!("the schema of `{tool}` cannot be used: {reason}"),
+            )
         })?;
         let errors: Vec<String> = validator
             .iter_errors(&executed)
             .take(5)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
             })
             .collect();
         if !errors.is_empty() {
-            return Err(refuse("invalid_arguments", Layer::Model, format!("arguments of `{tool}` are invalid: {}", errors.join("; "))));
+            return Err(refuse(
+                "invalid_arguments",
+                Layer::Model,
+                format!("arguments of `{tool}` are invalid: {}", errors.join("; ")),
+            ));
         }
 
         // Provenance, then authority.
-        let labels = provenance::label(&executed, &self.spec.objective, &bindings, &self.state.output_index);
+        let labels = provenance::label(
+            &executed,
+            &self.spec.objective,
+            &bindings,
+            &self.state.output_index,
+        );
         let args_digest = canon::digest(&executed);
         let request = CapabilityRequest {
             run: &self.run_id,
@@ -408,23 +558,45 @@ impl<'a> Run<'a> {
         // INVARIANT (fail closed): anything but allow stops the call before the provider.
         match self.engine.authority.evaluate(&request).await {
             Verdict::Allow { .. } => {}
-            Verdict::Deny { reasons } => return Err(refuse("policy_denied", Layer::Policy, reasons.join("; "))),
-            Verdict::Ask { reason } => return Err(refuse("approval_required", Layer::Policy, reason)),
-            Verdict::Indeterminate { reason } => return Err(refuse("policy_indeterminate", Layer::Policy, reason)),
+            Verdict::Deny { reasons } => {
+                return Err(refuse("policy_denied", Layer::Policy, reasons.join("; ")));
+            }
+            Verdict::Ask { reason } => {
+                return Err(refuse("approval_required", Layer::Policy, reason));
+            }
+            Verdict::Indeterminate { reason } => {
+                return Err(refuse("policy_indeterminate", Layer::Policy, reason));
+            }
         }
         Ok((action.effect, executed, labels))
     }
 
     /// Fills bound arguments from carried state and checks claimed ones against it.
-    fn bind_carried(&self, bindings: &[(String, String)], proposed: &Value) -> Result<Value, Refusal> {
+    fn bind_carried(
+        &self,
+        bindings: &[(String, String)],
+        proposed: &Value,
+    ) -> Result<Value, Refusal> {
         let mut args = proposed.clone();
         let Some(map) = args.as_object_mut() else {
-            return Err(refuse("invalid_arguments", Layer::Model, "arguments must be a JSON object"));
+            return Err(refuse(
+                "invalid_arguments",
+                Layer::Model,
+                "arguments must be a JSON object",
+            ));
         };
         for (arg, source) in bindings {
             let carried = CarriedRef::parse(source)
                 .and_then(|r| self.state.carried.get(&r.to_string()))
-                .ok_or_else(|| refuse("unknown_carried", Layer::Model, format!("`{arg}` claims carried value `{source}`, which the run has not carried")))?;
+                .ok_or_else(|| {
+                    refuse(
+                        "unknown_carried",
+                        Layer::Model,
+                        format!(
+                            "`{arg}` claims carried value `{source}`, which the run has not carried"
+                        ),
+                    )
+                })?;
             match map.get(arg) {
                 None => {
                     map.insert(arg.clone(), (*carried.value).clone());
@@ -445,7 +617,7 @@ impl<'a> Run<'a> {
         Ok(args)
     }
 
-    fn validator(&mut self, schema: &Arc<Value>) -> Result<Arc<jsonschema::Validator>, String> {
+    fn validator(&mut self, schema: &Arc<Value>) -> crate::cache::Compiled {
         let key = Arc::as_ptr(schema) as usize;
         if let Some((_, v)) = self.validators.get(&key) {
             return v.clone();
@@ -454,23 +626,44 @@ impl<'a> Run<'a> {
             self.validators.clear();
         }
         let compiled = self.engine.cache.validator(schema);
-        self.validators.insert(key, (schema.clone(), compiled.clone()));
+        self.validators
+            .insert(key, (schema.clone(), compiled.clone()));
         compiled
     }
 
     /// Lifts the step's published outputs from a successful result of `tool`.
-    fn lift(&mut self, i: usize, call: CallId, tool: &str, output: &Arc<Value>) -> Result<(), EngineError> {
+    fn lift(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        output: &Arc<Value>,
+    ) -> Result<(), EngineError> {
         let step = &self.spec.steps[i];
         let lifted: Vec<(String, Value, String)> = step
             .publishes
             .iter()
             .filter(|(_, p)| p.from == tool)
-            .filter_map(|(name, p)| output.pointer(&p.path).map(|v| (format!("{}.{name}", step.id), v.clone(), p.path.clone())))
+            .filter_map(|(name, p)| {
+                output
+                    .pointer(&p.path)
+                    .map(|v| (format!("{}.{name}", step.id), v.clone(), p.path.clone()))
+            })
             .collect();
         let step_id: StepId = step.id.clone();
         for (name, value, path) in lifted {
-            let lineage = Lineage { run: self.run_id.clone(), step: step_id.clone(), call, tool: tool.to_owned(), path };
-            self.stage(EventKind::Carried { name, value: Arc::new(value), lineage })?;
+            let lineage = Lineage {
+                run: self.run_id.clone(),
+                step: step_id.clone(),
+                call,
+                tool: tool.to_owned(),
+                path,
+            };
+            self.stage(EventKind::Carried {
+                name,
+                value: Arc::new(value),
+                lineage,
+            })?;
         }
         Ok(())
     }

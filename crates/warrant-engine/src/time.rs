@@ -12,7 +12,10 @@ use warrant_core::ports::{Clock, IdGen};
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    #[expect(clippy::disallowed_methods, reason = "the one place that reads the system clock")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one place that reads the system clock"
+    )]
     fn now_ms(&self) -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -40,7 +43,10 @@ pub struct TickingClock {
 impl TickingClock {
     /// Starts at `start_ms`.
     pub fn new(start_ms: u64, step_ms: u64) -> TickingClock {
-        TickingClock { now: AtomicU64::new(start_ms), step_ms }
+        TickingClock {
+            now: AtomicU64::new(start_ms),
+            step_ms,
+        }
     }
 
     /// Moves the clock forward.
@@ -65,13 +71,20 @@ pub struct SequentialIds {
 impl SequentialIds {
     /// Ids starting at `<prefix>-1`.
     pub fn new(prefix: &str) -> SequentialIds {
-        SequentialIds { prefix: prefix.to_owned(), next: AtomicU64::new(1) }
+        SequentialIds {
+            prefix: prefix.to_owned(),
+            next: AtomicU64::new(1),
+        }
     }
 }
 
 impl IdGen for SequentialIds {
     fn run_id(&self) -> RunId {
-        RunId(format!("{}-{}", self.prefix, self.next.fetch_add(1, Ordering::SeqCst)))
+        RunId(format!(
+            "{}-{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::SeqCst)
+        ))
     }
 }
 
@@ -89,16 +102,27 @@ impl Default for TimeOrderedIds {
         // A per-process salt: the address of a stack value mixed with the time is enough to
         // keep two processes started in the same millisecond apart.
         let marker = 0u8;
-        let salt = (std::ptr::addr_of!(marker) as u64).rotate_left(17) ^ clock.now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(std::process::id());
-        TimeOrderedIds { clock, counter: AtomicU64::new(0), salt }
+        let salt = (std::ptr::addr_of!(marker) as u64).rotate_left(17)
+            ^ clock.now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ u64::from(std::process::id());
+        TimeOrderedIds {
+            clock,
+            counter: AtomicU64::new(0),
+            salt,
+        }
     }
 }
 
 impl IdGen for TimeOrderedIds {
     fn run_id(&self) -> RunId {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tail = (self.salt ^ n.wrapping_mul(0xbf58_476d_1ce4_e5b9)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        RunId(format!("r{:012x}{:08x}", self.clock.now_ms(), (tail >> 32) as u32))
+        let tail =
+            (self.salt ^ n.wrapping_mul(0xbf58_476d_1ce4_e5b9)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        RunId(format!(
+            "r{:012x}{:08x}",
+            self.clock.now_ms(),
+            (tail >> 32) as u32
+        ))
     }
 }
 

@@ -1,5 +1,12 @@
 //! The run loop and the Bridge, end to end over the reference providers.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
 mod common;
 
 use std::sync::Arc;
@@ -23,7 +30,11 @@ async fn happy_path_is_attained_with_route_and_lineage() {
         "cafe/read:read_menu -> cafe/commit:order_latte -> gallery/read:check_design_drift"
     );
     assert!(report.conformant);
-    let color = report.carried.iter().find(|c| c.name == "order.color").expect("color carried");
+    let color = report
+        .carried
+        .iter()
+        .find(|c| c.name == "order.color")
+        .expect("color carried");
     assert_eq!(*color.value, json!("#d2b48c"));
     assert_eq!(color.lineage.tool, "order_latte");
     assert_eq!(color.lineage.path, "/color");
@@ -42,7 +53,10 @@ async fn a_different_valid_route_also_conforms() {
     assert_eq!(b.result.outcome, Outcome::Attained);
     let ra = RunReport::from_events(&a.events).unwrap();
     let rb = RunReport::from_events(&b.events).unwrap();
-    assert_eq!(rb.route_key, "cafe/commit:order_latte -> gallery/read:check_design_drift");
+    assert_eq!(
+        rb.route_key,
+        "cafe/commit:order_latte -> gallery/read:check_design_drift"
+    );
     let cmp = Comparison::of(&[ra, rb]);
     assert!(cmp.path_difference);
     assert!(!cmp.terminal_difference);
@@ -54,18 +68,30 @@ async fn a_different_valid_route_also_conforms() {
 async fn a_claimed_carried_value_that_differs_from_evidence_is_rejected() {
     let w = run(CAFE_GALLERY, FALSE_CLAIM).await;
     let faults = call_faults(&w.events);
-    assert_eq!(faults, vec![("carried_value_mismatch".to_owned(), "model".to_owned())]);
+    assert_eq!(
+        faults,
+        vec![("carried_value_mismatch".to_owned(), "model".to_owned())]
+    );
     // The gallery never saw the false color: the call never dispatched.
     let drift_call = &w.result.state.calls[1];
     assert_eq!(drift_call.status, Some(CallStatus::Rejected));
     assert!(drift_call.executed.is_none());
-    assert_eq!(missing_layer(&w.result.outcome), Some(("drift".into(), Layer::Model, "carried_value_mismatch".into())));
+    assert_eq!(
+        missing_layer(&w.result.outcome),
+        Some((
+            "drift".into(),
+            Layer::Model,
+            "carried_value_mismatch".into()
+        ))
+    );
 }
 
 #[tokio::test]
 async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_is_untouched() {
     let w = run(CAFE_GALLERY, DECLINE).await;
-    let Outcome::NotAttained { missing } = &w.result.outcome else { panic!("{:?}", w.result.outcome) };
+    let Outcome::NotAttained { missing } = &w.result.outcome else {
+        panic!("{:?}", w.result.outcome)
+    };
     assert_eq!(missing[0].step.0, "order");
     assert_eq!(missing[0].requirement, "commit");
     assert_eq!(missing[0].fault.layer, Layer::Model);
@@ -74,15 +100,25 @@ async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_
     assert_eq!(missing[1].step.0, "drift");
     assert_eq!(missing[1].fault.layer, Layer::Model);
     assert!(w.cafe.orders().is_empty());
-    assert!(!w.events.iter().any(|e| matches!(&e.kind, EventKind::StepStarted { step, .. } if step.0 == "drift")));
+    assert!(
+        !w.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::StepStarted { step, .. } if step.0 == "drift"))
+    );
 }
 
 #[tokio::test]
 async fn a_provider_error_is_attributed_to_the_provider() {
     let script = "steps:\n  order:\n    - call: order_latte\n      args: {size: large, milk: almond}\n    - done: ordered\n";
     let w = run(CAFE_GALLERY, script).await;
-    assert_eq!(call_faults(&w.events), vec![("provider_error".to_owned(), "provider".to_owned())]);
-    assert_eq!(missing_layer(&w.result.outcome), Some(("order".into(), Layer::Provider, "provider_error".into())));
+    assert_eq!(
+        call_faults(&w.events),
+        vec![("provider_error".to_owned(), "provider".to_owned())]
+    );
+    assert_eq!(
+        missing_layer(&w.result.outcome),
+        Some(("order".into(), Layer::Provider, "provider_error".into()))
+    );
     assert!(w.cafe.orders().is_empty());
 }
 
@@ -93,12 +129,17 @@ async fn a_step_whose_dependency_failed_never_runs() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::StepSkipped { step, blocked_by, .. } => Some((step.0.clone(), blocked_by.0.clone())),
+            EventKind::StepSkipped {
+                step, blocked_by, ..
+            } => Some((step.0.clone(), blocked_by.0.clone())),
             _ => None,
         })
         .collect();
     assert_eq!(skipped, vec![("drift".to_owned(), "order".to_owned())]);
-    assert!(w.result.state.calls.iter().all(|c| c.step == 0), "no call was made in the skipped step");
+    assert!(
+        w.result.state.calls.iter().all(|c| c.step == 0),
+        "no call was made in the skipped step"
+    );
 }
 
 #[tokio::test]
@@ -108,11 +149,22 @@ async fn unknown_tools_and_invalid_arguments_end_the_call_and_are_fed_back() {
     let w = run_with(CAFE_GALLERY, &decider, Arc::new(warrant_engine::AllowAll)).await;
     assert_eq!(w.result.outcome, Outcome::Attained);
     let faults = call_faults(&w.events);
-    assert_eq!(faults[0], ("tool_not_allowed".to_owned(), "model".to_owned()));
+    assert_eq!(
+        faults[0],
+        ("tool_not_allowed".to_owned(), "model".to_owned())
+    );
     assert_eq!(faults[1].0, "invalid_arguments");
     // Every started call finished exactly once; none is left in flight.
-    let started = w.events.iter().filter(|e| e.kind.name() == "call_started").count();
-    let finished = w.events.iter().filter(|e| e.kind.name() == "call_finished").count();
+    let started = w
+        .events
+        .iter()
+        .filter(|e| e.kind.name() == "call_started")
+        .count();
+    let finished = w
+        .events
+        .iter()
+        .filter(|e| e.kind.name() == "call_finished")
+        .count();
     assert_eq!(started, finished);
     assert!(w.result.state.in_flight().is_none());
     // The decider saw each structured error in its next projection.
@@ -137,7 +189,10 @@ async fn a_reused_handle_is_rejected() {
     // Decision 1 reads the menu with handle h1.0; decision 2 tries the same handle again.
     let script = "steps:\n  order:\n    - call: read_menu\n    - call: read_menu\n      handle: h1.0\n    - decline: stop\n";
     let w = run(CAFE_GALLERY, script).await;
-    assert_eq!(call_faults(&w.events), vec![("handle_consumed".to_owned(), "model".to_owned())]);
+    assert_eq!(
+        call_faults(&w.events),
+        vec![("handle_consumed".to_owned(), "model".to_owned())]
+    );
 }
 
 #[tokio::test]
@@ -145,7 +200,10 @@ async fn a_handle_from_an_older_state_is_stale() {
     // After the order commits, the cafe's state changed: handles of decision 1 are stale.
     let script = "steps:\n  order:\n    - call: order_latte\n      args: {size: small}\n    - call: read_menu\n      handle: h1.0\n    - done: ok\n  drift:\n    - call: check_design_drift\n    - done: ok\n";
     let w = run(CAFE_GALLERY, script).await;
-    assert_eq!(call_faults(&w.events), vec![("stale_handle".to_owned(), "model".to_owned())]);
+    assert_eq!(
+        call_faults(&w.events),
+        vec![("stale_handle".to_owned(), "model".to_owned())]
+    );
     assert_eq!(w.result.outcome, Outcome::Attained);
 }
 
@@ -164,16 +222,26 @@ async fn an_expired_handle_is_rejected() {
     });
     let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
     let events = log(&*s.store, &result);
-    assert_eq!(call_faults(&events), vec![("handle_expired".to_owned(), "model".to_owned())]);
+    assert_eq!(
+        call_faults(&events),
+        vec![("handle_expired".to_owned(), "model".to_owned())]
+    );
     assert!(s.cafe.orders().is_empty());
 }
 
 #[tokio::test]
 async fn exhausting_the_decision_limit_ends_exhausted() {
     let spec = CAFE_GALLERY.replace("decisions_max: 20", "decisions_max: 2");
-    let script = "steps:\n  order:\n    - call: read_menu\n    - call: read_menu\n    - call: read_menu\n";
+    let script =
+        "steps:\n  order:\n    - call: read_menu\n    - call: read_menu\n    - call: read_menu\n";
     let w = run(&spec, script).await;
-    assert_eq!(w.result.outcome, Outcome::Exhausted { limit: "decisions_max".into(), value: 2 });
+    assert_eq!(
+        w.result.outcome,
+        Outcome::Exhausted {
+            limit: "decisions_max".into(),
+            value: 2
+        }
+    );
     assert_eq!(w.result.state.decisions, 2);
 }
 
@@ -181,7 +249,13 @@ async fn exhausting_the_decision_limit_ends_exhausted() {
 async fn exhausting_the_step_limit_ends_exhausted() {
     let spec = CAFE_GALLERY.replace("step_decisions_max: 8", "step_decisions_max: 1");
     let w = run(&spec, SCRIPT).await;
-    assert_eq!(w.result.outcome, Outcome::Exhausted { limit: "step_decisions_max".into(), value: 1 });
+    assert_eq!(
+        w.result.outcome,
+        Outcome::Exhausted {
+            limit: "step_decisions_max".into(),
+            value: 1
+        }
+    );
 }
 
 #[tokio::test]
@@ -192,14 +266,25 @@ async fn passing_the_deadline_ends_exhausted() {
     let clock = s.clock.clone();
     decider.before = Box::new(move |_| clock.advance(25_000));
     let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
-    assert_eq!(result.outcome, Outcome::Exhausted { limit: "deadline_ms".into(), value: 60_000 });
+    assert_eq!(
+        result.outcome,
+        Outcome::Exhausted {
+            limit: "deadline_ms".into(),
+            value: 60_000
+        }
+    );
     let events = log(&*s.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
 }
 
 #[tokio::test]
 async fn a_denied_commit_is_stopped_by_policy_and_never_reaches_the_provider() {
-    let w = run_with(CAFE_GALLERY, &common::script(SCRIPT), Arc::new(DenyTools::new(["order_latte"]))).await;
+    let w = run_with(
+        CAFE_GALLERY,
+        &common::script(SCRIPT),
+        Arc::new(DenyTools::new(["order_latte"])),
+    )
+    .await;
     let finished: Vec<_> = w
         .events
         .iter()
@@ -209,17 +294,25 @@ async fn a_denied_commit_is_stopped_by_policy_and_never_reaches_the_provider() {
         })
         .collect();
     assert_eq!(finished, vec![CallStatus::Ok, CallStatus::StoppedByPolicy]);
-    assert_eq!(missing_layer(&w.result.outcome), Some(("order".into(), Layer::Policy, "policy_denied".into())));
+    assert_eq!(
+        missing_layer(&w.result.outcome),
+        Some(("order".into(), Layer::Policy, "policy_denied".into()))
+    );
     assert!(w.cafe.orders().is_empty());
     let report = RunReport::from_events(&w.events).unwrap();
-    assert!(report.failures.iter().all(|f| f.layer != Layer::Provider), "a policy stop is not a provider fault");
+    assert!(
+        report.failures.iter().all(|f| f.layer != Layer::Provider),
+        "a policy stop is not a provider fault"
+    );
 }
 
 #[tokio::test]
 async fn done_without_evidence_is_not_attained() {
     let script = "steps:\n  order:\n    - call: read_menu\n    - done: I ordered it, trust me\n";
     let w = run(CAFE_GALLERY, script).await;
-    let Outcome::NotAttained { missing } = &w.result.outcome else { panic!() };
+    let Outcome::NotAttained { missing } = &w.result.outcome else {
+        panic!()
+    };
     assert_eq!(missing[0].fault.code, "no_commit");
     assert_eq!(missing[0].fault.layer, Layer::Model);
 }
@@ -228,7 +321,9 @@ async fn done_without_evidence_is_not_attained() {
 async fn a_decider_that_runs_out_fails_the_run_on_the_model() {
     let script = "steps:\n  order:\n    - call: read_menu\n";
     let w = run(CAFE_GALLERY, script).await;
-    let Outcome::Failed { fault } = &w.result.outcome else { panic!("{:?}", w.result.outcome) };
+    let Outcome::Failed { fault } = &w.result.outcome else {
+        panic!("{:?}", w.result.outcome)
+    };
     assert_eq!(fault.layer, Layer::Model);
     assert_eq!(fault.code, "script_exhausted");
 }
@@ -240,5 +335,8 @@ async fn two_commits_across_providers_carry_the_order_id() {
     let w = run(spec, script).await;
     assert_eq!(w.result.outcome, Outcome::Attained);
     let pastry = w.result.state.calls.last().unwrap();
-    assert_eq!(pastry.executed.as_deref().unwrap()["order_id"], json!("ord-0001"));
+    assert_eq!(
+        pastry.executed.as_deref().unwrap()["order_id"],
+        json!("ord-0001")
+    );
 }

@@ -17,7 +17,10 @@ pub(crate) struct RunFacts {
 }
 
 pub(crate) fn run_facts(events: &[std::sync::Arc<Event>]) -> RunFacts {
-    let mut facts = RunFacts { started: None, status: None };
+    let mut facts = RunFacts {
+        started: None,
+        status: None,
+    };
     for e in events {
         match &e.kind {
             EventKind::RunStarted { spec, decider, .. } => {
@@ -31,11 +34,17 @@ pub(crate) fn run_facts(events: &[std::sync::Arc<Event>]) -> RunFacts {
 }
 
 /// Checks that `events` continue a run at `expected`: sequences `expected + 1, + 2, ...`.
-pub(crate) fn check_contiguous(events: &[std::sync::Arc<Event>], expected: u64) -> Result<(), String> {
+pub(crate) fn check_contiguous(
+    events: &[std::sync::Arc<Event>],
+    expected: u64,
+) -> Result<(), String> {
     for (i, e) in events.iter().enumerate() {
         let want = expected + 1 + i as u64;
         if e.seq != want {
-            return Err(format!("event at index {i} has sequence {}, expected {want}", e.seq));
+            return Err(format!(
+                "event at index {i} has sequence {}, expected {want}",
+                e.seq
+            ));
         }
     }
     Ok(())

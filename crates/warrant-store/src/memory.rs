@@ -31,18 +31,32 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn append_now(&self, run: &RunId, expected: u64, events: Vec<Arc<Event>>) -> Result<(), StoreError> {
-        let mut inner = self.inner.lock().map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+    fn append_now(
+        &self,
+        run: &RunId,
+        expected: u64,
+        events: Vec<Arc<Event>>,
+    ) -> Result<(), StoreError> {
+        let mut inner = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
         let actual = inner.logs.get(run).map_or(0, |l| l.summary.events);
         if actual != expected {
-            return Err(StoreError::Conflict { run: run.clone(), expected, actual });
+            return Err(StoreError::Conflict {
+                run: run.clone(),
+                expected,
+                actual,
+            });
         }
         crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
         let facts = crate::run_facts(&events);
         let inner = &mut *inner;
         if !inner.logs.contains_key(run) {
             let Some((spec_id, decider, started)) = facts.started.clone() else {
-                return Err(StoreError::Io(format!("run `{run}` must begin with `run_started`")));
+                return Err(StoreError::Io(format!(
+                    "run `{run}` must begin with `run_started`"
+                )));
             };
             inner.order.push(run.clone());
             inner.logs.insert(
@@ -65,7 +79,11 @@ impl MemoryStore {
         };
         for event in events {
             inner.position += 1;
-            log.events.push(StoredEvent { position: inner.position, run_id: run.clone(), event });
+            log.events.push(StoredEvent {
+                position: inner.position,
+                run_id: run.clone(),
+                event,
+            });
         }
         log.summary.events = log.events.len() as u64;
         if let Some(status) = facts.status {
@@ -76,22 +94,45 @@ impl MemoryStore {
 }
 
 impl EventStore for MemoryStore {
-    fn append(&self, run: &RunId, expected_seq: u64, events: Vec<Arc<Event>>) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
         let result = self.append_now(run, expected_seq, events);
         Box::pin(std::future::ready(result))
     }
 
     fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let inner = self.inner.lock().map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
         Ok(inner
             .logs
             .get(run)
-            .map(|l| l.events.iter().filter(|e| e.event.seq >= from_seq).cloned().collect())
+            .map(|l| {
+                l.events
+                    .iter()
+                    .filter(|e| e.event.seq >= from_seq)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
     fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let inner = self.inner.lock().map_err(|_| StoreError::Io("memory store poisoned".into()))?;
-        Ok(inner.order.iter().rev().filter_map(|id| inner.logs.get(id)).map(|l| l.summary.clone()).collect())
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        Ok(inner
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| inner.logs.get(id))
+            .map(|l| l.summary.clone())
+            .collect())
     }
 }

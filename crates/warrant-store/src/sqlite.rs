@@ -56,9 +56,12 @@ fn io(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn open_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path).map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
-    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(io)?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(io)?;
+    let conn = Connection::open(path)
+        .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(io)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(io)?;
     let sync = match durability {
         Durability::Fsync => "FULL",
         Durability::ProcessCrash => "NORMAL",
@@ -73,7 +76,8 @@ impl SqliteStore {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Io(format!("cannot create `{}`: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::Io(format!("cannot create `{}`: {e}", dir.display())))?;
         }
         let conn = open_connection(path, durability)?;
         conn.execute_batch(
@@ -87,13 +91,20 @@ impl SqliteStore {
         )
         .map_err(io)?;
         let version: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(io)?;
         match version.as_deref() {
             None => {
-                conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION.to_string()])
-                    .map_err(io)?;
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                    [SCHEMA_VERSION.to_string()],
+                )
+                .map_err(io)?;
             }
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
             Some(v) => {
@@ -109,7 +120,12 @@ impl SqliteStore {
             .name("warrant-store-writer".into())
             .spawn(move || writer_loop(writer_conn, rx))
             .map_err(|e| StoreError::Io(format!("cannot start the store writer: {e}")))?;
-        Ok(SqliteStore { path: path.to_owned(), writer: Mutex::new(Some(tx)), reader: Mutex::new(conn), durability })
+        Ok(SqliteStore {
+            path: path.to_owned(),
+            writer: Mutex::new(Some(tx)),
+            reader: Mutex::new(conn),
+            durability,
+        })
     }
 
     /// The file.
@@ -158,18 +174,28 @@ fn commit_batch(
     last_seq: &mut HashMap<RunId, u64>,
     batch: &[Request],
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(io)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(io)?;
     let mut results = Vec::with_capacity(batch.len());
     {
-        let mut insert = tx.prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)").map_err(io)?;
-        let mut current = tx.prepare_cached("SELECT last_seq FROM runs WHERE run_id = ?1").map_err(io)?;
+        let mut insert = tx
+            .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+            .map_err(io)?;
+        let mut current = tx
+            .prepare_cached("SELECT last_seq FROM runs WHERE run_id = ?1")
+            .map_err(io)?;
         let mut new_run = tx
             .prepare_cached(
                 "INSERT INTO runs (run_id, spec_id, decider, status, started_at_ms, last_seq) VALUES (?1, ?2, ?3, 'running', ?4, 0)",
             )
             .map_err(io)?;
-        let mut advance = tx.prepare_cached("UPDATE runs SET last_seq = ?2 WHERE run_id = ?1").map_err(io)?;
-        let mut finish = tx.prepare_cached("UPDATE runs SET status = ?2 WHERE run_id = ?1").map_err(io)?;
+        let mut advance = tx
+            .prepare_cached("UPDATE runs SET last_seq = ?2 WHERE run_id = ?1")
+            .map_err(io)?;
+        let mut finish = tx
+            .prepare_cached("UPDATE runs SET status = ?2 WHERE run_id = ?1")
+            .map_err(io)?;
         for req in batch {
             let actual = match last_seq.get(&req.run) {
                 Some(s) => *s,
@@ -182,21 +208,34 @@ fn commit_batch(
             // INVARIANT (one order): optimistic concurrency on the expected sequence.
             if actual != req.expected {
                 last_seq.insert(req.run.clone(), actual);
-                results.push(Err(StoreError::Conflict { run: req.run.clone(), expected: req.expected, actual }));
+                results.push(Err(StoreError::Conflict {
+                    run: req.run.clone(),
+                    expected: req.expected,
+                    actual,
+                }));
                 continue;
             }
             if actual == 0 {
                 let Some((spec_id, decider, started)) = &req.started else {
-                    results.push(Err(StoreError::Io(format!("run `{}` must begin with `run_started`", req.run))));
+                    results.push(Err(StoreError::Io(format!(
+                        "run `{}` must begin with `run_started`",
+                        req.run
+                    ))));
                     continue;
                 };
-                new_run.execute(params![req.run.0, spec_id, decider, *started as i64]).map_err(io)?;
+                new_run
+                    .execute(params![req.run.0, spec_id, decider, *started as i64])
+                    .map_err(io)?;
             }
             for (seq, body) in &req.rows {
-                insert.execute(params![req.run.0, *seq as i64, body]).map_err(io)?;
+                insert
+                    .execute(params![req.run.0, *seq as i64, body])
+                    .map_err(io)?;
             }
             let new_last = req.expected + req.rows.len() as u64;
-            advance.execute(params![req.run.0, new_last as i64]).map_err(io)?;
+            advance
+                .execute(params![req.run.0, new_last as i64])
+                .map_err(io)?;
             if let Some(status) = &req.status {
                 finish.execute(params![req.run.0, status]).map_err(io)?;
             }
@@ -209,46 +248,82 @@ fn commit_batch(
 }
 
 impl EventStore for SqliteStore {
-    fn append(&self, run: &RunId, expected_seq: u64, events: Vec<Arc<Event>>) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
         if let Err(e) = crate::check_contiguous(&events, expected_seq) {
             return Box::pin(std::future::ready(Err(StoreError::Io(e))));
         }
         let facts = crate::run_facts(&events);
         let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
         let (reply, done) = oneshot::channel();
-        let request = Request { run: run.clone(), expected: expected_seq, rows, started: facts.started, status: facts.status, reply };
+        let request = Request {
+            run: run.clone(),
+            expected: expected_seq,
+            rows,
+            started: facts.started,
+            status: facts.status,
+            reply,
+        };
         let sent = match self.writer.lock() {
-            Ok(guard) => guard.as_ref().map(|w| w.send(request).is_ok()).unwrap_or(false),
+            Ok(guard) => guard
+                .as_ref()
+                .map(|w| w.send(request).is_ok())
+                .unwrap_or(false),
             Err(_) => false,
         };
         Box::pin(async move {
             if !sent {
                 return Err(StoreError::Io("the store writer has stopped".into()));
             }
-            done.await.unwrap_or_else(|_| Err(StoreError::Io("the store writer stopped before committing".into())))
+            done.await.unwrap_or_else(|_| {
+                Err(StoreError::Io(
+                    "the store writer stopped before committing".into(),
+                ))
+            })
         })
     }
 
     fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let conn = self.reader.lock().map_err(|_| StoreError::Io("store reader poisoned".into()))?;
+        let conn = self
+            .reader
+            .lock()
+            .map_err(|_| StoreError::Io("store reader poisoned".into()))?;
         let mut stmt = conn
             .prepare_cached("SELECT position, seq, body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq")
             .map_err(io)?;
         let rows = stmt
-            .query_map(params![run.0, from_seq as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))
+            .query_map(params![run.0, from_seq as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
             .map_err(io)?;
         let mut out = Vec::new();
         for row in rows {
             let (position, seq, body) = row.map_err(io)?;
-            let event: Event = serde_json::from_str(&body)
-                .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
-            out.push(StoredEvent { position: position as u64, run_id: run.clone(), event: Arc::new(event) });
+            let event: Event = serde_json::from_str(&body).map_err(|e| {
+                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
+            })?;
+            out.push(StoredEvent {
+                position: position as u64,
+                run_id: run.clone(),
+                event: Arc::new(event),
+            });
         }
         Ok(out)
     }
 
     fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let conn = self.reader.lock().map_err(|_| StoreError::Io("store reader poisoned".into()))?;
+        let conn = self
+            .reader
+            .lock()
+            .map_err(|_| StoreError::Io("store reader poisoned".into()))?;
         let mut stmt = conn
             .prepare_cached(
                 "SELECT run_id, spec_id, decider, status, started_at_ms, last_seq FROM runs ORDER BY started_at_ms DESC, rowid DESC",

@@ -1,9 +1,16 @@
 //! Both stores honour the port: atomic batches, optimistic concurrency, gapless order, and
 //! (SQLite) persistence across reopen and group commit under concurrency.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
 use std::sync::Arc;
 
-use warrant_core::event::{DeciderIdentity, Event, EventKind, Outcome, EVENTS_FORMAT};
+use warrant_core::event::{DeciderIdentity, EVENTS_FORMAT, Event, EventKind, Outcome};
 use warrant_core::ids::{RunId, StepId};
 use warrant_core::ports::{EventStore, StoreError};
 use warrant_core::spec::{Format, Spec};
@@ -23,31 +30,61 @@ fn started(run: &str) -> Arc<Event> {
             run_id: RunId(run.into()),
             spec: spec(),
             spec_hash: "h".into(),
-            decider: DeciderIdentity { kind: "scripted".into(), name: "x".into(), digest: None },
+            decider: DeciderIdentity {
+                kind: "scripted".into(),
+                name: "x".into(),
+                digest: None,
+            },
         },
     })
 }
 
 fn step(seq: u64) -> Arc<Event> {
-    Arc::new(Event { seq, at_ms: 10 + seq, kind: EventKind::StepStarted { step: StepId("a".into()), provider: "p".into() } })
+    Arc::new(Event {
+        seq,
+        at_ms: 10 + seq,
+        kind: EventKind::StepStarted {
+            step: StepId("a".into()),
+            provider: "p".into(),
+        },
+    })
 }
 
 fn finished(seq: u64) -> Arc<Event> {
-    Arc::new(Event { seq, at_ms: 99, kind: EventKind::RunFinished { outcome: Outcome::Attained } })
+    Arc::new(Event {
+        seq,
+        at_ms: 99,
+        kind: EventKind::RunFinished {
+            outcome: Outcome::Attained,
+        },
+    })
 }
 
 async fn contract(store: &dyn EventStore) {
     let run = RunId("r1".into());
-    store.append(&run, 0, vec![started("r1"), step(2)]).await.unwrap();
+    store
+        .append(&run, 0, vec![started("r1"), step(2)])
+        .await
+        .unwrap();
     // Optimistic concurrency: a writer that expected an older sequence is refused, and
     // nothing of its batch is written.
     let err = store.append(&run, 1, vec![step(2)]).await.unwrap_err();
-    assert_eq!(err, StoreError::Conflict { run: run.clone(), expected: 1, actual: 2 });
+    assert_eq!(
+        err,
+        StoreError::Conflict {
+            run: run.clone(),
+            expected: 1,
+            actual: 2
+        }
+    );
     // A batch whose sequences do not continue the run is refused.
     assert!(store.append(&run, 2, vec![step(4)]).await.is_err());
     store.append(&run, 2, vec![finished(3)]).await.unwrap();
     let events = store.read(&run, 1).unwrap();
-    assert_eq!(events.iter().map(|e| e.event.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        events.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
     assert!(events.windows(2).all(|w| w[0].position < w[1].position));
     assert_eq!(store.read(&run, 3).unwrap().len(), 1);
     let runs = store.runs().unwrap();
@@ -55,7 +92,12 @@ async fn contract(store: &dyn EventStore) {
     assert_eq!(runs[0].status, "attained");
     assert_eq!(runs[0].events, 3);
     // A run must begin with `run_started`.
-    assert!(store.append(&RunId("r2".into()), 0, vec![step(1)]).await.is_err());
+    assert!(
+        store
+            .append(&RunId("r2".into()), 0, vec![step(1)])
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
@@ -76,7 +118,10 @@ async fn the_sqlite_store_honours_the_port_and_persists() {
     assert_eq!(events.len(), 3);
     assert_eq!(*events[0].event, *started("r1"));
     // The sequence continues where it was after a reopen.
-    let err = reopened.append(&RunId("r1".into()), 0, vec![started("r1")]).await.unwrap_err();
+    let err = reopened
+        .append(&RunId("r1".into()), 0, vec![started("r1")])
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Conflict { actual: 3, .. }));
 }
 
@@ -98,7 +143,12 @@ async fn concurrent_runs_share_commits_and_each_sees_its_own() {
     }
     for t in tasks {
         let run = t.await.unwrap();
-        let seqs: Vec<u64> = store.read(&run, 1).unwrap().iter().map(|e| e.event.seq).collect();
+        let seqs: Vec<u64> = store
+            .read(&run, 1)
+            .unwrap()
+            .iter()
+            .map(|e| e.event.seq)
+            .collect();
         assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
     }
     let positions: Vec<u64> = store.runs().unwrap().iter().map(|r| r.events).collect();
@@ -112,7 +162,11 @@ async fn a_store_from_a_newer_schema_is_refused() {
     let path = dir.path().join("w.db");
     drop(SqliteStore::open(&path, Durability::Fsync).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
     drop(conn);
     let err = SqliteStore::open(&path, Durability::Fsync).err().unwrap();
     assert!(err.to_string().contains("store schema 99"), "{err}");

@@ -11,7 +11,12 @@ use warrant_core::event::Effect;
 use crate::reference::{ActionSpec, Provider, ProviderError};
 
 fn action(name: &str, effect: Effect, description: &str, input_schema: Value) -> ActionSpec {
-    ActionSpec { name: name.to_owned(), effect, description: description.to_owned(), input_schema }
+    ActionSpec {
+        name: name.to_owned(),
+        effect,
+        description: description.to_owned(),
+        input_schema,
+    }
 }
 
 /// Results already returned for an idempotency key, so a repeated key repeats no effect.
@@ -29,30 +34,48 @@ pub struct Cafe {
     version: AtomicU64,
 }
 
-const MILKS: [(&str, &str); 4] = [("whole", "#c69c6d"), ("oat", "#d2b48c"), ("soy", "#c8a27a"), ("almond", "#d9c3a5")];
+const MILKS: [(&str, &str); 4] = [
+    ("whole", "#c69c6d"),
+    ("oat", "#d2b48c"),
+    ("soy", "#c8a27a"),
+    ("almond", "#d9c3a5"),
+];
 
 impl Cafe {
     /// Orders placed so far (the effects this provider performed).
     pub fn orders(&self) -> Vec<Value> {
-        self.ledger.lock().map(|l| l.state.clone()).unwrap_or_default()
+        self.ledger
+            .lock()
+            .map(|l| l.state.clone())
+            .unwrap_or_default()
     }
 }
 
 impl Provider for Cafe {
     fn actions(&self) -> Vec<ActionSpec> {
         vec![
-            action("read_menu", Effect::Read, "List the drinks, sizes and milks the cafe serves.", json!({
-                "type": "object", "properties": {}, "additionalProperties": false
-            })),
-            action("order_latte", Effect::Commit, "Order one latte. Charges the customer.", json!({
-                "type": "object",
-                "properties": {
-                    "size": {"enum": ["small", "medium", "large"]},
-                    "milk": {"enum": ["whole", "oat", "soy", "almond"], "default": "whole"}
-                },
-                "required": ["size"],
-                "additionalProperties": false
-            })),
+            action(
+                "read_menu",
+                Effect::Read,
+                "List the drinks, sizes and milks the cafe serves.",
+                json!({
+                    "type": "object", "properties": {}, "additionalProperties": false
+                }),
+            ),
+            action(
+                "order_latte",
+                Effect::Commit,
+                "Order one latte. Charges the customer.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "size": {"enum": ["small", "medium", "large"]},
+                        "milk": {"enum": ["whole", "oat", "soy", "almond"], "default": "whole"}
+                    },
+                    "required": ["size"],
+                    "additionalProperties": false
+                }),
+            ),
         ]
     }
 
@@ -68,7 +91,10 @@ impl Provider for Cafe {
                 "currency": "EUR cents"
             })),
             "order_latte" => {
-                let mut ledger = self.ledger.lock().map_err(|_| ProviderError::Unavailable("cafe state poisoned".into()))?;
+                let mut ledger = self
+                    .ledger
+                    .lock()
+                    .map_err(|_| ProviderError::Unavailable("cafe state poisoned".into()))?;
                 if let Some(previous) = ledger.by_key.get(key) {
                     return Ok(previous.clone());
                 }
@@ -77,7 +103,10 @@ impl Provider for Cafe {
                 if milk == "almond" {
                     return Err(ProviderError::Failed("out of almond milk".into()));
                 }
-                let color = MILKS.iter().find(|(m, _)| *m == milk).map_or("#c69c6d", |(_, c)| c);
+                let color = MILKS
+                    .iter()
+                    .find(|(m, _)| *m == milk)
+                    .map_or("#c69c6d", |(_, c)| c);
                 let price = match size {
                     "small" => 380,
                     "large" => 460,
@@ -92,7 +121,9 @@ impl Provider for Cafe {
                 self.version.fetch_add(1, Ordering::AcqRel);
                 Ok(order)
             }
-            other => Err(ProviderError::Failed(format!("the cafe has no action `{other}`"))),
+            other => Err(ProviderError::Failed(format!(
+                "the cafe has no action `{other}`"
+            ))),
         }
     }
 }
@@ -100,8 +131,12 @@ impl Provider for Cafe {
 /// A gallery: `check_design_drift` (read) compares a color with the house palette.
 pub struct Gallery;
 
-const PALETTE: [(&str, [i32; 3]); 4] =
-    [("latte-brown", [0xc6, 0x9c, 0x6d]), ("oat", [0xd2, 0xb4, 0x8c]), ("espresso", [0x4b, 0x2e, 0x1e]), ("cream", [0xf3, 0xe5, 0xc0])];
+const PALETTE: [(&str, [i32; 3]); 4] = [
+    ("latte-brown", [0xc6, 0x9c, 0x6d]),
+    ("oat", [0xd2, 0xb4, 0x8c]),
+    ("espresso", [0x4b, 0x2e, 0x1e]),
+    ("cream", [0xf3, 0xe5, 0xc0]),
+];
 
 fn parse_hex(color: &str) -> Option<[i32; 3]> {
     let hex = color.strip_prefix('#')?;
@@ -133,10 +168,13 @@ impl Provider for Gallery {
 
     fn call(&self, tool: &str, args: &Value, _key: &str) -> Result<Value, ProviderError> {
         if tool != "check_design_drift" {
-            return Err(ProviderError::Failed(format!("the gallery has no action `{tool}`")));
+            return Err(ProviderError::Failed(format!(
+                "the gallery has no action `{tool}`"
+            )));
         }
         let color = args.get("color").and_then(Value::as_str).unwrap_or("");
-        let rgb = parse_hex(color).ok_or_else(|| ProviderError::Failed(format!("`{color}` is not a #rrggbb color")))?;
+        let rgb = parse_hex(color)
+            .ok_or_else(|| ProviderError::Failed(format!("`{color}` is not a #rrggbb color")))?;
         let (name, distance) = PALETTE
             .iter()
             .map(|(name, p)| {
@@ -145,7 +183,9 @@ impl Provider for Gallery {
             })
             .min_by_key(|(_, d)| *d)
             .unwrap_or(("none", i64::MAX));
-        Ok(json!({"color": color, "nearest": name, "drift": distance, "within_palette": distance <= 40}))
+        Ok(
+            json!({"color": color, "nearest": name, "drift": distance, "within_palette": distance <= 40}),
+        )
     }
 }
 
@@ -180,9 +220,14 @@ impl Provider for Bakery {
 
     fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
         if tool != "add_pastry" {
-            return Err(ProviderError::Failed(format!("the bakery has no action `{tool}`")));
+            return Err(ProviderError::Failed(format!(
+                "the bakery has no action `{tool}`"
+            )));
         }
-        let mut ledger = self.ledger.lock().map_err(|_| ProviderError::Unavailable("bakery state poisoned".into()))?;
+        let mut ledger = self
+            .ledger
+            .lock()
+            .map_err(|_| ProviderError::Unavailable("bakery state poisoned".into()))?;
         if let Some(previous) = ledger.by_key.get(key) {
             return Ok(previous.clone());
         }
@@ -229,12 +274,17 @@ pub fn step_result(i: i64) -> Value {
 
 impl Provider for StepTool {
     fn actions(&self) -> Vec<ActionSpec> {
-        vec![action("step", Effect::Read, "Run step `i` of the tool loop.", json!({
-            "type": "object",
-            "properties": {"i": {"type": "integer", "minimum": 0}},
-            "required": ["i"],
-            "additionalProperties": false
-        }))]
+        vec![action(
+            "step",
+            Effect::Read,
+            "Run step `i` of the tool loop.",
+            json!({
+                "type": "object",
+                "properties": {"i": {"type": "integer", "minimum": 0}},
+                "required": ["i"],
+                "additionalProperties": false
+            }),
+        )]
     }
 
     fn state_version(&self) -> u64 {
@@ -245,7 +295,10 @@ impl Provider for StepTool {
         if tool != "step" {
             return Err(ProviderError::Failed(format!("no action `{tool}`")));
         }
-        let i = args.get("i").and_then(Value::as_i64).ok_or_else(|| ProviderError::Failed("`i` must be an integer".into()))?;
+        let i = args
+            .get("i")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| ProviderError::Failed("`i` must be an integer".into()))?;
         self.executions.fetch_add(1, Ordering::Relaxed);
         Ok(step_result(i))
     }
@@ -267,8 +320,12 @@ mod tests {
     #[test]
     fn a_repeated_idempotency_key_repeats_no_order() {
         let cafe = Cafe::default();
-        let a = cafe.call("order_latte", &json!({"size": "small"}), "k1").unwrap();
-        let b = cafe.call("order_latte", &json!({"size": "small"}), "k1").unwrap();
+        let a = cafe
+            .call("order_latte", &json!({"size": "small"}), "k1")
+            .unwrap();
+        let b = cafe
+            .call("order_latte", &json!({"size": "small"}), "k1")
+            .unwrap();
         assert_eq!(a, b);
         assert_eq!(cafe.orders().len(), 1);
         assert_eq!(cafe.state_version(), 1);
@@ -276,7 +333,9 @@ mod tests {
 
     #[test]
     fn the_gallery_finds_the_nearest_palette_color() {
-        let r = Gallery.call("check_design_drift", &json!({"color": "#d2b48c"}), "").unwrap();
+        let r = Gallery
+            .call("check_design_drift", &json!({"color": "#d2b48c"}), "")
+            .unwrap();
         assert_eq!(r["nearest"], "oat");
         assert_eq!(r["drift"], 0);
     }

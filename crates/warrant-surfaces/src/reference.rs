@@ -47,19 +47,30 @@ pub trait Provider: Send + Sync {
     fn state_version(&self) -> u64;
     /// Runs one action. `idempotency_key` is stable for one intent: a provider that accepts
     /// keys returns the first result again for a repeated key instead of repeating the effect.
-    fn call(&self, action: &str, args: &Value, idempotency_key: &str) -> Result<Value, ProviderError>;
+    fn call(
+        &self,
+        action: &str,
+        args: &Value,
+        idempotency_key: &str,
+    ) -> Result<Value, ProviderError>;
 }
+
+/// The actions of one schema version, with the short digest that names it.
+type ActionCache = Option<(u64, Arc<[ActionRecord]>, String)>;
 
 /// A [`Provider`] behind the Surface port.
 pub struct ReferenceSurface {
     provider: Arc<dyn Provider>,
-    cache: Mutex<Option<(u64, Arc<[ActionRecord]>, String)>>,
+    cache: Mutex<ActionCache>,
 }
 
 impl ReferenceSurface {
     /// Wraps a provider.
     pub fn new(provider: Arc<dyn Provider>) -> ReferenceSurface {
-        ReferenceSurface { provider, cache: Mutex::new(None) }
+        ReferenceSurface {
+            provider,
+            cache: Mutex::new(None),
+        }
     }
 
     fn actions(&self) -> (Arc<[ActionRecord]>, String) {
@@ -105,12 +116,21 @@ impl Surface for ReferenceSurface {
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        let result = match self.provider.call(&call.tool, &call.args, &call.idempotency_key) {
-            Ok(output) => Ok(CallOutput { output, is_error: false }),
-            Err(ProviderError::Failed(message)) => {
-                Ok(CallOutput { output: serde_json::json!({ "error": message }), is_error: true })
+        let result = match self
+            .provider
+            .call(&call.tool, &call.args, &call.idempotency_key)
+        {
+            Ok(output) => Ok(CallOutput {
+                output,
+                is_error: false,
+            }),
+            Err(ProviderError::Failed(message)) => Ok(CallOutput {
+                output: serde_json::json!({ "error": message }),
+                is_error: true,
+            }),
+            Err(ProviderError::Unavailable(message)) => {
+                Err(SurfaceError::new("unavailable", message))
             }
-            Err(ProviderError::Unavailable(message)) => Err(SurfaceError::new("unavailable", message)),
         };
         Box::pin(std::future::ready(result))
     }
@@ -139,7 +159,9 @@ impl Default for ReferenceCatalog {
 impl ReferenceCatalog {
     /// A catalog with no providers.
     pub fn empty() -> ReferenceCatalog {
-        ReferenceCatalog { factories: BTreeMap::new() }
+        ReferenceCatalog {
+            factories: BTreeMap::new(),
+        }
     }
 
     /// A catalog with `cafe`, `gallery`, `bakery` and the benchmark's `bench`.
@@ -153,7 +175,11 @@ impl ReferenceCatalog {
     }
 
     /// Registers a provider under `name`; `make` is called once per run.
-    pub fn register(&mut self, name: &str, make: impl Fn() -> Arc<dyn Provider> + Send + Sync + 'static) {
+    pub fn register(
+        &mut self,
+        name: &str,
+        make: impl Fn() -> Arc<dyn Provider> + Send + Sync + 'static,
+    ) {
         self.factories.insert(name.to_owned(), Arc::new(make));
     }
 
@@ -163,11 +189,20 @@ impl ReferenceCatalog {
     }
 
     /// Fresh surfaces for every provider of `spec`, by the names the spec uses.
-    pub fn surfaces(&self, spec: &warrant_core::Spec) -> Result<std::collections::HashMap<String, Arc<dyn Surface>>, String> {
-        let mut out: std::collections::HashMap<String, Arc<dyn Surface>> = std::collections::HashMap::new();
+    pub fn surfaces(
+        &self,
+        spec: &warrant_core::Spec,
+    ) -> Result<std::collections::HashMap<String, Arc<dyn Surface>>, String> {
+        let mut out: std::collections::HashMap<String, Arc<dyn Surface>> =
+            std::collections::HashMap::new();
         for (name, provider) in &spec.providers {
-            let reference = provider.reference.as_deref().ok_or_else(|| format!("provider `{name}` is not a reference provider"))?;
-            let p = self.make(reference).ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
+            let reference = provider
+                .reference
+                .as_deref()
+                .ok_or_else(|| format!("provider `{name}` is not a reference provider"))?;
+            let p = self
+                .make(reference)
+                .ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
             out.insert(name.clone(), Arc::new(ReferenceSurface::new(p)));
         }
         Ok(out)

@@ -1,12 +1,20 @@
 //! Test harness: runs specs over the memory store with a fixed clock and sequential ids.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use warrant_core::event::{Event, EventKind};
-use warrant_core::ports::{Authority, BoxFuture, DecideError, Decided, Decider, EventStore, Surface};
+use warrant_core::ports::{
+    Authority, BoxFuture, DecideError, Decided, Decider, EventStore, Surface,
+};
 use warrant_core::projection::Projection;
 use warrant_core::spec::Format;
 use warrant_core::validate;
@@ -24,11 +32,22 @@ pub const DECLINE: &str = include_str!("../../../../examples/cafe-gallery/declin
 pub const FALSE_CLAIM: &str = include_str!("../../../../examples/cafe-gallery/false-claim.yaml");
 
 pub fn spec(yaml: &str) -> Arc<Spec> {
-    Arc::new(validate::load(yaml, Format::Yaml, "spec.yaml", &ReferenceCatalog::default()).expect("valid spec"))
+    Arc::new(
+        validate::load(
+            yaml,
+            Format::Yaml,
+            "spec.yaml",
+            &ReferenceCatalog::default(),
+        )
+        .expect("valid spec"),
+    )
 }
 
 pub fn script(yaml: &str) -> ScriptedDecider {
-    ScriptedDecider::new(Script::parse(yaml, Format::Yaml, "script.yaml").expect("valid script"), "script.yaml")
+    ScriptedDecider::new(
+        Script::parse(yaml, Format::Yaml, "script.yaml").expect("valid script"),
+        "script.yaml",
+    )
 }
 
 /// One test run's world: its store, the cafe instance (to inspect effects), the outcome.
@@ -59,15 +78,34 @@ pub fn setup(spec: &Spec, authority: Arc<dyn Authority>) -> Setup {
     let c = cafe.clone();
     catalog.register("cafe", move || c.clone());
     let surfaces = catalog.surfaces(spec).expect("surfaces");
-    Setup { engine, store, clock, cafe, surfaces }
+    Setup {
+        engine,
+        store,
+        clock,
+        cafe,
+        surfaces,
+    }
 }
 
-pub async fn run_with(spec_yaml: &str, decider: &dyn Decider, authority: Arc<dyn Authority>) -> World {
+pub async fn run_with(
+    spec_yaml: &str,
+    decider: &dyn Decider,
+    authority: Arc<dyn Authority>,
+) -> World {
     let spec = spec(spec_yaml);
     let s = setup(&spec, authority);
-    let result = s.engine.run(spec, decider, &s.surfaces).await.expect("run records");
+    let result = s
+        .engine
+        .run(spec, decider, &s.surfaces)
+        .await
+        .expect("run records");
     let events = log(&*s.store, &result);
-    World { store: s.store, cafe: s.cafe, result, events }
+    World {
+        store: s.store,
+        cafe: s.cafe,
+        result,
+        events,
+    }
 }
 
 pub async fn run(spec_yaml: &str, script_yaml: &str) -> World {
@@ -75,7 +113,12 @@ pub async fn run(spec_yaml: &str, script_yaml: &str) -> World {
 }
 
 pub fn log(store: &dyn EventStore, result: &RunResult) -> Vec<Arc<Event>> {
-    store.read(&result.run_id, 1).expect("read").into_iter().map(|s| s.event).collect()
+    store
+        .read(&result.run_id, 1)
+        .expect("read")
+        .into_iter()
+        .map(|s| s.event)
+        .collect()
 }
 
 pub fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {
@@ -84,7 +127,9 @@ pub fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {
 
 pub fn missing_layer(outcome: &Outcome) -> Option<(String, warrant_core::Layer, String)> {
     match outcome {
-        Outcome::NotAttained { missing } => missing.first().map(|m| (m.step.0.clone(), m.fault.layer, m.fault.code.clone())),
+        Outcome::NotAttained { missing } => missing
+            .first()
+            .map(|m| (m.step.0.clone(), m.fault.layer, m.fault.code.clone())),
         _ => None,
     }
 }
@@ -93,7 +138,9 @@ pub fn call_faults(events: &[Arc<Event>]) -> Vec<(String, String)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::CallFinished { fault: Some(f), .. } => Some((f.code.clone(), f.layer.to_string())),
+            EventKind::CallFinished { fault: Some(f), .. } => {
+                Some((f.code.clone(), f.layer.to_string()))
+            }
             _ => None,
         })
         .collect()
@@ -108,7 +155,11 @@ pub struct Watching<D> {
 
 impl<D: Decider> Watching<D> {
     pub fn new(inner: D) -> Self {
-        Watching { inner, seen: Mutex::new(Vec::new()), before: Box::new(|_| {}) }
+        Watching {
+            inner,
+            seen: Mutex::new(Vec::new()),
+            before: Box::new(|_| {}),
+        }
     }
 }
 
