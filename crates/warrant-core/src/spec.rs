@@ -178,23 +178,29 @@ impl Format {
     }
 }
 
-/// A spec that could not be read: names the file and, where known, the line.
+/// A document that could not be read: names the file and, where known, the line and column.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ParseError {
     /// The file, as the user named it.
     pub file: String,
     /// 1-based line, where the parser knows it.
     pub line: Option<u64>,
+    /// 1-based column, where the parser knows it.
+    pub column: Option<u64>,
     /// What is wrong.
     pub message: String,
 }
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
         }
+        write!(f, ": {}", self.message)
     }
 }
 
@@ -208,16 +214,10 @@ pub fn parse_document<T: serde::de::DeserializeOwned>(
         Format::Json => serde_json::from_str(text).map_err(|e| ParseError {
             file: file.to_owned(),
             line: Some(e.line() as u64),
+            column: Some(e.column() as u64),
             message: strip_position(&e.to_string()),
         }),
-        Format::Yaml => serde_saphyr::from_str(text).map_err(|e| {
-            let rendered = e.to_string();
-            ParseError {
-                file: file.to_owned(),
-                line: yaml_error_line(&rendered),
-                message: first_line(&rendered),
-            }
-        }),
+        Format::Yaml => serde_saphyr::from_str(text).map_err(|e| yaml_error(&e.to_string(), file)),
     }
 }
 
@@ -228,26 +228,21 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-fn first_line(message: &str) -> String {
-    message
-        .lines()
-        .next()
-        .unwrap_or("invalid YAML")
-        .trim()
-        .to_owned()
-}
-
-/// serde-saphyr renders errors with `line N` / `N:M` positions; recover the line.
-fn yaml_error_line(rendered: &str) -> Option<u64> {
-    let lower = rendered.to_ascii_lowercase();
-    if let Some(i) = lower.find("line ") {
-        let digits: String = lower[i + 5..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        return digits.parse().ok();
-    }
-    None
+/// serde-saphyr renders `error: line L column C: message` (then a snippet): keep the parts.
+fn yaml_error(rendered: &str, file: &str) -> ParseError {
+    let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let number = |s: &str| s.parse::<u64>().ok();
+    let (line, column, message) = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((position, message)) => {
+            let mut parts = position.split(" column ");
+            let line = parts.next().and_then(number);
+            let column = parts.next().and_then(number);
+            (line, column, message.to_owned())
+        }
+        None => (None, None, first.to_owned()),
+    };
+    ParseError { file: file.to_owned(), line, column, message }
 }
 
 impl Spec {

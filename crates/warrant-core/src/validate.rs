@@ -43,14 +43,14 @@ impl fmt::Display for SpecErrors {
             if i > 0 {
                 writeln!(f)?;
             }
-            match issue.line {
-                Some(line) => write!(
-                    f,
-                    "{}:{}: {}: {}",
-                    self.file, line, issue.field, issue.message
-                )?,
-                None => write!(f, "{}: {}: {}", self.file, issue.field, issue.message)?,
+            write!(f, "{}", self.file)?;
+            if let Some(line) = issue.line {
+                write!(f, ":{line}")?;
             }
+            if !issue.field.is_empty() {
+                write!(f, ": {}", issue.field)?;
+            }
+            write!(f, ": {}", issue.message)?;
         }
         Ok(())
     }
@@ -58,14 +58,11 @@ impl fmt::Display for SpecErrors {
 
 impl From<ParseError> for SpecErrors {
     fn from(e: ParseError) -> Self {
-        SpecErrors {
-            file: e.file,
-            issues: vec![Issue {
-                field: "(document)".into(),
-                line: e.line,
-                message: e.message,
-            }],
-        }
+        let message = match e.column {
+            Some(c) => format!("{} (column {c})", e.message),
+            None => e.message,
+        };
+        SpecErrors { file: e.file, issues: vec![Issue { field: String::new(), line: e.line, message }] }
     }
 }
 

@@ -54,7 +54,7 @@ struct ScriptFile {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ScriptError {
     /// It does not parse.
-    #[error("{0}")]
+    #[error(transparent)]
     Parse(#[from] ParseError),
     /// An entry is not one decision.
     #[error("{file}: steps.{step}[{index}]: {message}")]
