@@ -233,7 +233,8 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
     let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
     let first = first.strip_prefix("error: ").unwrap_or(first);
     let number = |s: &str| s.parse::<u64>().ok();
-    let (line, column, message) = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+    let (line, column, message) = match first.strip_prefix("line ").and_then(|r| r.split_once(": "))
+    {
         Some((position, message)) => {
             let mut parts = position.split(" column ");
             let line = parts.next().and_then(number);
@@ -242,7 +243,12 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
         }
         None => (None, None, first.to_owned()),
     };
-    ParseError { file: file.to_owned(), line, column, message }
+    ParseError {
+        file: file.to_owned(),
+        line,
+        column,
+        message,
+    }
 }
 
 impl Spec {

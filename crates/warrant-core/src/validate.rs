@@ -62,7 +62,14 @@ impl From<ParseError> for SpecErrors {
             Some(c) => format!("{} (column {c})", e.message),
             None => e.message,
         };
-        SpecErrors { file: e.file, issues: vec![Issue { field: String::new(), line: e.line, message }] }
+        SpecErrors {
+            file: e.file,
+            issues: vec![Issue {
+                field: String::new(),
+                line: e.line,
+                message,
+            }],
+        }
     }
 }
 
