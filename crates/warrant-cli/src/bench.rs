@@ -184,7 +184,7 @@ async fn batch(
     }
     let want = format!("done: {steps} steps");
     for r in &results {
-        if r.outcome != Outcome::Attained {
+        if r.outcome != Some(Outcome::Attained) {
             return Err(Failure::failed(anyhow!(
                 "run {} ended {:?}",
                 r.run_id,

@@ -98,6 +98,36 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Continue runs whose process stopped: from the log, without repeating any effect.
+    Resume {
+        /// A run id, a unique prefix of one, or `last`.
+        run: Option<String>,
+        /// Every run in the store that is still running (its process died).
+        #[arg(long, conflicts_with = "run")]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Say whether an effect in doubt happened, as an authorised operator.
+    Reconcile {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// The call in doubt, e.g. `c3`.
+        call: String,
+        /// The effect happened.
+        #[arg(long)]
+        happened: bool,
+        /// The effect did not happen.
+        #[arg(long)]
+        did_not_happen: bool,
+        /// Why you believe so.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Who reconciles (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+    },
     /// Check a spec (and its default script) without running it.
     Validate {
         /// The spec file (YAML or JSON).

@@ -5,15 +5,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
+use warrant_core::event::DeciderIdentity;
 use warrant_core::event::{Event, EventKind, StoredEvent};
-use warrant_core::ids::RunId;
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::Clock;
 use warrant_core::ports::{Authority, Decider, EventStore, resolve_run_prefix};
 use warrant_core::report::RunReport;
 use warrant_core::spec::Format;
 use warrant_core::validate;
 use warrant_core::{Outcome, Spec};
-use warrant_deciders::{ReplayDecider, Script, ScriptedDecider};
-use warrant_engine::{AllowAll, DenyTools, Engine};
+use warrant_deciders::{Script, ScriptedDecider};
+use warrant_engine::SystemClock;
+use warrant_engine::{AllowAll, DenyTools, Engine, RunResult};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
 
@@ -42,6 +45,23 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             json,
         } => compare(&store_path, &spec, &deciders, json).await,
         Command::Validate { spec } => validate_cmd(&spec),
+        Command::Resume { run, all, json } => resume(&store_path, run.as_deref(), all, json).await,
+        Command::Reconcile {
+            run,
+            call,
+            happened,
+            did_not_happen,
+            note,
+            by,
+        } => reconcile(
+            &store_path,
+            &run,
+            &call,
+            happened,
+            did_not_happen,
+            &note,
+            by,
+        ),
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
     }
@@ -190,12 +210,35 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     for f in engine.drain_subscribers().await {
         errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
     }
+    print_result(&result, args.json, store_path)
+}
+
+/// Prints how a run ended (or why it waits) and returns the exit code.
+fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8> {
     let report = RunReport::from_state(&result.state);
-    if args.json {
+    let waiting: Vec<serde_json::Value> = result
+        .state
+        .in_doubt()
+        .map(|c| {
+            let provider = result
+                .state
+                .spec()
+                .map(|s| s.steps[c.step].provider.clone())
+                .unwrap_or_default();
+            serde_json::json!({
+                "call": c.id,
+                "tool": c.tool,
+                "provider": provider,
+                "args_digest": c.executed.as_ref().map(|a| warrant_core::canon::digest(a)),
+            })
+        })
+        .collect();
+    if json {
         print_json(&serde_json::json!({
             "run_id": result.run_id,
-            "outcome": result.outcome.name(),
+            "outcome": result.outcome.as_ref().map_or("waiting", Outcome::name),
             "outcome_detail": result.outcome,
+            "waiting_on": waiting,
             "route": report.route,
             "route_key": report.route_key,
             "conformant": report.conformant,
@@ -205,8 +248,27 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         }))?;
     } else {
         out!("{}", report.render());
+        for w in &waiting {
+            outln!(
+                "waiting  {} `{}` on {} is in doubt (arguments {})",
+                w["call"].as_str().unwrap_or(""),
+                w["tool"].as_str().unwrap_or(""),
+                w["provider"].as_str().unwrap_or(""),
+                w["args_digest"].as_str().unwrap_or("")
+            );
+        }
+        if !waiting.is_empty() {
+            outln!(
+                "         find out whether it happened, then: warrant reconcile {} CALL --happened|--did-not-happen && warrant resume {}",
+                result.run_id,
+                result.run_id
+            );
+        }
     }
-    Ok(outcome_code(&result.outcome))
+    Ok(match &result.outcome {
+        Some(o) => outcome_code(o),
+        None => exit::WAITING,
+    })
 }
 
 fn runs(store_path: &Path, json: bool) -> Result<u8> {
@@ -350,6 +412,24 @@ fn render_event(e: &StoredEvent) -> String {
             step, blocked_by, ..
         } => format!("{step} blocked by {blocked_by}"),
         EventKind::RunFinished { outcome } => outcome.name().to_owned(),
+        EventKind::RunResumed { in_flight } => in_flight
+            .map(|c| format!("{c} was in flight"))
+            .unwrap_or_default(),
+        EventKind::CallInDoubt {
+            call, tool, reason, ..
+        } => format!("{call} {tool}: {reason}"),
+        EventKind::CallReconciled {
+            call, happened, by, ..
+        } => {
+            format!(
+                "{call} {} (by {by})",
+                if *happened {
+                    "happened"
+                } else {
+                    "did not happen"
+                }
+            )
+        }
     };
     format!(
         "{:>5} {:>8} {:<15} {}",
@@ -423,8 +503,7 @@ async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
     let store = open_existing(store_path)?;
     let id = resolve_run(&store, run)?;
     let events = read_log(&store, &id)?;
-    let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
-    let check = warrant_engine::replay::replay(&events, &decider)
+    let check = warrant_engine::replay::replay(&events)
         .await
         .map_err(|e| Failure::failed(anyhow!("{e}")))?;
     if let Some(e) = &check.error {
@@ -529,5 +608,125 @@ fn schema(which: SchemaKind) -> Result<u8> {
         SchemaKind::Events => schemars::schema_for!(Event),
     };
     print_json(&schema)?;
+    Ok(exit::ATTAINED)
+}
+
+/// The decider recorded in a run's log, loaded again. A script must not have changed since.
+fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
+    let decider = match identity.kind.as_str() {
+        "scripted" => load_decider(&format!("scripted:{}", identity.name), None, spec)?,
+        other => {
+            return Err(Failure::invalid(anyhow!(
+                "this build cannot resume a run decided by `{other}:{}`",
+                identity.name
+            )));
+        }
+    };
+    if decider.identity().digest != identity.digest {
+        return Err(Failure::invalid(anyhow!(
+            "the script `{}` changed since the run started: its decisions would not be the ones recorded",
+            identity.name
+        )));
+    }
+    Ok(decider)
+}
+
+async fn resume(store_path: &Path, run: Option<&str>, all: bool, json: bool) -> Result<u8> {
+    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
+    let ids: Vec<RunId> = match (run, all) {
+        (Some(r), false) => vec![resolve_run(store.as_ref(), r)?],
+        (None, true) => store
+            .runs()
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?
+            .into_iter()
+            .filter(|r| r.status == "running")
+            .map(|r| r.run_id)
+            .collect(),
+        _ => return Err(Failure::invalid(anyhow!("give a RUN or --all, not both"))),
+    };
+    if ids.is_empty() {
+        errln!("no interrupted runs in `{}`", store_path.display());
+        return Ok(exit::ATTAINED);
+    }
+    let engine = Engine::new(store.clone());
+    let mut worst = exit::ATTAINED;
+    for id in ids {
+        let events = read_log(store.as_ref(), &id)?;
+        let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind)
+        else {
+            return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
+        };
+        let decider = recorded_decider(decider, spec)?;
+        let surfaces = ReferenceCatalog::default()
+            .surfaces(spec)
+            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+        errln!("resuming {id} ...");
+        let result = engine
+            .resume(&id, decider.as_ref(), &surfaces)
+            .await
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let code = print_result(&result, json, store_path)?;
+        worst = match (worst, code) {
+            (exit::WAITING, _) | (_, exit::WAITING) => exit::WAITING,
+            (a, b) => a.max(b),
+        };
+    }
+    Ok(worst)
+}
+
+fn reconcile(
+    store_path: &Path,
+    run: &str,
+    call: &str,
+    happened: bool,
+    did_not_happen: bool,
+    note: &str,
+    by: Option<String>,
+) -> Result<u8> {
+    if happened == did_not_happen {
+        return Err(Failure::invalid(anyhow!(
+            "say exactly one of --happened or --did-not-happen"
+        )));
+    }
+    let store = open_existing(store_path)?;
+    let id = resolve_run(&store, run)?;
+    let call: CallId = call.parse().map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+    let events = read_log(&store, &id)?;
+    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
+        .map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    if !state.in_doubt().any(|c| c.id == call) {
+        return Err(Failure::invalid(anyhow!(
+            "call {call} of run `{id}` is not in doubt"
+        )));
+    }
+    let by = by
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "operator".into());
+    let event = Event {
+        seq: state.last_seq + 1,
+        at_ms: SystemClock.now_ms(),
+        kind: EventKind::CallReconciled {
+            call,
+            happened,
+            by: by.clone(),
+            note: note.to_owned(),
+        },
+    };
+    let appended = tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(store.append(
+            &id,
+            state.last_seq,
+            vec![Arc::new(event)],
+        ))
+    });
+    appended.map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    outln!(
+        "{id} {call}: recorded that it {} (by {by}); continue with `warrant resume {id}`",
+        if happened {
+            "happened"
+        } else {
+            "did not happen"
+        }
+    );
     Ok(exit::ATTAINED)
 }

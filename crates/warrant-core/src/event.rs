@@ -211,6 +211,8 @@ pub enum CallStatus {
     StoppedByPolicy,
     /// The provider was called and reported an error or failed.
     ProviderError,
+    /// The call's outcome was lost in a crash and an operator reconciled it: it did not happen.
+    NotPerformed,
 }
 
 /// Where a carried value came from.
@@ -418,6 +420,38 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fault: Option<Fault>,
     },
+    /// A process re-entered the run after the one running it stopped.
+    RunResumed {
+        /// The call whose intent was recorded without a result, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_flight: Option<CallId>,
+    },
+    /// A commit's outcome was lost and repeating it is not safe: the run waits until an
+    /// operator reconciles it. It is never silently repeated and never silently dropped.
+    CallInDoubt {
+        /// The call.
+        call: CallId,
+        /// Its provider.
+        provider: String,
+        /// Its tool.
+        tool: String,
+        /// Digest of the arguments it was dispatched with.
+        args_digest: String,
+        /// Why it cannot simply be repeated.
+        reason: String,
+    },
+    /// An operator said whether an in-doubt effect happened.
+    CallReconciled {
+        /// The call.
+        call: CallId,
+        /// Whether the effect happened.
+        happened: bool,
+        /// Who reconciled it.
+        by: String,
+        /// Their note.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        note: String,
+    },
     /// A value lifted from a call result into carried state.
     Carried {
         /// `step.output`.
@@ -465,6 +499,9 @@ impl EventKind {
             EventKind::CallStarted { .. } => "call_started",
             EventKind::CallDispatched { .. } => "call_dispatched",
             EventKind::CallFinished { .. } => "call_finished",
+            EventKind::RunResumed { .. } => "run_resumed",
+            EventKind::CallInDoubt { .. } => "call_in_doubt",
+            EventKind::CallReconciled { .. } => "call_reconciled",
             EventKind::Carried { .. } => "carried",
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::StepSkipped { .. } => "step_skipped",

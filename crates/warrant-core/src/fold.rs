@@ -96,6 +96,10 @@ pub struct CallRecord {
     pub tool: String,
     /// The handle used.
     pub handle: Option<HandleId>,
+    /// The decision (1-based) that proposed it.
+    pub decision: u32,
+    /// Its outcome was lost and it waits for reconciliation.
+    pub in_doubt: bool,
     /// Proposed arguments.
     pub proposed: Arc<Value>,
     /// Executed arguments, once dispatched.
@@ -200,6 +204,8 @@ pub struct RunState {
     pub outcome: Option<Outcome>,
     /// When it ended.
     pub finished_at_ms: Option<u64>,
+    /// How many times a process re-entered the run.
+    pub resumes: u32,
 }
 
 /// What the run should do next, judged from its state.
@@ -220,6 +226,8 @@ pub enum Next {
     },
     /// No step can progress: end with this outcome.
     Finish(Outcome),
+    /// An effect is in doubt: nothing may happen until it is reconciled.
+    Wait(CallId),
     /// The run has ended.
     Ended,
 }
@@ -363,6 +371,8 @@ impl RunState {
                     step: i,
                     tool: tool.clone(),
                     handle: *handle,
+                    decision: self.decisions,
+                    in_doubt: false,
                     proposed: args.clone(),
                     executed: None,
                     effect: None,
@@ -418,6 +428,11 @@ impl RunState {
                 if c.status.is_some() {
                     return Err(fail(format!("call {call} finished twice")));
                 }
+                if c.in_doubt {
+                    return Err(fail(format!(
+                        "call {call} is in doubt: only a reconciliation finishes it"
+                    )));
+                }
                 // INVARIANT (log first): only a dispatched call reaches a provider.
                 if matches!(status, CallStatus::Ok | CallStatus::ProviderError)
                     && c.executed.is_none()
@@ -442,6 +457,65 @@ impl RunState {
                         self.output_index
                             .record(provider.as_deref().unwrap_or(""), id, out);
                     }
+                }
+            }
+            EventKind::RunResumed { in_flight } => {
+                if let Some(id) = in_flight {
+                    let c = self
+                        .call(*id)
+                        .ok_or_else(|| fail(format!("unknown call {id}")))?;
+                    if c.status.is_some() || c.executed.is_none() {
+                        return Err(fail(format!("call {id} is not in flight")));
+                    }
+                }
+                self.resumes += 1;
+            }
+            EventKind::CallInDoubt { call, .. } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
+                if c.status.is_some() || c.executed.is_none() || c.in_doubt {
+                    return Err(fail(format!(
+                        "call {call} is not an unfinished dispatched call"
+                    )));
+                }
+                c.in_doubt = true;
+            }
+            EventKind::CallReconciled {
+                call,
+                happened,
+                by,
+                note,
+            } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
+                if !c.in_doubt {
+                    return Err(fail(format!("call {call} is not in doubt")));
+                }
+                c.in_doubt = false;
+                c.finished_at_ms = Some(e.at_ms);
+                let note = if note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {note}")
+                };
+                if *happened {
+                    c.status = Some(CallStatus::Ok);
+                    let (step, effect) = (c.step, c.effect);
+                    self.steps[step].succeeded = true;
+                    if effect == Some(Effect::Commit) {
+                        self.steps[step].committed = true;
+                    }
+                } else {
+                    c.status = Some(CallStatus::NotPerformed);
+                    c.fault = Some(Fault::new(
+                        "not_performed",
+                        Layer::Provider,
+                        format!(
+                            "the outcome was lost in a crash; {by} reconciled that it did not happen{note}"
+                        ),
+                    ));
                 }
             }
             EventKind::Carried {
@@ -594,6 +668,9 @@ impl RunState {
         };
         if self.outcome.is_some() {
             return Next::Ended;
+        }
+        if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
+            return Next::Wait(c.id);
         }
         if let Some(i) = self.current {
             return Next::Continue(i);
@@ -800,8 +877,13 @@ impl RunState {
         }
     }
 
-    /// The last decision of the log, if it was a call whose result is not yet recorded.
+    /// The last call, if it started and has no result yet (in doubt or not).
     pub fn in_flight(&self) -> Option<&CallRecord> {
         self.calls.last().filter(|c| c.status.is_none())
+    }
+
+    /// Calls waiting for reconciliation.
+    pub fn in_doubt(&self) -> impl Iterator<Item = &CallRecord> {
+        self.calls.iter().filter(|c| c.in_doubt)
     }
 }

@@ -84,6 +84,18 @@ impl SurfaceError {
     }
 }
 
+/// What may be done about a commit whose outcome was lost in a crash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Repeating the call is safe by construction: the provider is trusted and declared the
+    /// action idempotent, or it accepts Warrant's idempotency key.
+    Reinvoke,
+    /// The surface can tell whether the effect happened ([`Surface::lookup`]).
+    Lookup,
+    /// Neither: the effect is in doubt until an operator reconciles it.
+    InDoubt,
+}
+
 /// The port to a provider.
 pub trait Surface: Send + Sync {
     /// What the provider offers now.
@@ -94,6 +106,19 @@ pub trait Surface: Send + Sync {
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool>;
     /// Tells the surface these handles will not be used again.
     fn retire(&self, _handles: &[HandleId]) {}
+    /// What may be done about a commit of `tool` whose outcome was lost. The default is the
+    /// safe one: in doubt.
+    fn recovery(&self, _tool: &str) -> Recovery {
+        Recovery::InDoubt
+    }
+    /// For [`Recovery::Lookup`]: the result of the effect this intent caused, `Ok(None)` when
+    /// it did not happen.
+    fn lookup(&self, _call: Invocation) -> BoxFuture<'_, Result<Option<CallOutput>, SurfaceError>> {
+        Box::pin(std::future::ready(Err(SurfaceError::new(
+            "unsupported",
+            "this surface cannot look up effects",
+        ))))
+    }
 }
 
 /// A decision with what it cost.

@@ -1,8 +1,6 @@
-//! Deciders: the scripted decider (decisions from a file) and the replay decider (decisions
-//! from a recorded log).
+//! Deciders: the scripted decider (decisions from a file). Replaying a log's decisions is
+//! part of `warrant_engine::replay`.
 
-pub mod replay;
 pub mod scripted;
 
-pub use replay::ReplayDecider;
 pub use scripted::{Script, ScriptError, ScriptedDecider};

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use warrant_core::fold::{FoldError, RunState};
-use warrant_core::ids::RunId;
+use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{Authority, Clock, Decider, EventStore, IdGen, StoreError, Surface};
 use warrant_core::{Outcome, Spec};
 
@@ -39,6 +39,12 @@ pub enum EngineError {
     /// A provider the spec names has no surface.
     #[error("no surface for provider `{0}`")]
     MissingSurface(String),
+    /// The store has no such run.
+    #[error("no run `{0}` in the store")]
+    UnknownRun(RunId),
+    /// A replay reached the point where the recorded process stopped.
+    #[error("stopped at event {0}")]
+    Stopped(u64),
 }
 
 /// How a run ended, with its folded state.
@@ -46,8 +52,10 @@ pub enum EngineError {
 pub struct RunResult {
     /// The run.
     pub run_id: RunId,
-    /// How it ended.
-    pub outcome: Outcome,
+    /// How it ended; `None` while it waits (see `waiting_on`).
+    pub outcome: Option<Outcome>,
+    /// The calls in doubt the run waits on: reconcile them, then resume.
+    pub waiting_on: Vec<CallId>,
     /// Its state, folded from its log.
     pub state: RunState,
 }
@@ -125,7 +133,7 @@ impl Engine {
             }
         }
         let run_id = self.ids.run_id();
-        let mut run = run::Run::new(
+        let mut run = run::Run::start(
             self,
             run_id,
             spec,
@@ -134,5 +142,44 @@ impl Engine {
             time::TimeSource::Live(self.clock.clone()),
         );
         run.drive().await
+    }
+
+    /// Re-enters a run whose process stopped: folds its log, settles the call whose result was
+    /// lost (a read is re-invoked; a commit is re-invoked only when that is safe by
+    /// construction, otherwise it is put in doubt), and drives the run on. A finished run is
+    /// returned as it is; a run with an effect in doubt returns waiting.
+    pub async fn resume(
+        &self,
+        run_id: &RunId,
+        decider: &dyn Decider,
+        surfaces: &Surfaces,
+    ) -> Result<RunResult, EngineError> {
+        let events: Vec<Arc<warrant_core::Event>> = self
+            .store
+            .read(run_id, 1)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        if events.is_empty() {
+            return Err(EngineError::UnknownRun(run_id.clone()));
+        }
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        let Some(spec) = state.spec.clone() else {
+            return Err(EngineError::UnknownRun(run_id.clone()));
+        };
+        for step in &spec.steps {
+            if !surfaces.contains_key(&step.provider) {
+                return Err(EngineError::MissingSurface(step.provider.clone()));
+            }
+        }
+        let mut run = run::Run::from_state(
+            self,
+            state,
+            spec,
+            decider,
+            surfaces,
+            time::TimeSource::Live(self.clock.clone()),
+        );
+        run.reenter().await
     }
 }

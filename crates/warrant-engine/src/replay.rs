@@ -2,15 +2,17 @@
 //! provider or decider is called) and checks that the regenerated events are identical to the
 //! recorded ones, byte for byte.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use warrant_core::event::{ActionRecord, CallStatus, Event, EventKind, encode};
+use warrant_core::event::{ActionRecord, CallStatus, DeciderIdentity, Event, EventKind, encode};
+use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
-    Authority, BoxFuture, CallOutput, CapabilityRequest, Decider, IdGen, Invocation, Observation,
-    Surface, SurfaceError, Verdict,
+    Authority, BoxFuture, CallOutput, CapabilityRequest, DecideError, Decided, Decider, IdGen,
+    Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
 };
+use warrant_core::projection::Projection;
 use warrant_core::spec::Spec;
 
 use crate::time::TimeSource;
@@ -52,28 +54,84 @@ pub enum ReplayError {
 }
 
 /// Re-executes the run recorded in `events` with recorded answers only, and compares.
-/// `decider` must answer with the log's decisions (`warrant_deciders::ReplayDecider`).
-pub async fn replay(
-    events: &[Arc<Event>],
-    decider: &dyn Decider,
-) -> Result<ReplayCheck, ReplayError> {
-    let Some(EventKind::RunStarted { run_id, spec, .. }) = events.first().map(|e| &e.kind) else {
+///
+/// A log that a process re-entered (`run_resumed`) is replayed in segments: each segment runs
+/// until the sequence where the recorded process stopped, and the next one re-enters from the
+/// regenerated log, as the real process did. Events an operator appended between segments
+/// (reconciliations) are inputs, copied as recorded.
+pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
+    let Some(EventKind::RunStarted {
+        run_id,
+        spec,
+        decider,
+        ..
+    }) = events.first().map(|e| &e.kind)
+    else {
         return Err(ReplayError::NoStart);
     };
     let store = Arc::new(crate::replay::memory::Log::default());
     let engine = Engine::new(store.clone())
         .with_ids(Arc::new(FixedRunId(run_id.clone())))
         .with_authority(Arc::new(ReplayAuthority::from_log(events)));
-    let surfaces = replay_surfaces(spec, events);
-    let mut run = crate::run::Run::new(
-        &engine,
-        run_id.clone(),
-        spec.clone(),
-        decider,
-        &surfaces,
-        TimeSource::replaying(events),
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend(
+        events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.kind, EventKind::RunResumed { .. }))
+            .map(|(i, _)| i),
     );
-    let error = run.drive().await.err().map(|e| e.to_string());
+    let mut error = None;
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(events.len());
+        let segment = &events[start..end];
+        let surfaces = replay_surfaces(spec, events, segment);
+        let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
+        let time = TimeSource::replaying(events);
+        let stop_at = starts.get(k + 1).map(|&i| i as u64 + 1);
+        let outcome = if k == 0 {
+            let mut run = crate::run::Run::start(
+                &engine,
+                run_id.clone(),
+                spec.clone(),
+                &replay_decider,
+                &surfaces,
+                time,
+            );
+            run.stop_at = stop_at;
+            run.drive().await
+        } else {
+            let so_far = store.events();
+            match RunState::from_events(so_far.iter().map(|e| &**e)) {
+                Ok(state) => {
+                    let mut run = crate::run::Run::from_state(
+                        &engine,
+                        state,
+                        spec.clone(),
+                        &replay_decider,
+                        &surfaces,
+                        time,
+                    );
+                    run.stop_at = stop_at;
+                    run.reenter().await
+                }
+                Err(e) => Err(EngineError::Invariant(e)),
+            }
+        };
+        match outcome {
+            Ok(_) | Err(EngineError::Stopped(_)) => {}
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+        // Operator inputs recorded between this segment and the next.
+        let mut at = store.events().len();
+        while at < end && is_operator_input(&events[at]) {
+            store.push(events[at].clone());
+            at += 1;
+        }
+    }
     let regenerated = store.events();
     let mut divergence = None;
     for i in 0..events.len().max(regenerated.len()) {
@@ -94,6 +152,62 @@ pub async fn replay(
         divergence,
         error,
     })
+}
+
+/// Events that come from an operator, not from the run's own process.
+fn is_operator_input(e: &Event) -> bool {
+    matches!(e.kind, EventKind::CallReconciled { .. })
+}
+
+/// Answers with the decisions (and decide failures) recorded in one segment of a log.
+struct ReplayDecider {
+    identity: DeciderIdentity,
+    decisions: Vec<Result<Decided, DecideError>>,
+    next: Mutex<usize>,
+}
+
+impl ReplayDecider {
+    fn from_log(identity: DeciderIdentity, events: &[Arc<Event>]) -> ReplayDecider {
+        let decisions = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Decided {
+                    decision, usage, ..
+                } => Some(Ok(Decided {
+                    decision: decision.clone(),
+                    usage: usage.clone(),
+                })),
+                EventKind::DecideFailed { fault, .. } => Some(Err(DecideError {
+                    code: fault.code.clone(),
+                    message: fault.message.clone(),
+                })),
+                _ => None,
+            })
+            .collect();
+        ReplayDecider {
+            identity,
+            decisions,
+            next: Mutex::new(0),
+        }
+    }
+}
+
+impl Decider for ReplayDecider {
+    fn identity(&self) -> DeciderIdentity {
+        self.identity.clone()
+    }
+
+    fn decide(&self, _projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let answer = self.decisions.get(*next).cloned().unwrap_or_else(|| {
+            Err(DecideError {
+                code: "replay_diverged".into(),
+                message: "the log records no further decision".into(),
+            })
+        });
+        *next += 1;
+        Box::pin(std::future::ready(answer))
+    }
 }
 
 struct FixedRunId(RunId);
@@ -154,9 +268,11 @@ struct ReplaySurface {
     observations: Mutex<VecDeque<Result<Observation, SurfaceError>>>,
     fresh: Mutex<VecDeque<bool>>,
     results: HashMap<CallId, Result<CallOutput, SurfaceError>>,
+    /// Tools whose lost commits the recorded process put in doubt.
+    doubted: HashSet<String>,
 }
 
-fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
+fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -> Surfaces {
     let provider_of_step = |step: &str| {
         spec.steps
             .iter()
@@ -164,22 +280,12 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
             .map(|s| s.provider.clone())
             .unwrap_or_default()
     };
+    // From the whole log: what each observation offered, each call's provider and result.
     let mut actions: HashMap<(String, String), Arc<[ActionRecord]>> = HashMap::new();
-    let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> =
-        HashMap::new();
-    let mut fresh: HashMap<String, VecDeque<bool>> = HashMap::new();
     let mut results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>> =
         HashMap::new();
     let mut call_provider: HashMap<CallId, String> = HashMap::new();
-    let mut dispatched: std::collections::HashSet<CallId> = Default::default();
-    let observation =
-        |actions: &HashMap<(String, String), Arc<[ActionRecord]>>, p: &str, v: &str| Observation {
-            version: v.to_owned(),
-            actions: actions
-                .get(&(p.to_owned(), v.to_owned()))
-                .cloned()
-                .unwrap_or_else(|| Arc::from(Vec::new())),
-        };
+    let mut dispatched: HashSet<CallId> = HashSet::new();
     for e in events {
         match &e.kind {
             EventKind::Observed {
@@ -190,58 +296,21 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
             } => {
                 actions.insert((provider.clone(), version.clone()), a.clone());
             }
-            EventKind::ObserveFailed {
-                provider, fault, ..
-            } => {
-                observations
-                    .entry(provider.clone())
-                    .or_default()
-                    .push_back(Err(SurfaceError::new(
-                        &fault.code,
-                        strip_observe(&fault.message, provider),
-                    )));
-            }
-            EventKind::Decided { step, version, .. } => {
-                let p = provider_of_step(&step.0);
-                let o = observation(&actions, &p, version);
-                observations.entry(p).or_default().push_back(Ok(o));
-            }
-            EventKind::DecideFailed {
-                step,
-                version: Some(version),
-                ..
-            } => {
-                let p = provider_of_step(&step.0);
-                let o = observation(&actions, &p, version);
-                observations.entry(p).or_default().push_back(Ok(o));
-            }
             EventKind::CallStarted { call, step, .. } => {
                 call_provider.insert(*call, provider_of_step(&step.0));
             }
             EventKind::CallDispatched { call, .. } => {
                 dispatched.insert(*call);
-                if let Some(p) = call_provider.get(call) {
-                    fresh.entry(p.clone()).or_default().push_back(true);
-                }
             }
             EventKind::CallFinished {
                 call,
                 status,
                 output,
                 fault,
-            } => {
+            } if dispatched.contains(call) => {
                 let Some(p) = call_provider.get(call).cloned() else {
                     continue;
                 };
-                if !dispatched.contains(call) {
-                    if fault
-                        .as_ref()
-                        .is_some_and(|f| f.code == "stale_observation")
-                    {
-                        fresh.entry(p).or_default().push_back(false);
-                    }
-                    continue;
-                }
                 let answer = match (status, output, fault) {
                     (CallStatus::Ok, Some(o), _) => Ok(CallOutput {
                         output: (**o).clone(),
@@ -262,12 +331,72 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>]) -> Surfaces {
             _ => {}
         }
     }
+    // From this segment: the order of observations and freshness answers, and what was put in
+    // doubt.
+    let observation = |p: &str, v: &str| Observation {
+        version: v.to_owned(),
+        actions: actions
+            .get(&(p.to_owned(), v.to_owned()))
+            .cloned()
+            .unwrap_or_else(|| Arc::from(Vec::new())),
+    };
+    let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> =
+        HashMap::new();
+    let mut fresh: HashMap<String, VecDeque<bool>> = HashMap::new();
+    let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
+    for e in segment {
+        match &e.kind {
+            EventKind::ObserveFailed {
+                provider, fault, ..
+            } => {
+                observations
+                    .entry(provider.clone())
+                    .or_default()
+                    .push_back(Err(SurfaceError::new(
+                        &fault.code,
+                        strip_observe(&fault.message, provider),
+                    )));
+            }
+            EventKind::Decided { step, version, .. }
+            | EventKind::DecideFailed {
+                step,
+                version: Some(version),
+                ..
+            } => {
+                let p = provider_of_step(&step.0);
+                let o = observation(&p, version);
+                observations.entry(p).or_default().push_back(Ok(o));
+            }
+            EventKind::CallDispatched { call, .. } => {
+                if let Some(p) = call_provider.get(call) {
+                    fresh.entry(p.clone()).or_default().push_back(true);
+                }
+            }
+            EventKind::CallFinished {
+                call,
+                fault: Some(f),
+                ..
+            } if f.code == "stale_observation" && !dispatched.contains(call) => {
+                if let Some(p) = call_provider.get(call) {
+                    fresh.entry(p.clone()).or_default().push_back(false);
+                }
+            }
+            EventKind::CallInDoubt { provider, tool, .. } => {
+                doubted
+                    .entry(provider.clone())
+                    .or_default()
+                    .insert(tool.clone());
+            }
+            _ => {}
+        }
+    }
     let mut surfaces: Surfaces = HashMap::new();
     for name in spec.providers.keys() {
         let surface = ReplaySurface {
             observations: Mutex::new(observations.remove(name).unwrap_or_default()),
             fresh: Mutex::new(fresh.remove(name).unwrap_or_default()),
             results: results.remove(name).unwrap_or_default(),
+            doubted: doubted.remove(name).unwrap_or_default(),
         };
         surfaces.insert(name.clone(), Arc::new(surface));
     }
@@ -314,6 +443,14 @@ impl Surface for ReplaySurface {
             ))
         });
         Box::pin(std::future::ready(answer))
+    }
+
+    fn recovery(&self, tool: &str) -> Recovery {
+        if self.doubted.contains(tool) {
+            Recovery::InDoubt
+        } else {
+            Recovery::Reinvoke
+        }
     }
 
     fn is_current<'a>(&'a self, _version: &'a str) -> BoxFuture<'a, bool> {
@@ -363,6 +500,14 @@ mod memory {
         }
         fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
             Ok(Vec::new())
+        }
+    }
+
+    impl Log {
+        pub(super) fn push(&self, event: Arc<Event>) {
+            if let Ok(mut log) = self.events.lock() {
+                log.push(event);
+            }
         }
     }
 }

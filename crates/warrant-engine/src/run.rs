@@ -12,7 +12,7 @@ use warrant_core::event::{
 use warrant_core::fold::{Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CapabilityRequest, Decider, Invocation, SurfaceError, Verdict,
+    CallOutput, CapabilityRequest, Decider, Invocation, Recovery, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::provenance;
@@ -39,6 +39,9 @@ pub(crate) struct Run<'a> {
     /// Compiled argument schemas, by the address of the schema they were compiled from (the
     /// `Arc` is kept so the address is not reused).
     validators: HashMap<usize, (Arc<Value>, crate::cache::Compiled)>,
+    /// Replay only: stop before staging the event with this sequence (where the recorded
+    /// process stopped).
+    pub(crate) stop_at: Option<u64>,
 }
 
 /// Why a call is refused before dispatch.
@@ -60,7 +63,8 @@ fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
 }
 
 impl<'a> Run<'a> {
-    pub(crate) fn new(
+    /// A new run, not yet started.
+    pub(crate) fn start(
         engine: &'a Engine,
         run_id: RunId,
         spec: Arc<Spec>,
@@ -79,6 +83,130 @@ impl<'a> Run<'a> {
             pending: Vec::new(),
             durable_seq: 0,
             validators: HashMap::new(),
+            stop_at: None,
+        }
+    }
+
+    /// A run re-entered from its folded, durable log.
+    pub(crate) fn from_state(
+        engine: &'a Engine,
+        state: RunState,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        time: TimeSource,
+    ) -> Run<'a> {
+        let run_id = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
+        let durable_seq = state.last_seq;
+        Run {
+            engine,
+            run_id,
+            spec,
+            decider,
+            surfaces,
+            time,
+            state,
+            pending: Vec::new(),
+            durable_seq,
+            validators: HashMap::new(),
+            stop_at: None,
+        }
+    }
+
+    /// Re-enters after the process that ran this run stopped.
+    pub(crate) async fn reenter(&mut self) -> Result<RunResult, EngineError> {
+        if self.state.outcome.is_some() {
+            return Ok(self.result());
+        }
+        let in_flight = self
+            .state
+            .in_flight()
+            .filter(|c| !c.in_doubt && c.executed.is_some())
+            .map(|c| c.id);
+        self.stage(EventKind::RunResumed { in_flight })?;
+        if let Some(call) = in_flight {
+            self.recover(call).await?;
+        }
+        self.resume().await
+    }
+
+    /// Settles a call whose intent is durable but whose result was lost.
+    async fn recover(&mut self, call: CallId) -> Result<(), EngineError> {
+        let Some(record) = self.state.call(call).cloned() else {
+            return Ok(());
+        };
+        let i = record.step;
+        let provider = self.spec.steps[i].provider.clone();
+        let surface = self
+            .surfaces
+            .get(&provider)
+            .cloned()
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        let version = (record.decision as usize)
+            .checked_sub(1)
+            .and_then(|d| self.state.decision_log.get(d))
+            .map(|d| d.version.clone())
+            .unwrap_or_default();
+        let effect = record.effect.unwrap_or(Effect::Commit);
+        let invocation = Invocation {
+            run: self.run_id.clone(),
+            call,
+            tool: record.tool.clone(),
+            args: record
+                .executed
+                .clone()
+                .unwrap_or_else(|| record.proposed.clone()),
+            effect,
+            idempotency_key: record
+                .idempotency_key
+                .clone()
+                .unwrap_or_else(|| idempotency_key(&self.run_id, call)),
+            version,
+        };
+        // INVARIANT (no effect repeated, none lost): a read is simply re-invoked; a commit only
+        // when repeating it is safe by construction or the surface can tell what happened.
+        let recovery = if effect == Effect::Read {
+            Recovery::Reinvoke
+        } else {
+            surface.recovery(&record.tool)
+        };
+        let in_doubt = |reason: String| EventKind::CallInDoubt {
+            call,
+            provider: provider.clone(),
+            tool: record.tool.clone(),
+            args_digest: canon::digest(&invocation.args),
+            reason,
+        };
+        match recovery {
+            Recovery::Reinvoke => self.invoke_and_record(i, &surface, invocation).await,
+            Recovery::Lookup => match surface.lookup(invocation.clone()).await {
+                Ok(Some(found)) => self.record_result(i, call, &record.tool, Ok(found)),
+                Ok(None) => self.invoke_and_record(i, &surface, invocation).await,
+                Err(e) => {
+                    self.stage(in_doubt(format!(
+                        "the lookup of the effect failed: {}",
+                        e.message
+                    )))?;
+                    Ok(())
+                }
+            },
+            Recovery::InDoubt => {
+                self.stage(in_doubt(format!(
+                    "the process stopped after `{}` was sent; `{provider}` neither accepts idempotency keys nor can tell whether it happened",
+                    record.tool
+                )))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The run's result as it stands.
+    fn result(&mut self) -> RunResult {
+        RunResult {
+            run_id: self.run_id.clone(),
+            outcome: self.state.outcome.clone(),
+            waiting_on: self.state.in_doubt().map(|c| c.id).collect(),
+            state: std::mem::take(&mut self.state),
         }
     }
 
@@ -86,6 +214,9 @@ impl<'a> Run<'a> {
     /// event. Returns the event's timestamp.
     fn stage(&mut self, kind: EventKind) -> Result<u64, EngineError> {
         let seq = self.state.last_seq + 1;
+        if self.stop_at == Some(seq) {
+            return Err(EngineError::Stopped(seq));
+        }
         let at_ms = self.time.stamp(seq);
         let event = Event { seq, at_ms, kind };
         self.state.apply(&event)?;
@@ -133,7 +264,7 @@ impl<'a> Run<'a> {
     async fn resume(&mut self) -> Result<RunResult, EngineError> {
         loop {
             match self.state.next() {
-                Next::Ended => break,
+                Next::Ended | Next::Wait(_) => break,
                 Next::Finish(outcome) => {
                     self.stage(EventKind::RunFinished { outcome })?;
                 }
@@ -160,22 +291,7 @@ impl<'a> Run<'a> {
             }
         }
         self.flush().await?;
-        let outcome = self
-            .state
-            .outcome
-            .clone()
-            .unwrap_or_else(|| Outcome::Failed {
-                fault: Fault::new(
-                    "no_outcome",
-                    Layer::Runtime,
-                    "the run stopped without an outcome",
-                ),
-            });
-        Ok(RunResult {
-            run_id: self.run_id.clone(),
-            outcome,
-            state: std::mem::take(&mut self.state),
-        })
+        Ok(self.result())
     }
 
     fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {
@@ -382,20 +498,42 @@ impl<'a> Run<'a> {
         let invocation = Invocation {
             run: self.run_id.clone(),
             call,
-            tool: tool.clone(),
+            tool,
             args: executed,
             effect,
             idempotency_key,
             version: projection.version.clone(),
         };
-        match surface.invoke(invocation).await {
+        self.invoke_and_record(i, surface, invocation).await
+    }
+
+    /// Calls the provider and records what came back.
+    async fn invoke_and_record(
+        &mut self,
+        i: usize,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        invocation: Invocation,
+    ) -> Result<(), EngineError> {
+        let (call, tool) = (invocation.call, invocation.tool.clone());
+        let answer = surface.invoke(invocation).await;
+        self.record_result(i, call, &tool, answer)
+    }
+
+    fn record_result(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        answer: Result<CallOutput, SurfaceError>,
+    ) -> Result<(), EngineError> {
+        match answer {
             Ok(CallOutput {
                 output,
                 is_error: false,
             }) => {
                 let output = Arc::new(output);
                 self.finish_call(call, CallStatus::Ok, Some(output.clone()), None)?;
-                self.lift(i, call, &tool, &output)?;
+                self.lift(i, call, tool, &output)?;
             }
             Ok(CallOutput {
                 output,

@@ -20,7 +20,6 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::{
     BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
 };
-use warrant_deciders::ReplayDecider;
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, DenyTools, Engine, FixedClock, SequentialIds, Subscriber};
 use warrant_store::MemoryStore;
@@ -46,8 +45,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 async fn replay_regenerates_every_scenario_byte_for_byte() {
     for (name, script) in SCENARIOS {
         let w = run(CAFE_GALLERY, script).await;
-        let decider = ReplayDecider::from_log(w.events.iter().map(|e| &**e));
-        let check = replay(&w.events, &decider).await.unwrap();
+        let check = replay(&w.events).await.unwrap();
         assert_eq!(check.divergence, None, "scenario {name}");
         assert_eq!(check.regenerated, w.events.len(), "scenario {name}");
     }
@@ -58,8 +56,7 @@ async fn replay_regenerates_every_scenario_byte_for_byte() {
         Arc::new(DenyTools::new(["order_latte"])),
     )
     .await;
-    let decider = ReplayDecider::from_log(w.events.iter().map(|e| &**e));
-    assert_eq!(replay(&w.events, &decider).await.unwrap().divergence, None);
+    assert_eq!(replay(&w.events).await.unwrap().divergence, None);
 }
 
 #[tokio::test]
@@ -76,8 +73,7 @@ async fn replay_reports_the_first_divergence_of_a_tampered_log() {
         *value = Arc::new(serde_json::json!("#000000"));
     }
     events[i] = Arc::new(tampered);
-    let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
-    let check = replay(&events, &decider).await.unwrap();
+    let check = replay(&events).await.unwrap();
     let d = check.divergence.expect("a divergence");
     assert_eq!(d.seq, events[i].seq);
 }
@@ -154,7 +150,7 @@ async fn the_intent_is_durable_before_the_provider_is_called() {
         .run(spec, &script(SCRIPT), &surfaces)
         .await
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Attained);
+    assert_eq!(result.outcome, Some(Outcome::Attained));
     assert_eq!(cafe.checked.load(Ordering::SeqCst), 2);
     assert!(
         !cafe.violated.load(Ordering::SeqCst),
@@ -211,9 +207,8 @@ async fn a_state_change_between_observe_and_dispatch_stops_the_call() {
         1,
         "the stale call placed no order; the retry placed one"
     );
-    assert_eq!(result.outcome, Outcome::Attained);
-    let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
-    assert_eq!(replay(&events, &decider).await.unwrap().divergence, None);
+    assert_eq!(result.outcome, Some(Outcome::Attained));
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
 /// A surface whose provider cannot be observed.
@@ -257,8 +252,7 @@ async fn an_unreachable_provider_is_attributed_to_the_provider() {
         ))
     );
     let events = log(&*s.store, &result);
-    let decider = ReplayDecider::from_log(events.iter().map(|e| &**e));
-    assert_eq!(replay(&events, &decider).await.unwrap().divergence, None);
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
 struct Recording(Arc<Mutex<Vec<(RunId, u64)>>>);
@@ -307,7 +301,7 @@ async fn a_failing_or_slow_subscriber_stops_neither_the_run_nor_the_others() {
         .run(spec, &script(SCRIPT), &s.surfaces)
         .await
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Attained);
+    assert_eq!(result.outcome, Some(Outcome::Attained));
     let failures = s.engine.drain_subscribers().await;
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].name, "failing");

@@ -23,7 +23,7 @@ use warrant_engine::DenyTools;
 #[tokio::test]
 async fn happy_path_is_attained_with_route_and_lineage() {
     let w = run(CAFE_GALLERY, SCRIPT).await;
-    assert_eq!(w.result.outcome, Outcome::Attained);
+    assert_eq!(w.result.outcome, Some(Outcome::Attained));
     let report = RunReport::from_events(&w.events).unwrap();
     assert_eq!(
         report.route_key,
@@ -50,7 +50,7 @@ async fn happy_path_is_attained_with_route_and_lineage() {
 async fn a_different_valid_route_also_conforms() {
     let a = run(CAFE_GALLERY, SCRIPT).await;
     let b = run(CAFE_GALLERY, DIRECT).await;
-    assert_eq!(b.result.outcome, Outcome::Attained);
+    assert_eq!(b.result.outcome, Some(Outcome::Attained));
     let ra = RunReport::from_events(&a.events).unwrap();
     let rb = RunReport::from_events(&b.events).unwrap();
     assert_eq!(
@@ -89,7 +89,7 @@ async fn a_claimed_carried_value_that_differs_from_evidence_is_rejected() {
 #[tokio::test]
 async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_is_untouched() {
     let w = run(CAFE_GALLERY, DECLINE).await;
-    let Outcome::NotAttained { missing } = &w.result.outcome else {
+    let Some(Outcome::NotAttained { missing }) = &w.result.outcome else {
         panic!("{:?}", w.result.outcome)
     };
     assert_eq!(missing[0].step.0, "order");
@@ -147,7 +147,7 @@ async fn unknown_tools_and_invalid_arguments_end_the_call_and_are_fed_back() {
     let script = "steps:\n  order:\n    - call: order_mocha\n    - call: order_latte\n      args: {size: venti}\n    - call: order_latte\n      args: {size: small}\n    - done: ok\n  drift:\n    - call: check_design_drift\n    - done: ok\n";
     let decider = Watching::new(common::script(script));
     let w = run_with(CAFE_GALLERY, &decider, Arc::new(warrant_engine::AllowAll)).await;
-    assert_eq!(w.result.outcome, Outcome::Attained);
+    assert_eq!(w.result.outcome, Some(Outcome::Attained));
     let faults = call_faults(&w.events);
     assert_eq!(
         faults[0],
@@ -204,7 +204,7 @@ async fn a_handle_from_an_older_state_is_stale() {
         call_faults(&w.events),
         vec![("stale_handle".to_owned(), "model".to_owned())]
     );
-    assert_eq!(w.result.outcome, Outcome::Attained);
+    assert_eq!(w.result.outcome, Some(Outcome::Attained));
 }
 
 #[tokio::test]
@@ -237,10 +237,10 @@ async fn exhausting_the_decision_limit_ends_exhausted() {
     let w = run(&spec, script).await;
     assert_eq!(
         w.result.outcome,
-        Outcome::Exhausted {
+        Some(Outcome::Exhausted {
             limit: "decisions_max".into(),
             value: 2
-        }
+        })
     );
     assert_eq!(w.result.state.decisions, 2);
 }
@@ -251,10 +251,10 @@ async fn exhausting_the_step_limit_ends_exhausted() {
     let w = run(&spec, SCRIPT).await;
     assert_eq!(
         w.result.outcome,
-        Outcome::Exhausted {
+        Some(Outcome::Exhausted {
             limit: "step_decisions_max".into(),
             value: 1
-        }
+        })
     );
 }
 
@@ -268,10 +268,10 @@ async fn passing_the_deadline_ends_exhausted() {
     let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
     assert_eq!(
         result.outcome,
-        Outcome::Exhausted {
+        Some(Outcome::Exhausted {
             limit: "deadline_ms".into(),
             value: 60_000
-        }
+        })
     );
     let events = log(&*s.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
@@ -310,7 +310,7 @@ async fn a_denied_commit_is_stopped_by_policy_and_never_reaches_the_provider() {
 async fn done_without_evidence_is_not_attained() {
     let script = "steps:\n  order:\n    - call: read_menu\n    - done: I ordered it, trust me\n";
     let w = run(CAFE_GALLERY, script).await;
-    let Outcome::NotAttained { missing } = &w.result.outcome else {
+    let Some(Outcome::NotAttained { missing }) = &w.result.outcome else {
         panic!()
     };
     assert_eq!(missing[0].fault.code, "no_commit");
@@ -321,7 +321,7 @@ async fn done_without_evidence_is_not_attained() {
 async fn a_decider_that_runs_out_fails_the_run_on_the_model() {
     let script = "steps:\n  order:\n    - call: read_menu\n";
     let w = run(CAFE_GALLERY, script).await;
-    let Outcome::Failed { fault } = &w.result.outcome else {
+    let Some(Outcome::Failed { fault }) = &w.result.outcome else {
         panic!("{:?}", w.result.outcome)
     };
     assert_eq!(fault.layer, Layer::Model);
@@ -333,7 +333,7 @@ async fn two_commits_across_providers_carry_the_order_id() {
     let spec = include_str!("../../../examples/cafe-bakery/spec.yaml");
     let script = include_str!("../../../examples/cafe-bakery/script.yaml");
     let w = run(spec, script).await;
-    assert_eq!(w.result.outcome, Outcome::Attained);
+    assert_eq!(w.result.outcome, Some(Outcome::Attained));
     let pastry = w.result.state.calls.last().unwrap();
     assert_eq!(
         pastry.executed.as_deref().unwrap()["order_id"],

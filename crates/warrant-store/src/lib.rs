@@ -27,6 +27,10 @@ pub(crate) fn run_facts(events: &[std::sync::Arc<Event>]) -> RunFacts {
                 facts.started = Some((spec.id.clone(), decider.to_string(), e.at_ms));
             }
             EventKind::RunFinished { outcome } => facts.status = Some(outcome.name().to_owned()),
+            EventKind::CallInDoubt { .. } => facts.status = Some("waiting".to_owned()),
+            EventKind::CallReconciled { .. } | EventKind::RunResumed { .. } => {
+                facts.status = Some("running".to_owned())
+            }
             _ => {}
         }
     }

@@ -83,6 +83,10 @@ impl Provider for Cafe {
         self.version.load(Ordering::Acquire)
     }
 
+    fn accepts_idempotency_keys(&self) -> bool {
+        true
+    }
+
     fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
         match tool {
             "read_menu" => Ok(json!({
@@ -216,6 +220,10 @@ impl Provider for Bakery {
 
     fn state_version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
+    }
+
+    fn accepts_idempotency_keys(&self) -> bool {
+        true
     }
 
     fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
-use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
+};
 use warrant_core::spec::ProviderSpec;
 use warrant_core::validate::ProviderCatalog;
 
@@ -53,6 +55,16 @@ pub trait Provider: Send + Sync {
         args: &Value,
         idempotency_key: &str,
     ) -> Result<Value, ProviderError>;
+    /// Whether a repeated idempotency key returns the first result instead of repeating the
+    /// effect. When true, Warrant re-invokes a commit whose outcome was lost in a crash.
+    fn accepts_idempotency_keys(&self) -> bool {
+        false
+    }
+    /// Whether repeating `action` with the same arguments is harmless. In-process providers are
+    /// trusted to say so.
+    fn idempotent(&self, _action: &str) -> bool {
+        false
+    }
 }
 
 /// The actions of one schema version, with the short digest that names it.
@@ -138,6 +150,14 @@ impl Surface for ReferenceSurface {
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
         let current = self.version() == version;
         Box::pin(std::future::ready(current))
+    }
+
+    fn recovery(&self, tool: &str) -> Recovery {
+        if self.provider.accepts_idempotency_keys() || self.provider.idempotent(tool) {
+            Recovery::Reinvoke
+        } else {
+            Recovery::InDoubt
+        }
     }
 }
 

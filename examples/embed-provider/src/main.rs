@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "thermostat target is now {} C",
         thermostat.target_c.load(Ordering::Acquire)
     );
-    if result.outcome != Outcome::Attained {
+    if result.outcome != Some(Outcome::Attained) {
         return Err(format!("not attained: {:?}", result.outcome).into());
     }
     Ok(())

@@ -125,9 +125,9 @@ pub fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {
     events.iter().map(|e| e.kind.name()).collect()
 }
 
-pub fn missing_layer(outcome: &Outcome) -> Option<(String, warrant_core::Layer, String)> {
+pub fn missing_layer(outcome: &Option<Outcome>) -> Option<(String, warrant_core::Layer, String)> {
     match outcome {
-        Outcome::NotAttained { missing } => missing
+        Some(Outcome::NotAttained { missing }) => missing
             .first()
             .map(|m| (m.step.0.clone(), m.fault.layer, m.fault.code.clone())),
         _ => None,
