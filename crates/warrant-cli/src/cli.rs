@@ -108,6 +108,9 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Do not show progress on stderr.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Say whether an effect in doubt happened, as an authorised operator.
     Reconcile {

@@ -45,7 +45,12 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             json,
         } => compare(&store_path, &spec, &deciders, json).await,
         Command::Validate { spec } => validate_cmd(&spec),
-        Command::Resume { run, all, json } => resume(&store_path, run.as_deref(), all, json).await,
+        Command::Resume {
+            run,
+            all,
+            json,
+            quiet,
+        } => resume(&store_path, run.as_deref(), all, json, quiet).await,
         Command::Reconcile {
             run,
             call,
@@ -631,7 +636,13 @@ fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn D
     Ok(decider)
 }
 
-async fn resume(store_path: &Path, run: Option<&str>, all: bool, json: bool) -> Result<u8> {
+async fn resume(
+    store_path: &Path,
+    run: Option<&str>,
+    all: bool,
+    json: bool,
+    quiet: bool,
+) -> Result<u8> {
     let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
     let ids: Vec<RunId> = match (run, all) {
         (Some(r), false) => vec![resolve_run(store.as_ref(), r)?],
@@ -649,6 +660,9 @@ async fn resume(store_path: &Path, run: Option<&str>, all: bool, json: bool) -> 
         return Ok(exit::ATTAINED);
     }
     let engine = Engine::new(store.clone());
+    if !quiet {
+        engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
+    }
     let mut worst = exit::ATTAINED;
     for id in ids {
         let events = read_log(store.as_ref(), &id)?;
@@ -660,7 +674,9 @@ async fn resume(store_path: &Path, run: Option<&str>, all: bool, json: bool) -> 
         let surfaces = ReferenceCatalog::default()
             .surfaces(spec)
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
-        errln!("resuming {id} ...");
+        if !quiet {
+            errln!("resuming {id} ...");
+        }
         let result = engine
             .resume(&id, decider.as_ref(), &surfaces)
             .await

@@ -49,6 +49,9 @@ pub struct ProviderSpec {
     /// registered under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// Settings the provider reads (e.g. the `ledger` provider's `file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
 }
 
 /// Whether a step must commit.

@@ -237,11 +237,17 @@ impl<'a> Run<'a> {
         } else {
             None
         };
+        let holds_result = events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::CallFinished { .. }));
         self.engine
             .store
             .append(&self.run_id, expected, events)
             .await?;
         self.durable_seq = last;
+        if holds_result {
+            warrant_fault::hit("after-result");
+        }
         if let Some(events) = published {
             self.engine.hub.publish(&self.run_id, &events);
         }
@@ -492,6 +498,7 @@ impl<'a> Run<'a> {
         })?;
         // INVARIANT (log first): the intent is durable before the provider is called.
         self.flush().await?;
+        warrant_fault::hit("after-intent");
         if let Some(h) = handle {
             surface.retire(&[h]);
         }
@@ -516,6 +523,7 @@ impl<'a> Run<'a> {
     ) -> Result<(), EngineError> {
         let (call, tool) = (invocation.call, invocation.tool.clone());
         let answer = surface.invoke(invocation).await;
+        warrant_fault::hit("after-invoke");
         self.record_result(i, call, &tool, answer)
     }
 

@@ -231,6 +231,7 @@ fn commit_batch(
                 insert
                     .execute(params![req.run.0, *seq as i64, body])
                     .map_err(io)?;
+                warrant_fault::hit("mid-append");
             }
             let new_last = req.expected + req.rows.len() as u64;
             advance

@@ -3,6 +3,7 @@
 //! Rust), and the demo providers (cafe, gallery, bakery) plus the benchmark's `step` tool.
 
 pub mod demo;
+pub mod ledger;
 pub mod reference;
 
 pub use reference::{ActionSpec, Provider, ProviderError, ReferenceCatalog, ReferenceSurface};

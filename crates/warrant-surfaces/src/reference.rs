@@ -161,7 +161,7 @@ impl Surface for ReferenceSurface {
     }
 }
 
-type Factory = Arc<dyn Fn() -> Arc<dyn Provider> + Send + Sync>;
+type Factory = Arc<dyn Fn(Option<&Value>) -> Result<Arc<dyn Provider>, String> + Send + Sync>;
 
 /// The reference providers a process knows by name: the demo providers plus any an embedder
 /// registers. Each run gets fresh provider instances.
@@ -184,13 +184,17 @@ impl ReferenceCatalog {
         }
     }
 
-    /// A catalog with `cafe`, `gallery`, `bakery` and the benchmark's `bench`.
+    /// A catalog with `cafe`, `gallery`, `bakery`, the benchmark's `bench`, and `ledger` (a
+    /// provider whose effects are lines in a file, for crash tests).
     pub fn with_demo_providers() -> ReferenceCatalog {
         let mut c = ReferenceCatalog::empty();
         c.register("cafe", || Arc::new(crate::demo::Cafe::default()));
         c.register("gallery", || Arc::new(crate::demo::Gallery));
         c.register("bakery", || Arc::new(crate::demo::Bakery::default()));
         c.register("bench", || Arc::new(crate::demo::StepTool::default()));
+        c.register_configured("ledger", |config| {
+            crate::ledger::Ledger::from_config(config).map(|l| Arc::new(l) as Arc<dyn Provider>)
+        });
         c
     }
 
@@ -200,12 +204,28 @@ impl ReferenceCatalog {
         name: &str,
         make: impl Fn() -> Arc<dyn Provider> + Send + Sync + 'static,
     ) {
+        self.factories
+            .insert(name.to_owned(), Arc::new(move |_| Ok(make())));
+    }
+
+    /// Registers a provider that reads the spec's `config` for it; `make` says what is wrong
+    /// with a config it cannot use.
+    pub fn register_configured(
+        &mut self,
+        name: &str,
+        make: impl Fn(Option<&Value>) -> Result<Arc<dyn Provider>, String> + Send + Sync + 'static,
+    ) {
         self.factories.insert(name.to_owned(), Arc::new(make));
     }
 
-    /// A fresh instance of the provider registered as `name`.
-    pub fn make(&self, name: &str) -> Option<Arc<dyn Provider>> {
-        self.factories.get(name).map(|f| f())
+    /// A fresh instance of the provider registered as `name`, configured with `config`.
+    /// `Ok(None)` when no provider has that name.
+    pub fn make(
+        &self,
+        name: &str,
+        config: Option<&Value>,
+    ) -> Result<Option<Arc<dyn Provider>>, String> {
+        self.factories.get(name).map(|f| f(config)).transpose()
     }
 
     /// Fresh surfaces for every provider of `spec`, by the names the spec uses.
@@ -221,7 +241,8 @@ impl ReferenceCatalog {
                 .as_deref()
                 .ok_or_else(|| format!("provider `{name}` is not a reference provider"))?;
             let p = self
-                .make(reference)
+                .make(reference, provider.config.as_ref())
+                .map_err(|e| format!("provider `{name}`: {e}"))?
                 .ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
             out.insert(name.clone(), Arc::new(ReferenceSurface::new(p)));
         }
@@ -239,7 +260,7 @@ impl ProviderCatalog for ReferenceCatalog {
         let Some(reference) = &provider.reference else {
             return Err("say how the provider is reached: `reference: <name>`".to_owned());
         };
-        match self.make(reference) {
+        match self.make(reference, provider.config.as_ref())? {
             Some(p) => Ok(Some(p.actions().into_iter().map(|a| a.name).collect())),
             None => Err(format!(
                 "unknown reference provider `{reference}` (this build knows: {})",

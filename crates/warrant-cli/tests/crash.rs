@@ -1,0 +1,327 @@
+//! The crash test: many runs with commit calls against ledger providers that record every
+//! effect in a file outside Warrant's store; the `warrant` process is killed at random fault
+//! points, resumed after each kill, and in-doubt effects are reconciled against the ledger.
+//! Then: zero duplicated effects, zero lost effects, zero runs stuck without a reason, every
+//! run's log consistent.
+//!
+//! Needs the `fault-injection` feature (the README's test command enables it). The size is
+//! `WARRANT_CRASH_RUNS` runs (default 160; the soak command in the README uses more) from seed
+//! `WARRANT_CRASH_SEED` (default 1); a failure prints the seed.
+
+#![cfg(feature = "fault-injection")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use warrant_core::check::check_log;
+use warrant_core::event::{CallStatus, Event, EventKind};
+use warrant_core::ports::EventStore;
+use warrant_store::{Durability, SqliteStore};
+use warrant_surfaces::ledger::Ledger;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A random fault, or none.
+fn fault(rng: &mut Rng) -> Option<String> {
+    let (point, most) = match rng.below(5) {
+        0 => ("after-intent", 4),
+        1 => ("after-invoke", 4),
+        2 => ("after-result", 4),
+        3 => ("mid-append", 24),
+        _ => return None,
+    };
+    Some(format!("{point}:{}", 1 + rng.below(most)))
+}
+
+struct World {
+    dir: PathBuf,
+    store: PathBuf,
+    kills: u64,
+    resumes: Vec<Duration>,
+    in_doubt: u64,
+}
+
+impl World {
+    fn warrant(&mut self, args: &[&str], fault: Option<&str>) -> Option<i32> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+        cmd.current_dir(&self.dir)
+            .env("WARRANT_STORE", &self.store)
+            .args(args);
+        match fault {
+            Some(f) => cmd.env("WARRANT_FAULT", f),
+            None => cmd.env_remove("WARRANT_FAULT"),
+        };
+        let out = cmd.output().expect("the binary runs");
+        if out.status.code().is_none() {
+            self.kills += 1;
+        } else if out.status.code() == Some(2) {
+            panic!("{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        out.status.code()
+    }
+}
+
+fn spec(dir: &Path) -> String {
+    format!(
+        "version: warrant/v1
+id: ledger-crash
+objective: Write one entry to each ledger.
+decider: scripted:script.yaml
+providers:
+  keyed: {{reference: ledger, config: {{file: {keyed}, keys: true}}}}
+  plain: {{reference: ledger, config: {{file: {plain}, keys: false}}}}
+steps:
+  - id: first
+    provider: keyed
+    tools: [count_entries, append_entry]
+    commit: required
+  - id: second
+    provider: plain
+    tools: [count_entries, append_entry]
+    after: [first]
+    commit: required
+",
+        keyed = dir.join("keyed.jsonl").display(),
+        plain = dir.join("plain.jsonl").display(),
+    )
+}
+
+const SCRIPT: &str = "steps:
+  first:
+    - call: count_entries
+    - call: append_entry
+      args: {entry: one}
+    - done: written
+  second:
+    - call: count_entries
+    - call: append_entry
+      args: {entry: two}
+    - done: written
+";
+
+fn logs(store: &SqliteStore) -> Vec<(String, String, Vec<Arc<Event>>)> {
+    store
+        .runs()
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let events = store
+                .read(&r.run_id, 1)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.event)
+                .collect();
+            (r.run_id.0, r.status, events)
+        })
+        .collect()
+}
+
+#[test]
+fn killed_at_random_points_no_effect_is_repeated_or_lost() {
+    let seed = env_u64("WARRANT_CRASH_SEED", 1).max(1);
+    let runs = env_u64("WARRANT_CRASH_RUNS", 160);
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_owned();
+    std::fs::write(dir.join("spec.yaml"), spec(&dir)).unwrap();
+    std::fs::write(dir.join("script.yaml"), SCRIPT).unwrap();
+    let mut w = World {
+        store: dir.join("w.db"),
+        dir,
+        kills: 0,
+        resumes: Vec::new(),
+        in_doubt: 0,
+    };
+
+    for _ in 0..runs {
+        let f = fault(&mut rng);
+        w.warrant(&["run", "spec.yaml", "-q"], f.as_deref());
+        // Resume and reconcile until nothing is left running or waiting (bounded).
+        for _round in 0..50 {
+            let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
+                break;
+            };
+            let pending: Vec<(String, String, Vec<Arc<Event>>)> = store
+                .runs()
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.status == "running" || r.status == "waiting")
+                .map(|r| {
+                    let events = store
+                        .read(&r.run_id, 1)
+                        .unwrap()
+                        .into_iter()
+                        .map(|s| s.event)
+                        .collect();
+                    (r.run_id.0, r.status, events)
+                })
+                .collect();
+            drop(store);
+            if pending.is_empty() {
+                break;
+            }
+            for (run, status, events) in pending {
+                if status == "waiting" {
+                    reconcile(&mut w, &run, &events);
+                }
+                let f = fault(&mut rng);
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "measures the time to a resumed run"
+                )]
+                let t0 = std::time::Instant::now();
+                let code = w.warrant(&["resume", &run, "-q"], f.as_deref());
+                if code.is_some() && f.is_none() {
+                    w.resumes.push(t0.elapsed());
+                }
+            }
+        }
+    }
+
+    // The evidence.
+    let store = SqliteStore::open(&w.store, Durability::Fsync).unwrap();
+    let logs = logs(&store);
+    let mut by_key: HashMap<String, (String, Option<CallStatus>, bool)> = HashMap::new();
+    for (run, status, events) in &logs {
+        let state = check_log(events.iter().map(|e| &**e))
+            .unwrap_or_else(|e| panic!("seed {seed}: run {run}: {e}"));
+        assert!(
+            state.outcome.is_some(),
+            "seed {seed}: run {run} is stuck ({status})"
+        );
+        for c in &state.calls {
+            if let Some(key) = &c.idempotency_key {
+                by_key.insert(key.clone(), (run.clone(), c.status, events.iter().any(|e| matches!(&e.kind, EventKind::CallInDoubt { call, .. } if *call == c.id))));
+            }
+        }
+    }
+    let mut effects = 0;
+    for file in ["keyed.jsonl", "plain.jsonl"] {
+        let entries = Ledger::read(&w.dir.join(file)).unwrap();
+        effects += entries.len();
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        for e in &entries {
+            *seen.entry(&e.key).or_default() += 1;
+            // Not lost: every effect has a result in the log, or was in doubt and reconciled.
+            let (run, status, doubted) = by_key
+                .get(&e.key)
+                .unwrap_or_else(|| panic!("seed {seed}: effect {e:?} has no intent in any log"));
+            assert!(
+                *status == Some(CallStatus::Ok) || *doubted,
+                "seed {seed}: effect {e:?} of run {run} is lost: the call ended {status:?}"
+            );
+        }
+        let duplicates: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(
+            duplicates.is_empty(),
+            "seed {seed}: duplicated effects in {file}: {duplicates:?}"
+        );
+    }
+    // Every call recorded as having happened did happen.
+    for (key, (run, status, _)) in &by_key {
+        if *status == Some(CallStatus::Ok) && key_is_append(&logs, key) {
+            let found = ["keyed.jsonl", "plain.jsonl"].iter().any(|f| {
+                Ledger::read(&w.dir.join(f))
+                    .unwrap()
+                    .iter()
+                    .any(|e| &e.key == key)
+            });
+            assert!(
+                found,
+                "seed {seed}: run {run} recorded an append that the ledger never saw"
+            );
+        }
+    }
+    w.resumes.sort();
+    let median = w
+        .resumes
+        .get(w.resumes.len() / 2)
+        .copied()
+        .unwrap_or_default();
+    eprintln!(
+        "crash test seed {seed}: {} runs, {} kills, {effects} effects, 0 duplicates, 0 lost, {} in doubt, median restart-to-resumed-run {:.1} ms over {} resumes",
+        logs.len(),
+        w.kills,
+        w.in_doubt,
+        median.as_secs_f64() * 1e3,
+        w.resumes.len()
+    );
+    assert!(
+        w.kills >= runs,
+        "seed {seed}: only {} kills were injected",
+        w.kills
+    );
+}
+
+fn key_is_append(logs: &[(String, String, Vec<Arc<Event>>)], key: &str) -> bool {
+    logs.iter()
+        .flat_map(|(_, _, events)| events.iter())
+        .any(|e| {
+            matches!(&e.kind, EventKind::CallDispatched { idempotency_key, effect, .. }
+            if idempotency_key == key && *effect == warrant_core::event::Effect::Commit)
+        })
+}
+
+/// Reconciles each in-doubt call by looking at the ledger, as an operator would.
+fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>]) {
+    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e)).unwrap();
+    let doubted: Vec<_> = state
+        .in_doubt()
+        .map(|c| (c.id, c.idempotency_key.clone().unwrap_or_default()))
+        .collect();
+    for (call, key) in doubted {
+        w.in_doubt += 1;
+        let happened = ["keyed.jsonl", "plain.jsonl"].iter().any(|f| {
+            Ledger::read(&w.dir.join(f))
+                .unwrap()
+                .iter()
+                .any(|e| e.key == key)
+        });
+        let flag = if happened {
+            "--happened"
+        } else {
+            "--did-not-happen"
+        };
+        let call = call.to_string();
+        let code = w.warrant(
+            &[
+                "reconcile",
+                run,
+                &call,
+                flag,
+                "--note",
+                "checked the ledger",
+            ],
+            None,
+        );
+        assert_eq!(code, Some(0), "reconcile {run} {call}");
+    }
+}

@@ -1,0 +1,152 @@
+//! The `ledger` reference provider: each effect is one line appended (and fsynced) to a file
+//! outside Warrant's store, so a crash test can count exactly which effects happened.
+//!
+//! Config: `{file: PATH, keys: true|false}`. With `keys: true` (the default) a repeated
+//! idempotency key returns the first result and appends nothing; with `keys: false` every call
+//! appends, so Warrant must never repeat a lost one.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use warrant_core::event::Effect;
+
+use crate::reference::{ActionSpec, Provider, ProviderError};
+
+/// A file-backed ledger.
+pub struct Ledger {
+    file: PathBuf,
+    keys: bool,
+    lock: Mutex<()>,
+    appended: AtomicU64,
+}
+
+/// One line of a ledger file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The idempotency key of the intent that caused it.
+    pub key: String,
+    /// What was written.
+    pub entry: String,
+    /// 1-based position in the file.
+    pub position: u64,
+}
+
+impl Ledger {
+    /// A ledger from a spec's `config`.
+    pub fn from_config(config: Option<&Value>) -> Result<Ledger, String> {
+        let config = config.ok_or("the ledger needs `config: {file: PATH}`")?;
+        let file = config
+            .get("file")
+            .and_then(Value::as_str)
+            .ok_or("the ledger's `config.file` must be a path")?;
+        let keys = match config.get("keys") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err("the ledger's `config.keys` must be true or false".into()),
+        };
+        Ok(Ledger {
+            file: PathBuf::from(file),
+            keys,
+            lock: Mutex::new(()),
+            appended: AtomicU64::new(0),
+        })
+    }
+
+    /// Every entry in a ledger file; lines that do not parse (a torn last write) are skipped.
+    pub fn read(file: &std::path::Path) -> std::io::Result<Vec<Entry>> {
+        let f = match std::fs::File::open(file) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut entries = Vec::new();
+        for line in BufReader::new(f).lines() {
+            let Ok(v) = serde_json::from_str::<Value>(&line?) else {
+                continue;
+            };
+            entries.push(Entry {
+                key: v["key"].as_str().unwrap_or_default().to_owned(),
+                entry: v["entry"].as_str().unwrap_or_default().to_owned(),
+                position: v["position"].as_u64().unwrap_or_default(),
+            });
+        }
+        Ok(entries)
+    }
+
+    fn unavailable(e: std::io::Error) -> ProviderError {
+        ProviderError::Unavailable(format!("ledger file: {e}"))
+    }
+}
+
+impl Provider for Ledger {
+    fn actions(&self) -> Vec<ActionSpec> {
+        vec![
+            ActionSpec {
+                name: "append_entry".into(),
+                effect: Effect::Commit,
+                description: "Append an entry to the ledger.".into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {"entry": {"type": "string", "maxLength": 200}},
+                    "required": ["entry"],
+                    "additionalProperties": false
+                }),
+            },
+            ActionSpec {
+                name: "count_entries".into(),
+                effect: Effect::Read,
+                description: "Count the ledger's entries.".into(),
+                input_schema: json!({"type": "object", "additionalProperties": false}),
+            },
+        ]
+    }
+
+    fn state_version(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    fn accepts_idempotency_keys(&self) -> bool {
+        self.keys
+    }
+
+    fn call(&self, action: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
+        let _guard = self
+            .lock
+            .lock()
+            .map_err(|_| ProviderError::Unavailable("ledger lock poisoned".into()))?;
+        let entries = Ledger::read(&self.file).map_err(Ledger::unavailable)?;
+        match action {
+            "count_entries" => Ok(json!({"entries": entries.len()})),
+            "append_entry" => {
+                let entry = args
+                    .get("entry")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if self.keys
+                    && let Some(first) = entries.iter().find(|e| e.key == key)
+                {
+                    return Ok(json!({"entry": first.entry, "position": first.position}));
+                }
+                let position = entries.len() as u64 + 1;
+                let line = json!({"key": key, "entry": entry, "position": position});
+                let mut f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.file)
+                    .map_err(Ledger::unavailable)?;
+                writeln!(f, "{line}")
+                    .and_then(|()| f.sync_all())
+                    .map_err(Ledger::unavailable)?;
+                self.appended.fetch_add(1, Ordering::AcqRel);
+                Ok(json!({"entry": entry, "position": position}))
+            }
+            other => Err(ProviderError::Failed(format!(
+                "the ledger has no action `{other}`"
+            ))),
+        }
+    }
+}
