@@ -162,6 +162,66 @@ pub struct RunArgs {
     /// Do not show progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Limits that override the spec's (the run records the spec it actually ran).
+#[derive(Debug, Args, Default)]
+pub struct LimitArgs {
+    /// Most decisions in the run.
+    #[arg(long, value_name = "N")]
+    pub decisions_max: Option<u32>,
+    /// Most tool calls in the run.
+    #[arg(long, value_name = "N")]
+    pub calls_max: Option<u32>,
+    /// Most tokens the decider may use (when it reports them).
+    #[arg(long, value_name = "N")]
+    pub tokens_max: Option<u64>,
+    /// Most the decisions may cost, in micro-dollars (when the decider reports cost).
+    #[arg(long, value_name = "N")]
+    pub cost_micro_usd_max: Option<u64>,
+    /// Wall-clock budget of the run in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub deadline_ms: Option<u64>,
+    /// Longest wait for one provider call in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl LimitArgs {
+    /// Applies the overrides; a zero is refused.
+    pub fn apply(&self, limits: &mut warrant_core::spec::Limits) -> Result<(), String> {
+        let nonzero = |name: &str, v: u64| {
+            if v == 0 {
+                Err(format!("--{name} must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(v) = self.decisions_max {
+            nonzero("decisions-max", u64::from(v))?;
+            limits.decisions_max = v;
+        }
+        if let Some(v) = self.calls_max {
+            limits.calls_max = Some(v);
+        }
+        if let Some(v) = self.tokens_max {
+            limits.tokens_max = Some(v);
+        }
+        if let Some(v) = self.cost_micro_usd_max {
+            limits.cost_micro_usd_max = Some(v);
+        }
+        if let Some(v) = self.deadline_ms {
+            nonzero("deadline-ms", v)?;
+            limits.deadline_ms = v;
+        }
+        if let Some(v) = self.call_timeout_ms {
+            nonzero("call-timeout-ms", v)?;
+            limits.call_timeout_ms = v;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]

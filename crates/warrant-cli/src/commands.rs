@@ -195,7 +195,10 @@ fn authority(deny: &[String]) -> Arc<dyn Authority> {
 async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     // Everything the user gave is checked before the store is touched: invalid input writes
     // nothing.
-    let spec = load_spec(&args.spec)?;
+    let mut spec = load_spec(&args.spec)?;
+    args.limits
+        .apply(&mut spec.limits)
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let decider = match &args.decider {
         Some(d) => load_decider(d, None, &spec)?,
         None => default_decider(&spec, &args.spec)?,

@@ -439,6 +439,9 @@ pub enum EventKind {
         args_digest: String,
         /// Why it cannot simply be repeated.
         reason: String,
+        /// The surface's error, when the call itself came back without an answer (a timeout).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<Fault>,
     },
     /// An operator said whether an in-doubt effect happened.
     CallReconciled {

@@ -206,6 +206,10 @@ pub struct RunState {
     pub finished_at_ms: Option<u64>,
     /// How many times a process re-entered the run.
     pub resumes: u32,
+    /// Tokens the decider reported (input plus output).
+    pub tokens_used: u64,
+    /// Cost the decider reported, in micro-dollars.
+    pub cost_micro_usd: u64,
 }
 
 /// What the run should do next, judged from its state.
@@ -278,7 +282,7 @@ impl RunState {
         if e.seq != self.last_seq + 1 {
             return Err(fail(format!("expected sequence {}", self.last_seq + 1)));
         }
-        if self.outcome.is_some() {
+        if self.outcome.is_some() && !matches!(e.kind, EventKind::CallReconciled { .. }) {
             return Err(fail("the run has already finished".into()));
         }
         if self.spec.is_none() && !matches!(e.kind, EventKind::RunStarted { .. }) {
@@ -337,11 +341,16 @@ impl RunState {
                 step,
                 decision_no,
                 version,
+                usage,
                 ..
             } => {
                 let i = self.running_step(step).map_err(fail)?;
                 if *decision_no != self.decisions + 1 {
                     return Err(fail(format!("expected decision {}", self.decisions + 1)));
+                }
+                if let Some(u) = usage {
+                    self.tokens_used += u.input_tokens + u.output_tokens;
+                    self.cost_micro_usd += u.cost_micro_usd.unwrap_or(0);
                 }
                 self.decisions += 1;
                 self.steps[i].decisions += 1;
@@ -566,7 +575,12 @@ impl RunState {
                 };
             }
             EventKind::RunFinished { outcome } => {
-                if self.calls.last().is_some_and(|c| c.status.is_none()) {
+                // A call may end the run unfinished only when it is recorded in doubt.
+                if self
+                    .calls
+                    .last()
+                    .is_some_and(|c| c.status.is_none() && !c.in_doubt)
+                {
                     return Err(fail("a call is still in flight".into()));
                 }
                 self.outcome = Some(outcome.clone());

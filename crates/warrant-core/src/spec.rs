@@ -135,6 +135,23 @@ pub struct Limits {
     /// How long a handle stays valid after the observation that issued it.
     #[serde(default = "default_handle_ttl_ms")]
     pub handle_ttl_ms: u64,
+    /// Most tool calls in the run (started calls, whatever became of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_max: Option<u32>,
+    /// Most tokens (input plus output) the decider may use, when it reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_max: Option<u64>,
+    /// Most the decisions may cost, in micro-dollars, when the decider reports cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micro_usd_max: Option<u64>,
+    /// Longest wait for one provider call. A read that takes longer fails (attributed to the
+    /// provider); a commit that takes longer is in doubt.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    30_000
 }
 
 fn default_decisions_max() -> u32 {
@@ -157,6 +174,10 @@ impl Default for Limits {
             step_decisions_max: default_step_decisions_max(),
             deadline_ms: default_deadline_ms(),
             handle_ttl_ms: default_handle_ttl_ms(),
+            calls_max: None,
+            tokens_max: None,
+            cost_micro_usd_max: None,
+            call_timeout_ms: default_call_timeout_ms(),
         }
     }
 }

@@ -167,6 +167,12 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         ));
     }
 
+    if spec.limits.call_timeout_ms == 0 {
+        issues.push((
+            vec![key("limits"), key("call_timeout_ms")],
+            "must be at least 1".into(),
+        ));
+    }
     let mut tools_of: HashMap<&str, Option<Vec<String>>> = HashMap::new();
     for (name, provider) in &spec.providers {
         match catalog.tools(name, provider) {

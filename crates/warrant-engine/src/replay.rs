@@ -302,6 +302,19 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             EventKind::CallDispatched { call, .. } => {
                 dispatched.insert(*call);
             }
+            EventKind::CallInDoubt {
+                call,
+                cause: Some(f),
+                ..
+            } => {
+                let Some(p) = call_provider.get(call).cloned() else {
+                    continue;
+                };
+                results
+                    .entry(p)
+                    .or_default()
+                    .insert(*call, Err(SurfaceError::new(&f.code, f.message.clone())));
+            }
             EventKind::CallFinished {
                 call,
                 status,

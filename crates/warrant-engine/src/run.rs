@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use warrant_core::canon;
@@ -176,6 +177,7 @@ impl<'a> Run<'a> {
             tool: record.tool.clone(),
             args_digest: canon::digest(&invocation.args),
             reason,
+            cause: None,
         };
         match recovery {
             Recovery::Reinvoke => self.invoke_and_record(i, &surface, invocation).await,
@@ -415,6 +417,23 @@ impl<'a> Run<'a> {
         if decided_at.saturating_sub(self.state.started_at_ms) >= self.spec.limits.deadline_ms {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
         }
+        // Budgets the decider spends: checked once the decision that spent them is recorded.
+        let limits = &self.spec.limits;
+        if let Some(max) = limits.tokens_max
+            && self.state.tokens_used > max
+        {
+            return self.exhausted("tokens_max", max);
+        }
+        if let Some(max) = limits.cost_micro_usd_max
+            && self.state.cost_micro_usd > max
+        {
+            return self.exhausted("cost_micro_usd_max", max);
+        }
+        if let (Some(max), Decision::Call { .. }) = (limits.calls_max, &decision)
+            && self.state.calls.len() as u64 >= u64::from(max)
+        {
+            return self.exhausted("calls_max", u64::from(max));
+        }
         match decision {
             Decision::Done { .. } => {
                 let end = self.state.judge_done(i);
@@ -521,9 +540,56 @@ impl<'a> Run<'a> {
         surface: &Arc<dyn warrant_core::ports::Surface>,
         invocation: Invocation,
     ) -> Result<(), EngineError> {
-        let (call, tool) = (invocation.call, invocation.tool.clone());
-        let answer = surface.invoke(invocation).await;
+        let (call, tool, effect) = (invocation.call, invocation.tool.clone(), invocation.effect);
+        // A call waits at most `call_timeout_ms`, and never past the run's deadline.
+        let timeout_ms = self.spec.limits.call_timeout_ms;
+        let (bound_ms, code) = match self.time.peek() {
+            Some(now) => {
+                let left =
+                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
+                if left < timeout_ms {
+                    (left, "deadline")
+                } else {
+                    (timeout_ms, "timeout")
+                }
+            }
+            None => (u64::MAX / 4, "timeout"),
+        };
+        let answer =
+            match tokio::time::timeout(Duration::from_millis(bound_ms), surface.invoke(invocation))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(_) => Err(SurfaceError::new(
+                    code,
+                    format!("no answer within {bound_ms} ms"),
+                )),
+            };
         warrant_fault::hit("after-invoke");
+        if effect == Effect::Commit
+            && let Err(e) = &answer
+            && (e.code == "timeout" || e.code == "deadline")
+        {
+            // The provider may have performed it: never silently dropped, never repeated.
+            let record = self.state.call(call).cloned();
+            let provider = self.spec.steps[i].provider.clone();
+            let args_digest = record
+                .and_then(|r| r.executed)
+                .map(|a| canon::digest(&a))
+                .unwrap_or_default();
+            self.stage(EventKind::CallInDoubt {
+                call,
+                provider,
+                tool: tool.clone(),
+                args_digest,
+                reason: format!(
+                    "`{tool}` got no answer ({}): the provider may have performed it",
+                    e.message
+                ),
+                cause: Some(Fault::new(&e.code, Layer::Provider, e.message.clone())),
+            })?;
+            return Ok(());
+        }
         self.record_result(i, call, &tool, answer)
     }
 

@@ -144,6 +144,14 @@ impl TimeSource {
         }
     }
 
+    /// The time now, for bounding waits; `None` when replaying (nothing is waited for).
+    pub(crate) fn peek(&self) -> Option<u64> {
+        match self {
+            TimeSource::Live(clock) => Some(clock.now_ms()),
+            TimeSource::Replay(_) => None,
+        }
+    }
+
     pub(crate) fn replaying(events: &[Arc<Event>]) -> TimeSource {
         TimeSource::Replay(events.iter().map(|e| e.at_ms).collect())
     }
