@@ -402,6 +402,7 @@ async fn every_scenario_log_passes_the_consistency_check() {
 fn the_checker_rejects_a_gap_a_double_finish_and_a_dangling_call() {
     use warrant_core::event::{Fault, Layer};
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .unwrap();
     let w = rt.block_on(run(CAFE_GALLERY, SCRIPT));
