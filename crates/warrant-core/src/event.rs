@@ -213,6 +213,8 @@ pub enum CallStatus {
     ProviderError,
     /// The call's outcome was lost in a crash and an operator reconciled it: it did not happen.
     NotPerformed,
+    /// The run was cancelled while the call (a read) was in flight.
+    Cancelled,
 }
 
 /// Where a carried value came from.

@@ -106,6 +106,9 @@ pub trait Surface: Send + Sync {
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool>;
     /// Tells the surface these handles will not be used again.
     fn retire(&self, _handles: &[HandleId]) {}
+    /// Tells the provider that an in-flight call is cancelled, where the surface supports it
+    /// (MCP `notifications/cancelled`, for one). The default sends nothing.
+    fn cancel(&self, _call: CallId) {}
     /// What may be done about a commit of `tool` whose outcome was lost. The default is the
     /// safe one: in doubt.
     fn recovery(&self, _tool: &str) -> Recovery {
@@ -251,6 +254,20 @@ pub trait EventStore: Send + Sync {
     fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError>;
     /// Every run, newest first.
     fn runs(&self) -> Result<Vec<RunSummary>, StoreError>;
+    /// Records an operator's request to cancel `run` (the first request stands). The process
+    /// running it sees the request at its next check and ends the run `cancelled`.
+    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError>;
+    /// The cancellation requested for `run`, if any. May lag a request by a short interval.
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError>;
+}
+
+/// An operator's request to cancel a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelRequest {
+    /// Who asks.
+    pub by: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// The run id that uniquely starts with `prefix`, among `runs`.

@@ -424,12 +424,18 @@ fn strip_observe(message: &str, provider: &str) -> String {
         .to_owned()
 }
 
-/// The engine words a failed call as "`tool` failed: <message>".
+/// The engine words a failed call as "`tool` failed: <message>" (or "cancelled: ").
 fn strip_call(message: &str) -> String {
-    message
-        .split_once(" failed: ")
-        .map_or(message, |(_, m)| m)
-        .to_owned()
+    let rest = message
+        .strip_prefix('`')
+        .and_then(|m| m.split_once('`'))
+        .map(|(_, r)| r);
+    rest.and_then(|r| {
+        r.strip_prefix(" failed: ")
+            .or_else(|| r.strip_prefix(" cancelled: "))
+    })
+    .unwrap_or(message)
+    .to_owned()
 }
 
 impl Surface for ReplaySurface {
@@ -483,7 +489,7 @@ mod memory {
 
     use warrant_core::event::{Event, StoredEvent};
     use warrant_core::ids::RunId;
-    use warrant_core::ports::{BoxFuture, EventStore, RunSummary, StoreError};
+    use warrant_core::ports::{BoxFuture, CancelRequest, EventStore, RunSummary, StoreError};
 
     #[derive(Default)]
     pub(super) struct Log {
@@ -513,6 +519,12 @@ mod memory {
         }
         fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
             Ok(Vec::new())
+        }
+        fn request_cancel(&self, _run: &RunId, _request: CancelRequest) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn cancel_request(&self, _run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+            Ok(None)
         }
     }
 

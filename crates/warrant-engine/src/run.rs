@@ -13,7 +13,8 @@ use warrant_core::event::{
 use warrant_core::fold::{Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CapabilityRequest, Decider, Invocation, Recovery, SurfaceError, Verdict,
+    CallOutput, CancelRequest, CapabilityRequest, Decider, Invocation, Recovery, SurfaceError,
+    Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::provenance;
@@ -21,6 +22,9 @@ use warrant_core::spec::{CarriedRef, Spec};
 
 use crate::time::TimeSource;
 use crate::{Engine, EngineError, RunResult, Surfaces};
+
+/// How often a live run asks the store whether it was cancelled.
+const CANCEL_POLL_MS: u64 = 100;
 
 /// Most compiled argument schemas kept per run.
 const VALIDATORS_MAX: usize = 256;
@@ -43,6 +47,10 @@ pub(crate) struct Run<'a> {
     /// Replay only: stop before staging the event with this sequence (where the recorded
     /// process stopped).
     pub(crate) stop_at: Option<u64>,
+    /// A cancellation seen and not yet acted on.
+    cancel: Option<CancelRequest>,
+    /// When the store was last asked for a cancellation (live clock).
+    cancel_polled_ms: Option<u64>,
 }
 
 /// Why a call is refused before dispatch.
@@ -85,6 +93,8 @@ impl<'a> Run<'a> {
             durable_seq: 0,
             validators: HashMap::new(),
             stop_at: None,
+            cancel: None,
+            cancel_polled_ms: None,
         }
     }
 
@@ -111,6 +121,8 @@ impl<'a> Run<'a> {
             durable_seq,
             validators: HashMap::new(),
             stop_at: None,
+            cancel: None,
+            cancel_polled_ms: None,
         }
     }
 
@@ -202,6 +214,58 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The cancellation requested for this run, if it is due now. Live: asks the store at
+    /// most every `CANCEL_POLL_MS` of the clock. Replay: exactly where the log ended the run
+    /// cancelled.
+    fn cancel_due(&mut self) -> Option<CancelRequest> {
+        if let Some(c) = &self.cancel {
+            return Some(c.clone());
+        }
+        match &self.time {
+            TimeSource::Replay(_, cancels) => cancels.get(&(self.state.last_seq + 1)).cloned(),
+            TimeSource::Live(clock) => {
+                let now = clock.now_ms();
+                if self
+                    .cancel_polled_ms
+                    .is_some_and(|t| now.saturating_sub(t) < CANCEL_POLL_MS)
+                {
+                    return None;
+                }
+                self.cancel_polled_ms = Some(now);
+                self.engine
+                    .store
+                    .cancel_request(&self.run_id)
+                    .ok()
+                    .flatten()
+            }
+        }
+    }
+
+    /// Awaits `work` unless the run is cancelled first (live runs only: a replay never waits).
+    /// Cooperative: the request is noticed within `CANCEL_POLL_MS`.
+    async fn guarded<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, CancelRequest> {
+        if !matches!(self.time, TimeSource::Live(_)) {
+            return Ok(work.await);
+        }
+        let (store, run) = (self.engine.store.clone(), self.run_id.clone());
+        let watch = async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
+                if let Ok(Some(c)) = store.cancel_request(&run) {
+                    return c;
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            done = work => Ok(done),
+            c = watch => Err(c),
+        }
+    }
+
     /// The run's result as it stands.
     fn result(&mut self) -> RunResult {
         RunResult {
@@ -271,6 +335,18 @@ impl<'a> Run<'a> {
     /// Drives the run from whatever its state is until it ends.
     async fn resume(&mut self) -> Result<RunResult, EngineError> {
         loop {
+            // INVARIANT (cancellation): checked between every two actions of the run.
+            if self.state.outcome.is_none()
+                && let Some(c) = self.cancel_due()
+            {
+                self.stage(EventKind::RunFinished {
+                    outcome: Outcome::Cancelled {
+                        by: c.by,
+                        reason: c.reason,
+                    },
+                })?;
+                continue;
+            }
             match self.state.next() {
                 Next::Ended | Next::Wait(_) => break,
                 Next::Finish(outcome) => {
@@ -391,9 +467,19 @@ impl<'a> Run<'a> {
             observation.version.clone(),
             observation.actions.clone(),
         );
-        let decided = match self.decider.decide(projection.clone()).await {
-            Ok(d) => d,
-            Err(e) => {
+        if let Some(c) = self.cancel_due() {
+            self.cancel = Some(c);
+            return Ok(());
+        }
+        let deciding = self.decider.decide(projection.clone());
+        let decided = match self.guarded(deciding).await {
+            Err(c) => {
+                // Cancelled while the decider thought: nothing it decides is acted on.
+                self.cancel = Some(c);
+                return Ok(());
+            }
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => {
                 let fault = Fault::new(&e.code, Layer::Model, e.message);
                 self.stage(EventKind::DecideFailed {
                     step: step_id,
@@ -555,20 +641,25 @@ impl<'a> Run<'a> {
             }
             None => (u64::MAX / 4, "timeout"),
         };
-        let answer =
-            match tokio::time::timeout(Duration::from_millis(bound_ms), surface.invoke(invocation))
-                .await
-            {
-                Ok(answer) => answer,
-                Err(_) => Err(SurfaceError::new(
-                    code,
-                    format!("no answer within {bound_ms} ms"),
-                )),
-            };
+        let timed =
+            tokio::time::timeout(Duration::from_millis(bound_ms), surface.invoke(invocation));
+        let answer = match self.guarded(timed).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(SurfaceError::new(
+                code,
+                format!("no answer within {bound_ms} ms"),
+            )),
+            Err(c) => {
+                surface.cancel(call);
+                let message = format!("cancelled by {}: {}", c.by, c.reason);
+                self.cancel = Some(c);
+                Err(SurfaceError::new("cancelled", message))
+            }
+        };
         warrant_fault::hit("after-invoke");
         if effect == Effect::Commit
             && let Err(e) = &answer
-            && (e.code == "timeout" || e.code == "deadline")
+            && matches!(e.code.as_str(), "timeout" | "deadline" | "cancelled")
         {
             // The provider may have performed it: never silently dropped, never repeated.
             let record = self.state.call(call).cloned();
@@ -625,6 +716,14 @@ impl<'a> Run<'a> {
                     Some(Arc::new(output)),
                     Some(fault),
                 )?;
+            }
+            Err(SurfaceError { code, message }) if code == "cancelled" => {
+                let fault = Fault::new(
+                    &code,
+                    Layer::Runtime,
+                    format!("`{tool}` cancelled: {message}"),
+                );
+                self.finish_call(call, CallStatus::Cancelled, None, Some(fault))?;
             }
             Err(SurfaceError { code, message }) => {
                 let fault = Fault::new(

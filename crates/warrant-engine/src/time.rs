@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use warrant_core::event::Event;
+use warrant_core::event::{Event, EventKind, Outcome};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{Clock, IdGen};
+use warrant_core::ports::{CancelRequest, Clock, IdGen};
 
 /// The system clock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -129,7 +129,7 @@ impl IdGen for TimeOrderedIds {
 /// Where a run's timestamps come from: the clock, or a recorded log (replay).
 pub(crate) enum TimeSource {
     Live(Arc<dyn Clock>),
-    Replay(Vec<u64>),
+    Replay(Vec<u64>, std::collections::HashMap<u64, CancelRequest>),
 }
 
 impl TimeSource {
@@ -137,7 +137,7 @@ impl TimeSource {
     pub(crate) fn stamp(&self, seq: u64) -> u64 {
         match self {
             TimeSource::Live(clock) => clock.now_ms(),
-            TimeSource::Replay(times) => {
+            TimeSource::Replay(times, _) => {
                 let i = (seq as usize).saturating_sub(1);
                 times.get(i).or(times.last()).copied().unwrap_or(0)
             }
@@ -148,11 +148,26 @@ impl TimeSource {
     pub(crate) fn peek(&self) -> Option<u64> {
         match self {
             TimeSource::Live(clock) => Some(clock.now_ms()),
-            TimeSource::Replay(_) => None,
+            TimeSource::Replay(..) => None,
         }
     }
 
     pub(crate) fn replaying(events: &[Arc<Event>]) -> TimeSource {
-        TimeSource::Replay(events.iter().map(|e| e.at_ms).collect())
+        let cancels = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::RunFinished {
+                    outcome: Outcome::Cancelled { by, reason },
+                } => Some((
+                    e.seq,
+                    CancelRequest {
+                        by: by.clone(),
+                        reason: reason.clone(),
+                    },
+                )),
+                _ => None,
+            })
+            .collect();
+        TimeSource::Replay(events.iter().map(|e| e.at_ms).collect(), cancels)
     }
 }

@@ -5,13 +5,14 @@ use std::sync::{Arc, Mutex};
 
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{BoxFuture, EventStore, RunSummary, StoreError};
+use warrant_core::ports::{BoxFuture, CancelRequest, EventStore, RunSummary, StoreError};
 
 #[derive(Default)]
 struct Inner {
     logs: HashMap<RunId, RunLog>,
     order: Vec<RunId>,
     position: u64,
+    cancels: HashMap<RunId, CancelRequest>,
 }
 
 struct RunLog {
@@ -134,5 +135,22 @@ impl EventStore for MemoryStore {
             .filter_map(|id| inner.logs.get(id))
             .map(|l| l.summary.clone())
             .collect())
+    }
+
+    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError> {
+        let mut inner = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        inner.cancels.entry(run.clone()).or_insert(request);
+        Ok(())
+    }
+
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+        let inner = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        Ok(inner.cancels.get(run).cloned())
     }
 }

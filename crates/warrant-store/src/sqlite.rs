@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{BoxFuture, EventStore, RunSummary, StoreError};
+use warrant_core::ports::{BoxFuture, CancelRequest, EventStore, RunSummary, StoreError};
 
 /// The SQLite library version linked in.
 pub fn sqlite_version() -> &'static str {
@@ -45,6 +45,7 @@ struct Request {
 
 /// The SQLite store.
 pub struct SqliteStore {
+    cancels: Mutex<CancelSnapshot>,
     path: PathBuf,
     writer: Mutex<Option<mpsc::Sender<Request>>>,
     reader: Mutex<Connection>,
@@ -85,6 +86,8 @@ impl SqliteStore {
              CREATE TABLE IF NOT EXISTS runs (
                  run_id TEXT PRIMARY KEY, spec_id TEXT NOT NULL, decider TEXT NOT NULL,
                  status TEXT NOT NULL, started_at_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS cancels (
+                 run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS events (
                  position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
                  body TEXT NOT NULL, UNIQUE (run_id, seq));",
@@ -121,6 +124,7 @@ impl SqliteStore {
             .spawn(move || writer_loop(writer_conn, rx))
             .map_err(|e| StoreError::Io(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteStore {
+            cancels: Mutex::new(CancelSnapshot::default()),
             path: path.to_owned(),
             writer: Mutex::new(Some(tx)),
             reader: Mutex::new(conn),
@@ -137,6 +141,16 @@ impl SqliteStore {
     pub fn durability(&self) -> Durability {
         self.durability
     }
+}
+
+/// How often the cancellation table is re-read: checks in between are answered from memory,
+/// so a thousand runs checking cost one query per interval.
+const CANCEL_POLL_MS: u128 = 100;
+
+#[derive(Default)]
+struct CancelSnapshot {
+    read_at: Option<std::time::Instant>,
+    requests: HashMap<RunId, CancelRequest>,
 }
 
 /// The writer: takes every request waiting, commits them in one transaction, answers each.
@@ -343,6 +357,61 @@ impl EventStore for SqliteStore {
             })
             .map_err(io)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(io)
+    }
+
+    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .map_err(|_| StoreError::Io("store reader poisoned".into()))?;
+        conn.execute(
+            "INSERT OR IGNORE INTO cancels (run_id, by, reason) VALUES (?1, ?2, ?3)",
+            params![run.0, request.by, request.reason],
+        )
+        .map_err(io)?;
+        drop(conn);
+        if let Ok(mut snap) = self.cancels.lock() {
+            snap.read_at = None;
+        }
+        Ok(())
+    }
+
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+        let mut snap = self
+            .cancels
+            .lock()
+            .map_err(|_| StoreError::Io("cancel snapshot poisoned".into()))?;
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "rate-limits a poll; never recorded"
+        )]
+        let now = std::time::Instant::now();
+        if snap
+            .read_at
+            .is_none_or(|t| now.duration_since(t).as_millis() >= CANCEL_POLL_MS)
+        {
+            let conn = self
+                .reader
+                .lock()
+                .map_err(|_| StoreError::Io("store reader poisoned".into()))?;
+            let mut stmt = conn
+                .prepare_cached("SELECT run_id, by, reason FROM cancels")
+                .map_err(io)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((
+                        RunId(r.get(0)?),
+                        CancelRequest {
+                            by: r.get(1)?,
+                            reason: r.get(2)?,
+                        },
+                    ))
+                })
+                .map_err(io)?;
+            snap.requests = rows.collect::<Result<HashMap<_, _>, _>>().map_err(io)?;
+            snap.read_at = Some(now);
+        }
+        Ok(snap.requests.get(run).cloned())
     }
 }
 
