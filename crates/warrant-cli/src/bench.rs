@@ -154,24 +154,30 @@ async fn batch(
         reason = "the benchmark's stopwatch measures wall time"
     )]
     let t0 = std::time::Instant::now();
-    let mut tasks = Vec::with_capacity(runs as usize);
-    for _ in 0..runs {
-        let (engine, spec, decider, surfaces) = (
-            engine.clone(),
-            spec.clone(),
-            decider.clone(),
-            surfaces.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            engine.run(spec, decider.as_ref(), &surfaces).await
-        }));
-    }
     let mut results = Vec::with_capacity(runs as usize);
-    for t in tasks {
-        let r = t
-            .await
-            .map_err(|e| Failure::failed(anyhow!("a run's task failed: {e}")))?;
+    if runs == 1 {
+        // One run needs no task of its own: run it on this thread, with no hand-off.
+        let r = engine.run(spec.clone(), decider.as_ref(), surfaces).await;
         results.push(r.map_err(|e| Failure::failed(anyhow!("{e}")))?);
+    } else {
+        let mut tasks = Vec::with_capacity(runs as usize);
+        for _ in 0..runs {
+            let (engine, spec, decider, surfaces) = (
+                engine.clone(),
+                spec.clone(),
+                decider.clone(),
+                surfaces.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                engine.run(spec, decider.as_ref(), &surfaces).await
+            }));
+        }
+        for t in tasks {
+            let r = t
+                .await
+                .map_err(|e| Failure::failed(anyhow!("a run's task failed: {e}")))?;
+            results.push(r.map_err(|e| Failure::failed(anyhow!("{e}")))?);
+        }
     }
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = (cpu_ns() - cpu0) as f64 / 1e9;

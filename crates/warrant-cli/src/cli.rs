@@ -112,6 +112,20 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Cancel a running or waiting run, from any process sharing the store.
+    Cancel {
+        /// A run id, a unique prefix of one, or `last`.
+        run: String,
+        /// Why.
+        #[arg(long, default_value = "cancelled by an operator")]
+        reason: String,
+        /// Who cancels (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+        /// Seconds to wait for the process running it to end it.
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
+    },
     /// Say whether an effect in doubt happened, as an authorised operator.
     Reconcile {
         /// A run id, a unique prefix of one, or `last`.

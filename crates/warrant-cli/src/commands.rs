@@ -51,6 +51,12 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             json,
             quiet,
         } => resume(&store_path, run.as_deref(), all, json, quiet).await,
+        Command::Cancel {
+            run,
+            reason,
+            by,
+            wait,
+        } => cancel(&store_path, &run, &reason, by, wait).await,
         Command::Reconcile {
             run,
             call,
@@ -748,4 +754,80 @@ fn reconcile(
         }
     );
     Ok(exit::ATTAINED)
+}
+
+fn operator(by: Option<String>) -> String {
+    by.or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "operator".into())
+}
+
+async fn cancel(
+    store_path: &Path,
+    run: &str,
+    reason: &str,
+    by: Option<String>,
+    wait_s: u64,
+) -> Result<u8> {
+    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
+    let id = resolve_run(store.as_ref(), run)?;
+    let status = |store: &SqliteStore| -> Result<String> {
+        let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        Ok(runs
+            .into_iter()
+            .find(|r| r.run_id == id)
+            .map(|r| r.status)
+            .unwrap_or_default())
+    };
+    let before = status(&store)?;
+    if before != "running" && before != "waiting" {
+        outln!("{id} already ended {before}: nothing to cancel");
+        return Ok(exit::NOT_ATTAINED);
+    }
+    let by = operator(by);
+    let request = warrant_core::ports::CancelRequest {
+        by: by.clone(),
+        reason: reason.to_owned(),
+    };
+    store
+        .request_cancel(&id, request)
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    if before == "waiting" {
+        // No process drives a waiting run: end it here, through the same re-entry path.
+        let events = read_log(store.as_ref(), &id)?;
+        let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind)
+        else {
+            return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
+        };
+        let decider = recorded_decider(decider, spec)?;
+        let surfaces = ReferenceCatalog::default()
+            .surfaces(spec)
+            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+        let result = Engine::new(store.clone())
+            .resume(&id, decider.as_ref(), &surfaces)
+            .await
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let ended = result.outcome.as_ref().map_or("waiting", Outcome::name);
+        outln!("{id} {ended} (by {by}: {reason})");
+        return Ok(if ended == "cancelled" {
+            exit::ATTAINED
+        } else {
+            exit::NOT_ATTAINED
+        });
+    }
+    for _ in 0..wait_s.saturating_mul(10) {
+        let now = status(&store)?;
+        if now != "running" {
+            if now == "cancelled" {
+                outln!("{id} cancelled (by {by}: {reason})");
+                return Ok(exit::ATTAINED);
+            }
+            outln!("{id} ended {now} before the cancellation took effect");
+            return Ok(exit::NOT_ATTAINED);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    outln!(
+        "the cancellation of {id} is recorded, but no process acted on it within {wait_s} s (its process may have died): `warrant resume {id}` ends it cancelled"
+    );
+    Ok(exit::NOT_ATTAINED)
 }

@@ -144,6 +144,19 @@ impl Engine {
         run.drive().await
     }
 
+    /// Asks for `run` to be cancelled. The process running it (this one or another sharing
+    /// the store) ends it `cancelled` at its next check: between two actions, or while it
+    /// waits on the decider or a provider (within 100 ms). A run no process is driving is
+    /// cancelled when it is resumed.
+    pub fn cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), EngineError> {
+        let request = warrant_core::ports::CancelRequest {
+            by: by.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.store.request_cancel(run, request)?;
+        Ok(())
+    }
+
     /// Re-enters a run whose process stopped: folds its log, settles the call whose result was
     /// lost (a read is re-invoked; a commit is re-invoked only when that is safe by
     /// construction, otherwise it is put in doubt), and drives the run on. A finished run is

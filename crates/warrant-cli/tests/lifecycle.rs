@@ -1,0 +1,218 @@
+//! A run's life across processes: killed, resumed, waiting on an effect in doubt, reconciled,
+//! cancelled, followed by a reader that reconnects.
+
+#![cfg(feature = "fault-injection")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+struct Dir {
+    _tmp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn world() -> Dir {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().to_owned();
+    let spec = format!(
+        "version: warrant/v1
+id: ledger
+objective: Write an entry.
+decider: scripted:script.yaml
+providers:
+  plain: {{reference: ledger, config: {{file: {}, keys: false}}}}
+steps:
+  - id: write
+    provider: plain
+    tools: [count_entries, append_entry]
+    commit: required
+",
+        path.join("plain.jsonl").display()
+    );
+    std::fs::write(path.join("spec.yaml"), spec).unwrap();
+    std::fs::write(
+        path.join("script.yaml"),
+        "steps:\n  write:\n    - call: count_entries\n    - call: append_entry\n      args: {entry: one}\n    - done: written\n",
+    )
+    .unwrap();
+    Dir { _tmp: tmp, path }
+}
+
+fn warrant(dir: &Path, args: &[&str], fault: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    cmd.current_dir(dir)
+        .env("WARRANT_STORE", dir.join("w.db"))
+        .args(args);
+    match fault {
+        Some(f) => cmd.env("WARRANT_FAULT", f),
+        None => cmd.env_remove("WARRANT_FAULT"),
+    };
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ledger_lines(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("plain.jsonl"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_killed_run_waits_in_doubt_is_reconciled_and_resumed_to_its_outcome() {
+    let d = world();
+    // Killed after the ledger wrote the entry, before the result was recorded.
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-invoke:2"));
+    assert_eq!(killed.status.code(), None, "killed: {}", text(&killed));
+    assert_eq!(ledger_lines(&d.path), 1);
+
+    let waiting = warrant(&d.path, &["resume", "last", "-q"], None);
+    assert_eq!(waiting.status.code(), Some(3), "{}", text(&waiting));
+    assert!(
+        text(&waiting).contains("c2 `append_entry` on plain is in doubt"),
+        "{}",
+        text(&waiting)
+    );
+    assert_eq!(ledger_lines(&d.path), 1, "never silently repeated");
+    let runs: Value =
+        serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "waiting");
+
+    let bad = warrant(&d.path, &["reconcile", "last", "c1", "--happened"], None);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "c1 is not in doubt: {}",
+        text(&bad)
+    );
+    let ok = warrant(
+        &d.path,
+        &[
+            "reconcile",
+            "last",
+            "c2",
+            "--happened",
+            "--note",
+            "the ledger has it",
+            "--as",
+            "alice",
+        ],
+        None,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    let done = warrant(&d.path, &["resume", "last", "-q"], None);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(ledger_lines(&d.path), 1);
+    let replay = warrant(&d.path, &["replay", "last", "--verify"], None);
+    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+    let events =
+        String::from_utf8_lossy(&warrant(&d.path, &["events", "last"], None).stdout).into_owned();
+    assert!(
+        events.contains("call_reconciled") && events.contains("c2 happened (by alice)"),
+        "{events}"
+    );
+}
+
+#[test]
+fn resume_all_reenters_every_interrupted_run() {
+    let d = world();
+    for fault in ["after-intent:1", "after-result:1", "mid-append:5"] {
+        let out = warrant(&d.path, &["run", "spec.yaml", "-q"], Some(fault));
+        assert_eq!(out.status.code(), None, "{fault}: {}", text(&out));
+    }
+    let all = warrant(&d.path, &["resume", "--all", "-q"], None);
+    let runs: Value =
+        serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
+    let statuses: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        statuses.iter().all(|s| *s == "attained"),
+        "{statuses:?}: {}",
+        text(&all)
+    );
+    assert_eq!(all.status.code(), Some(0));
+    // One entry per run that got as far as its commit; none repeated.
+    assert!(ledger_lines(&d.path) <= runs.as_array().unwrap().len());
+}
+
+#[test]
+fn cancel_ends_a_waiting_run_and_refuses_a_finished_one() {
+    let d = world();
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-intent:2"));
+    assert_eq!(killed.status.code(), None);
+    assert_eq!(
+        warrant(&d.path, &["resume", "last", "-q"], None)
+            .status
+            .code(),
+        Some(3)
+    );
+    let cancel = warrant(
+        &d.path,
+        &["cancel", "last", "--reason", "wrong ledger", "--as", "bob"],
+        None,
+    );
+    assert_eq!(cancel.status.code(), Some(0), "{}", text(&cancel));
+    assert!(
+        text(&cancel).contains("cancelled (by bob: wrong ledger)"),
+        "{}",
+        text(&cancel)
+    );
+    let report: Value =
+        serde_json::from_slice(&warrant(&d.path, &["report", "last", "--json"], None).stdout)
+            .unwrap();
+    assert_eq!(report["outcome"]["outcome"], "cancelled");
+    assert_eq!(report["outcome"]["by"], "bob");
+    let again = warrant(&d.path, &["cancel", "last"], None);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again).contains("already ended cancelled"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
+fn a_follower_that_reconnects_after_the_writer_restarts_sees_every_event_once_in_order() {
+    let d = world();
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:1"));
+    assert_eq!(killed.status.code(), None);
+    let follower = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(&d.path)
+        .env("WARRANT_STORE", d.path.join("w.db"))
+        .args(["events", "last", "--follow", "--from", "3", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let resumed = warrant(&d.path, &["resume", "last", "-q"], None);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let out = follower.wait_with_output().unwrap();
+    let seqs: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let last = *seqs.last().unwrap();
+    assert_eq!(seqs, (3..=last).collect::<Vec<_>>());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run_resumed"));
+}

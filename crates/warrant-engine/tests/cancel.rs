@@ -1,0 +1,244 @@
+//! Cancellation: cooperative at every await point, recorded with who and why, and the final
+//! state of an in-flight call recorded.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use tokio::sync::Notify;
+use warrant_core::Outcome;
+use warrant_core::check::check_log;
+use warrant_core::event::CallStatus;
+use warrant_core::ids::CallId;
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Clock, EventStore, Invocation, Observation, Surface, SurfaceError,
+};
+use warrant_engine::replay::replay;
+use warrant_engine::{AllowAll, Engine, SequentialIds};
+use warrant_store::MemoryStore;
+use warrant_surfaces::ReferenceSurface;
+use warrant_surfaces::demo::Cafe;
+
+struct TokioClock(tokio::time::Instant);
+
+impl Clock for TokioClock {
+    fn now_ms(&self) -> u64 {
+        1_700_000_000_000 + self.0.elapsed().as_millis() as u64
+    }
+}
+
+/// Calls to `tool` hang (after performing the effect, if `perform`); tells when one starts and
+/// records the cancellations it is sent.
+struct Hanging {
+    inner: ReferenceSurface,
+    tool: &'static str,
+    perform: bool,
+    started: Arc<Notify>,
+    cancelled: Arc<Mutex<Vec<CallId>>>,
+}
+
+impl Surface for Hanging {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        self.inner.observe()
+    }
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        if call.tool != self.tool {
+            return self.inner.invoke(call);
+        }
+        Box::pin(async move {
+            if self.perform {
+                let _ = self.inner.invoke(call).await;
+            }
+            self.started.notify_one();
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Err(SurfaceError::new("unreachable", "slept an hour"))
+        })
+    }
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        self.inner.is_current(version)
+    }
+    fn cancel(&self, call: CallId) {
+        self.cancelled.lock().unwrap().push(call);
+    }
+}
+
+struct Fixture {
+    engine: Engine,
+    store: Arc<MemoryStore>,
+    cafe: Arc<Cafe>,
+    surfaces: warrant_engine::Surfaces,
+    started: Arc<Notify>,
+    cancelled: Arc<Mutex<Vec<CallId>>>,
+}
+
+fn fixture(tool: &'static str, perform: bool) -> Fixture {
+    let spec = common::spec(CAFE_GALLERY);
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TokioClock(tokio::time::Instant::now())))
+        .with_ids(Arc::new(SequentialIds::new("cx")));
+    let cafe = Arc::new(Cafe::default());
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(Mutex::new(Vec::new()));
+    let mut surfaces = warrant_surfaces::ReferenceCatalog::default()
+        .surfaces(&spec)
+        .unwrap();
+    surfaces.insert(
+        "cafe".into(),
+        Arc::new(Hanging {
+            inner: ReferenceSurface::new(cafe.clone()),
+            tool,
+            perform,
+            started: started.clone(),
+            cancelled: cancelled.clone(),
+        }),
+    );
+    Fixture {
+        engine,
+        store,
+        cafe,
+        surfaces,
+        started,
+        cancelled,
+    }
+}
+
+async fn cancel_when_started(f: &Fixture) -> warrant_engine::RunResult {
+    let spec = common::spec(CAFE_GALLERY);
+    let decider = script(SCRIPT);
+    let run = f.engine.run(spec, &decider, &f.surfaces);
+    tokio::pin!(run);
+    tokio::select! {
+        r = &mut run => panic!("ended before the call started: {:?}", r.map(|r| r.outcome)),
+        () = f.started.notified() => {}
+    }
+    let id = f.store.runs().unwrap()[0].run_id.clone();
+    f.engine.cancel(&id, "alice", "wrong order").unwrap();
+    run.await.unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_while_a_read_is_in_flight_ends_the_run_and_records_the_call() {
+    let f = fixture("read_menu", false);
+    let result = cancel_when_started(&f).await;
+    assert_eq!(
+        result.outcome,
+        Some(Outcome::Cancelled {
+            by: "alice".into(),
+            reason: "wrong order".into()
+        })
+    );
+    assert_eq!(result.state.calls[0].status, Some(CallStatus::Cancelled));
+    assert_eq!(
+        *f.cancelled.lock().unwrap(),
+        vec![CallId(1)],
+        "the provider was told"
+    );
+    let events = log(&*f.store, &result);
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let check = replay(&events).await.unwrap();
+    assert_eq!((check.error, check.divergence), (None, None));
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_while_a_commit_is_in_flight_leaves_it_in_doubt_not_dropped() {
+    let f = fixture("order_latte", true);
+    let result = cancel_when_started(&f).await;
+    assert!(matches!(result.outcome, Some(Outcome::Cancelled { .. })));
+    let order = &result.state.calls[1];
+    assert!(
+        order.in_doubt,
+        "the order may have happened: it is recorded in doubt"
+    );
+    assert_eq!(f.cafe.orders().len(), 1);
+    let events = log(&*f.store, &result);
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let check = replay(&events).await.unwrap();
+    assert_eq!((check.error, check.divergence), (None, None));
+}
+
+#[tokio::test]
+async fn a_cancellation_racing_the_end_of_a_run_leaves_exactly_one_outcome() {
+    let spec = common::spec(CAFE_GALLERY);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let mut decider = Watching::new(script(SCRIPT));
+    let (engine, store) = (s.engine.clone(), s.store.clone());
+    decider.before = Box::new(move |p| {
+        if p.decision_no == 5 {
+            let run = store.runs().unwrap()[0].run_id.clone();
+            engine.cancel(&run, "bob", "too late?").unwrap();
+        }
+    });
+    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    let events = log(&*s.store, &result);
+    let finishes = events
+        .iter()
+        .filter(|e| e.kind.name() == "run_finished")
+        .count();
+    assert_eq!(finishes, 1);
+    assert!(matches!(
+        result.outcome,
+        Some(Outcome::Attained | Outcome::Cancelled { .. })
+    ));
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
+    // After the end, a cancellation changes nothing.
+    s.engine.cancel(&result.run_id, "bob", "again").unwrap();
+    let again = s
+        .engine
+        .resume(&result.run_id, &script(SCRIPT), &s.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(again.outcome, result.outcome);
+    assert_eq!(log(&*s.store, &result).len(), events.len());
+}
+
+#[tokio::test]
+async fn a_run_no_process_drives_is_cancelled_when_resumed() {
+    // A run waiting on an in-doubt effect: the cancellation ends it, the effect stays in doubt.
+    let spec = CAFE_GALLERY.replace(
+        "deadline_ms: 60000",
+        "deadline_ms: 60000\n  call_timeout_ms: 50",
+    );
+    let f = fixture("order_latte", false);
+    let spec = common::spec(&spec);
+    let waiting = f
+        .engine
+        .run(spec, &script(SCRIPT), &f.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(waiting.outcome, None);
+    f.engine
+        .cancel(&waiting.run_id, "carol", "giving up")
+        .unwrap();
+    let result = f
+        .engine
+        .resume(&waiting.run_id, &script(SCRIPT), &f.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(
+        result.outcome,
+        Some(Outcome::Cancelled {
+            by: "carol".into(),
+            reason: "giving up".into()
+        })
+    );
+    assert_eq!(
+        result.waiting_on,
+        vec![CallId(2)],
+        "still in doubt, for an operator to reconcile"
+    );
+    let events = log(&*f.store, &result);
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let check = replay(&events).await.unwrap();
+    assert_eq!((check.error, check.divergence), (None, None));
+}
