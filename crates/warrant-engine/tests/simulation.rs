@@ -405,8 +405,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
                     .into_iter()
                     .map(|s| s.event)
                     .collect();
-                let mut seq = events.len() as u64;
-                for call in r.waiting_on {
+                for (seq, call) in (events.len() as u64..).zip(r.waiting_on) {
                     let key = r
                         .state
                         .call(call)
@@ -424,7 +423,6 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
                         },
                     };
                     store.append(&id, seq, vec![Arc::new(e)]).await.unwrap();
-                    seq += 1;
                 }
             }
         }
