@@ -427,9 +427,14 @@ impl<'a> Run<'a> {
             .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
 
         self.flush().await?;
-        let observation = match surface.observe().await {
-            Ok(o) => o,
-            Err(e) => {
+        let observing = surface.observe();
+        let observation = match self.guarded(observing).await {
+            Err(c) => {
+                self.cancel = Some(c);
+                return Ok(());
+            }
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => {
                 let fault = Fault::new(
                     &e.code,
                     Layer::Provider,

@@ -427,3 +427,144 @@ async fn resuming_a_finished_run_changes_nothing() {
     assert_eq!(again.outcome, Some(Outcome::Attained));
     assert_eq!(events(&w.store, &w.result.run_id), before);
 }
+
+/// A register that cannot take keys but can say whether an intent's effect happened.
+#[derive(Default)]
+struct Register {
+    by_key: std::sync::Mutex<std::collections::HashMap<String, Value>>,
+    performed: std::sync::atomic::AtomicU32,
+}
+
+impl Register {
+    fn ring(&self, key: &str) -> Value {
+        self.performed.fetch_add(1, Ordering::SeqCst);
+        let sale = serde_json::json!({"sale": self.performed.load(Ordering::SeqCst)});
+        self.by_key
+            .lock()
+            .unwrap()
+            .insert(key.to_owned(), sale.clone());
+        sale
+    }
+}
+
+/// The register behind a surface with `Recovery::Lookup`; the first `ring` hangs at `crash`.
+struct LookupSurface {
+    register: Arc<Register>,
+    crash: Option<Crash>,
+    armed: AtomicBool,
+    reached: Arc<Notify>,
+}
+
+impl Surface for LookupSurface {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        let actions: Arc<[warrant_core::event::ActionRecord]> =
+            Arc::from(vec![warrant_core::event::ActionRecord {
+                name: "ring".into(),
+                effect: warrant_core::event::Effect::Commit,
+                description: String::new(),
+                input_schema: Arc::new(serde_json::json!({"type": "object"})),
+            }]);
+        Box::pin(std::future::ready(Ok(Observation {
+            version: "v1".into(),
+            actions,
+        })))
+    }
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        Box::pin(async move {
+            if let Some(crash) = self.crash
+                && self.armed.swap(false, Ordering::SeqCst)
+            {
+                if crash == Crash::AfterInvoke {
+                    self.register.ring(&call.idempotency_key);
+                }
+                self.reached.notify_one();
+                return std::future::pending().await;
+            }
+            Ok(CallOutput {
+                output: self.register.ring(&call.idempotency_key),
+                is_error: false,
+            })
+        })
+    }
+    fn is_current<'a>(&'a self, _version: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(std::future::ready(true))
+    }
+    fn recovery(&self, _tool: &str) -> warrant_core::ports::Recovery {
+        warrant_core::ports::Recovery::Lookup
+    }
+    fn lookup(&self, call: Invocation) -> BoxFuture<'_, Result<Option<CallOutput>, SurfaceError>> {
+        let found = self
+            .register
+            .by_key
+            .lock()
+            .unwrap()
+            .get(&call.idempotency_key)
+            .cloned();
+        Box::pin(std::future::ready(Ok(found.map(|output| CallOutput {
+            output,
+            is_error: false,
+        }))))
+    }
+}
+
+const REGISTER: &str = "
+version: warrant/v1
+id: till
+objective: Ring up one sale.
+providers:
+  till: {reference: cafe}
+steps:
+  - id: sale
+    provider: till
+    tools: [ring]
+    commit: required
+";
+
+#[tokio::test]
+async fn a_surface_that_can_look_up_effects_settles_a_lost_commit_without_repeating_it() {
+    for (crash, performed_before) in [(Crash::AfterInvoke, 1), (Crash::AfterIntent, 0)] {
+        // The catalog check of `ring` is skipped: the spec is parsed, not validated.
+        let spec = Arc::new(
+            warrant_core::Spec::parse(REGISTER, warrant_core::spec::Format::Yaml, "till.yaml")
+                .unwrap(),
+        );
+        let store = Arc::new(MemoryStore::new());
+        let engine = Engine::new(store.clone()).with_ids(Arc::new(SequentialIds::new("till")));
+        let register = Arc::new(Register::default());
+        let reached = Arc::new(Notify::new());
+        let mut surfaces: Surfaces = std::collections::HashMap::new();
+        surfaces.insert(
+            "till".into(),
+            Arc::new(LookupSurface {
+                register: register.clone(),
+                crash: Some(crash),
+                armed: AtomicBool::new(true),
+                reached: reached.clone(),
+            }),
+        );
+        let decider = script("steps:\n  sale:\n    - call: ring\n    - done: rung\n");
+        tokio::select! {
+            r = engine.run(spec.clone(), &decider, &surfaces) => panic!("{:?}", r.map(|r| r.outcome)),
+            () = reached.notified() => {}
+        }
+        assert_eq!(register.performed.load(Ordering::SeqCst), performed_before);
+        let run = store.runs().unwrap()[0].run_id.clone();
+        surfaces.insert(
+            "till".into(),
+            Arc::new(LookupSurface {
+                register: register.clone(),
+                crash: None,
+                armed: AtomicBool::new(false),
+                reached,
+            }),
+        );
+        let result = engine.resume(&run, &decider, &surfaces).await.unwrap();
+        assert_eq!(result.outcome, Some(Outcome::Attained));
+        assert_eq!(
+            register.performed.load(Ordering::SeqCst),
+            1,
+            "exactly one sale, found or made"
+        );
+        assert_replays(&store, &run).await;
+    }
+}
