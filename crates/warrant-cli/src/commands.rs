@@ -308,12 +308,18 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+/// A run's log and its report.
+fn load_report(store_path: &Path, run: &str) -> Result<(Vec<Arc<Event>>, RunReport)> {
     let store = open_existing(store_path)?;
     let id = resolve_run(&store, run)?;
     let events = read_log(&store, &id)?;
     let report =
         RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    Ok((events, report))
+}
+
+fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+    let (events, report) = load_report(store_path, run)?;
     let last = events
         .last()
         .map(|e| (e.seq, e.kind.name()))
@@ -497,11 +503,7 @@ async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: boo
 }
 
 fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
-    let store = open_existing(store_path)?;
-    let id = resolve_run(&store, run)?;
-    let events = read_log(&store, &id)?;
-    let report =
-        RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+    let (_, report) = load_report(store_path, run)?;
     if json {
         print_json(&report)?;
     } else {
@@ -625,6 +627,21 @@ fn schema(which: SchemaKind) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
+/// What re-entering a run needs: its recorded decider, and fresh surfaces for its spec.
+fn reentry(
+    id: &RunId,
+    events: &[Arc<Event>],
+) -> Result<(Box<dyn Decider>, warrant_engine::Surfaces)> {
+    let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind) else {
+        return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
+    };
+    let decider = recorded_decider(decider, spec)?;
+    let surfaces = ReferenceCatalog::default()
+        .surfaces(spec)
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    Ok((decider, surfaces))
+}
+
 /// The decider recorded in a run's log, loaded again. A script must not have changed since.
 fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
     let decider = match identity.kind.as_str() {
@@ -675,14 +692,7 @@ async fn resume(
     let mut worst = exit::ATTAINED;
     for id in ids {
         let events = read_log(store.as_ref(), &id)?;
-        let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind)
-        else {
-            return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
-        };
-        let decider = recorded_decider(decider, spec)?;
-        let surfaces = ReferenceCatalog::default()
-            .surfaces(spec)
-            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+        let (decider, surfaces) = reentry(&id, &events)?;
         if !quiet {
             errln!("resuming {id} ...");
         }
@@ -794,14 +804,7 @@ async fn cancel(
     if before == "waiting" {
         // No process drives a waiting run: end it here, through the same re-entry path.
         let events = read_log(store.as_ref(), &id)?;
-        let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind)
-        else {
-            return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
-        };
-        let decider = recorded_decider(decider, spec)?;
-        let surfaces = ReferenceCatalog::default()
-            .surfaces(spec)
-            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+        let (decider, surfaces) = reentry(&id, &events)?;
         let result = Engine::new(store.clone())
             .resume(&id, decider.as_ref(), &surfaces)
             .await

@@ -81,21 +81,9 @@ impl<'a> Run<'a> {
         surfaces: &'a Surfaces,
         time: TimeSource,
     ) -> Run<'a> {
-        Run {
-            engine,
-            run_id,
-            spec,
-            decider,
-            surfaces,
-            time,
-            state: RunState::default(),
-            pending: Vec::new(),
-            durable_seq: 0,
-            validators: HashMap::new(),
-            stop_at: None,
-            cancel: None,
-            cancel_polled_ms: None,
-        }
+        let mut run = Run::from_state(engine, RunState::default(), spec, decider, surfaces, time);
+        run.run_id = run_id;
+        run
     }
 
     /// A run re-entered from its folded, durable log.

@@ -17,7 +17,7 @@ use common::*;
 use warrant_core::Outcome;
 use warrant_core::event::{CallStatus, EventKind, Usage};
 use warrant_core::ports::{
-    BoxFuture, CallOutput, Clock, DecideError, Decided, Decider, Invocation, Observation, Surface,
+    BoxFuture, CallOutput, DecideError, Decided, Decider, Invocation, Observation, Surface,
     SurfaceError,
 };
 use warrant_core::projection::Projection;
@@ -26,15 +26,6 @@ use warrant_engine::{AllowAll, Engine, SequentialIds};
 use warrant_store::MemoryStore;
 use warrant_surfaces::ReferenceSurface;
 use warrant_surfaces::demo::Cafe;
-
-/// The injected clock follows tokio's (paused, auto-advancing) time.
-struct TokioClock(tokio::time::Instant);
-
-impl Clock for TokioClock {
-    fn now_ms(&self) -> u64 {
-        1_700_000_000_000 + self.0.elapsed().as_millis() as u64
-    }
-}
 
 /// A surface whose calls to `tool` take `delay` (on tokio's clock).
 struct Slow {
@@ -70,7 +61,7 @@ async fn run_slow(
     let spec = common::spec(spec_yaml);
     let store = Arc::new(MemoryStore::new());
     let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock(tokio::time::Instant::now())))
+        .with_clock(Arc::new(TokioClock::new()))
         .with_ids(Arc::new(SequentialIds::new("slow")));
     let cafe = Arc::new(Cafe::default());
     let mut surfaces = warrant_surfaces::ReferenceCatalog::default()

@@ -20,21 +20,13 @@ use warrant_core::check::check_log;
 use warrant_core::event::CallStatus;
 use warrant_core::ids::CallId;
 use warrant_core::ports::{
-    BoxFuture, CallOutput, Clock, EventStore, Invocation, Observation, Surface, SurfaceError,
+    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
 };
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, Engine, SequentialIds};
 use warrant_store::MemoryStore;
 use warrant_surfaces::ReferenceSurface;
 use warrant_surfaces::demo::Cafe;
-
-struct TokioClock(tokio::time::Instant);
-
-impl Clock for TokioClock {
-    fn now_ms(&self) -> u64 {
-        1_700_000_000_000 + self.0.elapsed().as_millis() as u64
-    }
-}
 
 /// Calls to `tool` hang (after performing the effect, if `perform`); tells when one starts and
 /// records the cancellations it is sent.
@@ -84,7 +76,7 @@ fn fixture(tool: &'static str, perform: bool) -> Fixture {
     let spec = common::spec(CAFE_GALLERY);
     let store = Arc::new(MemoryStore::new());
     let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock(tokio::time::Instant::now())))
+        .with_clock(Arc::new(TokioClock::new()))
         .with_ids(Arc::new(SequentialIds::new("cx")));
     let cafe = Arc::new(Cafe::default());
     let started = Arc::new(Notify::new());

@@ -22,14 +22,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::TokioClock;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use warrant_core::check::check_log;
 use warrant_core::event::{CallStatus, DeciderIdentity, Decision, Event, EventKind, encode};
 use warrant_core::ids::{CallId, HandleId, RunId};
 use warrant_core::ports::{
-    Authority, BoxFuture, CallOutput, CapabilityRequest, Clock, DecideError, Decided, Decider,
-    EventStore, Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
+    Authority, BoxFuture, CallOutput, CapabilityRequest, DecideError, Decided, Decider, EventStore,
+    Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::{Outcome, RunState};
@@ -57,14 +58,6 @@ impl Rng {
     }
     fn chance(&self, percent: u64) -> bool {
         self.below(100) < percent
-    }
-}
-
-struct SimClock(tokio::time::Instant);
-
-impl Clock for SimClock {
-    fn now_ms(&self) -> u64 {
-        1_700_000_000_000 + self.0.elapsed().as_millis() as u64
     }
 }
 
@@ -338,7 +331,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
     let store = Arc::new(MemoryStore::new());
     let crash = Arc::new(Notify::new());
     let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(SimClock(tokio::time::Instant::now())))
+        .with_clock(Arc::new(TokioClock::new()))
         .with_ids(Arc::new(SequentialIds::new(&format!("sim{seed}"))))
         .with_authority(Arc::new(SimAuthority {
             rng: rng.clone(),

@@ -173,3 +173,18 @@ impl<D: Decider> Decider for Watching<D> {
         self.inner.decide(projection)
     }
 }
+
+/// An injected clock that follows tokio's time (paused and auto-advancing in tests that ask).
+pub struct TokioClock(pub tokio::time::Instant);
+
+impl TokioClock {
+    pub fn new() -> TokioClock {
+        TokioClock(tokio::time::Instant::now())
+    }
+}
+
+impl warrant_core::ports::Clock for TokioClock {
+    fn now_ms(&self) -> u64 {
+        1_700_000_000_000 + self.0.elapsed().as_millis() as u64
+    }
+}
