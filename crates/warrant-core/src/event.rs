@@ -215,6 +215,17 @@ pub enum CallStatus {
     NotPerformed,
     /// The run was cancelled while the call (a read) was in flight.
     Cancelled,
+    /// An interceptor suppressed it; the provider was not called.
+    Halted,
+}
+
+/// An interceptor's narrowing of a call's arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Narrowing {
+    /// The interceptor.
+    pub by: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// Where a carried value came from.
@@ -408,6 +419,9 @@ pub enum EventKind {
         /// Where each argument value was observed.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         provenance: Vec<ArgLabel>,
+        /// The interceptors that narrowed the proposed arguments into `args`, and why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        narrowed: Vec<Narrowing>,
     },
     /// A call ended.
     CallFinished {

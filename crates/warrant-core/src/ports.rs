@@ -205,6 +205,34 @@ pub trait Authority: Send + Sync {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict>;
 }
 
+/// What an interceptor does with a call that authority allowed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Interception {
+    /// Let it through unchanged.
+    Pass,
+    /// Suppress it: the provider is not called, the decider is told why, the run goes on.
+    Halt {
+        /// Why.
+        reason: String,
+    },
+    /// Execute it with these arguments instead (they are validated and ruled on again).
+    Narrow {
+        /// The arguments to execute.
+        args: Value,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Sees each call after authority and before dispatch. Interceptors run in the order they
+/// were added; each sees the arguments the previous one left.
+pub trait Interceptor: Send + Sync {
+    /// A name for the log and the report.
+    fn name(&self) -> &str;
+    /// What to do with this call (`request.args` are the arguments about to execute).
+    fn intercept(&self, request: &CapabilityRequest<'_>) -> Interception;
+}
+
 /// A store could not do what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {

@@ -8,6 +8,7 @@
 pub mod authority;
 mod cache;
 pub mod hub;
+pub mod intercept;
 pub mod replay;
 mod run;
 pub mod time;
@@ -17,11 +18,14 @@ use std::sync::Arc;
 
 use warrant_core::fold::{FoldError, RunState};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{Authority, Clock, Decider, EventStore, IdGen, StoreError, Surface};
+use warrant_core::ports::{
+    Authority, Clock, Decider, EventStore, IdGen, Interceptor, StoreError, Surface,
+};
 use warrant_core::{Outcome, Spec};
 
 pub use authority::{AllowAll, DenyTools};
 pub use hub::{Subscriber, SubscriberFailure};
+pub use intercept::{CapNumber, HaltTools};
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
 
 /// The surfaces of one run, by the provider names its spec uses.
@@ -69,6 +73,7 @@ pub struct Engine {
     pub(crate) authority: Arc<dyn Authority>,
     pub(crate) hub: hub::Hub,
     pub(crate) cache: Arc<cache::Shared>,
+    pub(crate) interceptors: Arc<Vec<Arc<dyn Interceptor>>>,
 }
 
 impl Engine {
@@ -82,6 +87,7 @@ impl Engine {
             ids: Arc::new(time::TimeOrderedIds::default()),
             authority: Arc::new(AllowAll),
             cache: Arc::new(cache::Shared::default()),
+            interceptors: Arc::new(Vec::new()),
         }
     }
 
@@ -100,6 +106,15 @@ impl Engine {
     /// Rules on calls with this authority.
     pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Engine {
         self.authority = authority;
+        self
+    }
+
+    /// Adds an interceptor at the end of the chain: it sees each call after authority allowed
+    /// it and before dispatch, and may halt it or narrow its arguments.
+    pub fn with_interceptor(mut self, interceptor: Arc<dyn Interceptor>) -> Engine {
+        let mut chain: Vec<Arc<dyn Interceptor>> = self.interceptors.iter().cloned().collect();
+        chain.push(interceptor);
+        self.interceptors = Arc::new(chain);
         self
     }
 

@@ -5,12 +5,13 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use serde_json::Value;
 use warrant_core::event::{ActionRecord, CallStatus, DeciderIdentity, Event, EventKind, encode};
 use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
     Authority, BoxFuture, CallOutput, CapabilityRequest, DecideError, Decided, Decider, IdGen,
-    Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
+    Interception, Interceptor, Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::spec::Spec;
@@ -70,9 +71,12 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         return Err(ReplayError::NoStart);
     };
     let store = Arc::new(crate::replay::memory::Log::default());
-    let engine = Engine::new(store.clone())
+    let mut engine = Engine::new(store.clone())
         .with_ids(Arc::new(FixedRunId(run_id.clone())))
         .with_authority(Arc::new(ReplayAuthority::from_log(events)));
+    for interceptor in ReplayInterceptor::from_log(events) {
+        engine = engine.with_interceptor(Arc::new(interceptor));
+    }
     let mut starts: Vec<usize> = vec![0];
     starts.extend(
         events
@@ -260,6 +264,81 @@ impl Authority for ReplayAuthority {
             },
         };
         Box::pin(std::future::ready(verdict))
+    }
+}
+
+/// Answers as the recorded interceptor of this name did: one per name, in the order the log
+/// first shows them.
+struct ReplayInterceptor {
+    name: String,
+    halted: HashMap<CallId, String>,
+    narrowed: HashMap<CallId, (Value, String)>,
+}
+
+impl ReplayInterceptor {
+    fn from_log(events: &[Arc<Event>]) -> Vec<ReplayInterceptor> {
+        let mut chain: Vec<ReplayInterceptor> = Vec::new();
+        let at = |name: &str, chain: &mut Vec<ReplayInterceptor>| -> usize {
+            if let Some(i) = chain.iter().position(|c| c.name == name) {
+                return i;
+            }
+            chain.push(ReplayInterceptor {
+                name: name.to_owned(),
+                halted: HashMap::new(),
+                narrowed: HashMap::new(),
+            });
+            chain.len() - 1
+        };
+        for e in events {
+            match &e.kind {
+                EventKind::CallDispatched {
+                    call,
+                    args,
+                    narrowed,
+                    ..
+                } => {
+                    for n in narrowed {
+                        let i = at(&n.by, &mut chain);
+                        chain[i]
+                            .narrowed
+                            .insert(*call, ((**args).clone(), n.reason.clone()));
+                    }
+                }
+                EventKind::CallFinished {
+                    call,
+                    status: CallStatus::Halted,
+                    fault: Some(f),
+                    ..
+                } => {
+                    let (name, reason) = f.message.split_once(": ").unwrap_or(("", &f.message));
+                    let i = at(name, &mut chain);
+                    chain[i].halted.insert(*call, reason.to_owned());
+                }
+                _ => {}
+            }
+        }
+        chain
+    }
+}
+
+impl Interceptor for ReplayInterceptor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn intercept(&self, request: &CapabilityRequest<'_>) -> Interception {
+        if let Some(reason) = self.halted.get(&request.call) {
+            return Interception::Halt {
+                reason: reason.clone(),
+            };
+        }
+        match self.narrowed.get(&request.call) {
+            Some((args, reason)) => Interception::Narrow {
+                args: args.clone(),
+                reason: reason.clone(),
+            },
+            None => Interception::Pass,
+        }
     }
 }
 

@@ -8,13 +8,13 @@ use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{
     CallStatus, Claim, Decision, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Lineage,
-    Outcome, StepEnd,
+    Narrowing, Outcome, StepEnd,
 };
 use warrant_core::fold::{Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CancelRequest, CapabilityRequest, Decider, Invocation, Recovery, SurfaceError,
-    Verdict,
+    CallOutput, CancelRequest, CapabilityRequest, Decider, Interception, Invocation, Recovery,
+    SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::provenance;
@@ -51,6 +51,14 @@ pub(crate) struct Run<'a> {
     cancel: Option<CancelRequest>,
     /// When the store was last asked for a cancellation (live clock).
     cancel_polled_ms: Option<u64>,
+}
+
+/// A call that passed the Bridge's checks: what to execute.
+struct Checked {
+    effect: Effect,
+    executed: Arc<Value>,
+    labels: Vec<provenance::ArgLabel>,
+    narrowed: Vec<Narrowing>,
 }
 
 /// Why a call is refused before dispatch.
@@ -564,7 +572,12 @@ impl<'a> Run<'a> {
                 i, projection, call, &tool, handle, &proposed, claims, started_at,
             )
             .await;
-        let (effect, executed, labels) = match checked {
+        let Checked {
+            effect,
+            executed,
+            labels,
+            narrowed,
+        } = match checked {
             Ok(ok) => ok,
             Err(refusal) => {
                 self.finish_call(call, refusal.status, None, Some(refusal.fault))?;
@@ -593,6 +606,7 @@ impl<'a> Run<'a> {
             args_digest,
             idempotency_key: idempotency_key.clone(),
             provenance: labels,
+            narrowed,
         })?;
         // INVARIANT (log first): the intent is durable before the provider is called.
         self.flush().await?;
@@ -759,7 +773,7 @@ impl<'a> Run<'a> {
         proposed: &Arc<Value>,
         claims: &[Claim],
         now_ms: u64,
-    ) -> Result<(Effect, Arc<Value>, Vec<provenance::ArgLabel>), Refusal> {
+    ) -> Result<Checked, Refusal> {
         let spec = self.spec.clone();
         let step = &spec.steps[i];
         if !step.tools.iter().any(|t| t == tool) {
@@ -806,14 +820,98 @@ impl<'a> Run<'a> {
                 bindings.push((c.arg.clone(), c.carried.clone()));
             }
         }
-        let executed = if bindings.is_empty() {
+        let mut executed = if bindings.is_empty() {
             proposed.clone()
         } else {
             Arc::new(self.bind_carried(&bindings, proposed)?)
         };
 
-        // Validate against the action's schema.
-        let validator = self.validator(&action.input_schema).map_err(|reason| {
+        self.validate_args(&action.input_schema, tool, &executed)?;
+        let mut labels = provenance::label(
+            &executed,
+            &self.spec.objective,
+            &bindings,
+            &self.state.output_index,
+        );
+        self.authorize(i, call, tool, action.effect, &executed, &labels)
+            .await?;
+
+        // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
+        // arguments are validated and ruled on again: narrowing never widens authority.
+        let mut narrowed = Vec::new();
+        let interceptors = self.engine.interceptors.clone();
+        for interceptor in interceptors.iter() {
+            let args_digest = canon::digest(&executed);
+            let request = CapabilityRequest {
+                run: &self.run_id,
+                step: &step.id,
+                call,
+                provider: &step.provider,
+                tool,
+                effect: action.effect,
+                args: &executed,
+                args_digest: &args_digest,
+                provenance: &labels,
+            };
+            match interceptor.intercept(&request) {
+                Interception::Pass => {}
+                Interception::Halt { reason } => {
+                    return Err(Refusal {
+                        status: CallStatus::Halted,
+                        fault: Fault::new(
+                            "halted",
+                            Layer::Policy,
+                            format!("{}: {reason}", interceptor.name()),
+                        ),
+                    });
+                }
+                Interception::Narrow { args, reason } => {
+                    let args = Arc::new(args);
+                    self.validate_args(&action.input_schema, tool, &args)
+                        .map_err(|r| Refusal {
+                            status: CallStatus::Halted,
+                            fault: Fault::new(
+                                "halted",
+                                Layer::Policy,
+                                format!(
+                                    "{}: its narrowed arguments are invalid: {}",
+                                    interceptor.name(),
+                                    r.fault.message
+                                ),
+                            ),
+                        })?;
+                    labels = provenance::label(
+                        &args,
+                        &self.spec.objective,
+                        &bindings,
+                        &self.state.output_index,
+                    );
+                    self.authorize(i, call, tool, action.effect, &args, &labels)
+                        .await?;
+                    executed = args;
+                    narrowed.push(Narrowing {
+                        by: interceptor.name().to_owned(),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(Checked {
+            effect: action.effect,
+            executed,
+            labels,
+            narrowed,
+        })
+    }
+
+    /// Validates arguments against an action's input schema.
+    fn validate_args(
+        &mut self,
+        schema: &Arc<Value>,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(), Refusal> {
+        let validator = self.validator(schema).map_err(|reason| {
             refuse(
                 "schema_unusable",
                 Layer::Provider,
@@ -821,7 +919,7 @@ impl<'a> Run<'a> {
             )
         })?;
         let errors: Vec<String> = validator
-            .iter_errors(&executed)
+            .iter_errors(args)
             .take(5)
             .map(|e| {
                 let at = e.instance_path().to_string();
@@ -832,47 +930,50 @@ impl<'a> Run<'a> {
                 }
             })
             .collect();
-        if !errors.is_empty() {
-            return Err(refuse(
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(refuse(
                 "invalid_arguments",
                 Layer::Model,
                 format!("arguments of `{tool}` are invalid: {}", errors.join("; ")),
-            ));
+            ))
         }
+    }
 
-        // Provenance, then authority.
-        let labels = provenance::label(
-            &executed,
-            &self.spec.objective,
-            &bindings,
-            &self.state.output_index,
-        );
-        let args_digest = canon::digest(&executed);
+    /// INVARIANT (fail closed): anything but allow stops the call before the provider.
+    async fn authorize(
+        &self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        effect: Effect,
+        args: &Value,
+        labels: &[provenance::ArgLabel],
+    ) -> Result<(), Refusal> {
+        let step = &self.spec.steps[i];
+        let args_digest = canon::digest(args);
         let request = CapabilityRequest {
             run: &self.run_id,
             step: &step.id,
             call,
             provider: &step.provider,
             tool,
-            effect: action.effect,
-            args: &executed,
+            effect,
+            args,
             args_digest: &args_digest,
-            provenance: &labels,
+            provenance: labels,
         };
-        // INVARIANT (fail closed): anything but allow stops the call before the provider.
         match self.engine.authority.evaluate(&request).await {
-            Verdict::Allow { .. } => {}
+            Verdict::Allow { .. } => Ok(()),
             Verdict::Deny { reasons } => {
-                return Err(refuse("policy_denied", Layer::Policy, reasons.join("; ")));
+                Err(refuse("policy_denied", Layer::Policy, reasons.join("; ")))
             }
-            Verdict::Ask { reason } => {
-                return Err(refuse("approval_required", Layer::Policy, reason));
-            }
+            Verdict::Ask { reason } => Err(refuse("approval_required", Layer::Policy, reason)),
             Verdict::Indeterminate { reason } => {
-                return Err(refuse("policy_indeterminate", Layer::Policy, reason));
+                Err(refuse("policy_indeterminate", Layer::Policy, reason))
             }
         }
-        Ok((action.effect, executed, labels))
     }
 
     /// Fills bound arguments from carried state and checks claimed ones against it.

@@ -251,6 +251,121 @@ impl Provider for Bakery {
     }
 }
 
+/// A bank: `balance` and `read_statement` (reads), `transfer` (commit, accepts idempotency
+/// keys). Starts with 1000.00 and one statement line whose memo comes from outside.
+pub struct Bank {
+    ledger: Mutex<Ledger<Vec<Value>>>,
+    version: AtomicU64,
+    statement_memo: String,
+}
+
+impl Default for Bank {
+    fn default() -> Self {
+        Bank::with_statement_memo("rent, November")
+    }
+}
+
+impl Bank {
+    /// A bank whose statement shows an incoming payment with this memo (the text a third party
+    /// controls: where an injected instruction would arrive).
+    pub fn with_statement_memo(memo: &str) -> Bank {
+        Bank {
+            ledger: Mutex::default(),
+            version: AtomicU64::new(0),
+            statement_memo: memo.to_owned(),
+        }
+    }
+
+    /// Transfers made so far.
+    pub fn transfers(&self) -> Vec<Value> {
+        self.ledger
+            .lock()
+            .map(|l| l.state.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Provider for Bank {
+    fn actions(&self) -> Vec<ActionSpec> {
+        vec![
+            action(
+                "balance",
+                Effect::Read,
+                "The account's balance.",
+                json!({"type": "object", "additionalProperties": false}),
+            ),
+            action(
+                "read_statement",
+                Effect::Read,
+                "The latest statement lines.",
+                json!({"type": "object", "additionalProperties": false}),
+            ),
+            action(
+                "transfer",
+                Effect::Commit,
+                "Send money to an account. Irreversible.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "to": {"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$"},
+                        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 10000},
+                        "memo": {"type": "string", "maxLength": 140}
+                    },
+                    "required": ["to", "amount"],
+                    "additionalProperties": false
+                }),
+            ),
+        ]
+    }
+
+    fn state_version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    fn accepts_idempotency_keys(&self) -> bool {
+        true
+    }
+
+    fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
+        let mut ledger = self
+            .ledger
+            .lock()
+            .map_err(|_| ProviderError::Unavailable("bank state poisoned".into()))?;
+        let spent: f64 = ledger
+            .state
+            .iter()
+            .filter_map(|t| t["amount"].as_f64())
+            .sum();
+        match tool {
+            "balance" => Ok(json!({"balance": 1000.0 - spent, "currency": "EUR"})),
+            "read_statement" => Ok(json!({"lines": [
+                {"date": "2026-11-28", "amount": 850.0, "from": "DE44500105175407324931", "memo": self.statement_memo}
+            ]})),
+            "transfer" => {
+                if let Some(previous) = ledger.by_key.get(key) {
+                    return Ok(previous.clone());
+                }
+                let amount = args.get("amount").and_then(Value::as_f64).unwrap_or(0.0);
+                if amount > 1000.0 - spent {
+                    return Err(ProviderError::Failed("insufficient funds".into()));
+                }
+                let t = json!({
+                    "transfer_id": format!("tr-{:04}", ledger.state.len() + 1),
+                    "to": args.get("to").cloned().unwrap_or(Value::Null),
+                    "amount": amount
+                });
+                ledger.state.push(t.clone());
+                ledger.by_key.insert(key.to_owned(), t.clone());
+                self.version.fetch_add(1, Ordering::AcqRel);
+                Ok(t)
+            }
+            other => Err(ProviderError::Failed(format!(
+                "the bank has no action `{other}`"
+            ))),
+        }
+    }
+}
+
 const LOREM: &str = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua ut enim ad minim veniam quis nostrud exercitation ullamco";
 
 /// The benchmark's `step` tool (read): returns a 200-byte JSON object and counts its runs.

@@ -184,7 +184,7 @@ impl ReferenceCatalog {
         }
     }
 
-    /// A catalog with `cafe`, `gallery`, `bakery`, the benchmark's `bench`, and `ledger` (a
+    /// A catalog with `cafe`, `gallery`, `bakery`, `bank`, the benchmark's `bench`, and `ledger` (a
     /// provider whose effects are lines in a file, for crash tests).
     pub fn with_demo_providers() -> ReferenceCatalog {
         let mut c = ReferenceCatalog::empty();
@@ -192,6 +192,7 @@ impl ReferenceCatalog {
         c.register("gallery", || Arc::new(crate::demo::Gallery));
         c.register("bakery", || Arc::new(crate::demo::Bakery::default()));
         c.register("bench", || Arc::new(crate::demo::StepTool::default()));
+        c.register("bank", || Arc::new(crate::demo::Bank::default()));
         c.register_configured("ledger", |config| {
             crate::ledger::Ledger::from_config(config).map(|l| Arc::new(l) as Arc<dyn Provider>)
         });
