@@ -429,6 +429,15 @@ pub enum EventKind {
         call: CallId,
         /// How.
         status: CallStatus,
+        /// For a call an authority stopped: the digest of the arguments it ruled on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ruled_args_digest: Option<String>,
+        /// For a call refused after interceptors narrowed it: who narrowed it, and why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        narrowed: Vec<Narrowing>,
+        /// ... and the arguments as narrowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        narrowed_args: Option<Arc<Value>>,
         /// The provider's result (when it ran).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output: Option<Arc<Value>>,

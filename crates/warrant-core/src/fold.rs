@@ -430,6 +430,7 @@ impl RunState {
                 status,
                 output,
                 fault,
+                ..
             } => {
                 let c = self
                     .call_mut(*call)

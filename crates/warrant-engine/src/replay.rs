@@ -71,12 +71,10 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         return Err(ReplayError::NoStart);
     };
     let store = Arc::new(crate::replay::memory::Log::default());
-    let mut engine = Engine::new(store.clone())
-        .with_ids(Arc::new(FixedRunId(run_id.clone())))
-        .with_authority(Arc::new(ReplayAuthority::from_log(events)));
-    for interceptor in ReplayInterceptor::from_log(events) {
-        engine = engine.with_interceptor(Arc::new(interceptor));
-    }
+    let interceptors: Vec<Arc<dyn Interceptor>> = ReplayInterceptor::from_log(events)
+        .into_iter()
+        .map(|i| Arc::new(i) as Arc<dyn Interceptor>)
+        .collect();
     let mut starts: Vec<usize> = vec![0];
     starts.extend(
         events
@@ -89,6 +87,12 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(events.len());
         let segment = &events[start..end];
+        let mut engine = Engine::new(store.clone())
+            .with_ids(Arc::new(FixedRunId(run_id.clone())))
+            .with_authority(Arc::new(ReplayAuthority::from_log(segment)));
+        for interceptor in &interceptors {
+            engine = engine.with_interceptor(interceptor.clone());
+        }
         let surfaces = replay_surfaces(spec, events, segment);
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
         let time = TimeSource::replaying(events);
@@ -224,30 +228,49 @@ impl IdGen for FixedRunId {
 
 /// Answers each call as the log says the authority did.
 struct ReplayAuthority {
-    stopped: HashMap<CallId, (String, String)>,
+    /// Refusals recorded in this segment, by call and the digest of the arguments ruled on.
+    refused: HashMap<(CallId, String), (String, String)>,
 }
 
 impl ReplayAuthority {
-    fn from_log(events: &[Arc<Event>]) -> ReplayAuthority {
-        let mut stopped = HashMap::new();
-        for e in events {
-            if let EventKind::CallFinished {
-                call,
-                status: CallStatus::StoppedByPolicy,
-                fault: Some(f),
-                ..
-            } = &e.kind
-            {
-                stopped.insert(*call, (f.code.clone(), f.message.clone()));
+    fn from_log(segment: &[Arc<Event>]) -> ReplayAuthority {
+        let mut refused = HashMap::new();
+        for e in segment {
+            match &e.kind {
+                EventKind::CallFinished {
+                    call,
+                    status: CallStatus::StoppedByPolicy,
+                    ruled_args_digest: Some(digest),
+                    fault: Some(f),
+                    ..
+                } => {
+                    refused.insert((*call, digest.clone()), (f.code.clone(), f.message.clone()));
+                }
+                // A repeat refused at re-entry: ruled on the dispatched arguments.
+                EventKind::CallInDoubt {
+                    call,
+                    args_digest,
+                    cause: Some(f),
+                    ..
+                } if f.layer == warrant_core::Layer::Policy => {
+                    refused.insert(
+                        (*call, args_digest.clone()),
+                        (f.code.clone(), f.message.clone()),
+                    );
+                }
+                _ => {}
             }
         }
-        ReplayAuthority { stopped }
+        ReplayAuthority { refused }
     }
 }
 
 impl Authority for ReplayAuthority {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
-        let verdict = match self.stopped.get(&request.call) {
+        let verdict = match self
+            .refused
+            .get(&(request.call, request.args_digest.to_owned()))
+        {
             None => Verdict::Allow {
                 grant: "replay".into(),
             },
@@ -306,13 +329,25 @@ impl ReplayInterceptor {
                 }
                 EventKind::CallFinished {
                     call,
-                    status: CallStatus::Halted,
-                    fault: Some(f),
+                    status,
+                    fault,
+                    narrowed,
+                    narrowed_args,
                     ..
                 } => {
-                    let (name, reason) = f.message.split_once(": ").unwrap_or(("", &f.message));
-                    let i = at(name, &mut chain);
-                    chain[i].halted.insert(*call, reason.to_owned());
+                    if let Some(args) = narrowed_args {
+                        for n in narrowed {
+                            let i = at(&n.by, &mut chain);
+                            chain[i]
+                                .narrowed
+                                .insert(*call, ((**args).clone(), n.reason.clone()));
+                        }
+                    }
+                    if let (CallStatus::Halted, Some(f)) = (status, fault) {
+                        let (name, reason) = f.message.split_once(": ").unwrap_or(("", &f.message));
+                        let i = at(name, &mut chain);
+                        chain[i].halted.insert(*call, reason.to_owned());
+                    }
                 }
                 _ => {}
             }
@@ -399,6 +434,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 status,
                 output,
                 fault,
+                ..
             } if dispatched.contains(call) => {
                 let Some(p) = call_provider.get(call).cloned() else {
                     continue;

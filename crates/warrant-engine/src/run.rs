@@ -65,6 +65,11 @@ struct Checked {
 struct Refusal {
     status: CallStatus,
     fault: Fault,
+    /// When an authority refused it: the digest of the arguments it ruled on.
+    ruled: Option<String>,
+    /// Narrowings applied before it was refused, and the arguments they left.
+    narrowed: Vec<Narrowing>,
+    narrowed_args: Option<Arc<Value>>,
 }
 
 fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
@@ -75,6 +80,9 @@ fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
     };
     Refusal {
         status,
+        ruled: None,
+        narrowed: Vec::new(),
+        narrowed_args: None,
         fault: Fault::new(code, layer, message),
     }
 }
@@ -187,6 +195,38 @@ impl<'a> Run<'a> {
             reason,
             cause: None,
         };
+        // INVARIANT (every path): a repeated call is ruled on again, as it is now. A read that
+        // is no longer allowed ends stopped; a commit that may have happened is in doubt.
+        let allowed = if recovery == Recovery::InDoubt {
+            Ok(())
+        } else {
+            self.authorize(
+                i,
+                call,
+                &record.tool,
+                effect,
+                &invocation.args,
+                &record.provenance,
+            )
+            .await
+        };
+        if let Err(refusal) = allowed {
+            if effect == Effect::Read {
+                return self.refuse_call(call, refusal);
+            }
+            self.stage(EventKind::CallInDoubt {
+                call,
+                provider: provider.clone(),
+                tool: record.tool.clone(),
+                args_digest: canon::digest(&invocation.args),
+                reason: format!(
+                    "authority no longer allows repeating `{}`: {}",
+                    record.tool, refusal.fault.message
+                ),
+                cause: Some(refusal.fault),
+            })?;
+            return Ok(());
+        }
         match recovery {
             Recovery::Reinvoke => self.invoke_and_record(i, &surface, invocation).await,
             Recovery::Lookup => match surface.lookup(invocation.clone()).await {
@@ -580,7 +620,7 @@ impl<'a> Run<'a> {
         } = match checked {
             Ok(ok) => ok,
             Err(refusal) => {
-                self.finish_call(call, refusal.status, None, Some(refusal.fault))?;
+                self.refuse_call(call, refusal)?;
                 return Ok(());
             }
         };
@@ -754,8 +794,25 @@ impl<'a> Run<'a> {
         self.stage(EventKind::CallFinished {
             call,
             status,
+            ruled_args_digest: None,
+            narrowed: Vec::new(),
+            narrowed_args: None,
             output,
             fault,
+        })?;
+        Ok(())
+    }
+
+    /// Ends a call refused before dispatch, recording what an authority ruled on, if it did.
+    fn refuse_call(&mut self, call: CallId, refusal: Refusal) -> Result<(), EngineError> {
+        self.stage(EventKind::CallFinished {
+            call,
+            status: refusal.status,
+            ruled_args_digest: refusal.ruled,
+            narrowed: refusal.narrowed,
+            narrowed_args: refusal.narrowed_args,
+            output: None,
+            fault: Some(refusal.fault),
         })?;
         Ok(())
     }
@@ -807,6 +864,9 @@ impl<'a> Run<'a> {
             .map_err(|fault| Refusal {
                 status: CallStatus::Rejected,
                 fault,
+                ruled: None,
+                narrowed: Vec::new(),
+                narrowed_args: None,
             })?;
 
         // Inputs and claims: carried values are checked against evidence, never trusted.
@@ -857,6 +917,9 @@ impl<'a> Run<'a> {
                 Interception::Pass => {}
                 Interception::Halt { reason } => {
                     return Err(Refusal {
+                        ruled: None,
+                        narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
+                        narrowed,
                         status: CallStatus::Halted,
                         fault: Fault::new(
                             "halted",
@@ -869,6 +932,9 @@ impl<'a> Run<'a> {
                     let args = Arc::new(args);
                     self.validate_args(&action.input_schema, tool, &args)
                         .map_err(|r| Refusal {
+                            ruled: None,
+                            narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
+                            narrowed: narrowed.clone(),
                             status: CallStatus::Halted,
                             fault: Fault::new(
                                 "halted",
@@ -886,13 +952,21 @@ impl<'a> Run<'a> {
                         &bindings,
                         &self.state.output_index,
                     );
-                    self.authorize(i, call, tool, action.effect, &args, &labels)
-                        .await?;
-                    executed = args;
                     narrowed.push(Narrowing {
                         by: interceptor.name().to_owned(),
                         reason,
                     });
+                    if let Err(refused) = self
+                        .authorize(i, call, tool, action.effect, &args, &labels)
+                        .await
+                    {
+                        return Err(Refusal {
+                            narrowed,
+                            narrowed_args: Some(args),
+                            ..refused
+                        });
+                    }
+                    executed = args;
                 }
             }
         }
@@ -964,16 +1038,18 @@ impl<'a> Run<'a> {
             args_digest: &args_digest,
             provenance: labels,
         };
-        match self.engine.authority.evaluate(&request).await {
-            Verdict::Allow { .. } => Ok(()),
-            Verdict::Deny { reasons } => {
-                Err(refuse("policy_denied", Layer::Policy, reasons.join("; ")))
-            }
-            Verdict::Ask { reason } => Err(refuse("approval_required", Layer::Policy, reason)),
+        let refusal = match self.engine.authority.evaluate(&request).await {
+            Verdict::Allow { .. } => return Ok(()),
+            Verdict::Deny { reasons } => refuse("policy_denied", Layer::Policy, reasons.join("; ")),
+            Verdict::Ask { reason } => refuse("approval_required", Layer::Policy, reason),
             Verdict::Indeterminate { reason } => {
-                Err(refuse("policy_indeterminate", Layer::Policy, reason))
+                refuse("policy_indeterminate", Layer::Policy, reason)
             }
-        }
+        };
+        Err(Refusal {
+            ruled: Some(args_digest),
+            ..refusal
+        })
     }
 
     /// Fills bound arguments from carried state and checks claimed ones against it.

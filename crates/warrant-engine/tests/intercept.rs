@@ -205,5 +205,7 @@ async fn a_narrowed_call_is_ruled_on_again() {
     assert_eq!(first.status, Some(CallStatus::StoppedByPolicy));
     assert_eq!(first.fault.as_ref().unwrap().message, "under 100");
     assert!(r.bank.transfers().is_empty());
+    let check = replay(&r.events).await.unwrap();
+    assert_eq!((check.error, check.divergence), (None, None));
     let _ = AllowAll;
 }

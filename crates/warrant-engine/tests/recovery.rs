@@ -568,3 +568,33 @@ async fn a_surface_that_can_look_up_effects_settles_a_lost_commit_without_repeat
         assert_replays(&store, &run).await;
     }
 }
+
+#[tokio::test]
+async fn a_call_repeated_at_reentry_is_ruled_on_again() {
+    // The read was allowed when it was sent; by the time the run re-enters, the policy denies
+    // it: the repeat never reaches the provider.
+    let c = crash_at(CAFE_GALLERY, SCRIPT, "read_menu", Crash::AfterIntent, true).await;
+    let spec = common::spec(CAFE_GALLERY);
+    let mut surfaces: Surfaces = warrant_surfaces::ReferenceCatalog::default()
+        .surfaces(&spec)
+        .unwrap();
+    surfaces.insert(
+        "cafe".into(),
+        Arc::new(ReferenceSurface::new(c.cafe.clone())),
+    );
+    let strict = Engine::new(c.store.clone())
+        .with_clock(Arc::new(warrant_engine::TickingClock::new(
+            1_700_000_100_000,
+            1,
+        )))
+        .with_authority(Arc::new(warrant_engine::DenyTools::new(["read_menu"])));
+    let result = strict
+        .resume(&c.run, &script(SCRIPT), &surfaces)
+        .await
+        .unwrap();
+    assert_eq!(
+        result.state.calls[0].status,
+        Some(CallStatus::StoppedByPolicy)
+    );
+    assert_replays(&c.store, &c.run).await;
+}
