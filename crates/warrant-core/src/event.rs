@@ -219,6 +219,16 @@ pub enum CallStatus {
     Halted,
 }
 
+/// How far an approval reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call, these arguments, once.
+    Once,
+    /// This action (provider, tool, schema) for the rest of the run.
+    Run,
+}
+
 /// An interceptor's narrowing of a call's arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Narrowing {
@@ -480,6 +490,67 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         note: String,
     },
+    /// An authority asked for approval of a call: a durable capability request. The call waits.
+    ApprovalRequested {
+        /// The request's id, unique in the store: `<run>-a<n>`.
+        request: String,
+        /// The call.
+        call: CallId,
+        /// The step.
+        step: StepId,
+        /// Who acts: the run's principal.
+        principal: String,
+        /// The provider (the target).
+        provider: String,
+        /// The tool.
+        tool: String,
+        /// Read or commit.
+        effect: Effect,
+        /// Digest of the arguments to execute: the approval binds them.
+        args_digest: String,
+        /// Digest of the action's input schema: the approval binds it.
+        schema_digest: String,
+        /// The arguments, for the approver to see.
+        args: Arc<Value>,
+        /// Where each argument value was observed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provenance: Vec<ArgLabel>,
+        /// What the authority said needs approving.
+        reason: String,
+        /// Unresolved at this time, the request expires.
+        expires_at_ms: u64,
+    },
+    /// An approver answered a request (an operator input, like a reconciliation).
+    ApprovalResolved {
+        /// The request.
+        request: String,
+        /// Approved or denied.
+        approved: bool,
+        /// For an approval: `once` (this call) or `run` (this action for the rest of the run).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<ApprovalScope>,
+        /// For an approval: until when it holds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until_ms: Option<u64>,
+        /// Who answered.
+        by: String,
+        /// Why (required for a denial).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+    /// A request expired unanswered; the call it held is refused.
+    ApprovalExpired {
+        /// The request.
+        request: String,
+    },
+    /// An approval was used by a dispatch: appended atomically with the call's intent, so it is
+    /// consumed exactly once.
+    ApprovalConsumed {
+        /// The request.
+        request: String,
+        /// The call it let through.
+        call: CallId,
+    },
     /// A value lifted from a call result into carried state.
     Carried {
         /// `step.output`.
@@ -530,6 +601,10 @@ impl EventKind {
             EventKind::RunResumed { .. } => "run_resumed",
             EventKind::CallInDoubt { .. } => "call_in_doubt",
             EventKind::CallReconciled { .. } => "call_reconciled",
+            EventKind::ApprovalRequested { .. } => "approval_requested",
+            EventKind::ApprovalResolved { .. } => "approval_resolved",
+            EventKind::ApprovalExpired { .. } => "approval_expired",
+            EventKind::ApprovalConsumed { .. } => "approval_consumed",
             EventKind::Carried { .. } => "carried",
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::StepSkipped { .. } => "step_skipped",

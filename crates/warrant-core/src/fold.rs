@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::event::{
-    ActionRecord, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage,
-    Missing, Outcome, StepEnd,
+    ActionRecord, ApprovalScope, CallStatus, Claim, DeciderIdentity, Effect, Event, EventKind,
+    Fault, Layer, Lineage, Missing, Outcome, StepEnd,
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
@@ -98,6 +98,10 @@ pub struct CallRecord {
     pub handle: Option<HandleId>,
     /// The decision (1-based) that proposed it.
     pub decision: u32,
+    /// The claims the decision made about its arguments.
+    pub claims: Vec<Claim>,
+    /// The approval request it waits on.
+    pub awaiting: Option<String>,
     /// Its outcome was lost and it waits for reconciliation.
     pub in_doubt: bool,
     /// Proposed arguments.
@@ -129,6 +133,52 @@ pub struct Carried {
     pub value: Arc<Value>,
     /// Where it came from.
     pub lineage: Lineage,
+}
+
+/// Where an approval request stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ApprovalStatus {
+    /// Waiting for an approver.
+    Pending,
+    /// Approved.
+    Approved {
+        /// How far it reaches.
+        scope: ApprovalScope,
+        /// Until when.
+        until_ms: Option<u64>,
+    },
+    /// Denied.
+    Denied {
+        /// Who.
+        by: String,
+        /// Why.
+        reason: String,
+    },
+    /// Expired unanswered.
+    Expired,
+}
+
+/// One approval request and its fate.
+#[derive(Clone, Debug)]
+pub struct Approval {
+    /// `<run>-a<n>`.
+    pub id: String,
+    /// The call that asked.
+    pub call: CallId,
+    /// The target.
+    pub provider: String,
+    /// The tool.
+    pub tool: String,
+    /// The bound arguments.
+    pub args_digest: String,
+    /// The bound schema.
+    pub schema_digest: String,
+    /// Its status.
+    pub status: ApprovalStatus,
+    /// Calls it let through.
+    pub consumed_by: Vec<CallId>,
+    /// When it expires unanswered.
+    pub expires_at_ms: u64,
 }
 
 /// What a decision's projection showed: enough to validate the handles it issued.
@@ -206,6 +256,10 @@ pub struct RunState {
     pub finished_at_ms: Option<u64>,
     /// How many times a process re-entered the run.
     pub resumes: u32,
+    /// Approval requests, in the order made.
+    pub approvals: Vec<Approval>,
+    /// The claims of the last decision, until its call starts.
+    pending_claims: Option<Vec<Claim>>,
     /// Tokens the decider reported (input plus output).
     pub tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
@@ -230,8 +284,11 @@ pub enum Next {
     },
     /// No step can progress: end with this outcome.
     Finish(Outcome),
-    /// An effect is in doubt: nothing may happen until it is reconciled.
+    /// An effect is in doubt, or a call waits for an approval: nothing may happen until an
+    /// operator answers.
     Wait(CallId),
+    /// The call waiting on an approval was answered: carry it on through the Bridge.
+    Redrive(CallId),
     /// The run has ended.
     Ended,
 }
@@ -354,6 +411,13 @@ impl RunState {
                 }
                 self.decisions += 1;
                 self.steps[i].decisions += 1;
+                self.pending_claims = match &e.kind {
+                    EventKind::Decided {
+                        decision: crate::event::Decision::Call { claims, .. },
+                        ..
+                    } => Some(claims.clone()),
+                    _ => None,
+                };
                 self.decision_log.push(DecisionRecord {
                     step: i,
                     version: version.clone(),
@@ -381,6 +445,8 @@ impl RunState {
                     tool: tool.clone(),
                     handle: *handle,
                     decision: self.decisions,
+                    claims: self.pending_claims.take().unwrap_or_default(),
+                    awaiting: None,
                     in_doubt: false,
                     proposed: args.clone(),
                     executed: None,
@@ -467,6 +533,94 @@ impl RunState {
                         self.output_index
                             .record(provider.as_deref().unwrap_or(""), id, out);
                     }
+                }
+            }
+            EventKind::ApprovalRequested {
+                request,
+                call,
+                provider,
+                tool,
+                args_digest,
+                schema_digest,
+                expires_at_ms,
+                ..
+            } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
+                if c.status.is_some() || c.executed.is_some() {
+                    return Err(fail(format!("call {call} is not waiting to be dispatched")));
+                }
+                c.awaiting = Some(request.clone());
+                self.approvals.push(Approval {
+                    id: request.clone(),
+                    call: *call,
+                    provider: provider.clone(),
+                    tool: tool.clone(),
+                    args_digest: args_digest.clone(),
+                    schema_digest: schema_digest.clone(),
+                    status: ApprovalStatus::Pending,
+                    consumed_by: Vec::new(),
+                    expires_at_ms: *expires_at_ms,
+                });
+            }
+            EventKind::ApprovalResolved {
+                request,
+                approved,
+                scope,
+                until_ms,
+                by,
+                reason,
+            } => {
+                let a = self
+                    .approval_mut(request)
+                    .ok_or_else(|| fail(format!("unknown approval request `{request}`")))?;
+                if a.status != ApprovalStatus::Pending {
+                    return Err(fail(format!(
+                        "approval request `{request}` is already resolved"
+                    )));
+                }
+                a.status = if *approved {
+                    ApprovalStatus::Approved {
+                        scope: scope.unwrap_or(ApprovalScope::Once),
+                        until_ms: *until_ms,
+                    }
+                } else {
+                    ApprovalStatus::Denied {
+                        by: by.clone(),
+                        reason: reason.clone(),
+                    }
+                };
+            }
+            EventKind::ApprovalExpired { request } => {
+                let a = self
+                    .approval_mut(request)
+                    .ok_or_else(|| fail(format!("unknown approval request `{request}`")))?;
+                if a.status != ApprovalStatus::Pending {
+                    return Err(fail(format!("approval request `{request}` is not pending")));
+                }
+                a.status = ApprovalStatus::Expired;
+            }
+            EventKind::ApprovalConsumed { request, call } => {
+                let a = self
+                    .approval_mut(request)
+                    .ok_or_else(|| fail(format!("unknown approval request `{request}`")))?;
+                let once = matches!(
+                    a.status,
+                    ApprovalStatus::Approved {
+                        scope: ApprovalScope::Once,
+                        ..
+                    }
+                );
+                // INVARIANT (approvals): a once-approval is consumed exactly once.
+                if !matches!(a.status, ApprovalStatus::Approved { .. })
+                    || (once && !a.consumed_by.is_empty())
+                {
+                    return Err(fail(format!("approval `{request}` cannot be consumed")));
+                }
+                a.consumed_by.push(*call);
+                if let Some(c) = self.call_mut(*call) {
+                    c.awaiting = None;
                 }
             }
             EventKind::RunResumed { in_flight } => {
@@ -593,6 +747,22 @@ impl RunState {
         Ok(())
     }
 
+    fn approval_mut(&mut self, id: &str) -> Option<&mut Approval> {
+        self.approvals.iter_mut().find(|a| a.id == id)
+    }
+
+    /// The approval request with this id.
+    pub fn approval(&self, id: &str) -> Option<&Approval> {
+        self.approvals.iter().find(|a| a.id == id)
+    }
+
+    /// Approval requests still waiting for an answer.
+    pub fn pending_approvals(&self) -> impl Iterator<Item = &Approval> {
+        self.approvals
+            .iter()
+            .filter(|a| a.status == ApprovalStatus::Pending)
+    }
+
     fn step_idx(&self, step: &StepId) -> Option<usize> {
         self.spec.as_ref().and_then(|s| s.step_index(step))
     }
@@ -686,6 +856,17 @@ impl RunState {
         }
         if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
             return Next::Wait(c.id);
+        }
+        if let Some(c) = self
+            .calls
+            .last()
+            .filter(|c| c.status.is_none() && c.executed.is_none())
+            && let Some(request) = &c.awaiting
+        {
+            return match self.approval(request).map(|a| &a.status) {
+                Some(ApprovalStatus::Pending) => Next::Wait(c.id),
+                _ => Next::Redrive(c.id),
+            };
         }
         if let Some(i) = self.current {
             return Next::Continue(i);

@@ -148,6 +148,13 @@ pub struct Limits {
     /// provider); a commit that takes longer is in doubt.
     #[serde(default = "default_call_timeout_ms")]
     pub call_timeout_ms: u64,
+    /// How long an approval request waits for an answer before it expires.
+    #[serde(default = "default_approval_ttl_ms")]
+    pub approval_ttl_ms: u64,
+}
+
+fn default_approval_ttl_ms() -> u64 {
+    86_400_000
 }
 
 fn default_call_timeout_ms() -> u64 {
@@ -178,6 +185,7 @@ impl Default for Limits {
             tokens_max: None,
             cost_micro_usd_max: None,
             call_timeout_ms: default_call_timeout_ms(),
+            approval_ttl_ms: default_approval_ttl_ms(),
         }
     }
 }

@@ -46,3 +46,43 @@ impl Authority for DenyTools {
         Box::pin(std::future::ready(verdict))
     }
 }
+
+/// A rule list by tool name: listed tools are denied, or need an approval; the rest are
+/// allowed.
+#[derive(Clone, Debug, Default)]
+pub struct RuleList {
+    deny: BTreeSet<String>,
+    ask: BTreeSet<String>,
+}
+
+impl RuleList {
+    /// Denies `deny`, asks for approval of `ask`.
+    pub fn new(
+        deny: impl IntoIterator<Item = String>,
+        ask: impl IntoIterator<Item = String>,
+    ) -> RuleList {
+        RuleList {
+            deny: deny.into_iter().collect(),
+            ask: ask.into_iter().collect(),
+        }
+    }
+}
+
+impl Authority for RuleList {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        let verdict = if self.deny.contains(request.tool) {
+            Verdict::Deny {
+                reasons: vec![format!("rule `deny-tool {}`", request.tool)],
+            }
+        } else if self.ask.contains(request.tool) {
+            Verdict::Ask {
+                reason: format!("rule `ask-tool {}`: a person must approve it", request.tool),
+            }
+        } else {
+            Verdict::Allow {
+                grant: "rule-list".into(),
+            }
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+}

@@ -23,7 +23,7 @@ use warrant_core::ports::{
 };
 use warrant_core::{Outcome, Spec};
 
-pub use authority::{AllowAll, DenyTools};
+pub use authority::{AllowAll, DenyTools, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
@@ -46,9 +46,38 @@ pub enum EngineError {
     /// The store has no such run.
     #[error("no run `{0}` in the store")]
     UnknownRun(RunId),
+    /// An answer to an approval request cannot be taken.
+    #[error("{0}")]
+    Answer(String),
     /// A replay reached the point where the recorded process stopped.
     #[error("stopped at event {0}")]
     Stopped(u64),
+}
+
+/// An approver's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Approve: this call once, or this action for the rest of the run; until a time.
+    Approve {
+        /// How far it reaches.
+        scope: warrant_core::event::ApprovalScope,
+        /// Until when (ms since the epoch).
+        until_ms: Option<u64>,
+    },
+    /// Deny, with a reason.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What became of an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// It was recorded.
+    Recorded,
+    /// The same answer was already recorded: nothing changed.
+    AlreadyAnswered,
 }
 
 /// How a run ended, with its folded state.
@@ -170,6 +199,100 @@ impl Engine {
         };
         self.store.request_cancel(run, request)?;
         Ok(())
+    }
+
+    /// Answers an approval request (`<run>-a<n>`), as `by`. A repeated identical answer is a
+    /// no-op reported as such; an answer to a request that expired, or that belongs to a
+    /// finished run, is refused. The run goes on when it is resumed.
+    pub async fn answer(
+        &self,
+        request: &str,
+        answer: Answer,
+        by: &str,
+    ) -> Result<Answered, EngineError> {
+        use warrant_core::event::{ApprovalScope, Event, EventKind};
+        use warrant_core::fold::ApprovalStatus;
+        let refuse = |m: String| EngineError::Answer(m);
+        let run = request
+            .rsplit_once("-a")
+            .map(|(run, _)| RunId(run.to_owned()))
+            .ok_or_else(|| {
+                refuse(format!(
+                    "`{request}` is not an approval request id (`<run>-a<n>`)"
+                ))
+            })?;
+        let events: Vec<Arc<Event>> = self
+            .store
+            .read(&run, 1)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        let approval = state
+            .approval(request)
+            .ok_or_else(|| refuse(format!("no approval request `{request}`")))?;
+        if let Some(outcome) = &state.outcome {
+            return Err(refuse(format!(
+                "`{request}` belongs to run `{run}`, which ended {}",
+                outcome.name()
+            )));
+        }
+        let same = match (&approval.status, &answer) {
+            (ApprovalStatus::Pending, _) => None,
+            (
+                ApprovalStatus::Approved { scope, until_ms },
+                Answer::Approve {
+                    scope: s,
+                    until_ms: u,
+                },
+            ) => Some(scope == s && until_ms == u),
+            (ApprovalStatus::Denied { .. }, Answer::Deny { .. }) => Some(true),
+            (ApprovalStatus::Expired, _) => {
+                return Err(refuse(format!("`{request}` expired unanswered")));
+            }
+            _ => Some(false),
+        };
+        match same {
+            Some(true) => return Ok(Answered::AlreadyAnswered),
+            Some(false) => {
+                return Err(refuse(format!(
+                    "`{request}` was already answered differently"
+                )));
+            }
+            None => {}
+        }
+        let now = self.clock.now_ms();
+        if now >= approval.expires_at_ms {
+            // The run's own process records the expiry when it carries on.
+            return Err(refuse(format!("`{request}` expired unanswered")));
+        }
+        let kind = match answer {
+            Answer::Approve { scope, until_ms } => EventKind::ApprovalResolved {
+                request: request.to_owned(),
+                approved: true,
+                scope: Some(scope),
+                until_ms,
+                by: by.to_owned(),
+                reason: String::new(),
+            },
+            Answer::Deny { reason } => EventKind::ApprovalResolved {
+                request: request.to_owned(),
+                approved: false,
+                scope: None::<ApprovalScope>,
+                until_ms: None,
+                by: by.to_owned(),
+                reason,
+            },
+        };
+        let event = Event {
+            seq: state.last_seq + 1,
+            at_ms: now,
+            kind,
+        };
+        self.store
+            .append(&run, state.last_seq, vec![Arc::new(event)])
+            .await?;
+        Ok(Answered::Recorded)
     }
 
     /// Re-enters a run whose process stopped: folds its log, settles the call whose result was

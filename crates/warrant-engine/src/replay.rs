@@ -89,7 +89,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         let segment = &events[start..end];
         let mut engine = Engine::new(store.clone())
             .with_ids(Arc::new(FixedRunId(run_id.clone())))
-            .with_authority(Arc::new(ReplayAuthority::from_log(segment)));
+            .with_authority(Arc::new(ReplayAuthority::from_log(segment, events)));
         for interceptor in &interceptors {
             engine = engine.with_interceptor(interceptor.clone());
         }
@@ -164,7 +164,10 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
 
 /// Events that come from an operator, not from the run's own process.
 fn is_operator_input(e: &Event) -> bool {
-    matches!(e.kind, EventKind::CallReconciled { .. })
+    matches!(
+        e.kind,
+        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. }
+    )
 }
 
 /// Answers with the decisions (and decide failures) recorded in one segment of a log.
@@ -230,11 +233,39 @@ impl IdGen for FixedRunId {
 struct ReplayAuthority {
     /// Refusals recorded in this segment, by call and the digest of the arguments ruled on.
     refused: HashMap<(CallId, String), (String, String)>,
+    /// Asks recorded (as approval requests) in the whole log, by call and digest.
+    asked: HashMap<(CallId, String), String>,
 }
 
 impl ReplayAuthority {
-    fn from_log(segment: &[Arc<Event>]) -> ReplayAuthority {
+    fn from_log(segment: &[Arc<Event>], events: &[Arc<Event>]) -> ReplayAuthority {
         let mut refused = HashMap::new();
+        let mut asked = HashMap::new();
+        let mut consumed: HashMap<CallId, String> = HashMap::new();
+        for e in events {
+            match &e.kind {
+                EventKind::ApprovalRequested {
+                    call,
+                    args_digest,
+                    reason,
+                    ..
+                } => {
+                    asked.insert((*call, args_digest.clone()), reason.clone());
+                }
+                EventKind::ApprovalConsumed { call, request } => {
+                    consumed.insert(*call, request.clone());
+                }
+                // A call let through by an approval asked too (a run-scoped grant met it).
+                EventKind::CallDispatched {
+                    call, args_digest, ..
+                } if consumed.contains_key(call) => {
+                    asked
+                        .entry((*call, args_digest.clone()))
+                        .or_insert_with(|| "covered by an approval".into());
+                }
+                _ => {}
+            }
+        }
         for e in segment {
             match &e.kind {
                 EventKind::CallFinished {
@@ -245,6 +276,15 @@ impl ReplayAuthority {
                     ..
                 } => {
                     refused.insert((*call, digest.clone()), (f.code.clone(), f.message.clone()));
+                }
+                // An ask: the engine met it from the recorded approvals (or made the request).
+                EventKind::ApprovalRequested {
+                    call,
+                    args_digest,
+                    reason,
+                    ..
+                } => {
+                    asked.insert((*call, args_digest.clone()), reason.clone());
                 }
                 // A repeat refused at re-entry: ruled on the dispatched arguments.
                 EventKind::CallInDoubt {
@@ -261,21 +301,25 @@ impl ReplayAuthority {
                 _ => {}
             }
         }
-        ReplayAuthority { refused }
+        ReplayAuthority { refused, asked }
     }
 }
 
 impl Authority for ReplayAuthority {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
-        let verdict = match self
-            .refused
-            .get(&(request.call, request.args_digest.to_owned()))
-        {
+        let key = (request.call, request.args_digest.to_owned());
+        if let Some(reason) = self.asked.get(&key) {
+            return Box::pin(std::future::ready(Verdict::Ask {
+                reason: reason.clone(),
+            }));
+        }
+        let verdict = match self.refused.get(&key) {
             None => Verdict::Allow {
                 grant: "replay".into(),
             },
             Some((code, message)) => match code.as_str() {
-                "approval_required" => Verdict::Ask {
+                // Refusals the engine derives from recorded approvals: the authority asked.
+                c if c.starts_with("approval_") => Verdict::Ask {
                     reason: message.clone(),
                 },
                 "policy_indeterminate" => Verdict::Indeterminate {

@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{
-    CallStatus, Claim, Decision, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Lineage,
-    Narrowing, Outcome, StepEnd,
+    ApprovalScope, CallStatus, Claim, Decision, EVENTS_FORMAT, Effect, Event, EventKind, Fault,
+    Layer, Lineage, Narrowing, Outcome, StepEnd,
 };
-use warrant_core::fold::{Next, RunState};
+use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
     CallOutput, CancelRequest, CapabilityRequest, Decider, Interception, Invocation, Recovery,
@@ -59,6 +59,14 @@ struct Checked {
     executed: Arc<Value>,
     labels: Vec<provenance::ArgLabel>,
     narrowed: Vec<Narrowing>,
+    /// The approval this dispatch consumes.
+    consume: Option<String>,
+}
+
+/// What the decider saw when it proposed a call: the observation's version and actions.
+struct Sight {
+    version: String,
+    actions: Arc<[warrant_core::event::ActionRecord]>,
 }
 
 /// Why a call is refused before dispatch.
@@ -70,6 +78,8 @@ struct Refusal {
     /// Narrowings applied before it was refused, and the arguments they left.
     narrowed: Vec<Narrowing>,
     narrowed_args: Option<Arc<Value>>,
+    /// Not refused: held for approval (a durable request was made; the call waits).
+    held: bool,
 }
 
 fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
@@ -79,6 +89,7 @@ fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
         CallStatus::Rejected
     };
     Refusal {
+        held: false,
         status,
         ruled: None,
         narrowed: Vec::new(),
@@ -197,8 +208,15 @@ impl<'a> Run<'a> {
         };
         // INVARIANT (every path): a repeated call is ruled on again, as it is now. A read that
         // is no longer allowed ends stopped; a commit that may have happened is in doubt.
+        let schema_digest = self
+            .state
+            .observations
+            .get(&provider)
+            .and_then(|o| o.actions.iter().find(|a| a.name == record.tool))
+            .map(|a| canon::digest(&a.input_schema))
+            .unwrap_or_default();
         let allowed = if recovery == Recovery::InDoubt {
-            Ok(())
+            Ok(None)
         } else {
             self.authorize(
                 i,
@@ -207,6 +225,7 @@ impl<'a> Run<'a> {
                 effect,
                 &invocation.args,
                 &record.provenance,
+                &schema_digest,
             )
             .await
         };
@@ -307,7 +326,13 @@ impl<'a> Run<'a> {
         RunResult {
             run_id: self.run_id.clone(),
             outcome: self.state.outcome.clone(),
-            waiting_on: self.state.in_doubt().map(|c| c.id).collect(),
+            waiting_on: self
+                .state
+                .calls
+                .iter()
+                .filter(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
+                .map(|c| c.id)
+                .collect(),
             state: std::mem::take(&mut self.state),
         }
     }
@@ -375,6 +400,24 @@ impl<'a> Run<'a> {
             if self.state.outcome.is_none()
                 && let Some(c) = self.cancel_due()
             {
+                // A call held for approval was never dispatched: it ends with the run.
+                if let Some(held) = self
+                    .state
+                    .calls
+                    .last()
+                    .filter(|c| c.awaiting.is_some() && c.status.is_none())
+                {
+                    let fault = Fault::new(
+                        "cancelled",
+                        Layer::Runtime,
+                        format!(
+                            "`{}` cancelled: the run was cancelled while it waited for approval",
+                            held.tool
+                        ),
+                    );
+                    let id = held.id;
+                    self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
+                }
                 self.stage(EventKind::RunFinished {
                     outcome: Outcome::Cancelled {
                         by: c.by,
@@ -384,7 +427,30 @@ impl<'a> Run<'a> {
                 continue;
             }
             match self.state.next() {
-                Next::Ended | Next::Wait(_) => break,
+                Next::Ended => break,
+                Next::Wait(call) => {
+                    // An approval request unanswered past its time expires; the call is then
+                    // refused when it is carried on. Judged at the last event's time (a
+                    // re-entry's `run_resumed`), so a replay judges it the same way.
+                    let expired = self
+                        .state
+                        .calls
+                        .iter()
+                        .find(|c| c.id == call)
+                        .and_then(|c| c.awaiting.clone())
+                        .filter(|r| {
+                            self.state.approval(r).is_some_and(|a| {
+                                a.status == ApprovalStatus::Pending
+                                    && self.state.last_at_ms >= a.expires_at_ms
+                            })
+                        });
+                    match expired {
+                        Some(request) => {
+                            self.stage(EventKind::ApprovalExpired { request })?;
+                        }
+                        None => break,
+                    }
+                }
                 Next::Finish(outcome) => {
                     self.stage(EventKind::RunFinished { outcome })?;
                 }
@@ -408,6 +474,7 @@ impl<'a> Run<'a> {
                     })?;
                 }
                 Next::Continue(i) => self.decide_once(i).await?,
+                Next::Redrive(call) => self.redrive(call).await?,
             }
         }
         self.flush().await?;
@@ -598,6 +665,7 @@ impl<'a> Run<'a> {
         let call = self.state.next_call_id();
         let step_id = self.spec.steps[i].id.clone();
         let handle = handle.or_else(|| projection.handle_for(&tool));
+        let proposed = &proposed;
         let started_at = self.stage(EventKind::CallStarted {
             call,
             step: step_id,
@@ -605,37 +673,68 @@ impl<'a> Run<'a> {
             handle,
             args: proposed.clone(),
         })?;
+        let sight = Sight {
+            version: projection.version.clone(),
+            actions: projection.actions.clone(),
+        };
+        self.carry(
+            i, &sight, surface, call, &tool, handle, proposed, claims, started_at,
+        )
+        .await
+    }
+
+    /// Everything after a call started: the checks, authority and approvals, interceptors,
+    /// freshness, the intent, the invocation. A call held for approval returns here later
+    /// (`redrive`).
+    #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
+    async fn carry(
+        &mut self,
+        i: usize,
+        sight: &Sight,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        call: CallId,
+        tool: &str,
+        handle: Option<HandleId>,
+        proposed: &Arc<Value>,
+        claims: &[Claim],
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
         // INVARIANT (no silent failure): from here every path ends the call with exactly one
-        // `call_finished`.
+        // `call_finished` (or, held for approval, leaves it waiting on a durable request).
         let checked = self
-            .check_call(
-                i, projection, call, &tool, handle, &proposed, claims, started_at,
-            )
+            .check_call(i, sight, call, tool, handle, proposed, claims, now_ms)
             .await;
         let Checked {
             effect,
             executed,
             labels,
             narrowed,
+            consume,
         } = match checked {
             Ok(ok) => ok,
+            // Held for approval: the request is durable, the call waits.
+            Err(refusal) if refusal.held => return Ok(()),
             Err(refusal) => {
                 self.refuse_call(call, refusal)?;
                 return Ok(());
             }
         };
         // Freshness, last thing before the intent: the provider may have moved on.
-        if !surface.is_current(&projection.version).await {
+        if !surface.is_current(&sight.version).await {
             let fault = Fault::new(
                 "stale_observation",
                 Layer::Orchestration,
                 format!(
                     "`{}` changed after observation `{}`: observe again",
-                    self.spec.steps[i].provider, projection.version
+                    self.spec.steps[i].provider, sight.version
                 ),
             );
             self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
             return Ok(());
+        }
+        // INVARIANT (approvals): the approval is consumed in the same atomic append as the intent.
+        if let Some(request) = consume {
+            self.stage(EventKind::ApprovalConsumed { request, call })?;
         }
         let args_digest = canon::digest(&executed);
         let idempotency_key = idempotency_key(&self.run_id, call);
@@ -657,13 +756,53 @@ impl<'a> Run<'a> {
         let invocation = Invocation {
             run: self.run_id.clone(),
             call,
-            tool,
+            tool: tool.to_owned(),
             args: executed,
             effect,
             idempotency_key,
-            version: projection.version.clone(),
+            version: sight.version.clone(),
         };
         self.invoke_and_record(i, surface, invocation).await
+    }
+
+    /// Carries on a call that waited for an approval, now answered.
+    async fn redrive(&mut self, call: CallId) -> Result<(), EngineError> {
+        let Some(record) = self.state.call(call).cloned() else {
+            return Ok(());
+        };
+        let i = record.step;
+        let provider = self.spec.steps[i].provider.clone();
+        let surface = self
+            .surfaces
+            .get(&provider)
+            .cloned()
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        let version = (record.decision as usize)
+            .checked_sub(1)
+            .and_then(|d| self.state.decision_log.get(d))
+            .map(|d| d.version.clone())
+            .unwrap_or_default();
+        let actions = self
+            .state
+            .observations
+            .get(&provider)
+            .map(|o| o.actions.clone())
+            .unwrap_or_else(|| Arc::from(Vec::new()));
+        let sight = Sight { version, actions };
+        // The handle is judged as of the proposal: an approver's pause does not expire it;
+        // freshness of the observation is still checked before the intent.
+        self.carry(
+            i,
+            &sight,
+            &surface,
+            call,
+            &record.tool,
+            record.handle,
+            &record.proposed,
+            &record.claims,
+            record.started_at_ms,
+        )
+        .await
     }
 
     /// Calls the provider and records what came back.
@@ -823,7 +962,7 @@ impl<'a> Run<'a> {
     async fn check_call(
         &mut self,
         i: usize,
-        projection: &Projection,
+        sight: &Sight,
         call: CallId,
         tool: &str,
         handle: Option<HandleId>,
@@ -845,7 +984,7 @@ impl<'a> Run<'a> {
             ));
         }
         // Resolve the handle in the current observation.
-        let Some(action) = projection.actions.iter().find(|a| a.name == tool).cloned() else {
+        let Some(action) = sight.actions.iter().find(|a| a.name == tool).cloned() else {
             return Err(refuse(
                 "unknown_tool",
                 Layer::Model,
@@ -862,6 +1001,7 @@ impl<'a> Run<'a> {
         self.state
             .check_handle(handle, tool, i, now_ms)
             .map_err(|fault| Refusal {
+                held: false,
                 status: CallStatus::Rejected,
                 fault,
                 ruled: None,
@@ -887,13 +1027,23 @@ impl<'a> Run<'a> {
         };
 
         self.validate_args(&action.input_schema, tool, &executed)?;
+        let schema_digest = canon::digest(&action.input_schema);
         let mut labels = provenance::label(
             &executed,
             &self.spec.objective,
             &bindings,
             &self.state.output_index,
         );
-        self.authorize(i, call, tool, action.effect, &executed, &labels)
+        let mut consume = self
+            .authorize(
+                i,
+                call,
+                tool,
+                action.effect,
+                &executed,
+                &labels,
+                &schema_digest,
+            )
             .await?;
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
@@ -917,6 +1067,7 @@ impl<'a> Run<'a> {
                 Interception::Pass => {}
                 Interception::Halt { reason } => {
                     return Err(Refusal {
+                        held: false,
                         ruled: None,
                         narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
                         narrowed,
@@ -932,6 +1083,7 @@ impl<'a> Run<'a> {
                     let args = Arc::new(args);
                     self.validate_args(&action.input_schema, tool, &args)
                         .map_err(|r| Refusal {
+                            held: false,
                             ruled: None,
                             narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
                             narrowed: narrowed.clone(),
@@ -956,15 +1108,19 @@ impl<'a> Run<'a> {
                         by: interceptor.name().to_owned(),
                         reason,
                     });
-                    if let Err(refused) = self
-                        .authorize(i, call, tool, action.effect, &args, &labels)
+                    match self
+                        .authorize(i, call, tool, action.effect, &args, &labels, &schema_digest)
                         .await
                     {
-                        return Err(Refusal {
-                            narrowed,
-                            narrowed_args: Some(args),
-                            ..refused
-                        });
+                        Ok(used) => consume = used,
+                        Err(refused) => {
+                            return Err(Refusal {
+                                held: refused.held,
+                                narrowed,
+                                narrowed_args: Some(args),
+                                ..refused
+                            });
+                        }
                     }
                     executed = args;
                 }
@@ -975,6 +1131,7 @@ impl<'a> Run<'a> {
             executed,
             labels,
             narrowed,
+            consume,
         })
     }
 
@@ -1015,16 +1172,23 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// INVARIANT (fail closed): anything but allow stops the call before the provider.
+    /// INVARIANT (fail closed): anything but allow stops the call before the provider. An ask
+    /// is met only by an approval bound to these arguments and this schema; otherwise a durable
+    /// request is made and the call is held. Returns the approval to consume, if one is used.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one capability request"
+    )]
     async fn authorize(
-        &self,
+        &mut self,
         i: usize,
         call: CallId,
         tool: &str,
         effect: Effect,
-        args: &Value,
+        args: &Arc<Value>,
         labels: &[provenance::ArgLabel],
-    ) -> Result<(), Refusal> {
+        schema_digest: &str,
+    ) -> Result<Option<String>, Refusal> {
         let step = &self.spec.steps[i];
         let args_digest = canon::digest(args);
         let request = CapabilityRequest {
@@ -1039,16 +1203,132 @@ impl<'a> Run<'a> {
             provenance: labels,
         };
         let refusal = match self.engine.authority.evaluate(&request).await {
-            Verdict::Allow { .. } => return Ok(()),
+            Verdict::Allow { .. } => return Ok(None),
             Verdict::Deny { reasons } => refuse("policy_denied", Layer::Policy, reasons.join("; ")),
-            Verdict::Ask { reason } => refuse("approval_required", Layer::Policy, reason),
             Verdict::Indeterminate { reason } => {
                 refuse("policy_indeterminate", Layer::Policy, reason)
+            }
+            Verdict::Ask { reason } => {
+                return self.approval(
+                    i,
+                    call,
+                    tool,
+                    effect,
+                    args,
+                    &args_digest,
+                    schema_digest,
+                    labels,
+                    reason,
+                );
             }
         };
         Err(Refusal {
             ruled: Some(args_digest),
             ..refusal
+        })
+    }
+
+    /// Meets an ask with an approval, or makes a durable request and holds the call.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one capability request"
+    )]
+    fn approval(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        effect: Effect,
+        args: &Arc<Value>,
+        args_digest: &str,
+        schema_digest: &str,
+        labels: &[provenance::ArgLabel],
+        reason: String,
+    ) -> Result<Option<String>, Refusal> {
+        let now = self.state.last_at_ms;
+        let provider = self.spec.steps[i].provider.clone();
+        let ruled = |r: Refusal| Refusal {
+            ruled: Some(args_digest.to_owned()),
+            ..r
+        };
+        let live = |until: &Option<u64>| until.is_none_or(|u| now < u);
+        // INVARIANT (denied stays denied): the same effect on the same target, through any
+        // tool name or retry, is not allowed by asking again.
+        let denial = self.state.approvals.iter().find_map(|a| match &a.status {
+            ApprovalStatus::Denied { by, reason }
+                if a.provider == provider && a.args_digest == args_digest =>
+            {
+                Some(format!("denied by {by}: {reason} (request {})", a.id))
+            }
+            _ => None,
+        });
+        if let Some(message) = denial {
+            return Err(ruled(refuse("approval_denied", Layer::Policy, message)));
+        }
+        // A call already dispatched (repeated at re-entry) cannot start a new request.
+        let dispatched = self.state.call(call).is_some_and(|c| c.executed.is_some());
+        for a in self.state.approvals.iter().filter(|a| a.call == call) {
+            let bound = a.args_digest == args_digest && a.schema_digest == schema_digest;
+            match &a.status {
+                ApprovalStatus::Approved { until_ms, .. } if bound && live(until_ms) => {
+                    // Already consumed by this very call (a repeat at re-entry): nothing new.
+                    if a.consumed_by.contains(&call) {
+                        return Ok(None);
+                    }
+                    return Ok(Some(a.id.clone()));
+                }
+                ApprovalStatus::Expired if bound => {
+                    return Err(ruled(refuse(
+                        "approval_expired",
+                        Layer::Policy,
+                        format!("approval request {} expired unanswered", a.id),
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if let Some(a) = self.state.approvals.iter().find(|a| {
+            a.provider == provider
+                && a.tool == tool
+                && a.schema_digest == schema_digest
+                && matches!(&a.status, ApprovalStatus::Approved { scope: ApprovalScope::Run, until_ms } if live(until_ms))
+        }) {
+            return Ok(Some(a.id.clone()));
+        }
+        if dispatched {
+            return Err(ruled(refuse("approval_required", Layer::Policy, reason)));
+        }
+        let id = format!("{}-a{}", self.run_id, self.state.approvals.len() + 1);
+        let principal = self
+            .state
+            .decider
+            .as_ref()
+            .map_or_else(|| "agent:unknown".to_owned(), |d| format!("agent:{d}"));
+        let requested = EventKind::ApprovalRequested {
+            request: id,
+            call,
+            step: self.spec.steps[i].id.clone(),
+            principal,
+            provider,
+            tool: tool.to_owned(),
+            effect,
+            args_digest: args_digest.to_owned(),
+            schema_digest: schema_digest.to_owned(),
+            args: args.clone(),
+            provenance: labels.to_vec(),
+            reason,
+            expires_at_ms: now.saturating_add(self.spec.limits.approval_ttl_ms),
+        };
+        if let Err(e) = self.stage(requested) {
+            return Err(refuse(
+                "approval_unrecorded",
+                Layer::Runtime,
+                format!("the approval request could not be recorded: {e}"),
+            ));
+        }
+        Err(Refusal {
+            held: true,
+            ..refuse("approval_required", Layer::Policy, "held for approval")
         })
     }
 

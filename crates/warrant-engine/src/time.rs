@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use warrant_core::event::{Event, EventKind, Outcome};
+use warrant_core::event::{CallStatus, Event, EventKind, Outcome};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{CancelRequest, Clock, IdGen};
 
@@ -153,21 +153,30 @@ impl TimeSource {
     }
 
     pub(crate) fn replaying(events: &[Arc<Event>]) -> TimeSource {
-        let cancels = events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::RunFinished {
-                    outcome: Outcome::Cancelled { by, reason },
-                } => Some((
-                    e.seq,
-                    CancelRequest {
-                        by: by.clone(),
-                        reason: reason.clone(),
-                    },
-                )),
-                _ => None,
-            })
-            .collect();
+        let mut cancels = std::collections::HashMap::new();
+        for (i, e) in events.iter().enumerate() {
+            if let EventKind::RunFinished {
+                outcome: Outcome::Cancelled { by, reason },
+            } = &e.kind
+            {
+                let request = CancelRequest {
+                    by: by.clone(),
+                    reason: reason.clone(),
+                };
+                cancels.insert(e.seq, request.clone());
+                // A held call the cancellation ended just before the run: same moment.
+                let mut j = i;
+                while j > 0
+                    && let EventKind::CallFinished {
+                        status: CallStatus::Cancelled,
+                        ..
+                    } = &events[j - 1].kind
+                {
+                    cancels.insert(events[j - 1].seq, request.clone());
+                    j -= 1;
+                }
+            }
+        }
         TimeSource::Replay(events.iter().map(|e| e.at_ms).collect(), cancels)
     }
 }

@@ -1,0 +1,382 @@
+//! Approvals: durable requests bound to the exact arguments and schema, consumed exactly once,
+//! denials that stay denials, expiry, and a crash between approval and dispatch.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::*;
+use serde_json::json;
+use tokio::sync::Notify;
+use warrant_core::check::check_log;
+use warrant_core::event::{ApprovalScope, CallStatus, Event, EventKind};
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
+};
+use warrant_core::{Layer, Outcome};
+use warrant_engine::replay::replay;
+use warrant_engine::{Answer, Answered, Engine, RuleList, SequentialIds, Surfaces, TickingClock};
+use warrant_store::MemoryStore;
+use warrant_surfaces::ReferenceSurface;
+use warrant_surfaces::demo::Bank;
+
+const PAY: &str = "
+version: warrant/v1
+id: pay
+objective: Pay 950 to DE89370400440532013000.
+providers:
+  bank: {reference: bank}
+steps:
+  - id: pay
+    provider: bank
+    tools: [balance, transfer]
+    commit: required
+limits:
+  approval_ttl_ms: 600000
+";
+
+fn transfer(amount: u32) -> String {
+    format!("    - call: transfer\n      args: {{to: DE89370400440532013000, amount: {amount}}}\n")
+}
+
+struct World {
+    engine: Engine,
+    store: Arc<MemoryStore>,
+    clock: Arc<TickingClock>,
+    bank: Arc<Bank>,
+    surfaces: Surfaces,
+    script: String,
+}
+
+fn world(script_body: &str) -> World {
+    let spec = common::spec(PAY);
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(TickingClock::new(1_700_000_000_000, 1));
+    let engine = Engine::new(store.clone())
+        .with_clock(clock.clone())
+        .with_ids(Arc::new(SequentialIds::new("ap")))
+        .with_authority(Arc::new(RuleList::new([], ["transfer".to_owned()])));
+    let bank = Arc::new(Bank::default());
+    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
+    let b = bank.clone();
+    catalog.register("bank", move || b.clone());
+    let surfaces = catalog.surfaces(&spec).unwrap();
+    World {
+        engine,
+        store,
+        clock,
+        bank,
+        surfaces,
+        script: format!("steps:\n  pay:\n{script_body}"),
+    }
+}
+
+impl World {
+    async fn start(&self) -> warrant_engine::RunResult {
+        self.engine
+            .run(common::spec(PAY), &script(&self.script), &self.surfaces)
+            .await
+            .unwrap()
+    }
+    async fn resume(&self, run: &RunId) -> warrant_engine::RunResult {
+        self.engine
+            .resume(run, &script(&self.script), &self.surfaces)
+            .await
+            .unwrap()
+    }
+    fn events(&self, run: &RunId) -> Vec<Arc<Event>> {
+        self.store
+            .read(run, 1)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event)
+            .collect()
+    }
+    async fn check(&self, run: &RunId) {
+        let events = self.events(run);
+        check_log(events.iter().map(|e| &**e)).unwrap();
+        let r = replay(&events).await.unwrap();
+        assert_eq!((r.error, r.divergence), (None, None));
+    }
+}
+
+fn once() -> Answer {
+    Answer::Approve {
+        scope: ApprovalScope::Once,
+        until_ms: None,
+    }
+}
+
+fn count(events: &[Arc<Event>], kind: &str) -> usize {
+    events.iter().filter(|e| e.kind.name() == kind).count()
+}
+
+#[tokio::test]
+async fn an_ask_holds_the_call_durably_and_an_approval_lets_it_through_once() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let waiting = w.start().await;
+    assert_eq!(waiting.outcome, None);
+    assert_eq!(waiting.waiting_on, vec![CallId(1)]);
+    assert!(
+        w.bank.transfers().is_empty(),
+        "nothing reaches the bank before approval"
+    );
+    let events = w.events(&waiting.run_id);
+    let req = events.iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalRequested {
+            request,
+            args_digest,
+            schema_digest,
+            provider,
+            effect,
+            ..
+        } => {
+            assert!(args_digest.starts_with("sha256:") && schema_digest.starts_with("sha256:"));
+            assert_eq!(provider, "bank");
+            assert_eq!(*effect, warrant_core::event::Effect::Commit);
+            Some(request.clone())
+        }
+        _ => None,
+    });
+    let req = req.expect("a durable request");
+    assert_eq!(req, "ap-1-a1");
+
+    assert_eq!(
+        w.engine.answer(&req, once(), "alice").await.unwrap(),
+        Answered::Recorded
+    );
+    // A duplicate response is a no-op, reported as such; a different one is refused.
+    assert_eq!(
+        w.engine.answer(&req, once(), "alice").await.unwrap(),
+        Answered::AlreadyAnswered
+    );
+    assert!(
+        w.engine
+            .answer(
+                &req,
+                Answer::Deny {
+                    reason: "no".into()
+                },
+                "bob"
+            )
+            .await
+            .is_err()
+    );
+
+    let done = w.resume(&waiting.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    assert_eq!(w.bank.transfers().len(), 1);
+    let events = w.events(&waiting.run_id);
+    assert_eq!(count(&events, "approval_consumed"), 1);
+    assert_eq!(count(&events, "call_dispatched"), 1);
+    // Consumed in the same append as the intent: adjacent in the log.
+    let i = events
+        .iter()
+        .position(|e| e.kind.name() == "approval_consumed")
+        .unwrap();
+    assert_eq!(events[i + 1].kind.name(), "call_dispatched");
+    // The run is over: answering now is refused.
+    assert!(w.engine.answer(&req, once(), "alice").await.is_err());
+    w.check(&waiting.run_id).await;
+}
+
+#[tokio::test]
+async fn an_approval_binds_the_arguments_and_a_different_call_needs_its_own() {
+    let w = world(&format!(
+        "{}{}    - done: paid\n",
+        transfer(950),
+        transfer(40)
+    ));
+    let r = w.start().await;
+    w.engine.answer("ap-1-a1", once(), "alice").await.unwrap();
+    let r2 = w.resume(&r.run_id).await;
+    // The second transfer has other arguments: the once-approval does not cover it.
+    assert_eq!(r2.outcome, None);
+    assert_eq!(r2.waiting_on, vec![CallId(2)]);
+    assert_eq!(w.bank.transfers().len(), 1);
+    let events = w.events(&r.run_id);
+    assert_eq!(count(&events, "approval_requested"), 2);
+    w.engine.answer("ap-1-a2", once(), "alice").await.unwrap();
+    let r3 = w.resume(&r.run_id).await;
+    assert_eq!(r3.outcome, Some(Outcome::Attained));
+    assert_eq!(w.bank.transfers().len(), 2);
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn a_run_scoped_approval_covers_the_action_for_the_rest_of_the_run() {
+    let w = world(&format!(
+        "{}{}    - done: paid\n",
+        transfer(950),
+        transfer(40)
+    ));
+    let r = w.start().await;
+    w.engine
+        .answer(
+            "ap-1-a1",
+            Answer::Approve {
+                scope: ApprovalScope::Run,
+                until_ms: None,
+            },
+            "alice",
+        )
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    assert_eq!(w.bank.transfers().len(), 2);
+    assert_eq!(count(&w.events(&r.run_id), "approval_requested"), 1);
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn a_denial_stays_a_denial_for_a_retry_of_the_same_effect() {
+    let w = world(&format!(
+        "{}{}    - done: paid\n",
+        transfer(950),
+        transfer(950)
+    ));
+    let r = w.start().await;
+    w.engine
+        .answer(
+            "ap-1-a1",
+            Answer::Deny {
+                reason: "not this month".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    let statuses: Vec<_> = done
+        .state
+        .calls
+        .iter()
+        .map(|c| (c.status, c.fault.as_ref().map(|f| f.code.clone())))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (
+                Some(CallStatus::StoppedByPolicy),
+                Some("approval_denied".into())
+            ),
+            (
+                Some(CallStatus::StoppedByPolicy),
+                Some("approval_denied".into())
+            ),
+        ]
+    );
+    assert_eq!(
+        count(&w.events(&r.run_id), "approval_requested"),
+        1,
+        "the retry made no new request"
+    );
+    assert!(w.bank.transfers().is_empty());
+    assert_eq!(
+        missing_layer(&done.outcome),
+        Some(("pay".into(), Layer::Policy, "approval_denied".into()))
+    );
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn an_unanswered_request_expires_and_the_call_is_refused() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let r = w.start().await;
+    w.clock.advance(600_001);
+    assert!(
+        w.engine.answer("ap-1-a1", once(), "alice").await.is_err(),
+        "too late"
+    );
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(
+        done.state.calls[0].fault.as_ref().unwrap().code,
+        "approval_expired"
+    );
+    assert!(w.bank.transfers().is_empty());
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn cancelling_a_run_that_waits_for_approval_ends_the_held_call() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let r = w.start().await;
+    w.engine
+        .cancel(&r.run_id, "carol", "changed my mind")
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    assert!(matches!(done.outcome, Some(Outcome::Cancelled { .. })));
+    assert_eq!(done.state.calls[0].status, Some(CallStatus::Cancelled));
+    assert!(
+        w.engine.answer("ap-1-a1", once(), "alice").await.is_err(),
+        "the run is over"
+    );
+    w.check(&r.run_id).await;
+}
+
+/// Hangs the first transfer after its intent is durable (a crash between approve and dispatch
+/// completing).
+struct HangFirst {
+    inner: ReferenceSurface,
+    armed: AtomicBool,
+    reached: Arc<Notify>,
+}
+
+impl Surface for HangFirst {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        self.inner.observe()
+    }
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        if call.tool == "transfer" && self.armed.swap(false, Ordering::SeqCst) {
+            self.reached.notify_one();
+            return Box::pin(std::future::pending());
+        }
+        self.inner.invoke(call)
+    }
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        self.inner.is_current(version)
+    }
+    fn recovery(&self, tool: &str) -> warrant_core::ports::Recovery {
+        self.inner.recovery(tool)
+    }
+}
+
+#[tokio::test]
+async fn killed_between_approval_and_dispatch_the_call_is_dispatched_exactly_once() {
+    let mut w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let r = w.start().await;
+    w.engine.answer("ap-1-a1", once(), "alice").await.unwrap();
+    let reached = Arc::new(Notify::new());
+    let real = w.surfaces.insert(
+        "bank".into(),
+        Arc::new(HangFirst {
+            inner: ReferenceSurface::new(w.bank.clone()),
+            armed: AtomicBool::new(true),
+            reached: reached.clone(),
+        }),
+    );
+    let decider = script(&w.script);
+    tokio::select! {
+        x = w.engine.resume(&r.run_id, &decider, &w.surfaces) => panic!("{:?}", x.map(|x| x.outcome)),
+        () = reached.notified() => {}
+    }
+    w.surfaces.insert("bank".into(), real.unwrap());
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    let events = w.events(&r.run_id);
+    assert_eq!(count(&events, "approval_consumed"), 1);
+    assert_eq!(count(&events, "call_dispatched"), 1);
+    assert_eq!(w.bank.transfers().len(), 1);
+    assert_eq!(w.bank.transfers()[0]["amount"], json!(950.0));
+    w.check(&r.run_id).await;
+}
