@@ -112,6 +112,40 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// List approval requests: pending ones across the store, or all of one run's.
+    Approvals {
+        /// Only this run (a run id, a unique prefix of one, or `last`).
+        #[arg(long)]
+        run: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a request, bound to the exact arguments and schema it names.
+    Approve {
+        /// The request id (`<run>-a<n>`).
+        request: String,
+        /// `once` (this call) or `run` (this action for the rest of the run).
+        #[arg(long, value_enum, default_value = "once")]
+        scope: ScopeArg,
+        /// Until when the approval holds, in milliseconds since the epoch.
+        #[arg(long, value_name = "MS")]
+        until: Option<u64>,
+        /// Who approves (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+    },
+    /// Deny a request; the same effect stays denied for the rest of the run.
+    Deny {
+        /// The request id (`<run>-a<n>`).
+        request: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+        /// Who denies (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+    },
     /// Cancel a running or waiting run, from any process sharing the store.
     Cancel {
         /// A run id, a unique prefix of one, or `last`.
@@ -170,6 +204,9 @@ pub struct RunArgs {
     /// Deny every call to this tool (repeatable): a rule-list authority.
     #[arg(long = "deny-tool", value_name = "TOOL")]
     pub deny_tools: Vec<String>,
+    /// Require a person's approval for every call to this tool (repeatable).
+    #[arg(long = "ask-tool", value_name = "TOOL")]
+    pub ask_tools: Vec<String>,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -262,4 +299,22 @@ pub enum SchemaKind {
     Report,
     /// One event of the `warrant.events/1` log.
     Events,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    /// This call, these arguments, once.
+    Once,
+    /// This action for the rest of the run.
+    Run,
+}
+
+impl From<ScopeArg> for warrant_core::event::ApprovalScope {
+    fn from(s: ScopeArg) -> Self {
+        match s {
+            ScopeArg::Once => warrant_core::event::ApprovalScope::Once,
+            ScopeArg::Run => warrant_core::event::ApprovalScope::Run,
+        }
+    }
 }

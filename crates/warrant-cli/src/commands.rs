@@ -16,7 +16,7 @@ use warrant_core::validate;
 use warrant_core::{Outcome, Spec};
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_engine::SystemClock;
-use warrant_engine::{AllowAll, DenyTools, Engine, RunResult};
+use warrant_engine::{AllowAll, Answer, Answered, Engine, RuleList, RunResult};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
 
@@ -51,6 +51,29 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             json,
             quiet,
         } => resume(&store_path, run.as_deref(), all, json, quiet).await,
+        Command::Approvals { run, json } => approvals(&store_path, run.as_deref(), json),
+        Command::Approve {
+            request,
+            scope,
+            until,
+            by,
+        } => {
+            answer(
+                &store_path,
+                &request,
+                Answer::Approve {
+                    scope: scope.into(),
+                    until_ms: until,
+                },
+                by,
+            )
+            .await
+        }
+        Command::Deny {
+            request,
+            reason,
+            by,
+        } => answer(&store_path, &request, Answer::Deny { reason }, by).await,
         Command::Cancel {
             run,
             reason,
@@ -190,11 +213,11 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-fn authority(deny: &[String]) -> Arc<dyn Authority> {
-    if deny.is_empty() {
+fn authority(deny: &[String], ask: &[String]) -> Arc<dyn Authority> {
+    if deny.is_empty() && ask.is_empty() {
         Arc::new(AllowAll)
     } else {
-        Arc::new(DenyTools::new(deny.iter().cloned()))
+        Arc::new(RuleList::new(deny.iter().cloned(), ask.iter().cloned()))
     }
 }
 
@@ -213,7 +236,8 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         .surfaces(&spec)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let engine = Engine::new(store.clone()).with_authority(authority(&args.deny_tools));
+    let engine =
+        Engine::new(store.clone()).with_authority(authority(&args.deny_tools, &args.ask_tools));
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
@@ -230,6 +254,11 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
 /// Prints how a run ended (or why it waits) and returns the exit code.
 fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8> {
     let report = RunReport::from_state(&result.state);
+    let approvals: Vec<serde_json::Value> = result
+        .state
+        .pending_approvals()
+        .map(|a| serde_json::json!({"request": a.id, "call": a.call, "tool": a.tool, "provider": a.provider, "args_digest": a.args_digest}))
+        .collect();
     let waiting: Vec<serde_json::Value> = result
         .state
         .in_doubt()
@@ -253,6 +282,7 @@ fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8>
             "outcome": result.outcome.as_ref().map_or("waiting", Outcome::name),
             "outcome_detail": result.outcome,
             "waiting_on": waiting,
+            "approvals": approvals,
             "route": report.route,
             "route_key": report.route_key,
             "conformant": report.conformant,
@@ -271,7 +301,18 @@ fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8>
                 w["args_digest"].as_str().unwrap_or("")
             );
         }
-        if !waiting.is_empty() {
+        for (id, tool, provider) in result
+            .state
+            .pending_approvals()
+            .map(|a| (a.id.clone(), a.tool.clone(), a.provider.clone()))
+        {
+            outln!(
+                "approval {id}: `{tool}` on {provider} needs approval; warrant approvals --run {}, then warrant approve {id} (or deny) and warrant resume {}",
+                result.run_id,
+                result.run_id
+            );
+        }
+        if result.state.in_doubt().next().is_some() {
             outln!(
                 "         find out whether it happened, then: warrant reconcile {} CALL --happened|--did-not-happen && warrant resume {}",
                 result.run_id,
@@ -435,6 +476,36 @@ fn render_event(e: &StoredEvent) -> String {
         EventKind::RunResumed { in_flight } => in_flight
             .map(|c| format!("{c} was in flight"))
             .unwrap_or_default(),
+        EventKind::ApprovalRequested {
+            request,
+            call,
+            tool,
+            reason,
+            ..
+        } => {
+            format!("{request} for {call} {tool}: {reason}")
+        }
+        EventKind::ApprovalResolved {
+            request,
+            approved,
+            scope,
+            by,
+            reason,
+            ..
+        } => {
+            if *approved {
+                format!(
+                    "{request} approved ({}) by {by}",
+                    scope
+                        .map(|s| format!("{s:?}").to_lowercase())
+                        .unwrap_or_default()
+                )
+            } else {
+                format!("{request} denied by {by}: {reason}")
+            }
+        }
+        EventKind::ApprovalExpired { request } => format!("{request} expired"),
+        EventKind::ApprovalConsumed { request, call } => format!("{request} used by {call}"),
         EventKind::CallInDoubt {
             call, tool, reason, ..
         } => format!("{call} {tool}: {reason}"),
@@ -627,19 +698,43 @@ fn schema(which: SchemaKind) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-/// What re-entering a run needs: its recorded decider, and fresh surfaces for its spec.
+/// What re-entering a run needs: its recorded decider and authority, and fresh surfaces for
+/// its spec.
 fn reentry(
     id: &RunId,
     events: &[Arc<Event>],
-) -> Result<(Box<dyn Decider>, warrant_engine::Surfaces)> {
-    let Some(EventKind::RunStarted { spec, decider, .. }) = events.first().map(|e| &e.kind) else {
+) -> Result<(
+    Box<dyn Decider>,
+    warrant_engine::Surfaces,
+    Arc<dyn Authority>,
+)> {
+    let Some(EventKind::RunStarted {
+        spec,
+        decider,
+        authority,
+        ..
+    }) = events.first().map(|e| &e.kind)
+    else {
         return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
     };
     let decider = recorded_decider(decider, spec)?;
     let surfaces = ReferenceCatalog::default()
         .surfaces(spec)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
-    Ok((decider, surfaces))
+    // Fail closed: a run is re-entered only under the authority it started with.
+    let authority: Arc<dyn Authority> = match authority {
+        None => Arc::new(AllowAll),
+        Some(d) if d.get("allow_all").is_some() => Arc::new(AllowAll),
+        Some(d) => match RuleList::from_description(d) {
+            Some(rules) => Arc::new(rules),
+            None => {
+                return Err(Failure::invalid(anyhow!(
+                    "run `{id}` was ruled by an authority this build cannot rebuild ({d}): not resuming it"
+                )));
+            }
+        },
+    };
+    Ok((decider, surfaces, authority))
 }
 
 /// The decider recorded in a run's log, loaded again. A script must not have changed since.
@@ -692,11 +787,13 @@ async fn resume(
     let mut worst = exit::ATTAINED;
     for id in ids {
         let events = read_log(store.as_ref(), &id)?;
-        let (decider, surfaces) = reentry(&id, &events)?;
+        let (decider, surfaces, authority) = reentry(&id, &events)?;
         if !quiet {
             errln!("resuming {id} ...");
         }
         let result = engine
+            .clone()
+            .with_authority(authority)
             .resume(&id, decider.as_ref(), &surfaces)
             .await
             .map_err(|e| Failure::failed(anyhow!("{e}")))?;
@@ -804,8 +901,9 @@ async fn cancel(
     if before == "waiting" {
         // No process drives a waiting run: end it here, through the same re-entry path.
         let events = read_log(store.as_ref(), &id)?;
-        let (decider, surfaces) = reentry(&id, &events)?;
+        let (decider, surfaces, authority) = reentry(&id, &events)?;
         let result = Engine::new(store.clone())
+            .with_authority(authority)
             .resume(&id, decider.as_ref(), &surfaces)
             .await
             .map_err(|e| Failure::failed(anyhow!("{e}")))?;
@@ -833,4 +931,99 @@ async fn cancel(
         "the cancellation of {id} is recorded, but no process acted on it within {wait_s} s (its process may have died): `warrant resume {id}` ends it cancelled"
     );
     Ok(exit::NOT_ATTAINED)
+}
+
+fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u8> {
+    let store = open_existing(store_path)?;
+    let runs: Vec<RunId> = match run {
+        Some(r) => vec![resolve_run(&store, r)?],
+        None => store
+            .runs()
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?
+            .into_iter()
+            .filter(|r| r.status == "running" || r.status == "waiting")
+            .map(|r| r.run_id)
+            .collect(),
+    };
+    let mut rows = Vec::new();
+    for id in runs {
+        let events = read_log(&store, &id)?;
+        let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
+            .map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
+        for e in &events {
+            let EventKind::ApprovalRequested {
+                request,
+                call,
+                tool,
+                provider,
+                args,
+                args_digest,
+                provenance,
+                reason,
+                expires_at_ms,
+                ..
+            } = &e.kind
+            else {
+                continue;
+            };
+            let status = match state.approval(request).map(|a| &a.status) {
+                Some(warrant_core::fold::ApprovalStatus::Pending) => "pending",
+                Some(warrant_core::fold::ApprovalStatus::Approved { .. }) => "approved",
+                Some(warrant_core::fold::ApprovalStatus::Denied { .. }) => "denied",
+                Some(warrant_core::fold::ApprovalStatus::Expired) | None => "expired",
+            };
+            if run.is_none() && status != "pending" {
+                continue;
+            }
+            rows.push(serde_json::json!({
+                "request": request, "run": id, "call": call, "tool": tool, "provider": provider,
+                "status": status, "reason": reason, "args": args, "args_digest": args_digest,
+                "provenance": provenance, "expires_at_ms": expires_at_ms,
+            }));
+        }
+    }
+    if json {
+        print_json(&rows)?;
+        return Ok(exit::ATTAINED);
+    }
+    if rows.is_empty() {
+        errln!("no pending approval requests");
+    }
+    for r in &rows {
+        outln!(
+            "{}  {}  `{}` on {}  {}\n    args {}\n    {}",
+            r["request"].as_str().unwrap_or(""),
+            r["status"].as_str().unwrap_or(""),
+            r["tool"].as_str().unwrap_or(""),
+            r["provider"].as_str().unwrap_or(""),
+            r["reason"].as_str().unwrap_or(""),
+            r["args"],
+            r["args_digest"].as_str().unwrap_or("")
+        );
+    }
+    Ok(exit::ATTAINED)
+}
+
+async fn answer(
+    store_path: &Path,
+    request: &str,
+    answer: Answer,
+    by: Option<String>,
+) -> Result<u8> {
+    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
+    let by = operator(by);
+    let approving = matches!(answer, Answer::Approve { .. });
+    let done = Engine::new(store)
+        .answer(request, answer, &by)
+        .await
+        .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+    let verb = if approving { "approved" } else { "denied" };
+    let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);
+    match done {
+        Answered::Recorded => {
+            outln!("{request} {verb} by {by}; continue with `warrant resume {run}`")
+        }
+        Answered::AlreadyAnswered => outln!("{request} was already {verb}: nothing changed"),
+    }
+    Ok(exit::ATTAINED)
 }

@@ -344,3 +344,87 @@ fn bench_prints_one_json_line_per_cell() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(leftovers.is_empty(), "the durable bench removes its file");
 }
+
+#[test]
+fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(3), "waiting: {}", stderr(&run));
+    let out = json(&run);
+    assert_eq!(out["outcome"], "waiting");
+    let request = out["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let listed = json(&warrant(&store, &["approvals", "--json"]));
+    assert_eq!(listed[0]["request"], request.as_str());
+    assert_eq!(listed[0]["args"]["amount"], 950);
+    assert!(listed[0]["provenance"].is_array());
+    let approve = warrant(&store, &["approve", &request, "--as", "alice"]);
+    assert_eq!(approve.status.code(), Some(0), "{}", stderr(&approve));
+    let again = warrant(&store, &["approve", &request]);
+    assert!(
+        stdout(&again).contains("already approved"),
+        "{}",
+        stdout(&again)
+    );
+    let denied = warrant(&store, &["deny", &request, "--reason", "changed my mind"]);
+    assert_eq!(
+        denied.status.code(),
+        Some(2),
+        "a different answer is refused"
+    );
+    let resumed = warrant(&store, &["resume", "last", "-q"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stdout(&resumed));
+    let replay = warrant(&store, &["replay", "last", "--verify"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    let late = warrant(&store, &["approve", &request]);
+    assert_eq!(late.status.code(), Some(2));
+    assert!(
+        stderr(&late).contains("which ended attained"),
+        "{}",
+        stderr(&late)
+    );
+}
+
+#[test]
+fn a_denied_transfer_is_stopped_by_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "--json",
+            "-q",
+        ],
+    );
+    let request = json(&run)["approvals"][0]["request"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        warrant(&store, &["deny", &request, "--reason", "wrong account"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let resumed = warrant(&store, &["resume", "last", "--json", "-q"]);
+    assert_eq!(resumed.status.code(), Some(1));
+    let out = json(&resumed);
+    assert_eq!(
+        out["outcome_detail"]["missing"][0]["fault"]["code"],
+        "approval_denied"
+    );
+}

@@ -347,6 +347,9 @@ pub enum EventKind {
         spec_hash: String,
         /// Who decides.
         decider: DeciderIdentity,
+        /// The authority that rules on its calls, as it describes itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        authority: Option<Value>,
     },
     /// A step began.
     StepStarted {

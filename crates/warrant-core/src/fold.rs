@@ -914,7 +914,12 @@ impl RunState {
             let fault = || match &s.status {
                 StepStatus::Finished(StepEnd::NotAttained { fault })
                 | StepStatus::Skipped { fault, .. } => fault.clone(),
-                StepStatus::Pending | StepStatus::Running | StepStatus::Finished(_) => Fault::new(
+                StepStatus::Running => Fault::new(
+                    "step_unfinished",
+                    Layer::Orchestration,
+                    format!("step `{}` has not finished", step.id),
+                ),
+                StepStatus::Pending | StepStatus::Finished(_) => Fault::new(
                     "step_not_run",
                     Layer::Orchestration,
                     format!("step `{}` never ran", step.id),

@@ -203,6 +203,11 @@ pub enum Verdict {
 pub trait Authority: Send + Sync {
     /// Rules on one request.
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict>;
+    /// What this authority is, recorded in the run so that re-entering it rules the same way
+    /// (`None`: an authority the embedder supplies again on resume).
+    fn describe(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// What an interceptor does with a call that authority allowed.

@@ -326,6 +326,12 @@ impl RunReport {
             }),
             status: if state.outcome.is_some() {
                 "finished"
+            } else if state
+                .calls
+                .iter()
+                .any(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
+            {
+                "waiting"
             } else {
                 "running"
             }
@@ -360,7 +366,10 @@ impl RunReport {
     /// The report for people: one screen.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let outcome = self.outcome.as_ref().map_or("running", Outcome::name);
+        let outcome: &str = match &self.outcome {
+            Some(o) => o.name(),
+            None => &self.status,
+        };
         let _ = writeln!(out, "run      {}", self.run_id);
         let _ = writeln!(
             out,

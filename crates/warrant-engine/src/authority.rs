@@ -10,6 +10,10 @@ use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
 pub struct AllowAll;
 
 impl Authority for AllowAll {
+    fn describe(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"allow_all": true}))
+    }
+
     fn evaluate<'a>(&'a self, _request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         Box::pin(std::future::ready(Verdict::Allow {
             grant: "allow-all".into(),
@@ -33,6 +37,10 @@ impl DenyTools {
 }
 
 impl Authority for DenyTools {
+    fn describe(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"rule_list": {"deny": self.tools, "ask": []}}))
+    }
+
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let verdict = if self.tools.contains(request.tool) {
             Verdict::Deny {
@@ -68,7 +76,30 @@ impl RuleList {
     }
 }
 
+impl RuleList {
+    /// The rule list a run recorded (`describe`), if that is what it is.
+    pub fn from_description(d: &serde_json::Value) -> Option<RuleList> {
+        let rules = d.get("rule_list")?;
+        let names = |k: &str| -> Vec<String> {
+            rules
+                .get(k)
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Some(RuleList::new(names("deny"), names("ask")))
+    }
+}
+
 impl Authority for RuleList {
+    fn describe(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"rule_list": {"deny": self.deny, "ask": self.ask}}))
+    }
+
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let verdict = if self.deny.contains(request.tool) {
             Verdict::Deny {

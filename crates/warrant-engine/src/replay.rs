@@ -235,6 +235,8 @@ struct ReplayAuthority {
     refused: HashMap<(CallId, String), (String, String)>,
     /// Asks recorded (as approval requests) in the whole log, by call and digest.
     asked: HashMap<(CallId, String), String>,
+    /// How the recorded authority described itself.
+    description: Option<Value>,
 }
 
 impl ReplayAuthority {
@@ -301,11 +303,23 @@ impl ReplayAuthority {
                 _ => {}
             }
         }
-        ReplayAuthority { refused, asked }
+        let description = events.first().and_then(|e| match &e.kind {
+            EventKind::RunStarted { authority, .. } => authority.clone(),
+            _ => None,
+        });
+        ReplayAuthority {
+            refused,
+            asked,
+            description,
+        }
     }
 }
 
 impl Authority for ReplayAuthority {
+    fn describe(&self) -> Option<Value> {
+        self.description.clone()
+    }
+
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let key = (request.call, request.args_digest.to_owned());
         if let Some(reason) = self.asked.get(&key) {

@@ -388,6 +388,7 @@ impl<'a> Run<'a> {
             spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
             decider: self.decider.identity(),
+            authority: self.engine.authority.describe(),
         })?;
         self.flush().await?;
         self.resume().await
@@ -1202,6 +1203,22 @@ impl<'a> Run<'a> {
             args_digest: &args_digest,
             provenance: labels,
         };
+        // INVARIANT (denied stays denied): a person's denial of this effect on this target
+        // holds whatever the authority says now.
+        let denial = self.state.approvals.iter().find_map(|a| match &a.status {
+            ApprovalStatus::Denied { by, reason }
+                if a.provider == step.provider && a.args_digest == args_digest =>
+            {
+                Some(format!("denied by {by}: {reason} (request {})", a.id))
+            }
+            _ => None,
+        });
+        if let Some(message) = denial {
+            return Err(Refusal {
+                ruled: Some(args_digest),
+                ..refuse("approval_denied", Layer::Policy, message)
+            });
+        }
         let refusal = match self.engine.authority.evaluate(&request).await {
             Verdict::Allow { .. } => return Ok(None),
             Verdict::Deny { reasons } => refuse("policy_denied", Layer::Policy, reasons.join("; ")),
@@ -1252,19 +1269,6 @@ impl<'a> Run<'a> {
             ..r
         };
         let live = |until: &Option<u64>| until.is_none_or(|u| now < u);
-        // INVARIANT (denied stays denied): the same effect on the same target, through any
-        // tool name or retry, is not allowed by asking again.
-        let denial = self.state.approvals.iter().find_map(|a| match &a.status {
-            ApprovalStatus::Denied { by, reason }
-                if a.provider == provider && a.args_digest == args_digest =>
-            {
-                Some(format!("denied by {by}: {reason} (request {})", a.id))
-            }
-            _ => None,
-        });
-        if let Some(message) = denial {
-            return Err(ruled(refuse("approval_denied", Layer::Policy, message)));
-        }
         // A call already dispatched (repeated at re-entry) cannot start a new request.
         let dispatched = self.state.call(call).is_some_and(|c| c.executed.is_some());
         for a in self.state.approvals.iter().filter(|a| a.call == call) {

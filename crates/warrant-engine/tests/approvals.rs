@@ -380,3 +380,31 @@ async fn killed_between_approval_and_dispatch_the_call_is_dispatched_exactly_onc
     assert_eq!(w.bank.transfers()[0]["amount"], json!(950.0));
     w.check(&r.run_id).await;
 }
+
+#[tokio::test]
+async fn a_denial_holds_even_if_the_authority_would_now_allow_it() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let r = w.start().await;
+    w.engine
+        .answer(
+            "ap-1-a1",
+            Answer::Deny {
+                reason: "fraud".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+    let lenient = Engine::new(w.store.clone())
+        .with_clock(w.clock.clone())
+        .with_authority(Arc::new(warrant_engine::AllowAll));
+    let done = lenient
+        .resume(&r.run_id, &script(&w.script), &w.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(
+        done.state.calls[0].fault.as_ref().unwrap().code,
+        "approval_denied"
+    );
+    assert!(w.bank.transfers().is_empty());
+}

@@ -35,6 +35,7 @@ fn started(run: &str) -> Arc<Event> {
                 name: "x".into(),
                 digest: None,
             },
+            authority: None,
         },
     })
 }
