@@ -698,16 +698,16 @@ fn schema(which: SchemaKind) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-/// What re-entering a run needs: its recorded decider and authority, and fresh surfaces for
-/// its spec.
-fn reentry(
-    id: &RunId,
-    events: &[Arc<Event>],
-) -> Result<(
+/// What re-entering a run needs: its recorded decider, fresh surfaces, its recorded authority.
+type Reentry = (
     Box<dyn Decider>,
     warrant_engine::Surfaces,
     Arc<dyn Authority>,
-)> {
+);
+
+/// What re-entering a run needs: its recorded decider and authority, and fresh surfaces for
+/// its spec.
+fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
     let Some(EventKind::RunStarted {
         spec,
         decider,
