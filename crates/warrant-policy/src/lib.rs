@@ -1,0 +1,364 @@
+//! Warrant's Cedar-backed Authority.
+//!
+//! Policies are Cedar files, validated at load against the schema Warrant ships
+//! ([`SCHEMA`]); an invalid policy is an error naming its file and line, and nothing runs.
+//!
+//! The request built for each call:
+//! - principal `Warrant::Agent::"<decider>"` (the run's agent identity);
+//! - action `Warrant::Action::"read"` or `"commit"` (the effect class);
+//! - resource `Warrant::Call::"<run>/<call>"`, with attributes `provider`, `tool`, `trusted`
+//!   (whether the provider is trusted) and one tag per top-level argument (its value as a
+//!   string: strings as they are, anything else as compact JSON);
+//! - context: `run`, `step`, `args_digest`, and the names of the top-level arguments by where
+//!   their values were observed: `untrusted_args` (an untrusted provider's output),
+//!   `trusted_output_args`, `carried_args`, `objective_args`, `unobserved_args` (produced by the
+//!   decider).
+//!
+//! Verdicts: a deny names the forbid policies that matched (or says none permits it); an allow
+//! whose satisfied permits all carry `@approval` is an *ask*; any evaluation error, an invalid
+//! request, or a missing entity is *indeterminate* (which stops the call).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use cedar_policy::{
+    Authorizer, Context, Decision, Entities, EntityUid, Policy, PolicyId, PolicySet, Request,
+    Schema, ValidationMode, Validator,
+};
+use miette::Diagnostic;
+use serde_json::{Value, json};
+use warrant_core::canon;
+use warrant_core::event::Effect;
+use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
+use warrant_core::provenance::Source;
+
+/// The Cedar schema of the entities, actions and context Warrant builds.
+pub const SCHEMA: &str = r#"namespace Warrant {
+  entity Agent;
+  entity Call = { provider: String, tool: String, trusted: Bool } tags String;
+  type CallContext = {
+    run: String,
+    step: String,
+    args_digest: String,
+    untrusted_args: Set<String>,
+    trusted_output_args: Set<String>,
+    carried_args: Set<String>,
+    objective_args: Set<String>,
+    unobserved_args: Set<String>,
+  };
+  action "read", "commit" appliesTo { principal: [Agent], resource: [Call], context: CallContext };
+}
+"#;
+
+/// A policy that cannot be used: names the file and, where known, the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct PolicyError {
+    /// The file.
+    pub file: String,
+    /// 1-based line.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// One policy file as loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyFile {
+    /// Its name (as given).
+    pub name: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Rules with Cedar policies.
+pub struct CedarAuthority {
+    files: Vec<PolicyFile>,
+    policies: PolicySet,
+    schema: Schema,
+    trusted: BTreeSet<String>,
+    authorizer: Authorizer,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn first_line(d: &dyn Diagnostic, text: &str) -> Option<usize> {
+    d.labels()
+        .and_then(|mut l| l.next())
+        .map(|l| line_of(text, l.offset()))
+}
+
+/// The `.cedar` files of `paths` (files as given, directories' files sorted by name).
+pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<PolicyFile>, PolicyError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let shown = path.display().to_string();
+        let err = |m: String| PolicyError {
+            file: shown.clone(),
+            line: None,
+            message: m,
+        };
+        if path.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| err(format!("cannot read: {e}")))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "cedar"))
+                .collect();
+            entries.sort();
+            if entries.is_empty() {
+                return Err(err("holds no `.cedar` policy files".into()));
+            }
+            for p in entries {
+                files.push(read(&p)?);
+            }
+        } else {
+            files.push(read(path)?);
+        }
+    }
+    Ok(files)
+}
+
+fn read(path: &Path) -> Result<PolicyFile, PolicyError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+        file: name.clone(),
+        line: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    Ok(PolicyFile { name, text })
+}
+
+impl CedarAuthority {
+    /// Parses and validates policy files. `trusted` names the providers whose output is
+    /// trusted (it labels arguments `trusted_output_args` rather than `untrusted_args`).
+    pub fn new(
+        files: Vec<PolicyFile>,
+        trusted: BTreeSet<String>,
+    ) -> Result<CedarAuthority, PolicyError> {
+        let (schema, _) = Schema::from_cedarschema_str(SCHEMA).map_err(|e| PolicyError {
+            file: "(schema)".into(),
+            line: None,
+            message: e.to_string(),
+        })?;
+        let mut policies = PolicySet::new();
+        for file in &files {
+            let set = PolicySet::from_str(&file.text).map_err(|e| PolicyError {
+                file: file.name.clone(),
+                line: first_line(&e, &file.text),
+                message: e.to_string(),
+            })?;
+            let validation = Validator::new(schema.clone()).validate(&set, ValidationMode::Strict);
+            if let Some(e) = validation.validation_errors().next() {
+                return Err(PolicyError {
+                    file: file.name.clone(),
+                    line: first_line(e, &file.text),
+                    message: e.to_string(),
+                });
+            }
+            for (n, policy) in set.policies().enumerate() {
+                let id = match policy.annotation("id") {
+                    Some(id) => id.to_owned(),
+                    None => format!("{}#{}", file.name, n + 1),
+                };
+                let renamed: Policy = policy.new_id(PolicyId::new(id.clone()));
+                policies.add(renamed).map_err(|e| PolicyError {
+                    file: file.name.clone(),
+                    line: None,
+                    message: format!("policy `{id}`: {e}"),
+                })?;
+            }
+        }
+        if files.is_empty() {
+            return Err(PolicyError {
+                file: "(none)".into(),
+                line: None,
+                message: "no policy files given".into(),
+            });
+        }
+        Ok(CedarAuthority {
+            files,
+            policies,
+            schema,
+            trusted,
+            authorizer: Authorizer::new(),
+        })
+    }
+
+    /// Rebuilds the authority a run recorded (`describe`).
+    pub fn from_description(d: &Value) -> Option<Result<CedarAuthority, PolicyError>> {
+        let c = d.get("cedar")?;
+        let files = c.get("files")?.as_array()?.iter().filter_map(|f| {
+            Some(PolicyFile {
+                name: f.get("name")?.as_str()?.to_owned(),
+                text: f.get("text")?.as_str()?.to_owned(),
+            })
+        });
+        let trusted = c
+            .get("trusted")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(CedarAuthority::new(files.collect(), trusted))
+    }
+
+    fn rule(&self, r: &CapabilityRequest<'_>) -> Verdict {
+        let indeterminate = |reason: String| Verdict::Indeterminate { reason };
+        let mut untrusted = BTreeSet::new();
+        let mut trusted_output = BTreeSet::new();
+        let mut carried = BTreeSet::new();
+        let mut objective = BTreeSet::new();
+        let mut unobserved = BTreeSet::new();
+        for label in r.provenance {
+            let top = label
+                .pointer
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .to_owned();
+            match &label.source {
+                Source::ProviderOutput { provider, .. } if self.trusted.contains(provider) => {
+                    trusted_output.insert(top)
+                }
+                Source::ProviderOutput { .. } => untrusted.insert(top),
+                Source::Carried { .. } => carried.insert(top),
+                Source::Objective => objective.insert(top),
+                Source::Unobserved => unobserved.insert(top),
+            };
+        }
+        let action_name = match r.effect {
+            Effect::Read => "read",
+            Effect::Commit => "commit",
+        };
+        let action = match EntityUid::from_str(&format!("Warrant::Action::\"{action_name}\"")) {
+            Ok(a) => a,
+            Err(e) => return indeterminate(format!("action: {e}")),
+        };
+        let quote = |s: &str| Value::String(s.to_owned()).to_string();
+        let principal_id = format!("agent:{}", r.run);
+        let call_id = format!("{}/{}", r.run, r.call);
+        let (Ok(principal), Ok(resource)) = (
+            EntityUid::from_str(&format!("Warrant::Agent::{}", quote(&principal_id))),
+            EntityUid::from_str(&format!("Warrant::Call::{}", quote(&call_id))),
+        ) else {
+            return indeterminate("the request's entities do not parse".into());
+        };
+        let tags: serde_json::Map<String, Value> = r
+            .args
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            Value::String(
+                                v.as_str()
+                                    .map_or_else(|| canon::canonical_json(v), str::to_owned),
+                            ),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let entities = json!([
+            {"uid": {"type": "Warrant::Agent", "id": principal_id}, "attrs": {}, "parents": []},
+            {"uid": {"type": "Warrant::Call", "id": call_id}, "attrs": {
+                "provider": r.provider, "tool": r.tool, "trusted": self.trusted.contains(r.provider)
+            }, "parents": [], "tags": tags}
+        ]);
+        let entities = match Entities::from_json_value(entities, Some(&self.schema)) {
+            Ok(e) => e,
+            Err(e) => return indeterminate(format!("entities: {e}")),
+        };
+        let context = json!({
+            "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
+            "untrusted_args": untrusted, "trusted_output_args": trusted_output,
+            "carried_args": carried, "objective_args": objective, "unobserved_args": unobserved,
+        });
+        let context = match Context::from_json_value(context, Some((&self.schema, &action))) {
+            Ok(c) => c,
+            Err(e) => return indeterminate(format!("context: {e}")),
+        };
+        let request = match Request::new(principal, action, resource, context, Some(&self.schema)) {
+            Ok(q) => q,
+            Err(e) => return indeterminate(format!("request: {e}")),
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &self.policies, &entities);
+        let errors: Vec<String> = response
+            .diagnostics()
+            .errors()
+            .map(|e| e.to_string())
+            .collect();
+        if !errors.is_empty() {
+            // Cedar skips a policy that errors; Warrant does not guess: indeterminate.
+            return indeterminate(format!("policy evaluation failed: {}", errors.join("; ")));
+        }
+        let mut reasons: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(|id| id.to_string())
+            .collect();
+        reasons.sort();
+        match response.decision() {
+            Decision::Deny if reasons.is_empty() => Verdict::Deny {
+                reasons: vec!["no policy permits it".into()],
+            },
+            Decision::Deny => Verdict::Deny {
+                reasons: reasons
+                    .iter()
+                    .map(|r| format!("forbidden by `{r}`"))
+                    .collect(),
+            },
+            Decision::Allow => {
+                let approvals: Vec<String> = reasons
+                    .iter()
+                    .filter_map(|id| {
+                        self.policies
+                            .policy(&PolicyId::new(id.clone()))
+                            .and_then(|p| p.annotation("approval"))
+                            .map(|a| {
+                                if a.is_empty() {
+                                    format!("policy `{id}` requires approval")
+                                } else {
+                                    format!("{a} (policy `{id}`)")
+                                }
+                            })
+                    })
+                    .collect();
+                if !reasons.is_empty() && approvals.len() == reasons.len() {
+                    Verdict::Ask {
+                        reason: approvals.join("; "),
+                    }
+                } else {
+                    Verdict::Allow {
+                        grant: reasons.join(", "),
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Authority for CedarAuthority {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(std::future::ready(self.rule(request)))
+    }
+
+    fn describe(&self) -> Option<Value> {
+        let files: Vec<Value> = self
+            .files
+            .iter()
+            .map(|f| json!({"name": f.name, "text": f.text}))
+            .collect();
+        Some(json!({"cedar": {"files": files, "trusted": self.trusted}}))
+    }
+}

@@ -1,0 +1,208 @@
+//! Cedar policies: validated at load (errors name file and line), and the verdicts Warrant
+//! draws from them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use warrant_core::event::Effect;
+use warrant_core::ids::{CallId, RunId, StepId};
+use warrant_core::ports::{Authority, CapabilityRequest, Verdict};
+use warrant_core::provenance::{ArgLabel, Source};
+use warrant_policy::{CedarAuthority, PolicyFile};
+
+const PAYMENTS: &str = include_str!("../../../examples/policies/payments.cedar");
+
+fn authority(text: &str, trusted: &[&str]) -> CedarAuthority {
+    CedarAuthority::new(
+        vec![PolicyFile {
+            name: "p.cedar".into(),
+            text: text.into(),
+        }],
+        trusted
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>(),
+    )
+    .unwrap()
+}
+
+fn rule(
+    a: &CedarAuthority,
+    effect: Effect,
+    tool: &str,
+    args: Value,
+    labels: &[(&str, Source)],
+) -> Verdict {
+    let run = RunId("r1".into());
+    let step = StepId("pay".into());
+    let provenance: Vec<ArgLabel> = labels
+        .iter()
+        .map(|(p, s)| ArgLabel {
+            pointer: p.to_string(),
+            source: s.clone(),
+        })
+        .collect();
+    let request = CapabilityRequest {
+        run: &run,
+        step: &step,
+        call: CallId(1),
+        provider: "bank",
+        tool,
+        effect,
+        args: &args,
+        args_digest: "sha256:x",
+        provenance: &provenance,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(a.evaluate(&request))
+}
+
+fn from_output() -> Source {
+    Source::ProviderOutput {
+        provider: "bank".into(),
+        call: CallId(1),
+    }
+}
+
+#[test]
+fn reads_are_allowed_and_commits_on_trusted_values_too() {
+    let a = authority(PAYMENTS, &[]);
+    assert!(matches!(
+        rule(&a, Effect::Read, "balance", json!({}), &[]),
+        Verdict::Allow { .. }
+    ));
+    let v = rule(
+        &a,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "DE89", "amount": 950}),
+        &[("/to", Source::Objective), ("/amount", Source::Unobserved)],
+    );
+    assert_eq!(
+        v,
+        Verdict::Allow {
+            grant: "commits-on-trusted-values".into()
+        }
+    );
+}
+
+#[test]
+fn money_from_untrusted_output_asks_for_approval() {
+    let a = authority(PAYMENTS, &[]);
+    let v = rule(
+        &a,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "GB33", "amount": 950}),
+        &[("/to", from_output()), ("/amount", Source::Unobserved)],
+    );
+    let Verdict::Ask { reason } = v else {
+        panic!("{v:?}")
+    };
+    assert!(
+        reason.contains("untrusted-money-needs-approval"),
+        "{reason}"
+    );
+    // The same value from a provider declared trusted goes ahead.
+    let trusting = authority(PAYMENTS, &["bank"]);
+    let v = rule(
+        &trusting,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "GB33", "amount": 950}),
+        &[("/to", from_output())],
+    );
+    assert!(matches!(v, Verdict::Allow { .. }), "{v:?}");
+}
+
+#[test]
+fn a_forbid_names_the_policy_and_no_permit_denies() {
+    let a = authority(PAYMENTS, &[]);
+    let v = rule(
+        &a,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "GB29NWBK60161331926819", "amount": 25}),
+        &[("/to", Source::Objective)],
+    );
+    assert_eq!(
+        v,
+        Verdict::Deny {
+            reasons: vec!["forbidden by `blocked-recipient`".into()]
+        }
+    );
+    let none = authority(
+        "@id(\"reads\") permit (principal, action == Warrant::Action::\"read\", resource);",
+        &[],
+    );
+    let v = rule(&none, Effect::Commit, "transfer", json!({}), &[]);
+    assert_eq!(
+        v,
+        Verdict::Deny {
+            reasons: vec!["no policy permits it".into()]
+        }
+    );
+}
+
+#[test]
+fn a_policy_that_errors_is_indeterminate_not_skipped() {
+    // An overflow is an evaluation error; Cedar would skip the policy, Warrant does not.
+    let a = authority(
+        "@id(\"all\") permit (principal, action, resource);\n@id(\"broken\") forbid (principal, action, resource) when { 9223372036854775807 + 1 > 0 };",
+        &[],
+    );
+    let v = rule(&a, Effect::Commit, "transfer", json!({"to": "DE89"}), &[]);
+    let Verdict::Indeterminate { reason } = v else {
+        panic!("{v:?}")
+    };
+    assert!(reason.contains("broken"), "{reason}");
+}
+
+#[test]
+fn invalid_policies_are_refused_at_load_naming_file_and_line() {
+    let bad_syntax = CedarAuthority::new(
+        vec![PolicyFile {
+            name: "bad.cedar".into(),
+            text: "permit (principal, action, resource);\n\npermit (principal action);\n".into(),
+        }],
+        BTreeSet::new(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        (bad_syntax.file.as_str(), bad_syntax.line),
+        ("bad.cedar", Some(3))
+    );
+    let bad_schema = CedarAuthority::new(
+        vec![PolicyFile {
+            name: "typo.cedar".into(),
+            text: "permit (principal, action, resource);\npermit (principal, action == Warrant::Action::\"commit\", resource)\nwhen { context.untrusted_argz.isEmpty() };\n".into(),
+        }],
+        BTreeSet::new(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(bad_schema.file, "typo.cedar");
+    assert_eq!(bad_schema.line, Some(3), "{bad_schema}");
+    assert!(
+        bad_schema.to_string().starts_with("typo.cedar:3: "),
+        "{bad_schema}"
+    );
+}
+
+#[test]
+fn the_description_rebuilds_the_same_authority() {
+    let a = authority(PAYMENTS, &["bank"]);
+    let d = a.describe().unwrap();
+    let b = CedarAuthority::from_description(&d).unwrap().unwrap();
+    assert_eq!(b.describe(), Some(d));
+}
