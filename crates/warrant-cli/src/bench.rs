@@ -77,6 +77,7 @@ fn spec(steps: u32) -> Spec {
         ProviderSpec {
             reference: Some("bench".into()),
             config: None,
+            trust: None,
         },
     );
     Spec {
@@ -87,6 +88,7 @@ fn spec(steps: u32) -> Spec {
         ),
         decider: None,
         providers,
+        policy: Vec::new(),
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),

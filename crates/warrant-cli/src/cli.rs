@@ -207,6 +207,9 @@ pub struct RunArgs {
     /// Require a person's approval for every call to this tool (repeatable).
     #[arg(long = "ask-tool", value_name = "TOOL")]
     pub ask_tools: Vec<String>,
+    /// Cedar policy file or folder of `.cedar` files (repeatable), besides the spec's `policy`.
+    #[arg(long = "policy", value_name = "FILE|DIR")]
+    pub policies: Vec<PathBuf>,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,

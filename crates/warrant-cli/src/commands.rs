@@ -16,7 +16,7 @@ use warrant_core::validate;
 use warrant_core::{Outcome, Spec};
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_engine::SystemClock;
-use warrant_engine::{AllowAll, Answer, Answered, Engine, RuleList, RunResult};
+use warrant_engine::{AllOf, AllowAll, Answer, Answered, Engine, RuleList, RunResult};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
 
@@ -213,12 +213,63 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-fn authority(deny: &[String], ask: &[String]) -> Arc<dyn Authority> {
-    if deny.is_empty() && ask.is_empty() {
-        Arc::new(AllowAll)
-    } else {
-        Arc::new(RuleList::new(deny.iter().cloned(), ask.iter().cloned()))
+/// The authority a run starts with: the rule-list flags and the Cedar policies (the spec's,
+/// relative to it, and `--policy`), composed so that any answer but allow wins.
+fn authority(
+    spec: &Spec,
+    spec_path: &Path,
+    deny: &[String],
+    ask: &[String],
+    extra: &[PathBuf],
+) -> Result<Arc<dyn Authority>> {
+    let mut parts: Vec<Arc<dyn Authority>> = Vec::new();
+    if !deny.is_empty() || !ask.is_empty() {
+        parts.push(Arc::new(RuleList::new(
+            deny.iter().cloned(),
+            ask.iter().cloned(),
+        )));
     }
+    let base = spec_path.parent().unwrap_or(Path::new(""));
+    let mut paths: Vec<PathBuf> = spec.policy.iter().map(|p| base.join(p)).collect();
+    paths.extend(extra.iter().cloned());
+    if !paths.is_empty() {
+        let files = warrant_policy::policy_files(&paths).map_err(Failure::invalid)?;
+        let cedar = warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
+            .map_err(Failure::invalid)?;
+        parts.push(Arc::new(cedar));
+    }
+    Ok(match parts.len() {
+        0 => Arc::new(AllowAll),
+        1 => parts.remove(0),
+        _ => Arc::new(AllOf::new(parts)),
+    })
+}
+
+/// Rebuilds the authority a run recorded in `run_started`. Fails closed: an authority this
+/// build cannot rebuild is an error, never a silent allow-all.
+fn rebuild_authority(id: &RunId, d: Option<&serde_json::Value>) -> Result<Arc<dyn Authority>> {
+    let Some(d) = d else {
+        return Ok(Arc::new(AllowAll));
+    };
+    if d.get("allow_all").is_some() {
+        return Ok(Arc::new(AllowAll));
+    }
+    if let Some(rules) = RuleList::from_description(d) {
+        return Ok(Arc::new(rules));
+    }
+    if let Some(cedar) = warrant_policy::CedarAuthority::from_description(d) {
+        return Ok(Arc::new(cedar.map_err(Failure::invalid)?));
+    }
+    if let Some(parts) = d.get("all_of").and_then(|p| p.as_array()) {
+        let parts = parts
+            .iter()
+            .map(|p| rebuild_authority(id, Some(p)))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Arc::new(AllOf::new(parts)));
+    }
+    Err(Failure::invalid(anyhow!(
+        "run `{id}` was ruled by an authority this build cannot rebuild ({d}): not resuming it"
+    )))
 }
 
 async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
@@ -235,9 +286,15 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     let surfaces = ReferenceCatalog::default()
         .surfaces(&spec)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let authority = authority(
+        &spec,
+        &args.spec,
+        &args.deny_tools,
+        &args.ask_tools,
+        &args.policies,
+    )?;
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let engine =
-        Engine::new(store.clone()).with_authority(authority(&args.deny_tools, &args.ask_tools));
+    let engine = Engine::new(store.clone()).with_authority(authority);
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
@@ -645,7 +702,8 @@ async fn compare(
         .collect::<Result<_>>()?;
     let spec = Arc::new(spec);
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let engine = Engine::new(store.clone());
+    let engine =
+        Engine::new(store.clone()).with_authority(authority(&spec, spec_path, &[], &[], &[])?);
     let mut reports = Vec::new();
     for decider in &loaded {
         // Fresh providers for each route: the same frozen world.
@@ -677,6 +735,7 @@ fn validate_cmd(spec_path: &Path) -> Result<u8> {
     if spec.decider.is_some() {
         default_decider(&spec, spec_path)?;
     }
+    authority(&spec, spec_path, &[], &[], &[])?;
     outln!(
         "ok: `{}` is a valid {} spec ({} steps, {} providers, {})",
         spec.id,
@@ -722,18 +781,7 @@ fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
         .surfaces(spec)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     // Fail closed: a run is re-entered only under the authority it started with.
-    let authority: Arc<dyn Authority> = match authority {
-        None => Arc::new(AllowAll),
-        Some(d) if d.get("allow_all").is_some() => Arc::new(AllowAll),
-        Some(d) => match RuleList::from_description(d) {
-            Some(rules) => Arc::new(rules),
-            None => {
-                return Err(Failure::invalid(anyhow!(
-                    "run `{id}` was ruled by an authority this build cannot rebuild ({d}): not resuming it"
-                )));
-            }
-        },
-    };
+    let authority = rebuild_authority(id, authority.as_ref())?;
     Ok((decider, surfaces, authority))
 }
 

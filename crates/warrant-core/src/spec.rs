@@ -34,6 +34,9 @@ pub struct Spec {
     pub decider: Option<String>,
     /// The providers the run acts on, by the name steps use.
     pub providers: BTreeMap<String, ProviderSpec>,
+    /// Cedar policy files or folders (relative to the spec) that rule on every call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy: Vec<String>,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.
@@ -52,6 +55,20 @@ pub struct ProviderSpec {
     /// Settings the provider reads (e.g. the `ledger` provider's `file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
+    /// Whether its output is believed (`trusted`) or only carried with a label saying where it
+    /// came from (`untrusted`, the default). Policies see the difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<Trust>,
+}
+
+/// How far a provider's output is believed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// Its output is trusted.
+    Trusted,
+    /// Its output is data, never authority (the default).
+    Untrusted,
 }
 
 /// Whether a step must commit.
@@ -284,6 +301,15 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
 }
 
 impl Spec {
+    /// The providers whose output is trusted.
+    pub fn trusted_providers(&self) -> std::collections::BTreeSet<String> {
+        self.providers
+            .iter()
+            .filter(|(_, p)| p.trust == Some(Trust::Trusted))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Reads a spec from text. Does not validate beyond the types: see
     /// [`crate::validate::validate`].
     pub fn parse(text: &str, format: Format, file: &str) -> Result<Spec, ParseError> {

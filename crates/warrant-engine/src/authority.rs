@@ -117,3 +117,56 @@ impl Authority for RuleList {
         Box::pin(std::future::ready(verdict))
     }
 }
+
+/// Several authorities at once: any answer but allow wins (deny over indeterminate over ask).
+pub struct AllOf {
+    parts: Vec<std::sync::Arc<dyn Authority>>,
+}
+
+impl AllOf {
+    /// Rules with every one of `parts`.
+    pub fn new(parts: Vec<std::sync::Arc<dyn Authority>>) -> AllOf {
+        AllOf { parts }
+    }
+}
+
+impl Authority for AllOf {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            let mut verdicts = Vec::with_capacity(self.parts.len());
+            for part in &self.parts {
+                verdicts.push(part.evaluate(request).await);
+            }
+            let denials: Vec<String> = verdicts
+                .iter()
+                .filter_map(|v| match v {
+                    Verdict::Deny { reasons } => Some(reasons.join("; ")),
+                    _ => None,
+                })
+                .collect();
+            if !denials.is_empty() {
+                return Verdict::Deny { reasons: denials };
+            }
+            let rank = |v: &Verdict| match v {
+                Verdict::Indeterminate { .. } => 0,
+                Verdict::Ask { .. } => 1,
+                _ => 2,
+            };
+            let mut strongest: Option<Verdict> = None;
+            for v in verdicts {
+                if rank(&v) < strongest.as_ref().map_or(3, rank) {
+                    strongest = Some(v);
+                }
+            }
+            strongest.unwrap_or(Verdict::Indeterminate {
+                reason: "no authority to ask".into(),
+            })
+        })
+    }
+
+    fn describe(&self) -> Option<serde_json::Value> {
+        let parts: Option<Vec<serde_json::Value>> =
+            self.parts.iter().map(|p| p.describe()).collect();
+        parts.map(|p| serde_json::json!({"all_of": p}))
+    }
+}

@@ -23,7 +23,7 @@ use warrant_core::ports::{
 };
 use warrant_core::{Outcome, Spec};
 
-pub use authority::{AllowAll, DenyTools, RuleList};
+pub use authority::{AllOf, AllowAll, DenyTools, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
