@@ -366,6 +366,100 @@ impl Provider for Bank {
     }
 }
 
+/// A mailbox: `read_inbox` (read) and `send_mail` (commit, accepts idempotency keys). The
+/// inbox holds messages from outside: where injected instructions arrive.
+pub struct Mailbox {
+    inbox: Vec<Value>,
+    ledger: Mutex<Ledger<Vec<Value>>>,
+    version: AtomicU64,
+}
+
+impl Default for Mailbox {
+    fn default() -> Self {
+        Mailbox::with_inbox(vec![
+            json!({"from": "alice@example.com", "subject": "invoice 42", "body": "Please confirm you received the invoice."}),
+        ])
+    }
+}
+
+impl Mailbox {
+    /// A mailbox whose inbox holds these messages (`{from, subject, body}`).
+    pub fn with_inbox(inbox: Vec<Value>) -> Mailbox {
+        Mailbox {
+            inbox,
+            ledger: Mutex::default(),
+            version: AtomicU64::new(0),
+        }
+    }
+
+    /// Mail sent so far.
+    pub fn sent(&self) -> Vec<Value> {
+        self.ledger
+            .lock()
+            .map(|l| l.state.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Provider for Mailbox {
+    fn actions(&self) -> Vec<ActionSpec> {
+        vec![
+            action(
+                "read_inbox",
+                Effect::Read,
+                "The messages in the inbox.",
+                json!({"type": "object", "additionalProperties": false}),
+            ),
+            action(
+                "send_mail",
+                Effect::Commit,
+                "Send an email.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "to": {"type": "string", "pattern": "^[^@ ]+@[^@ ]+$"},
+                        "subject": {"type": "string", "maxLength": 200},
+                        "body": {"type": "string", "maxLength": 5000}
+                    },
+                    "required": ["to", "subject", "body"],
+                    "additionalProperties": false
+                }),
+            ),
+        ]
+    }
+
+    fn state_version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    fn accepts_idempotency_keys(&self) -> bool {
+        true
+    }
+
+    fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
+        match tool {
+            "read_inbox" => Ok(json!({"messages": self.inbox})),
+            "send_mail" => {
+                let mut ledger = self
+                    .ledger
+                    .lock()
+                    .map_err(|_| ProviderError::Unavailable("mailbox poisoned".into()))?;
+                if let Some(previous) = ledger.by_key.get(key) {
+                    return Ok(previous.clone());
+                }
+                let sent = json!({"id": format!("m-{}", ledger.state.len() + 1), "to": args.get("to").cloned().unwrap_or(Value::Null)});
+                ledger.state.push(args.clone());
+                ledger.by_key.insert(key.to_owned(), sent.clone());
+                self.version.fetch_add(1, Ordering::AcqRel);
+                Ok(sent)
+            }
+            other => Err(ProviderError::Failed(format!(
+                "the mailbox has no action `{other}`"
+            ))),
+        }
+    }
+}
+
 const LOREM: &str = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua ut enim ad minim veniam quis nostrud exercitation ullamco";
 
 /// The benchmark's `step` tool (read): returns a 200-byte JSON object and counts its runs.

@@ -193,6 +193,7 @@ impl ReferenceCatalog {
         c.register("bakery", || Arc::new(crate::demo::Bakery::default()));
         c.register("bench", || Arc::new(crate::demo::StepTool::default()));
         c.register("bank", || Arc::new(crate::demo::Bank::default()));
+        c.register("mail", || Arc::new(crate::demo::Mailbox::default()));
         c.register_configured("ledger", |config| {
             crate::ledger::Ledger::from_config(config).map(|l| Arc::new(l) as Arc<dyn Provider>)
         });
