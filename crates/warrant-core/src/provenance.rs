@@ -88,12 +88,15 @@ impl OutputIndex {
 /// address, a name): shorter words are too common to say where a value came from.
 pub const WORD_MIN: usize = 6;
 
-/// The words of a string, normalised: split at white space and punctuation that does not
-/// occur inside addresses or account numbers, trimmed of trailing dots, lower-cased.
+/// The identifier-like words of a string (an account number, an email address: words with a
+/// digit or an `@`), normalised: split at white space and punctuation that does not occur
+/// inside such identifiers, trimmed of trailing dots, lower-cased. Plain words are not
+/// remembered: they say little about where a value came from, and prose is long.
 fn words(s: &str) -> impl Iterator<Item = String> + '_ {
     s.split(|c: char| c.is_whitespace() || ",;!?()[]{}\"'<>|".contains(c))
         .map(|w| w.trim_end_matches(['.', ':']))
         .filter(|w| w.len() >= WORD_MIN && w.len() <= INDEXED_STRING_MAX)
+        .filter(|w| w.bytes().any(|b| b.is_ascii_digit() || b == b'@'))
         .map(str::to_lowercase)
 }
 

@@ -208,12 +208,12 @@ impl<'a> Run<'a> {
         };
         // INVARIANT (every path): a repeated call is ruled on again, as it is now. A read that
         // is no longer allowed ends stopped; a commit that may have happened is in doubt.
-        let schema_digest = self
+        let schema = self
             .state
             .observations
             .get(&provider)
             .and_then(|o| o.actions.iter().find(|a| a.name == record.tool))
-            .map(|a| canon::digest(&a.input_schema))
+            .map(|a| a.input_schema.clone())
             .unwrap_or_default();
         let allowed = if recovery == Recovery::InDoubt {
             Ok(None)
@@ -225,7 +225,7 @@ impl<'a> Run<'a> {
                 effect,
                 &invocation.args,
                 &record.provenance,
-                &schema_digest,
+                &schema,
             )
             .await
         };
@@ -1028,7 +1028,7 @@ impl<'a> Run<'a> {
         };
 
         self.validate_args(&action.input_schema, tool, &executed)?;
-        let schema_digest = canon::digest(&action.input_schema);
+        let schema = action.input_schema.clone();
         let mut labels = provenance::label(
             &executed,
             &self.spec.objective,
@@ -1043,7 +1043,7 @@ impl<'a> Run<'a> {
                 action.effect,
                 &executed,
                 &labels,
-                &schema_digest,
+                &schema,
             )
             .await?;
 
@@ -1110,7 +1110,7 @@ impl<'a> Run<'a> {
                         reason,
                     });
                     match self
-                        .authorize(i, call, tool, action.effect, &args, &labels, &schema_digest)
+                        .authorize(i, call, tool, action.effect, &args, &labels, &schema)
                         .await
                     {
                         Ok(used) => consume = used,
@@ -1188,7 +1188,7 @@ impl<'a> Run<'a> {
         effect: Effect,
         args: &Arc<Value>,
         labels: &[provenance::ArgLabel],
-        schema_digest: &str,
+        schema: &Arc<Value>,
     ) -> Result<Option<String>, Refusal> {
         let step = &self.spec.steps[i];
         let args_digest = canon::digest(args);
@@ -1233,7 +1233,7 @@ impl<'a> Run<'a> {
                     effect,
                     args,
                     &args_digest,
-                    schema_digest,
+                    schema,
                     labels,
                     reason,
                 );
@@ -1258,10 +1258,13 @@ impl<'a> Run<'a> {
         effect: Effect,
         args: &Arc<Value>,
         args_digest: &str,
-        schema_digest: &str,
+        schema: &Arc<Value>,
         labels: &[provenance::ArgLabel],
         reason: String,
     ) -> Result<Option<String>, Refusal> {
+        // Digested only on an ask: the schema the approval binds.
+        let schema_digest = canon::digest(schema);
+        let schema_digest = schema_digest.as_str();
         let now = self.state.last_at_ms;
         let provider = self.spec.steps[i].provider.clone();
         let ruled = |r: Refusal| Refusal {
