@@ -216,6 +216,12 @@ pub struct RunArgs {
     /// Do not show progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Ask for approvals in place even when standard input is not a terminal.
+    #[arg(long, conflicts_with = "no_prompt")]
+    pub prompt: bool,
+    /// Never ask in place: a run that needs an approval waits durably (exit 3).
+    #[arg(long)]
+    pub no_prompt: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -298,14 +298,118 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let result = engine
+    let mut result = engine
         .run(Arc::new(spec), decider.as_ref(), &surfaces)
         .await
         .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    // In a terminal, approvals are asked for in place; elsewhere the run waits durably.
+    let interactive =
+        !args.no_prompt && (args.prompt || std::io::IsTerminal::is_terminal(&std::io::stdin()));
+    if interactive {
+        for _ in 0..APPROVAL_ROUNDS_MAX {
+            if result.outcome.is_some() || result.state.pending_approvals().next().is_none() {
+                break;
+            }
+            for f in engine.drain_subscribers().await {
+                errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
+            }
+            if !ask_in_place(&engine, &result).await? {
+                break;
+            }
+            result = engine
+                .resume(&result.run_id, decider.as_ref(), &surfaces)
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        }
+    }
     for f in engine.drain_subscribers().await {
         errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
     }
     print_result(&result, args.json, store_path)
+}
+
+/// Most rounds of in-place approval prompts in one `warrant run`.
+const APPROVAL_ROUNDS_MAX: usize = 32;
+
+fn read_answer(question: &str) -> Result<String> {
+    errln!("{question}");
+    let mut line = String::new();
+    let read = tokio::task::block_in_place(|| std::io::stdin().read_line(&mut line));
+    match read {
+        Ok(0) => Ok(String::new()),
+        Ok(_) => Ok(line.trim().to_owned()),
+        Err(e) => Err(Failure::failed(anyhow!("reading the answer: {e}"))),
+    }
+}
+
+/// Shows each pending approval request and records the person's answer. Returns whether any
+/// answer was given (the run can go on).
+async fn ask_in_place(engine: &Engine, result: &RunResult) -> Result<bool> {
+    let events = read_log(engine.store().as_ref(), &result.run_id)?;
+    let by = operator(None);
+    let mut answered = false;
+    for a in result.state.pending_approvals() {
+        let Some(EventKind::ApprovalRequested {
+            tool,
+            provider,
+            args,
+            provenance,
+            reason,
+            ..
+        }) = events.iter().map(|e| &e.kind).find(
+            |k| matches!(k, EventKind::ApprovalRequested { request, .. } if *request == a.id),
+        )
+        else {
+            continue;
+        };
+        errln!(
+            "\napproval {}: `{tool}` on {provider}\n  why:  {reason}\n  args: {args}",
+            a.id
+        );
+        for label in provenance {
+            errln!(
+                "    {} <- {}",
+                label.pointer,
+                serde_json::to_string(&label.source).unwrap_or_default()
+            );
+        }
+        loop {
+            let answer = read_answer(
+                "approve once [y], for the rest of the run [r], deny [n], or leave it waiting [w]?",
+            )?;
+            let decision = match answer.to_lowercase().as_str() {
+                "y" | "yes" => Some(Answer::Approve {
+                    scope: warrant_core::event::ApprovalScope::Once,
+                    until_ms: None,
+                }),
+                "r" | "run" => Some(Answer::Approve {
+                    scope: warrant_core::event::ApprovalScope::Run,
+                    until_ms: None,
+                }),
+                "n" | "no" => {
+                    let reason = read_answer("why?")?;
+                    Some(Answer::Deny {
+                        reason: if reason.is_empty() {
+                            "denied at the prompt".into()
+                        } else {
+                            reason
+                        },
+                    })
+                }
+                "w" | "wait" | "" => None,
+                _ => continue,
+            };
+            if let Some(decision) = decision {
+                engine
+                    .answer(&a.id, decision, &by)
+                    .await
+                    .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+                answered = true;
+            }
+            break;
+        }
+    }
+    Ok(answered)
 }
 
 /// Prints how a run ended (or why it waits) and returns the exit code.

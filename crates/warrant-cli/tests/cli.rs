@@ -428,3 +428,75 @@ fn a_denied_transfer_is_stopped_by_policy() {
         "approval_denied"
     );
 }
+
+fn warrant_with_stdin(store: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", store)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn approvals_can_be_answered_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    let args = [
+        "run",
+        "examples/pay-rent/spec.yaml",
+        "--ask-tool",
+        "transfer",
+        "--prompt",
+        "--json",
+        "-q",
+    ];
+    let yes = warrant_with_stdin(&store, &args, "y\n");
+    assert_eq!(yes.status.code(), Some(0), "{}", stderr(&yes));
+    assert!(
+        stderr(&yes).contains("`transfer` on bank"),
+        "the request was shown: {}",
+        stderr(&yes)
+    );
+    assert!(
+        stderr(&yes).contains("/amount"),
+        "with the provenance of each argument: {}",
+        stderr(&yes)
+    );
+    let no = warrant_with_stdin(&store, &args, "n\nwrong account\n");
+    assert_eq!(no.status.code(), Some(1));
+    assert_eq!(
+        json(&no)["outcome_detail"]["missing"][0]["fault"]["code"],
+        "approval_denied"
+    );
+    // Leaving it waiting, or no terminal at all: the run waits durably.
+    let wait = warrant_with_stdin(&store, &args, "w\n");
+    assert_eq!(wait.status.code(), Some(3));
+    let piped = warrant_with_stdin(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "-q",
+        ],
+        "y\n",
+    );
+    assert_eq!(
+        piped.status.code(),
+        Some(3),
+        "no terminal, no --prompt: no prompt"
+    );
+}

@@ -216,3 +216,49 @@ fn a_follower_that_reconnects_after_the_writer_restarts_sees_every_event_once_in
     assert_eq!(seqs, (3..=last).collect::<Vec<_>>());
     assert!(String::from_utf8_lossy(&out.stdout).contains("run_resumed"));
 }
+
+#[test]
+fn killed_after_an_approval_is_consumed_the_call_is_dispatched_exactly_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pay-rent");
+    for f in ["spec.yaml", "script.yaml"] {
+        std::fs::copy(root.join(f), d.join(f)).unwrap();
+    }
+    let waiting = warrant(
+        d,
+        &["run", "spec.yaml", "--ask-tool", "transfer", "--json", "-q"],
+        None,
+    );
+    assert_eq!(waiting.status.code(), Some(3), "{}", text(&waiting));
+    let out: Value = serde_json::from_slice(&waiting.stdout).unwrap();
+    let request = out["approvals"][0]["request"].as_str().unwrap().to_owned();
+    assert_eq!(
+        warrant(d, &["approve", &request], None).status.code(),
+        Some(0)
+    );
+    let killed = warrant(d, &["resume", "last", "-q"], Some("approval-consumed"));
+    assert_eq!(killed.status.code(), None, "killed: {}", text(&killed));
+    let done = warrant(d, &["resume", "last", "-q"], None);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    let events = String::from_utf8_lossy(&warrant(d, &["events", "last", "--json"], None).stdout)
+        .into_owned();
+    let count = |t: &str| {
+        events
+            .lines()
+            .filter(|l| l.contains(&format!("\"type\":\"{t}\"")))
+            .count()
+    };
+    assert_eq!(count("approval_consumed"), 1);
+    assert_eq!(
+        count("call_dispatched"),
+        2,
+        "the balance read and the transfer, each once"
+    );
+    assert_eq!(
+        warrant(d, &["replay", "last", "--verify"], None)
+            .status
+            .code(),
+        Some(0)
+    );
+}

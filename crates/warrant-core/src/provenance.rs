@@ -155,7 +155,19 @@ pub fn label(
             .unwrap_or("");
         // The user's own words outrank a provider's: a value the objective names is the
         // user's, even when a provider's output repeats it.
-        let in_objective = matches!(leaf, Value::String(s) if s.trim().len() >= 2 && objective_lower.contains(&s.trim().to_lowercase()));
+        let in_objective = match leaf {
+            Value::String(s) => {
+                s.trim().len() >= 2 && objective_lower.contains(&s.trim().to_lowercase())
+            }
+            // A number the objective states as a word of its own ("pay 950").
+            Value::Number(n) => {
+                let n = n.to_string();
+                objective_lower
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+                    .any(|w| w.trim_end_matches('.') == n)
+            }
+            _ => false,
+        };
         let source = if let Some((_, name)) = carried_args.iter().find(|(arg, _)| arg == top) {
             Source::Carried { name: name.clone() }
         } else if in_objective {

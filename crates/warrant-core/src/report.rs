@@ -110,6 +110,9 @@ pub struct CallReport {
     /// Digest of the executed arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executed_digest: Option<String>,
+    /// Where each executed argument value was observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<crate::provenance::ArgLabel>,
     /// The structured error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
@@ -240,6 +243,7 @@ impl RunReport {
                             status: c.status,
                             proposed_digest: canon::digest(&c.proposed),
                             executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
+                            provenance: c.provenance.clone(),
                             fault: c.fault.clone(),
                             elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
                         }

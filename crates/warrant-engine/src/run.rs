@@ -734,6 +734,7 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         // INVARIANT (approvals): the approval is consumed in the same atomic append as the intent.
+        let consumed = consume.is_some();
         if let Some(request) = consume {
             self.stage(EventKind::ApprovalConsumed { request, call })?;
         }
@@ -751,6 +752,9 @@ impl<'a> Run<'a> {
         // INVARIANT (log first): the intent is durable before the provider is called.
         self.flush().await?;
         warrant_fault::hit("after-intent");
+        if consumed {
+            warrant_fault::hit("approval-consumed");
+        }
         if let Some(h) = handle {
             surface.retire(&[h]);
         }
@@ -1036,15 +1040,7 @@ impl<'a> Run<'a> {
             &self.state.output_index,
         );
         let mut consume = self
-            .authorize(
-                i,
-                call,
-                tool,
-                action.effect,
-                &executed,
-                &labels,
-                &schema,
-            )
+            .authorize(i, call, tool, action.effect, &executed, &labels, &schema)
             .await?;
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed

@@ -5,10 +5,17 @@
 //! The points: `after-intent` (a call's intent is durable, the provider not yet called),
 //! `after-invoke` (the provider answered, its result not yet appended), `after-result` (the
 //! batch holding a result and its carried values was appended), `mid-append` (inside a store
-//! transaction, before it commits).
+//! transaction, before it commits), `approval-consumed` (an approval and the intent it let
+//! through are durable; the provider not yet called).
 
 /// The points Warrant defines.
-pub const POINTS: [&str; 4] = ["after-intent", "after-invoke", "after-result", "mid-append"];
+pub const POINTS: [&str; 5] = [
+    "after-intent",
+    "after-invoke",
+    "after-result",
+    "mid-append",
+    "approval-consumed",
+];
 
 /// Marks that the process reached `point`.
 #[inline]
