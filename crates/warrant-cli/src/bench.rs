@@ -89,6 +89,7 @@ fn spec(steps: u32) -> Spec {
         decider: None,
         providers,
         policy: Vec::new(),
+        execution_control: None,
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),

@@ -210,6 +210,10 @@ pub struct RunArgs {
     /// Cedar policy file or folder of `.cedar` files (repeatable), besides the spec's `policy`.
     #[arg(long = "policy", value_name = "FILE|DIR")]
     pub policies: Vec<PathBuf>,
+    /// Require every commit call to be allowed by this execution-control endpoint
+    /// (`http://host:port/path`), besides what the spec requires.
+    #[arg(long = "execution-control", value_name = "URL")]
+    pub execution_control: Option<String>,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,

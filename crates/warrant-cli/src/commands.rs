@@ -245,6 +245,51 @@ fn authority(
     })
 }
 
+/// The execution control a run requires, from the spec and `--execution-control`.
+type ControlSetting = (Option<Arc<dyn warrant_core::ports::ExecutionControl>>, u64);
+
+fn execution_control(spec: &Spec, url: Option<&str>) -> Result<Option<ControlSetting>> {
+    let timeout_ms = spec
+        .execution_control
+        .as_ref()
+        .map_or(2_000, |c| c.timeout_ms);
+    let url = url
+        .map(str::to_owned)
+        .or_else(|| spec.execution_control.as_ref().and_then(|c| c.url.clone()));
+    match (url, &spec.execution_control) {
+        (Some(url), _) => {
+            let control =
+                warrant_engine::HttpControl::new(&url).map_err(|e| Failure::invalid(anyhow!(e)))?;
+            Ok(Some((Some(Arc::new(control)), timeout_ms)))
+        }
+        (None, Some(_)) => Ok(Some((None, timeout_ms))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Rebuilds the execution control a run recorded. Fails closed on one this build cannot
+/// rebuild.
+fn rebuild_control(id: &RunId, d: Option<&serde_json::Value>) -> Result<Option<ControlSetting>> {
+    let Some(d) = d else { return Ok(None) };
+    let timeout_ms = d
+        .get("timeout_ms")
+        .and_then(|t| t.as_u64())
+        .unwrap_or(2_000);
+    if d.get("configured").and_then(|c| c.as_bool()) != Some(true) {
+        return Ok(Some((None, timeout_ms)));
+    }
+    match d.pointer("/control/http/url").and_then(|u| u.as_str()) {
+        Some(url) => {
+            let control =
+                warrant_engine::HttpControl::new(url).map_err(|e| Failure::invalid(anyhow!(e)))?;
+            Ok(Some((Some(Arc::new(control)), timeout_ms)))
+        }
+        None => Err(Failure::invalid(anyhow!(
+            "run `{id}` required an execution control this build cannot rebuild ({d}): not resuming it"
+        ))),
+    }
+}
+
 /// Rebuilds the authority a run recorded in `run_started`. Fails closed: an authority this
 /// build cannot rebuild is an error, never a silent allow-all.
 fn rebuild_authority(id: &RunId, d: Option<&serde_json::Value>) -> Result<Arc<dyn Authority>> {
@@ -293,8 +338,12 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         &args.ask_tools,
         &args.policies,
     )?;
+    let control = execution_control(&spec, args.execution_control.as_deref())?;
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let engine = Engine::new(store.clone()).with_authority(authority);
+    let mut engine = Engine::new(store.clone()).with_authority(authority);
+    if let Some((control, timeout_ms)) = control {
+        engine = engine.with_execution_control(control, timeout_ms);
+    }
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
@@ -861,20 +910,34 @@ fn schema(which: SchemaKind) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-/// What re-entering a run needs: its recorded decider, fresh surfaces, its recorded authority.
-type Reentry = (
-    Box<dyn Decider>,
-    warrant_engine::Surfaces,
-    Arc<dyn Authority>,
-);
+/// What re-entering a run needs: its recorded decider, fresh surfaces, and the authority and
+/// execution control it started with.
+struct Reentry {
+    decider: Box<dyn Decider>,
+    surfaces: warrant_engine::Surfaces,
+    authority: Arc<dyn Authority>,
+    control: Option<ControlSetting>,
+}
 
-/// What re-entering a run needs: its recorded decider and authority, and fresh surfaces for
-/// its spec.
+impl Reentry {
+    /// An engine over `store` ruling as the run's first process did.
+    fn engine(&self, store: Arc<SqliteStore>) -> Engine {
+        let engine = Engine::new(store).with_authority(self.authority.clone());
+        match &self.control {
+            Some((control, timeout_ms)) => {
+                engine.with_execution_control(control.clone(), *timeout_ms)
+            }
+            None => engine,
+        }
+    }
+}
+
 fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
     let Some(EventKind::RunStarted {
         spec,
         decider,
         authority,
+        execution_control,
         ..
     }) = events.first().map(|e| &e.kind)
     else {
@@ -884,9 +947,15 @@ fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
     let surfaces = ReferenceCatalog::default()
         .surfaces(spec)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
-    // Fail closed: a run is re-entered only under the authority it started with.
+    // Fail closed: a run is re-entered only under the authority and control it started with.
     let authority = rebuild_authority(id, authority.as_ref())?;
-    Ok((decider, surfaces, authority))
+    let control = rebuild_control(id, execution_control.as_ref())?;
+    Ok(Reentry {
+        decider,
+        surfaces,
+        authority,
+        control,
+    })
 }
 
 /// The decider recorded in a run's log, loaded again. A script must not have changed since.
@@ -932,23 +1001,22 @@ async fn resume(
         errln!("no interrupted runs in `{}`", store_path.display());
         return Ok(exit::ATTAINED);
     }
-    let engine = Engine::new(store.clone());
-    if !quiet {
-        engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
-    }
     let mut worst = exit::ATTAINED;
     for id in ids {
         let events = read_log(store.as_ref(), &id)?;
-        let (decider, surfaces, authority) = reentry(&id, &events)?;
+        let re = reentry(&id, &events)?;
+        let engine = re.engine(store.clone());
         if !quiet {
             errln!("resuming {id} ...");
+            engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
         }
         let result = engine
-            .clone()
-            .with_authority(authority)
-            .resume(&id, decider.as_ref(), &surfaces)
+            .resume(&id, re.decider.as_ref(), &re.surfaces)
             .await
             .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        for f in engine.drain_subscribers().await {
+            errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
+        }
         let code = print_result(&result, json, store_path)?;
         worst = match (worst, code) {
             (exit::WAITING, _) | (_, exit::WAITING) => exit::WAITING,
@@ -1053,10 +1121,10 @@ async fn cancel(
     if before == "waiting" {
         // No process drives a waiting run: end it here, through the same re-entry path.
         let events = read_log(store.as_ref(), &id)?;
-        let (decider, surfaces, authority) = reentry(&id, &events)?;
-        let result = Engine::new(store.clone())
-            .with_authority(authority)
-            .resume(&id, decider.as_ref(), &surfaces)
+        let re = reentry(&id, &events)?;
+        let result = re
+            .engine(store.clone())
+            .resume(&id, re.decider.as_ref(), &re.surfaces)
             .await
             .map_err(|e| Failure::failed(anyhow!("{e}")))?;
         let ended = result.outcome.as_ref().map_or("waiting", Outcome::name);

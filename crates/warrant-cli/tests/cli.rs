@@ -500,3 +500,43 @@ fn approvals_can_be_answered_in_place() {
         "no terminal, no --prompt: no prompt"
     );
 }
+
+#[test]
+fn a_required_execution_control_that_cannot_be_reached_stops_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    // Nothing listens on port 9 of loopback: the control is unreachable, so every commit stops.
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--execution-control",
+            "http://127.0.0.1:9/decide",
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let out = json(&run);
+    assert_eq!(
+        out["outcome_detail"]["missing"][0]["fault"]["code"],
+        "execution_control_indeterminate"
+    );
+    let bad = warrant(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--execution-control",
+            "ftp://x",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        warrant(&store, &["replay", "last", "--verify"])
+            .status
+            .code(),
+        Some(0)
+    );
+}

@@ -217,6 +217,8 @@ pub enum CallStatus {
     Cancelled,
     /// An interceptor suppressed it; the provider was not called.
     Halted,
+    /// The external execution-control authority did not allow it; the provider was not called.
+    StoppedByExecutionControl,
 }
 
 /// How far an approval reaches.
@@ -350,6 +352,9 @@ pub enum EventKind {
         /// The authority that rules on its calls, as it describes itself.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         authority: Option<Value>,
+        /// The execution control required for its commit calls, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_control: Option<Value>,
     },
     /// A step began.
     StepStarted {

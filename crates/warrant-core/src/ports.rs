@@ -210,6 +210,34 @@ pub trait Authority: Send + Sync {
     }
 }
 
+/// An external execution-control authority's answer for one commit call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlVerdict {
+    /// Go ahead.
+    Allow,
+    /// Do not.
+    Block {
+        /// Why.
+        reason: String,
+    },
+    /// It could not say (an error, no answer in time, no authority configured): stops the call.
+    Indeterminate {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The external execution-control port: when required, every commit call must also receive
+/// an allow from it before the provider is called.
+pub trait ExecutionControl: Send + Sync {
+    /// Rules on one commit call; the request is forwarded as Warrant holds it.
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, ControlVerdict>;
+    /// What it is, recorded in the run so re-entry uses the same one.
+    fn describe(&self) -> Option<Value> {
+        None
+    }
+}
+
 /// What an interceptor does with a call that authority allowed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Interception {

@@ -37,6 +37,10 @@ pub struct Spec {
     /// Cedar policy files or folders (relative to the spec) that rule on every call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy: Vec<String>,
+    /// When present, every commit call must also be allowed by an external execution-control
+    /// authority; with no `url`, none can allow and every commit is stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_control: Option<ExecutionControlSpec>,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.
@@ -59,6 +63,22 @@ pub struct ProviderSpec {
     /// came from (`untrusted`, the default). Policies see the difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Trust>,
+}
+
+/// The required external execution control.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionControlSpec {
+    /// `http://host:port/path` of the endpoint asked about each commit call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Longest wait for its answer; no answer in time stops the call.
+    #[serde(default = "default_control_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_control_timeout_ms() -> u64 {
+    2_000
 }
 
 /// How far a provider's output is believed.

@@ -7,6 +7,7 @@
 
 pub mod authority;
 mod cache;
+pub mod control;
 pub mod hub;
 pub mod intercept;
 pub mod replay;
@@ -24,6 +25,7 @@ use warrant_core::ports::{
 use warrant_core::{Outcome, Spec};
 
 pub use authority::{AllOf, AllowAll, DenyTools, RuleList};
+pub use control::HttpControl;
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
@@ -103,6 +105,14 @@ pub struct Engine {
     pub(crate) hub: hub::Hub,
     pub(crate) cache: Arc<cache::Shared>,
     pub(crate) interceptors: Arc<Vec<Arc<dyn Interceptor>>>,
+    pub(crate) control: Option<ControlSetting>,
+}
+
+/// Execution control, required for commit calls.
+#[derive(Clone)]
+pub(crate) struct ControlSetting {
+    pub(crate) control: Option<Arc<dyn warrant_core::ports::ExecutionControl>>,
+    pub(crate) timeout_ms: u64,
 }
 
 impl Engine {
@@ -117,6 +127,7 @@ impl Engine {
             authority: Arc::new(AllowAll),
             cache: Arc::new(cache::Shared::default()),
             interceptors: Arc::new(Vec::new()),
+            control: None,
         }
     }
 
@@ -135,6 +146,21 @@ impl Engine {
     /// Rules on calls with this authority.
     pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Engine {
         self.authority = authority;
+        self
+    }
+
+    /// Requires execution control for every commit call: `control` must allow it within
+    /// `timeout_ms`, or the call is stopped (`stopped_by_execution_control`). With `None` the
+    /// requirement stands and nothing can allow: every commit is stopped (fail closed).
+    pub fn with_execution_control(
+        mut self,
+        control: Option<Arc<dyn warrant_core::ports::ExecutionControl>>,
+        timeout_ms: u64,
+    ) -> Engine {
+        self.control = Some(ControlSetting {
+            control,
+            timeout_ms,
+        });
         self
     }
 

@@ -10,8 +10,9 @@ use warrant_core::event::{ActionRecord, CallStatus, DeciderIdentity, Event, Even
 use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
-    Authority, BoxFuture, CallOutput, CapabilityRequest, DecideError, Decided, Decider, IdGen,
-    Interception, Interceptor, Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
+    Authority, BoxFuture, CallOutput, CapabilityRequest, ControlVerdict, DecideError, Decided,
+    Decider, ExecutionControl, IdGen, Interception, Interceptor, Invocation, Observation, Recovery,
+    Surface, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::spec::Spec;
@@ -75,6 +76,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         .into_iter()
         .map(|i| Arc::new(i) as Arc<dyn Interceptor>)
         .collect();
+    let control = ReplayControl::from_log(events);
     let mut starts: Vec<usize> = vec![0];
     starts.extend(
         events
@@ -92,6 +94,9 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             .with_authority(Arc::new(ReplayAuthority::from_log(segment, events)));
         for interceptor in &interceptors {
             engine = engine.with_interceptor(interceptor.clone());
+        }
+        if let Some((control, timeout_ms)) = &control {
+            engine = engine.with_execution_control(control.clone(), *timeout_ms);
         }
         let surfaces = replay_surfaces(spec, events, segment);
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
@@ -345,6 +350,73 @@ impl Authority for ReplayAuthority {
             },
         };
         Box::pin(std::future::ready(verdict))
+    }
+}
+
+/// Answers as the recorded execution control did: the calls it stopped, stopped the same way.
+struct ReplayControl {
+    stops: HashMap<CallId, ControlVerdict>,
+    description: Option<Value>,
+}
+
+impl ReplayControl {
+    /// The control the log's run required (with its timeout), if it required one.
+    fn from_log(events: &[Arc<Event>]) -> Option<(Option<Arc<dyn ExecutionControl>>, u64)> {
+        let Some(EventKind::RunStarted {
+            execution_control: Some(setting),
+            ..
+        }) = events.first().map(|e| &e.kind)
+        else {
+            return None;
+        };
+        let timeout_ms = setting
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let description = setting.get("control").cloned().filter(|d| !d.is_null());
+        if setting.get("configured").and_then(Value::as_bool) != Some(true) {
+            return Some((None, timeout_ms));
+        }
+        let mut stops = HashMap::new();
+        for e in events {
+            if let EventKind::CallFinished {
+                call,
+                status: CallStatus::StoppedByExecutionControl,
+                fault: Some(f),
+                ..
+            } = &e.kind
+            {
+                let v = if f.code == "execution_control_block" {
+                    ControlVerdict::Block {
+                        reason: f.message.clone(),
+                    }
+                } else {
+                    ControlVerdict::Indeterminate {
+                        reason: f.message.clone(),
+                    }
+                };
+                stops.insert(*call, v);
+            }
+        }
+        Some((
+            Some(Arc::new(ReplayControl { stops, description }) as Arc<dyn ExecutionControl>),
+            timeout_ms,
+        ))
+    }
+}
+
+impl ExecutionControl for ReplayControl {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, ControlVerdict> {
+        let v = self
+            .stops
+            .get(&request.call)
+            .cloned()
+            .unwrap_or(ControlVerdict::Allow);
+        Box::pin(std::future::ready(v))
+    }
+
+    fn describe(&self) -> Option<Value> {
+        self.description.clone()
     }
 }
 

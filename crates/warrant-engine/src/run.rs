@@ -13,8 +13,8 @@ use warrant_core::event::{
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CancelRequest, CapabilityRequest, Decider, Interception, Invocation, Recovery,
-    SurfaceError, Verdict,
+    CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, Decider, Interception,
+    Invocation, Recovery, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::provenance;
@@ -389,6 +389,14 @@ impl<'a> Run<'a> {
             spec: self.spec.clone(),
             decider: self.decider.identity(),
             authority: self.engine.authority.describe(),
+            execution_control: self.engine.control.as_ref().map(|c| {
+                serde_json::json!({
+                    "required": true,
+                    "configured": c.control.is_some(),
+                    "timeout_ms": c.timeout_ms,
+                    "control": c.control.as_ref().and_then(|x| x.describe()),
+                })
+            }),
         })?;
         self.flush().await?;
         self.resume().await
@@ -720,6 +728,18 @@ impl<'a> Run<'a> {
                 return Ok(());
             }
         };
+        // INVARIANT (fail closed): required execution control must allow every commit.
+        if effect == Effect::Commit
+            && let Some(fault) = self.control_stop(i, call, tool, &executed, &labels).await
+        {
+            self.finish_call(
+                call,
+                CallStatus::StoppedByExecutionControl,
+                None,
+                Some(fault),
+            )?;
+            return Ok(());
+        }
         // Freshness, last thing before the intent: the provider may have moved on.
         if !surface.is_current(&sight.version).await {
             let fault = Fault::new(
@@ -768,6 +788,62 @@ impl<'a> Run<'a> {
             version: sight.version.clone(),
         };
         self.invoke_and_record(i, surface, invocation).await
+    }
+
+    /// Asks the required execution control about a commit; the fault that stops it, if any.
+    async fn control_stop(
+        &self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        args: &Arc<Value>,
+        labels: &[provenance::ArgLabel],
+    ) -> Option<Fault> {
+        let setting = self.engine.control.as_ref()?;
+        let step = &self.spec.steps[i];
+        let args_digest = canon::digest(args);
+        let request = CapabilityRequest {
+            run: &self.run_id,
+            step: &step.id,
+            call,
+            provider: &step.provider,
+            tool,
+            effect: Effect::Commit,
+            args,
+            args_digest: &args_digest,
+            provenance: labels,
+        };
+        let verdict = match &setting.control {
+            None => ControlVerdict::Indeterminate {
+                reason: "execution control is required, but none is configured".into(),
+            },
+            Some(control) => {
+                let bound = if matches!(self.time, TimeSource::Live(_)) {
+                    setting.timeout_ms
+                } else {
+                    u64::MAX / 4
+                };
+                match tokio::time::timeout(Duration::from_millis(bound), control.evaluate(&request))
+                    .await
+                {
+                    Ok(v) => v,
+                    Err(_) => ControlVerdict::Indeterminate {
+                        reason: format!("no answer within {} ms", setting.timeout_ms),
+                    },
+                }
+            }
+        };
+        match verdict {
+            ControlVerdict::Allow => None,
+            ControlVerdict::Block { reason } => {
+                Some(Fault::new("execution_control_block", Layer::Policy, reason))
+            }
+            ControlVerdict::Indeterminate { reason } => Some(Fault::new(
+                "execution_control_indeterminate",
+                Layer::Policy,
+                reason,
+            )),
+        }
     }
 
     /// Carries on a call that waited for an approval, now answered.

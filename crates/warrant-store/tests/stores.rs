@@ -36,6 +36,7 @@ fn started(run: &str) -> Arc<Event> {
                 digest: None,
             },
             authority: None,
+            execution_control: None,
         },
     })
 }

@@ -1,0 +1,251 @@
+//! The external execution-control port: when required, every commit call must also be allowed
+//! by it, in time; anything else stops the call, recorded apart from provider results.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use warrant_core::check::check_log;
+use warrant_core::event::CallStatus;
+use warrant_core::ports::{
+    BoxFuture, CapabilityRequest, ControlVerdict, EventStore, ExecutionControl,
+};
+use warrant_core::report::RunReport;
+use warrant_core::{Layer, Outcome};
+use warrant_engine::replay::replay;
+use warrant_engine::{Engine, HttpControl, SequentialIds};
+use warrant_store::MemoryStore;
+use warrant_surfaces::demo::Bank;
+
+const PAY: &str = "
+version: warrant/v1
+id: pay
+objective: Pay 950 to DE89370400440532013000.
+providers:
+  bank: {reference: bank}
+steps:
+  - id: pay
+    provider: bank
+    tools: [balance, transfer]
+    commit: required
+";
+const SCRIPT_PAY: &str = "steps:\n  pay:\n    - call: balance\n    - call: transfer\n      args: {to: DE89370400440532013000, amount: 950}\n    - done: paid\n";
+
+struct Done {
+    result: warrant_engine::RunResult,
+    bank: Arc<Bank>,
+    events: Vec<Arc<warrant_core::Event>>,
+}
+
+async fn pay(control: Option<Arc<dyn ExecutionControl>>, timeout_ms: u64) -> Done {
+    let spec = common::spec(PAY);
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TokioClock::new()))
+        .with_ids(Arc::new(SequentialIds::new("ec")))
+        .with_execution_control(control, timeout_ms);
+    let bank = Arc::new(Bank::default());
+    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
+    let b = bank.clone();
+    catalog.register("bank", move || b.clone());
+    let surfaces = catalog.surfaces(&spec).unwrap();
+    let result = engine
+        .run(spec, &script(SCRIPT_PAY), &surfaces)
+        .await
+        .unwrap();
+    let events: Vec<_> = store
+        .read(&result.run_id, 1)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let r = replay(&events).await.unwrap();
+    assert_eq!((r.error, r.divergence), (None, None));
+    Done {
+        result,
+        bank,
+        events,
+    }
+}
+
+struct Fixed(ControlVerdict);
+
+impl ExecutionControl for Fixed {
+    fn evaluate<'a>(&'a self, _r: &'a CapabilityRequest<'a>) -> BoxFuture<'a, ControlVerdict> {
+        Box::pin(std::future::ready(self.0.clone()))
+    }
+    fn describe(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"fixed": format!("{:?}", self.0)}))
+    }
+}
+
+struct Silent;
+
+impl ExecutionControl for Silent {
+    fn evaluate<'a>(&'a self, _r: &'a CapabilityRequest<'a>) -> BoxFuture<'a, ControlVerdict> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ControlVerdict::Allow
+        })
+    }
+}
+
+fn stop_of(d: &Done) -> (Option<CallStatus>, String) {
+    let c = &d.result.state.calls[1];
+    (
+        c.status,
+        c.fault.as_ref().map(|f| f.code.clone()).unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn an_allow_lets_the_commit_through_and_reads_never_ask() {
+    let d = pay(Some(Arc::new(Fixed(ControlVerdict::Allow))), 1000).await;
+    assert_eq!(d.result.outcome, Some(Outcome::Attained));
+    assert_eq!(d.bank.transfers().len(), 1);
+}
+
+#[tokio::test]
+async fn a_block_stops_the_commit_apart_from_provider_results() {
+    let d = pay(
+        Some(Arc::new(Fixed(ControlVerdict::Block {
+            reason: "outside business hours".into(),
+        }))),
+        1000,
+    )
+    .await;
+    assert_eq!(
+        stop_of(&d),
+        (
+            Some(CallStatus::StoppedByExecutionControl),
+            "execution_control_block".into()
+        )
+    );
+    assert_eq!(
+        d.result.state.calls[0].status,
+        Some(CallStatus::Ok),
+        "the read was not asked about"
+    );
+    assert!(d.bank.transfers().is_empty());
+    assert_eq!(
+        missing_layer(&d.result.outcome),
+        Some((
+            "pay".into(),
+            Layer::Policy,
+            "execution_control_block".into()
+        ))
+    );
+    let report = RunReport::from_events(&d.events).unwrap();
+    assert!(
+        report.failures.iter().all(|f| f.layer != Layer::Provider),
+        "never a provider fault"
+    );
+}
+
+#[tokio::test]
+async fn indeterminate_missing_and_silent_controls_all_stop_the_commit() {
+    let d = pay(
+        Some(Arc::new(Fixed(ControlVerdict::Indeterminate {
+            reason: "rules engine down".into(),
+        }))),
+        1000,
+    )
+    .await;
+    assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
+    let d = pay(None, 1000).await;
+    assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
+    assert!(
+        d.result.state.calls[1]
+            .fault
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("none is configured")
+    );
+    assert!(d.bank.transfers().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_control_that_does_not_answer_in_time_stops_the_commit() {
+    let d = pay(Some(Arc::new(Silent)), 250).await;
+    assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
+    assert!(
+        d.result.state.calls[1]
+            .fault
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("no answer within 250 ms")
+    );
+    assert!(d.bank.transfers().is_empty());
+}
+
+/// A loopback HTTP control: blocks transfers of more than 500, allows the rest; or never
+/// answers.
+async fn serve(answer: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        for _ in 0..8 {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = vec![0u8; 65536];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            if !answer {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                continue;
+            }
+            let req = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let body = req.split("\r\n\r\n").nth(1).unwrap_or("{}");
+            let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+            let amount = v["args"]["amount"].as_f64().unwrap_or(0.0);
+            let answer = if amount > 500.0 {
+                r#"{"decision":"block","reason":"over the 500 limit"}"#
+            } else {
+                r#"{"decision":"allow"}"#
+            };
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            let _ = s.write_all(resp.as_bytes()).await;
+        }
+    });
+    format!("http://{addr}/decide")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_control_is_asked_with_the_call_and_its_answer_is_kept() {
+    let url = serve(true).await;
+    let d = pay(Some(Arc::new(HttpControl::new(&url).unwrap())), 5000).await;
+    assert_eq!(
+        stop_of(&d),
+        (
+            Some(CallStatus::StoppedByExecutionControl),
+            "execution_control_block".into()
+        )
+    );
+    assert_eq!(
+        d.result.state.calls[1].fault.as_ref().unwrap().message,
+        "over the 500 limit"
+    );
+    let silent = serve(false).await;
+    let d = pay(Some(Arc::new(HttpControl::new(&silent).unwrap())), 200).await;
+    assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
+    assert!(
+        HttpControl::new("https://example.org/x").is_err(),
+        "only plain http is supported"
+    );
+}
