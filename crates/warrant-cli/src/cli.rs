@@ -210,6 +210,12 @@ pub struct RunArgs {
     /// Cedar policy file or folder of `.cedar` files (repeatable), besides the spec's `policy`.
     #[arg(long = "policy", value_name = "FILE|DIR")]
     pub policies: Vec<PathBuf>,
+    /// The user the run acts for (default: $USER); policies see it.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// The tenant the run acts for; policies see it.
+    #[arg(long, value_name = "TENANT", default_value = "local")]
+    pub tenant: String,
     /// Require every commit call to be allowed by this execution-control endpoint
     /// (`http://host:port/path`), besides what the spec requires.
     #[arg(long = "execution-control", value_name = "URL")]

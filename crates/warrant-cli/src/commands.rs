@@ -340,7 +340,10 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     )?;
     let control = execution_control(&spec, args.execution_control.as_deref())?;
     let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let mut engine = Engine::new(store.clone()).with_authority(authority);
+    let user = args.user.clone().unwrap_or_else(|| operator(None));
+    let mut engine = Engine::new(store.clone())
+        .with_authority(authority)
+        .acting_for(&args.tenant, &user);
     if let Some((control, timeout_ms)) = control {
         engine = engine.with_execution_control(control, timeout_ms);
     }

@@ -221,6 +221,17 @@ pub enum CallStatus {
     StoppedByExecutionControl,
 }
 
+/// Who a run acts for: the tenant, the user, and the agent (the decider).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Principal {
+    /// The tenant.
+    pub tenant: String,
+    /// The user the run acts for.
+    pub user: String,
+    /// The agent: the decider's identity.
+    pub agent: String,
+}
+
 /// How far an approval reaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -355,6 +366,9 @@ pub enum EventKind {
         /// The execution control required for its commit calls, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         execution_control: Option<Value>,
+        /// Who it acts for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<Principal>,
     },
     /// A step began.
     StepStarted {

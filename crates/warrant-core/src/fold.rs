@@ -256,6 +256,8 @@ pub struct RunState {
     pub finished_at_ms: Option<u64>,
     /// How many times a process re-entered the run.
     pub resumes: u32,
+    /// Who the run acts for.
+    pub principal: crate::event::Principal,
     /// Approval requests, in the order made.
     pub approvals: Vec<Approval>,
     /// The claims of the last decision, until its call starts.
@@ -351,11 +353,19 @@ impl RunState {
                 spec,
                 spec_hash,
                 decider,
+                principal,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
+                self.principal = principal
+                    .clone()
+                    .unwrap_or_else(|| crate::event::Principal {
+                        tenant: String::new(),
+                        user: String::new(),
+                        agent: decider.to_string(),
+                    });
                 self.run_id = Some(run_id.clone());
                 self.steps = spec.steps.iter().map(|_| StepState::new()).collect();
                 self.spec = Some(spec.clone());

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::event::{ActionRecord, DeciderIdentity, Decision, Effect, Event, StoredEvent, Usage};
+use crate::event::{
+    ActionRecord, DeciderIdentity, Decision, Effect, Event, Principal, StoredEvent, Usage,
+};
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::projection::Projection;
 use crate::provenance::ArgLabel;
@@ -154,6 +156,8 @@ pub trait Decider: Send + Sync {
 /// What the Bridge asks an authority about.
 #[derive(Clone, Debug)]
 pub struct CapabilityRequest<'a> {
+    /// Who the run acts for.
+    pub principal: &'a Principal,
     /// The run.
     pub run: &'a RunId,
     /// The step.
@@ -172,6 +176,8 @@ pub struct CapabilityRequest<'a> {
     pub args_digest: &'a str,
     /// Their provenance.
     pub provenance: &'a [ArgLabel],
+    /// How long ago the handle the call uses was issued, when it uses one.
+    pub handle_age_ms: Option<u64>,
 }
 
 /// An authority's ruling. Anything but `Allow` means the provider is not called.

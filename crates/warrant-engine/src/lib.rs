@@ -106,6 +106,8 @@ pub struct Engine {
     pub(crate) cache: Arc<cache::Shared>,
     pub(crate) interceptors: Arc<Vec<Arc<dyn Interceptor>>>,
     pub(crate) control: Option<ControlSetting>,
+    /// Tenant and user new runs act for (the agent is the decider).
+    pub(crate) acting_for: (String, String),
 }
 
 /// Execution control, required for commit calls.
@@ -128,6 +130,7 @@ impl Engine {
             cache: Arc::new(cache::Shared::default()),
             interceptors: Arc::new(Vec::new()),
             control: None,
+            acting_for: ("local".to_owned(), "local".to_owned()),
         }
     }
 
@@ -161,6 +164,12 @@ impl Engine {
             control,
             timeout_ms,
         });
+        self
+    }
+
+    /// New runs act for this tenant and user (recorded in the run; policies see them).
+    pub fn acting_for(mut self, tenant: &str, user: &str) -> Engine {
+        self.acting_for = (tenant.to_owned(), user.to_owned());
         self
     }
 

@@ -98,6 +98,12 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         if let Some((control, timeout_ms)) = &control {
             engine = engine.with_execution_control(control.clone(), *timeout_ms);
         }
+        if let Some(EventKind::RunStarted {
+            principal: Some(p), ..
+        }) = events.first().map(|e| &e.kind)
+        {
+            engine = engine.acting_for(&p.tenant, &p.user);
+        }
         let surfaces = replay_surfaces(spec, events, segment);
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
         let time = TimeSource::replaying(events);

@@ -389,6 +389,11 @@ impl<'a> Run<'a> {
             spec: self.spec.clone(),
             decider: self.decider.identity(),
             authority: self.engine.authority.describe(),
+            principal: Some(warrant_core::event::Principal {
+                tenant: self.engine.acting_for.0.clone(),
+                user: self.engine.acting_for.1.clone(),
+                agent: self.decider.identity().to_string(),
+            }),
             execution_control: self.engine.control.as_ref().map(|c| {
                 serde_json::json!({
                     "required": true,
@@ -790,6 +795,16 @@ impl<'a> Run<'a> {
         self.invoke_and_record(i, surface, invocation).await
     }
 
+    /// How long ago the handle of `call` was issued, as of the last event.
+    fn handle_age(&self, call: CallId) -> Option<u64> {
+        let handle = self.state.call(call)?.handle?;
+        let issued = (handle.decision as usize)
+            .checked_sub(1)
+            .and_then(|d| self.state.decision_log.get(d))?
+            .at_ms;
+        Some(self.state.last_at_ms.saturating_sub(issued))
+    }
+
     /// Asks the required execution control about a commit; the fault that stops it, if any.
     async fn control_stop(
         &self,
@@ -803,6 +818,8 @@ impl<'a> Run<'a> {
         let step = &self.spec.steps[i];
         let args_digest = canon::digest(args);
         let request = CapabilityRequest {
+            principal: &self.state.principal,
+            handle_age_ms: None,
             run: &self.run_id,
             step: &step.id,
             call,
@@ -1123,9 +1140,12 @@ impl<'a> Run<'a> {
         // arguments are validated and ruled on again: narrowing never widens authority.
         let mut narrowed = Vec::new();
         let interceptors = self.engine.interceptors.clone();
+        let handle_age_ms = self.handle_age(call);
         for interceptor in interceptors.iter() {
             let args_digest = canon::digest(&executed);
             let request = CapabilityRequest {
+                principal: &self.state.principal,
+                handle_age_ms,
                 run: &self.run_id,
                 step: &step.id,
                 call,
@@ -1265,6 +1285,8 @@ impl<'a> Run<'a> {
         let step = &self.spec.steps[i];
         let args_digest = canon::digest(args);
         let request = CapabilityRequest {
+            principal: &self.state.principal,
+            handle_age_ms: self.handle_age(call),
             run: &self.run_id,
             step: &step.id,
             call,

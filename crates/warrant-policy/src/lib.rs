@@ -4,12 +4,14 @@
 //! ([`SCHEMA`]); an invalid policy is an error naming its file and line, and nothing runs.
 //!
 //! The request built for each call:
-//! - principal `Warrant::Agent::"<decider>"` (the run's agent identity);
+//! - principal `Warrant::Principal::"<tenant>/<user>/<agent>"` with those three attributes
+//!   (the agent is the decider);
 //! - action `Warrant::Action::"read"` or `"commit"` (the effect class);
 //! - resource `Warrant::Call::"<run>/<call>"`, with attributes `provider`, `tool`, `trusted`
 //!   (whether the provider is trusted) and one tag per top-level argument (its value as a
 //!   string: strings as they are, anything else as compact JSON);
-//! - context: `run`, `step`, `args_digest`, and the names of the top-level arguments by where
+//! - context: `run`, `step`, `args_digest`, `handle_age_ms` (0 when the call uses no handle),
+//!   and the names of the top-level arguments by where
 //!   their values were observed: `untrusted_args` (an untrusted provider's output),
 //!   `trusted_output_args`, `carried_args`, `objective_args`, `unobserved_args` (produced by the
 //!   decider).
@@ -35,19 +37,20 @@ use warrant_core::provenance::Source;
 
 /// The Cedar schema of the entities, actions and context Warrant builds.
 pub const SCHEMA: &str = r#"namespace Warrant {
-  entity Agent;
+  entity Principal = { tenant: String, user: String, agent: String };
   entity Call = { provider: String, tool: String, trusted: Bool } tags String;
   type CallContext = {
     run: String,
     step: String,
     args_digest: String,
+    handle_age_ms: Long,
     untrusted_args: Set<String>,
     trusted_output_args: Set<String>,
     carried_args: Set<String>,
     objective_args: Set<String>,
     unobserved_args: Set<String>,
   };
-  action "read", "commit" appliesTo { principal: [Agent], resource: [Call], context: CallContext };
+  action "read", "commit" appliesTo { principal: [Principal], resource: [Call], context: CallContext };
 }
 "#;
 
@@ -242,10 +245,11 @@ impl CedarAuthority {
             Err(e) => return indeterminate(format!("action: {e}")),
         };
         let quote = |s: &str| Value::String(s.to_owned()).to_string();
-        let principal_id = format!("agent:{}", r.run);
+        let p = r.principal;
+        let principal_id = format!("{}/{}/{}", p.tenant, p.user, p.agent);
         let call_id = format!("{}/{}", r.run, r.call);
         let (Ok(principal), Ok(resource)) = (
-            EntityUid::from_str(&format!("Warrant::Agent::{}", quote(&principal_id))),
+            EntityUid::from_str(&format!("Warrant::Principal::{}", quote(&principal_id))),
             EntityUid::from_str(&format!("Warrant::Call::{}", quote(&call_id))),
         ) else {
             return indeterminate("the request's entities do not parse".into());
@@ -268,7 +272,9 @@ impl CedarAuthority {
             })
             .unwrap_or_default();
         let entities = json!([
-            {"uid": {"type": "Warrant::Agent", "id": principal_id}, "attrs": {}, "parents": []},
+            {"uid": {"type": "Warrant::Principal", "id": principal_id}, "attrs": {
+                "tenant": p.tenant, "user": p.user, "agent": p.agent
+            }, "parents": []},
             {"uid": {"type": "Warrant::Call", "id": call_id}, "attrs": {
                 "provider": r.provider, "tool": r.tool, "trusted": self.trusted.contains(r.provider)
             }, "parents": [], "tags": tags}
@@ -279,6 +285,7 @@ impl CedarAuthority {
         };
         let context = json!({
             "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
+            "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
             "carried_args": carried, "objective_args": objective, "unobserved_args": unobserved,
         });

@@ -49,7 +49,14 @@ fn rule(
             source: s.clone(),
         })
         .collect();
+    let principal = warrant_core::event::Principal {
+        tenant: "acme".into(),
+        user: "ana".into(),
+        agent: "scripted:x".into(),
+    };
     let request = CapabilityRequest {
+        principal: &principal,
+        handle_age_ms: Some(1200),
         run: &run,
         step: &step,
         call: CallId(1),
@@ -205,4 +212,24 @@ fn the_description_rebuilds_the_same_authority() {
     let d = a.describe().unwrap();
     let b = CedarAuthority::from_description(&d).unwrap().unwrap();
     assert_eq!(b.describe(), Some(d));
+}
+
+#[test]
+fn policies_see_the_principal_and_the_handle_age() {
+    let a = authority(
+        "@id(\"ana-reads-fresh\") permit (principal, action, resource) when { principal.user == \"ana\" && principal.tenant == \"acme\" && context.handle_age_ms < 5000 };",
+        &[],
+    );
+    assert!(matches!(
+        rule(&a, Effect::Read, "balance", json!({}), &[]),
+        Verdict::Allow { .. }
+    ));
+    let stale = authority(
+        "@id(\"fresh-only\") permit (principal, action, resource) when { context.handle_age_ms < 1000 };",
+        &[],
+    );
+    assert!(matches!(
+        rule(&stale, Effect::Read, "balance", json!({}), &[]),
+        Verdict::Deny { .. }
+    ));
 }

@@ -37,6 +37,7 @@ fn started(run: &str) -> Arc<Event> {
             },
             authority: None,
             execution_control: None,
+            principal: None,
         },
     })
 }
