@@ -318,6 +318,8 @@ pub enum SchemaKind {
     Report,
     /// One event of the `warrant.events/1` log.
     Events,
+    /// The Cedar schema policies are validated against (Cedar schema syntax, not JSON).
+    Cedar,
 }
 
 /// How far an approval reaches.

@@ -908,6 +908,10 @@ fn schema(which: SchemaKind) -> Result<u8> {
         SchemaKind::Spec => schemars::schema_for!(Spec),
         SchemaKind::Report => schemars::schema_for!(RunReport),
         SchemaKind::Events => schemars::schema_for!(Event),
+        SchemaKind::Cedar => {
+            out!("{}", warrant_policy::SCHEMA);
+            return Ok(exit::ATTAINED);
+        }
     };
     print_json(&schema)?;
     Ok(exit::ATTAINED)

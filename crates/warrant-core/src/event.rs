@@ -539,6 +539,8 @@ pub enum EventKind {
         provenance: Vec<ArgLabel>,
         /// What the authority said needs approving.
         reason: String,
+        /// The scope proposed to the approver.
+        proposed_scope: ApprovalScope,
         /// Unresolved at this time, the request expires.
         expires_at_ms: u64,
     },

@@ -1418,6 +1418,7 @@ impl<'a> Run<'a> {
             args: args.clone(),
             provenance: labels.to_vec(),
             reason,
+            proposed_scope: ApprovalScope::Once,
             expires_at_ms: now.saturating_add(self.spec.limits.approval_ttl_ms),
         };
         if let Err(e) = self.stage(requested) {

@@ -56,3 +56,168 @@ fn only_the_bridge_calls_a_surface() {
     );
     assert!(!callers.is_empty(), "the Bridge's own calls were found");
 }
+
+mod every_path {
+    //! Every path that reaches a surface's `invoke` went through authority for exactly that
+    //! call and those arguments: a fresh call, a call carried on after approval, a call
+    //! repeated at re-entry after a crash.
+
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use tokio::sync::Notify;
+    use warrant_core::canon;
+    use warrant_core::event::ApprovalScope;
+    use warrant_core::ids::{CallId, RunId};
+    use warrant_core::ports::{
+        Authority, BoxFuture, CallOutput, CapabilityRequest, EventStore, Invocation, Observation,
+        Surface, SurfaceError, Verdict,
+    };
+    use warrant_core::spec::Format;
+    use warrant_deciders::{Script, ScriptedDecider};
+    use warrant_engine::{Answer, Engine, SequentialIds};
+    use warrant_store::MemoryStore;
+    use warrant_surfaces::ReferenceSurface;
+    use warrant_surfaces::demo::Bank;
+
+    type Seen = Arc<Mutex<HashSet<(RunId, CallId, String)>>>;
+
+    /// Asks for approval of transfers, allows the rest; remembers what it ruled on.
+    struct Recording(Seen);
+
+    impl Authority for Recording {
+        fn evaluate<'a>(&'a self, r: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+            self.0
+                .lock()
+                .unwrap()
+                .insert((r.run.clone(), r.call, r.args_digest.to_owned()));
+            let v = if r.tool == "transfer" {
+                Verdict::Ask {
+                    reason: "a person decides".into(),
+                }
+            } else {
+                Verdict::Allow { grant: "ok".into() }
+            };
+            Box::pin(std::future::ready(v))
+        }
+    }
+
+    /// Checks at the provider's door that authority ruled on this very call; can crash once.
+    struct Door {
+        inner: ReferenceSurface,
+        ruled: Seen,
+        unruled: Arc<Mutex<Vec<String>>>,
+        crash_on: Option<&'static str>,
+        armed: AtomicBool,
+        reached: Arc<Notify>,
+    }
+
+    impl Surface for Door {
+        fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+            self.inner.observe()
+        }
+        fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+            let key = (call.run.clone(), call.call, canon::digest(&call.args));
+            if !self.ruled.lock().unwrap().contains(&key) {
+                self.unruled
+                    .lock()
+                    .unwrap()
+                    .push(format!("{} {} {}", call.run, call.call, call.tool));
+            }
+            if self.crash_on == Some(call.tool.as_str()) && self.armed.swap(false, Ordering::SeqCst)
+            {
+                self.reached.notify_one();
+                return Box::pin(std::future::pending());
+            }
+            self.inner.invoke(call)
+        }
+        fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+            self.inner.is_current(version)
+        }
+        fn recovery(&self, tool: &str) -> warrant_core::ports::Recovery {
+            self.inner.recovery(tool)
+        }
+    }
+
+    #[tokio::test]
+    async fn every_invoke_was_ruled_on_for_that_call_and_those_arguments() {
+        let spec_text = "version: warrant/v1\nid: pay\nobjective: Pay 950 to DE89370400440532013000.\nproviders:\n  bank: {reference: bank}\nsteps:\n  - id: pay\n    provider: bank\n    tools: [balance, transfer]\n    commit: required\n";
+        let catalog = warrant_surfaces::ReferenceCatalog::default();
+        let spec = Arc::new(
+            warrant_core::validate::load(spec_text, Format::Yaml, "pay.yaml", &catalog).unwrap(),
+        );
+        let script = "steps:\n  pay:\n    - call: balance\n    - call: transfer\n      args: {to: DE89370400440532013000, amount: 950}\n    - done: paid\n";
+        let decider = ScriptedDecider::new(
+            Script::parse(script, Format::Yaml, "s.yaml").unwrap(),
+            "s.yaml",
+        );
+        let ruled: Seen = Arc::default();
+        let unruled = Arc::new(Mutex::new(Vec::new()));
+        let store = Arc::new(MemoryStore::new());
+        let engine = Engine::new(store.clone())
+            .with_ids(Arc::new(SequentialIds::new("path")))
+            .with_authority(Arc::new(Recording(ruled.clone())));
+        let bank = Arc::new(Bank::default());
+        let door = |crash_on, reached: Arc<Notify>| -> warrant_engine::Surfaces {
+            let mut s: warrant_engine::Surfaces = std::collections::HashMap::new();
+            s.insert(
+                "bank".into(),
+                Arc::new(Door {
+                    inner: ReferenceSurface::new(bank.clone()),
+                    ruled: ruled.clone(),
+                    unruled: unruled.clone(),
+                    crash_on,
+                    armed: AtomicBool::new(true),
+                    reached,
+                }),
+            );
+            s
+        };
+        // Path 1: a fresh call (the balance read). The transfer is held for approval.
+        let first = engine
+            .run(spec.clone(), &decider, &door(None, Arc::default()))
+            .await
+            .unwrap();
+        assert_eq!(first.outcome, None);
+        let request = first.state.pending_approvals().next().unwrap().id.clone();
+        engine
+            .answer(
+                &request,
+                Answer::Approve {
+                    scope: ApprovalScope::Once,
+                    until_ms: None,
+                },
+                "ana",
+            )
+            .await
+            .unwrap();
+        // Path 2: the held call carried on after approval; the process dies in the provider.
+        let reached = Arc::new(Notify::new());
+        let crashing = door(Some("transfer"), reached.clone());
+        tokio::select! {
+            r = engine.resume(&first.run_id, &decider, &crashing) => panic!("{:?}", r.map(|r| r.outcome)),
+            () = reached.notified() => {}
+        }
+        // Path 3: the call repeated at re-entry.
+        let done = engine
+            .resume(&first.run_id, &decider, &door(None, Arc::default()))
+            .await
+            .unwrap();
+        assert_eq!(done.outcome, Some(warrant_core::Outcome::Attained));
+        assert!(
+            unruled.lock().unwrap().is_empty(),
+            "invoked without a ruling: {:?}",
+            unruled.lock().unwrap()
+        );
+        assert_eq!(bank.transfers().len(), 1);
+        let events = store.read(&first.run_id, 1).unwrap();
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| e.event.kind.name() == "run_resumed")
+                .count(),
+            2
+        );
+    }
+}
