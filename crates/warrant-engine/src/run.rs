@@ -63,6 +63,15 @@ struct Checked {
     consume: Option<String>,
 }
 
+/// A call started earlier, reopened to be carried on (`Run::reopen`).
+struct Reopened {
+    record: warrant_core::fold::CallRecord,
+    i: usize,
+    provider: String,
+    surface: Arc<dyn warrant_core::ports::Surface>,
+    version: String,
+}
+
 /// What the decider saw when it proposed a call: the observation's version and actions.
 struct Sight {
     version: String,
@@ -158,10 +167,11 @@ impl<'a> Run<'a> {
         self.resume().await
     }
 
-    /// Settles a call whose intent is durable but whose result was lost.
-    async fn recover(&mut self, call: CallId) -> Result<(), EngineError> {
+    /// A call started earlier, with what carrying it on needs: its record, step, provider,
+    /// surface and the observation version it was proposed against.
+    fn reopen(&self, call: CallId) -> Result<Option<Reopened>, EngineError> {
         let Some(record) = self.state.call(call).cloned() else {
-            return Ok(());
+            return Ok(None);
         };
         let i = record.step;
         let provider = self.spec.steps[i].provider.clone();
@@ -175,6 +185,27 @@ impl<'a> Run<'a> {
             .and_then(|d| self.state.decision_log.get(d))
             .map(|d| d.version.clone())
             .unwrap_or_default();
+        Ok(Some(Reopened {
+            record,
+            i,
+            provider,
+            surface,
+            version,
+        }))
+    }
+
+    /// Settles a call whose intent is durable but whose result was lost.
+    async fn recover(&mut self, call: CallId) -> Result<(), EngineError> {
+        let Some(Reopened {
+            record,
+            i,
+            provider,
+            surface,
+            version,
+        }) = self.reopen(call)?
+        else {
+            return Ok(());
+        };
         let effect = record.effect.unwrap_or(Effect::Commit);
         let invocation = Invocation {
             run: self.run_id.clone(),
@@ -865,21 +896,16 @@ impl<'a> Run<'a> {
 
     /// Carries on a call that waited for an approval, now answered.
     async fn redrive(&mut self, call: CallId) -> Result<(), EngineError> {
-        let Some(record) = self.state.call(call).cloned() else {
+        let Some(Reopened {
+            record,
+            i,
+            provider,
+            surface,
+            version,
+        }) = self.reopen(call)?
+        else {
             return Ok(());
         };
-        let i = record.step;
-        let provider = self.spec.steps[i].provider.clone();
-        let surface = self
-            .surfaces
-            .get(&provider)
-            .cloned()
-            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
-        let version = (record.decision as usize)
-            .checked_sub(1)
-            .and_then(|d| self.state.decision_log.get(d))
-            .map(|d| d.version.clone())
-            .unwrap_or_default();
         let actions = self
             .state
             .observations
