@@ -48,39 +48,46 @@ pub const OUTPUT_INDEX_MAX: usize = 4096;
 /// Longest string remembered from provider outputs.
 const INDEXED_STRING_MAX: usize = 256;
 
-/// Scalar values seen in provider outputs, first occurrence wins.
+/// Scalar values seen in provider outputs, first occurrence wins. Values are remembered by a
+/// 64-bit hash of their normalised form (no copy of the value is kept).
 #[derive(Clone, Debug, Default)]
 pub struct OutputIndex {
-    seen: HashMap<String, (String, CallId)>,
+    seen: HashMap<u64, (u16, CallId)>,
+    providers: Vec<String>,
 }
 
 impl OutputIndex {
-    /// Remembers the scalar leaves of `output`, and the words of its strings.
+    /// Remembers the scalar leaves of `output`, and the identifier-like words of its strings.
     pub fn record(&mut self, provider: &str, call: CallId, output: &Value) {
         if self.seen.len() >= OUTPUT_INDEX_MAX {
             return;
         }
-        let mut keys = Vec::new();
+        let p = match self.providers.iter().position(|x| x == provider) {
+            Some(i) => i as u16,
+            None => {
+                self.providers.push(provider.to_owned());
+                (self.providers.len() - 1) as u16
+            }
+        };
+        let seen = &mut self.seen;
         visit_leaves(output, &mut String::new(), &mut |_, leaf| {
+            if seen.len() >= OUTPUT_INDEX_MAX {
+                return;
+            }
             if let Some(k) = scalar_key(leaf) {
-                keys.push(k);
+                seen.entry(k).or_insert((p, call));
             }
             if let Value::String(s) = leaf {
-                keys.extend(words(s).map(|w| format!("s{w}")));
+                for w in words(s) {
+                    seen.entry(hash_str(w)).or_insert((p, call));
+                }
             }
         });
-        for k in keys {
-            if self.seen.len() >= OUTPUT_INDEX_MAX {
-                break;
-            }
-            self.seen
-                .entry(k)
-                .or_insert_with(|| (provider.to_owned(), call));
-        }
     }
 
-    fn find(&self, leaf: &Value) -> Option<&(String, CallId)> {
-        scalar_key(leaf).and_then(|k| self.seen.get(&k))
+    fn find(&self, leaf: &Value) -> Option<(&str, CallId)> {
+        let (p, call) = scalar_key(leaf).and_then(|k| self.seen.get(&k))?;
+        Some((self.providers.get(*p as usize)?.as_str(), *call))
     }
 }
 
@@ -89,25 +96,74 @@ impl OutputIndex {
 pub const WORD_MIN: usize = 6;
 
 /// The identifier-like words of a string (an account number, an email address: words with a
-/// digit or an `@`), normalised: split at white space and punctuation that does not occur
-/// inside such identifiers, trimmed of trailing dots, lower-cased. Plain words are not
-/// remembered: they say little about where a value came from, and prose is long.
-fn words(s: &str) -> impl Iterator<Item = String> + '_ {
-    s.split(|c: char| c.is_whitespace() || ",;!?()[]{}\"'<>|".contains(c))
+/// digit or an `@`): split at white space and punctuation that does not occur inside such
+/// identifiers, trimmed of trailing dots. Plain words are not remembered: they say little
+/// about where a value came from, and prose is long.
+fn words(s: &str) -> impl Iterator<Item = &str> + '_ {
+    // Most strings hold no identifier at all: one cheap pass says so.
+    let any = s.bytes().any(|b| b.is_ascii_digit() || b == b'@');
+    let separator = |c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                ',' | ';'
+                    | '!'
+                    | '?'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '"'
+                    | '\''
+                    | '<'
+                    | '>'
+                    | '|'
+            )
+    };
+    s.split(separator)
+        .filter(move |_| any)
         .map(|w| w.trim_end_matches(['.', ':']))
         .filter(|w| w.len() >= WORD_MIN && w.len() <= INDEXED_STRING_MAX)
         .filter(|w| w.bytes().any(|b| b.is_ascii_digit() || b == b'@'))
-        .map(str::to_lowercase)
+}
+
+/// FNV-1a over the lower-cased characters of `s`, with a tag so strings and numbers differ.
+fn hash_str(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(b's');
+    if s.is_ascii() {
+        for b in s.bytes() {
+            h ^= u64::from(b.to_ascii_lowercase());
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        return h;
+    }
+    for c in s.chars().flat_map(char::to_lowercase) {
+        let mut buf = [0u8; 4];
+        for b in c.encode_utf8(&mut buf).bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
 }
 
 /// Strings are compared normalised (trimmed, lower-cased); numbers exactly.
-fn scalar_key(v: &Value) -> Option<String> {
+fn scalar_key(v: &Value) -> Option<u64> {
     match v {
         Value::String(s) => {
-            let n = s.trim().to_lowercase();
-            (!n.is_empty() && n.len() <= INDEXED_STRING_MAX).then(|| format!("s{n}"))
+            let t = s.trim();
+            (!t.is_empty() && t.len() <= INDEXED_STRING_MAX).then(|| hash_str(t))
         }
-        Value::Number(n) => Some(format!("n{n}")),
+        Value::Number(n) => {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(b'n');
+            for b in n.to_string().bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            Some(h)
+        }
         _ => None,
     }
 }
@@ -137,16 +193,16 @@ pub fn visit_leaves(value: &Value, pointer: &mut String, f: &mut dyn FnMut(&str,
     }
 }
 
-/// Labels every leaf of `args`. `carried_args` names the top-level arguments whose values were
+/// Labels every leaf of `args`. `objective_lower` is the objective text, lower-cased.
+/// `carried_args` names the top-level arguments whose values were
 /// verified against carried state (filled from inputs or checked claims).
 pub fn label(
     args: &Value,
-    objective: &str,
+    objective_lower: &str,
     carried_args: &[(String, String)],
     index: &OutputIndex,
 ) -> Vec<ArgLabel> {
     let mut labels = Vec::new();
-    let objective_lower = objective.to_lowercase();
     visit_leaves(args, &mut String::new(), &mut |pointer, leaf| {
         let top = pointer
             .trim_start_matches('/')
@@ -174,8 +230,8 @@ pub fn label(
             Source::Objective
         } else if let Some((provider, call)) = index.find(leaf) {
             Source::ProviderOutput {
-                provider: provider.clone(),
-                call: *call,
+                provider: provider.to_owned(),
+                call,
             }
         } else {
             Source::Unobserved

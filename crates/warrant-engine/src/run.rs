@@ -51,12 +51,16 @@ pub(crate) struct Run<'a> {
     cancel: Option<CancelRequest>,
     /// When the store was last asked for a cancellation (live clock).
     cancel_polled_ms: Option<u64>,
+    /// The objective, lower-cased once for provenance matching.
+    objective_lower: String,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
 struct Checked {
     effect: Effect,
     executed: Arc<Value>,
+    /// Digest of `executed`.
+    args_digest: String,
     labels: Vec<provenance::ArgLabel>,
     narrowed: Vec<Narrowing>,
     /// The approval this dispatch consumes.
@@ -133,6 +137,7 @@ impl<'a> Run<'a> {
     ) -> Run<'a> {
         let run_id = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq;
+        let objective_lower = spec.objective.to_lowercase();
         Run {
             engine,
             run_id,
@@ -147,6 +152,7 @@ impl<'a> Run<'a> {
             stop_at: None,
             cancel: None,
             cancel_polled_ms: None,
+            objective_lower,
         }
     }
 
@@ -255,6 +261,7 @@ impl<'a> Run<'a> {
                 &record.tool,
                 effect,
                 &invocation.args,
+                &canon::digest(&invocation.args),
                 &record.provenance,
                 &schema,
             )
@@ -752,6 +759,7 @@ impl<'a> Run<'a> {
         let Checked {
             effect,
             executed,
+            args_digest,
             labels,
             narrowed,
             consume,
@@ -794,7 +802,7 @@ impl<'a> Run<'a> {
         if let Some(request) = consume {
             self.stage(EventKind::ApprovalConsumed { request, call })?;
         }
-        let args_digest = canon::digest(&executed);
+
         let idempotency_key = idempotency_key(&self.run_id, call);
         self.stage(EventKind::CallDispatched {
             call,
@@ -1154,12 +1162,22 @@ impl<'a> Run<'a> {
         let schema = action.input_schema.clone();
         let mut labels = provenance::label(
             &executed,
-            &self.spec.objective,
+            &self.objective_lower,
             &bindings,
             &self.state.output_index,
         );
+        let mut args_digest = canon::digest(&executed);
         let mut consume = self
-            .authorize(i, call, tool, action.effect, &executed, &labels, &schema)
+            .authorize(
+                i,
+                call,
+                tool,
+                action.effect,
+                &executed,
+                &args_digest,
+                &labels,
+                &schema,
+            )
             .await?;
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
@@ -1168,7 +1186,6 @@ impl<'a> Run<'a> {
         let interceptors = self.engine.interceptors.clone();
         let handle_age_ms = self.handle_age(call);
         for interceptor in interceptors.iter() {
-            let args_digest = canon::digest(&executed);
             let request = CapabilityRequest {
                 principal: &self.state.principal,
                 handle_age_ms,
@@ -1219,7 +1236,7 @@ impl<'a> Run<'a> {
                         })?;
                     labels = provenance::label(
                         &args,
-                        &self.spec.objective,
+                        &self.objective_lower,
                         &bindings,
                         &self.state.output_index,
                     );
@@ -1228,7 +1245,16 @@ impl<'a> Run<'a> {
                         reason,
                     });
                     match self
-                        .authorize(i, call, tool, action.effect, &args, &labels, &schema)
+                        .authorize(
+                            i,
+                            call,
+                            tool,
+                            action.effect,
+                            &args,
+                            &canon::digest(&args),
+                            &labels,
+                            &schema,
+                        )
                         .await
                     {
                         Ok(used) => consume = used,
@@ -1241,6 +1267,7 @@ impl<'a> Run<'a> {
                             });
                         }
                     }
+                    args_digest = canon::digest(&args);
                     executed = args;
                 }
             }
@@ -1248,6 +1275,7 @@ impl<'a> Run<'a> {
         Ok(Checked {
             effect: action.effect,
             executed,
+            args_digest,
             labels,
             narrowed,
             consume,
@@ -1305,11 +1333,12 @@ impl<'a> Run<'a> {
         tool: &str,
         effect: Effect,
         args: &Arc<Value>,
+        args_digest: &str,
         labels: &[provenance::ArgLabel],
         schema: &Arc<Value>,
     ) -> Result<Option<String>, Refusal> {
         let step = &self.spec.steps[i];
-        let args_digest = canon::digest(args);
+        let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
             principal: &self.state.principal,
             handle_age_ms: self.handle_age(call),
@@ -1564,10 +1593,9 @@ impl Engine {
     }
 }
 
-/// The idempotency key of a call: stable for the intent, unique across runs.
+/// The idempotency key of a call: stable for the intent, unique across runs (run ids are).
 pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
-    let d = canon::digest_bytes(format!("{run}/{call}").as_bytes());
-    format!("wk-{}", &d[7..39])
+    format!("wk-{run}-{call}")
 }
 
 fn error_message(output: &Value) -> String {
