@@ -76,6 +76,7 @@ fn spec(steps: u32) -> Spec {
         "tools".to_owned(),
         ProviderSpec {
             reference: Some("bench".into()),
+            mcp: None,
             config: None,
             trust: None,
         },

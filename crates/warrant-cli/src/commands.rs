@@ -328,8 +328,8 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         Some(d) => load_decider(d, None, &spec)?,
         None => default_decider(&spec, &args.spec)?,
     };
-    let surfaces = ReferenceCatalog::default()
-        .surfaces(&spec)
+    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec)
+        .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let authority = authority(
         &spec,
@@ -863,8 +863,8 @@ async fn compare(
     let mut reports = Vec::new();
     for decider in &loaded {
         // Fresh providers for each route: the same frozen world.
-        let surfaces = ReferenceCatalog::default()
-            .surfaces(&spec)
+        let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec)
+            .await
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
         errln!("running {} ...", decider.identity());
         let result = engine
@@ -939,7 +939,7 @@ impl Reentry {
     }
 }
 
-fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
+async fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
     let Some(EventKind::RunStarted {
         spec,
         decider,
@@ -951,8 +951,8 @@ fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
         return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
     };
     let decider = recorded_decider(decider, spec)?;
-    let surfaces = ReferenceCatalog::default()
-        .surfaces(spec)
+    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), spec)
+        .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     // Fail closed: a run is re-entered only under the authority and control it started with.
     let authority = rebuild_authority(id, authority.as_ref())?;
@@ -1011,7 +1011,7 @@ async fn resume(
     let mut worst = exit::ATTAINED;
     for id in ids {
         let events = read_log(store.as_ref(), &id)?;
-        let re = reentry(&id, &events)?;
+        let re = reentry(&id, &events).await?;
         let engine = re.engine(store.clone());
         if !quiet {
             errln!("resuming {id} ...");
@@ -1128,7 +1128,7 @@ async fn cancel(
     if before == "waiting" {
         // No process drives a waiting run: end it here, through the same re-entry path.
         let events = read_log(store.as_ref(), &id)?;
-        let re = reentry(&id, &events)?;
+        let re = reentry(&id, &events).await?;
         let result = re
             .engine(store.clone())
             .resume(&id, re.decider.as_ref(), &re.surfaces)

@@ -56,6 +56,9 @@ pub struct ProviderSpec {
     /// registered under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// An MCP server started as a child process (stdio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpSpec>,
     /// Settings the provider reads (e.g. the `ledger` provider's `file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
@@ -63,6 +66,18 @@ pub struct ProviderSpec {
     /// came from (`untrusted`, the default). Policies see the difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Trust>,
+}
+
+/// How to start an MCP server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpec {
+    /// The program and its arguments, e.g. `[npx, -y, some-server]`.
+    pub command: Vec<String>,
+    /// Environment of the child: a value `$NAME` is read from Warrant's own environment (so a
+    /// credential never appears in the spec); anything else is taken as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 /// The required external execution control.

@@ -259,8 +259,21 @@ impl ReferenceCatalog {
 
 impl ProviderCatalog for ReferenceCatalog {
     fn tools(&self, _name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String> {
+        if let Some(mcp) = &provider.mcp {
+            if provider.reference.is_some() {
+                return Err("give one of `reference` or `mcp`, not both".to_owned());
+            }
+            if mcp.command.is_empty() {
+                return Err("`mcp.command` needs a program to start".to_owned());
+            }
+            // An MCP server's tools are known only once it runs.
+            return Ok(None);
+        }
         let Some(reference) = &provider.reference else {
-            return Err("say how the provider is reached: `reference: <name>`".to_owned());
+            return Err(
+                "say how the provider is reached: `reference: <name>` or `mcp: {command: [...]}`"
+                    .to_owned(),
+            );
         };
         match self.make(reference, provider.config.as_ref())? {
             Some(p) => Ok(Some(p.actions().into_iter().map(|a| a.name).collect())),

@@ -1,0 +1,145 @@
+//! The MCP surface against an official MCP server (`@modelcontextprotocol/server-everything`
+//! over stdio), installed by `.ci/run` into `mcp-servers/node_modules`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use warrant_core::event::Effect;
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{Invocation, Surface};
+use warrant_surfaces::mcp::McpSurface;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn everything() -> Vec<String> {
+    let server = root()
+        .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        server.exists(),
+        "install the test servers first: npm ci --prefix mcp-servers"
+    );
+    vec!["node".into(), server.display().to_string(), "stdio".into()]
+}
+
+fn invocation(tool: &str, args: Value, effect: Effect, version: &str) -> Invocation {
+    Invocation {
+        run: RunId("r".into()),
+        call: CallId(1),
+        tool: tool.into(),
+        args: Arc::new(args),
+        effect,
+        idempotency_key: "wk-r-c1".into(),
+        version: version.into(),
+    }
+}
+
+#[tokio::test]
+async fn the_tool_list_is_the_observation_and_only_a_trusted_server_loosens_effects() {
+    let untrusted = McpSurface::spawn(&everything(), &BTreeMap::new(), false)
+        .await
+        .unwrap();
+    let obs = untrusted.observe().await.unwrap();
+    assert!(obs.actions.len() >= 10, "{} tools", obs.actions.len());
+    let echo = obs.actions.iter().find(|a| a.name == "echo").unwrap();
+    assert_eq!(
+        echo.effect,
+        Effect::Commit,
+        "an untrusted server's readOnlyHint does not make a read"
+    );
+    assert!(echo.input_schema.get("properties").is_some());
+    assert!(untrusted.is_current(&obs.version).await);
+    assert!(!untrusted.is_current("other").await);
+
+    let trusted = McpSurface::spawn(&everything(), &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    let obs = trusted.observe().await.unwrap();
+    let effect = |n: &str| obs.actions.iter().find(|a| a.name == n).unwrap().effect;
+    assert_eq!(effect("echo"), Effect::Read);
+    assert_eq!(
+        effect("toggle-simulated-logging"),
+        Effect::Commit,
+        "no readOnlyHint: a commit"
+    );
+}
+
+#[tokio::test]
+async fn calls_return_the_servers_result_and_errors_are_errors() {
+    let s = McpSurface::spawn(&everything(), &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    let v = s.observe().await.unwrap().version;
+    let out = s
+        .invoke(invocation(
+            "echo",
+            json!({"message": "hi"}),
+            Effect::Read,
+            &v,
+        ))
+        .await
+        .unwrap();
+    assert!(!out.is_error);
+    assert_eq!(out.output[0]["text"], "Echo: hi");
+    let sum = s
+        .invoke(invocation(
+            "get-sum",
+            json!({"a": 2, "b": 3}),
+            Effect::Read,
+            &v,
+        ))
+        .await
+        .unwrap();
+    assert!(sum.output.to_string().contains('5'), "{}", sum.output);
+    let bad = s
+        .invoke(invocation("no-such-tool", json!({}), Effect::Commit, &v))
+        .await;
+    assert!(bad.is_err() || bad.as_ref().unwrap().is_error, "{bad:?}");
+}
+
+#[test]
+fn a_spec_over_an_mcp_server_runs_end_to_end_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    everything();
+    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .args(["run", "examples/mcp-everything/spec.yaml", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        out["route_key"],
+        "everything/read:echo -> everything/read:get-sum"
+    );
+    let replay = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .args(["replay", "last", "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replay.stdout)
+    );
+}
