@@ -143,3 +143,76 @@ fn a_spec_over_an_mcp_server_runs_end_to_end_and_replays() {
         String::from_utf8_lossy(&replay.stdout)
     );
 }
+
+#[test]
+fn the_filesystem_server_writes_and_reads_a_file_that_is_really_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = dir.path().join("sandbox");
+    std::fs::create_dir(&sandbox).unwrap();
+    let server = root()
+        .join("mcp-servers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        server.exists(),
+        "install the test servers first: npm ci --prefix mcp-servers"
+    );
+    let spec = std::fs::read_to_string(root().join("examples/mcp-filesystem/spec.yaml"))
+        .unwrap()
+        .replace(
+            "mcp-servers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+            &server.display().to_string(),
+        )
+        .replace(
+            "examples/mcp-filesystem/sandbox]",
+            &format!("{}]", sandbox.display()),
+        );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    std::fs::copy(
+        root().join("examples/mcp-filesystem/script.yaml"),
+        dir.path().join("script.yaml"),
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir.path())
+        .env("WARRANT_STORE", dir.path().join("w.db"))
+        .args(["run", "spec.yaml", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        out["route_key"],
+        "fs/commit:write_file -> fs/commit:read_text_file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.join("note.txt")).unwrap(),
+        "hello from warrant"
+    );
+    assert!(
+        out["carried"][0]["value"]
+            .to_string()
+            .contains("hello from warrant"),
+        "{}",
+        out["carried"]
+    );
+    // Outside the sandbox, the server refuses: a provider error, attributed to the provider.
+    let script = "steps:\n  write:\n    - call: write_file\n      args: {path: /etc/warrant-escape.txt, content: x}\n    - done: written\n";
+    std::fs::write(dir.path().join("script.yaml"), script).unwrap();
+    let escape = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir.path())
+        .env("WARRANT_STORE", dir.path().join("w.db"))
+        .args(["run", "spec.yaml", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(escape.status.code(), Some(1));
+    let out: Value = serde_json::from_slice(&escape.stdout).unwrap();
+    assert_eq!(
+        out["outcome_detail"]["missing"][0]["fault"]["layer"],
+        "provider"
+    );
+    assert!(!Path::new("/etc/warrant-escape.txt").exists());
+}

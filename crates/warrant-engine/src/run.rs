@@ -1599,6 +1599,16 @@ pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
 }
 
 fn error_message(output: &Value) -> String {
+    // MCP-style content blocks: the texts, joined.
+    if let Value::Array(blocks) = output {
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        if !texts.is_empty() {
+            return texts.join(" ");
+        }
+    }
     match output.get("error").or_else(|| output.get("message")) {
         Some(Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
