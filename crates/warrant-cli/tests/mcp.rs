@@ -216,3 +216,97 @@ fn the_filesystem_server_writes_and_reads_a_file_that_is_really_on_disk() {
     );
     assert!(!Path::new("/etc/warrant-escape.txt").exists());
 }
+
+#[test]
+fn a_server_that_dies_mid_call_is_a_provider_fault_and_the_run_ends_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = root().join("mcp-servers/dying-server.js");
+    let spec = format!(
+        "version: warrant/v1\nid: dying\nobjective: Ping, then crash.\nproviders:\n  d:\n    mcp: {{command: [node, {}]}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: d\n    tools: [ping, crash]\n    commit: required\n",
+        server.display()
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  s:\n    - call: ping\n    - call: crash\n    - done: done\n",
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir.path())
+        .env("WARRANT_STORE", dir.path().join("w.db"))
+        .args([
+            "run",
+            "spec.yaml",
+            "--decider",
+            "scripted:script.yaml",
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(out["route_key"], "d/read:ping");
+    let fault = &out["outcome_detail"]["missing"][0]["fault"];
+    assert_eq!(fault["layer"], "provider", "{fault}");
+}
+
+#[tokio::test]
+async fn the_memory_server_keeps_what_a_commit_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let server =
+        root().join("mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    assert!(
+        server.exists(),
+        "install the test servers first: npm ci --prefix mcp-servers"
+    );
+    let mut env = BTreeMap::new();
+    env.insert(
+        "MEMORY_FILE_PATH".to_owned(),
+        dir.path().join("memory.jsonl").display().to_string(),
+    );
+    let s = McpSurface::spawn(&["node".into(), server.display().to_string()], &env, false)
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    assert!(
+        obs.actions
+            .iter()
+            .any(|a| a.name == "create_entities" && a.effect == Effect::Commit)
+    );
+    let entities = json!({"entities": [{"name": "warrant", "entityType": "runtime", "observations": ["mediates every call"]}]});
+    let made = s
+        .invoke(invocation(
+            "create_entities",
+            entities,
+            Effect::Commit,
+            &obs.version,
+        ))
+        .await
+        .unwrap();
+    assert!(!made.is_error, "{}", made.output);
+    let graph = s
+        .invoke(invocation(
+            "read_graph",
+            json!({}),
+            Effect::Read,
+            &obs.version,
+        ))
+        .await
+        .unwrap();
+    assert!(
+        graph.output.to_string().contains("mediates every call"),
+        "{}",
+        graph.output
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("memory.jsonl"))
+            .unwrap()
+            .contains("warrant")
+    );
+}

@@ -1,0 +1,28 @@
+// A minimal MCP server over stdio (raw JSON-RPC, no SDK) that dies in the middle of a call:
+// it answers the handshake and the tool list, then exits when `crash` is called. Used to test
+// that a server dying mid-call is a provider fault, the run ends cleanly, and nothing hangs.
+const readline = require("readline");
+const rl = readline.createInterface({ input: process.stdin });
+const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
+rl.on("line", (line) => {
+  let msg;
+  try { msg = JSON.parse(line); } catch { return; }
+  if (msg.method === "initialize") {
+    send({ jsonrpc: "2.0", id: msg.id, result: {
+      protocolVersion: msg.params.protocolVersion,
+      capabilities: { tools: {} },
+      serverInfo: { name: "dying", version: "1.0.0" },
+    } });
+  } else if (msg.method === "tools/list") {
+    send({ jsonrpc: "2.0", id: msg.id, result: { tools: [
+      { name: "ping", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      { name: "crash", inputSchema: { type: "object" } },
+    ] } });
+  } else if (msg.method === "tools/call" && msg.params.name === "ping") {
+    send({ jsonrpc: "2.0", id: msg.id, result: { content: [{ type: "text", text: "pong" }] } });
+  } else if (msg.method === "tools/call") {
+    process.exit(3);
+  } else if (msg.id !== undefined) {
+    send({ jsonrpc: "2.0", id: msg.id, result: {} });
+  }
+});
