@@ -310,3 +310,35 @@ async fn the_memory_server_keeps_what_a_commit_wrote() {
             .contains("warrant")
     );
 }
+
+#[tokio::test]
+async fn an_oversized_result_is_cut_and_the_cut_is_recorded() {
+    let s = McpSurface::spawn(&everything(), &BTreeMap::new(), true)
+        .await
+        .unwrap()
+        .with_output_bytes_max(64);
+    let v = s.observe().await.unwrap().version;
+    let long = "x".repeat(500);
+    let out = s
+        .invoke(invocation(
+            "echo",
+            json!({"message": long}),
+            Effect::Read,
+            &v,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(out.output["truncated"], true);
+    assert!(out.output["bytes"].as_u64().unwrap() > 500);
+    assert_eq!(out.output["head"].as_str().unwrap().len(), 64);
+    let short = s
+        .invoke(invocation(
+            "echo",
+            json!({"message": "ok"}),
+            Effect::Read,
+            &v,
+        ))
+        .await
+        .unwrap();
+    assert!(short.output.get("truncated").is_none());
+}

@@ -78,6 +78,10 @@ pub struct McpSpec {
     /// credential never appears in the spec); anything else is taken as written.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Largest result kept whole, in bytes of JSON; a larger one is cut to its head and marked
+    /// `truncated` (default 1 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes_max: Option<usize>,
 }
 
 /// The required external execution control.

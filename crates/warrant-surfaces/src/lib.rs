@@ -33,9 +33,12 @@ pub async fn connect(
         #[cfg(feature = "mcp")]
         {
             let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
-            let surface = mcp::McpSurface::spawn(&mcp_spec.command, &mcp_spec.env, trusted)
+            let mut surface = mcp::McpSurface::spawn(&mcp_spec.command, &mcp_spec.env, trusted)
                 .await
                 .map_err(|e| format!("provider `{name}`: {e}"))?;
+            if let Some(max) = mcp_spec.output_bytes_max {
+                surface = surface.with_output_bytes_max(max);
+            }
             out.insert(name.clone(), std::sync::Arc::new(surface));
         }
         #[cfg(not(feature = "mcp"))]

@@ -20,10 +20,28 @@ use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
 use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 
+/// Default largest result kept whole: 1 MiB of JSON.
+pub const OUTPUT_BYTES_MAX_DEFAULT: usize = 1 << 20;
+
+/// An output larger than `max` bytes of JSON becomes `{truncated, bytes, head}`: the cut is
+/// recorded in the log as the result, never silent.
+fn bound(output: Value, max: usize) -> Value {
+    let text = output.to_string();
+    if text.len() <= max {
+        return output;
+    }
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
+}
+
 /// A connected MCP server.
 pub struct McpSurface {
     client: RunningService<RoleClient, ()>,
     trusted: bool,
+    output_bytes_max: usize,
     /// The last observation: its version and actions.
     seen: Mutex<Option<(String, Arc<[ActionRecord]>)>>,
 }
@@ -63,8 +81,15 @@ impl McpSurface {
         Ok(McpSurface {
             client,
             trusted,
+            output_bytes_max: OUTPUT_BYTES_MAX_DEFAULT,
             seen: Mutex::new(None),
         })
+    }
+
+    /// Keeps results up to `bytes` of JSON whole; larger ones are cut to their head and marked.
+    pub fn with_output_bytes_max(mut self, bytes: usize) -> McpSurface {
+        self.output_bytes_max = bytes;
+        self
     }
 
     fn effect(&self, read_only: Option<bool>) -> Effect {
@@ -132,7 +157,7 @@ impl McpSurface {
             None => serde_json::to_value(&result.content).unwrap_or(Value::Null),
         };
         Ok(CallOutput {
-            output,
+            output: bound(output, self.output_bytes_max),
             is_error: result.is_error == Some(true),
         })
     }
