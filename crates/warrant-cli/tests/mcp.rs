@@ -23,6 +23,16 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Runs the `warrant` binary in `cwd` against `store`.
+fn warrant_in(cwd: &Path, store: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(cwd)
+        .env("WARRANT_STORE", store)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn everything() -> Vec<String> {
     let server = root()
         .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -113,12 +123,11 @@ fn a_spec_over_an_mcp_server_runs_end_to_end_and_replays() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("w.db");
     everything();
-    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(root())
-        .env("WARRANT_STORE", &store)
-        .args(["run", "examples/mcp-everything/spec.yaml", "--json", "-q"])
-        .output()
-        .unwrap();
+    let run = warrant_in(
+        &root(),
+        &store,
+        &["run", "examples/mcp-everything/spec.yaml", "--json", "-q"],
+    );
     assert_eq!(
         run.status.code(),
         Some(0),
@@ -130,12 +139,7 @@ fn a_spec_over_an_mcp_server_runs_end_to_end_and_replays() {
         out["route_key"],
         "everything/read:echo -> everything/read:get-sum"
     );
-    let replay = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(root())
-        .env("WARRANT_STORE", &store)
-        .args(["replay", "last", "--verify"])
-        .output()
-        .unwrap();
+    let replay = warrant_in(&root(), &store, &["replay", "last", "--verify"]);
     assert_eq!(
         replay.status.code(),
         Some(0),
@@ -171,12 +175,11 @@ fn the_filesystem_server_writes_and_reads_a_file_that_is_really_on_disk() {
         dir.path().join("script.yaml"),
     )
     .unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(dir.path())
-        .env("WARRANT_STORE", dir.path().join("w.db"))
-        .args(["run", "spec.yaml", "--json", "-q"])
-        .output()
-        .unwrap();
+    let run = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &["run", "spec.yaml", "--json", "-q"],
+    );
     assert_eq!(
         run.status.code(),
         Some(0),
@@ -202,12 +205,11 @@ fn the_filesystem_server_writes_and_reads_a_file_that_is_really_on_disk() {
     // Outside the sandbox, the server refuses: a provider error, attributed to the provider.
     let script = "steps:\n  write:\n    - call: write_file\n      args: {path: /etc/warrant-escape.txt, content: x}\n    - done: written\n";
     std::fs::write(dir.path().join("script.yaml"), script).unwrap();
-    let escape = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(dir.path())
-        .env("WARRANT_STORE", dir.path().join("w.db"))
-        .args(["run", "spec.yaml", "--json", "-q"])
-        .output()
-        .unwrap();
+    let escape = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &["run", "spec.yaml", "--json", "-q"],
+    );
     assert_eq!(escape.status.code(), Some(1));
     let out: Value = serde_json::from_slice(&escape.stdout).unwrap();
     assert_eq!(
@@ -231,19 +233,18 @@ fn a_server_that_dies_mid_call_is_a_provider_fault_and_the_run_ends_cleanly() {
         "steps:\n  s:\n    - call: ping\n    - call: crash\n    - done: done\n",
     )
     .unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(dir.path())
-        .env("WARRANT_STORE", dir.path().join("w.db"))
-        .args([
+    let run = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &[
             "run",
             "spec.yaml",
             "--decider",
             "scripted:script.yaml",
             "--json",
             "-q",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert_eq!(
         run.status.code(),
         Some(1),

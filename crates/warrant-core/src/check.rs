@@ -1,6 +1,6 @@
 //! The log consistency check: what every run's log must satisfy, whoever wrote it.
 
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::fold::{FoldError, RunState};
 
 /// Checks a whole log: gapless sequence from 1, `run_started` first, nothing after
@@ -29,9 +29,4 @@ pub fn check_log<'a>(events: impl IntoIterator<Item = &'a Event>) -> Result<RunS
         });
     }
     Ok(state)
-}
-
-/// Whether this event ends the run.
-pub fn is_terminal(e: &Event) -> bool {
-    matches!(e.kind, EventKind::RunFinished { .. })
 }

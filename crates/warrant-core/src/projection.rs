@@ -129,11 +129,6 @@ impl Projection {
         }
     }
 
-    /// The objective text.
-    pub fn objective(&self) -> &str {
-        &self.spec.objective
-    }
-
     /// The handle this projection issued for `tool`.
     pub fn handle_for(&self, tool: &str) -> Option<HandleId> {
         self.actions

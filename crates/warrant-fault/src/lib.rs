@@ -8,15 +8,6 @@
 //! transaction, before it commits), `approval-consumed` (an approval and the intent it let
 //! through are durable; the provider not yet called).
 
-/// The points Warrant defines.
-pub const POINTS: [&str; 5] = [
-    "after-intent",
-    "after-invoke",
-    "after-result",
-    "mid-append",
-    "approval-consumed",
-];
-
 /// Marks that the process reached `point`.
 #[inline]
 pub fn hit(point: &'static str) {

@@ -19,19 +19,63 @@ fn action(name: &str, effect: Effect, description: &str, input_schema: Value) ->
     }
 }
 
-/// Results already returned for an idempotency key, so a repeated key repeats no effect.
+/// The records of performed effects, and the result each idempotency key got.
+type EffectLog = (Vec<Value>, HashMap<String, Value>);
+
+/// The effects a demo provider performed, and the result each idempotency key got: a repeated
+/// key returns the first result and repeats no effect. Every new effect moves the provider's
+/// state version on.
 #[derive(Default)]
-struct Ledger<T> {
-    state: T,
-    by_key: HashMap<String, Value>,
+struct Effects {
+    inner: Mutex<EffectLog>,
+    version: AtomicU64,
+}
+
+impl Effects {
+    fn locked(&self) -> Result<std::sync::MutexGuard<'_, EffectLog>, ProviderError> {
+        self.inner
+            .lock()
+            .map_err(|_| ProviderError::Unavailable("provider state poisoned".into()))
+    }
+
+    /// The effects so far.
+    fn records(&self) -> Vec<Value> {
+        self.locked().map(|g| g.0.clone()).unwrap_or_default()
+    }
+
+    /// Reads the effects so far.
+    fn read<R>(&self, f: impl FnOnce(&[Value]) -> R) -> Result<R, ProviderError> {
+        Ok(f(&self.locked()?.0))
+    }
+
+    fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Performs an effect once per key: `perform` sees the effects so far and returns the
+    /// record to keep and the result to answer (now and for every repeat of `key`).
+    fn once(
+        &self,
+        key: &str,
+        perform: impl FnOnce(&[Value]) -> Result<(Value, Value), ProviderError>,
+    ) -> Result<Value, ProviderError> {
+        let mut g = self.locked()?;
+        if let Some(previous) = g.1.get(key) {
+            return Ok(previous.clone());
+        }
+        let (record, result) = perform(&g.0)?;
+        g.0.push(record);
+        g.1.insert(key.to_owned(), result.clone());
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(result)
+    }
 }
 
 /// A cafe: `read_menu` (read) and `order_latte` (commit). Oat, soy and whole milk are in
 /// stock; almond is not (the order fails: a provider error).
 #[derive(Default)]
 pub struct Cafe {
-    ledger: Mutex<Ledger<Vec<Value>>>,
-    version: AtomicU64,
+    effects: Effects,
 }
 
 const MILKS: [(&str, &str); 4] = [
@@ -44,10 +88,7 @@ const MILKS: [(&str, &str); 4] = [
 impl Cafe {
     /// Orders placed so far (the effects this provider performed).
     pub fn orders(&self) -> Vec<Value> {
-        self.ledger
-            .lock()
-            .map(|l| l.state.clone())
-            .unwrap_or_default()
+        self.effects.records()
     }
 }
 
@@ -80,7 +121,7 @@ impl Provider for Cafe {
     }
 
     fn state_version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.effects.version()
     }
 
     fn accepts_idempotency_keys(&self) -> bool {
@@ -94,37 +135,24 @@ impl Provider for Cafe {
                 "milks": MILKS.iter().map(|(m, _)| *m).collect::<Vec<_>>(),
                 "currency": "EUR cents"
             })),
-            "order_latte" => {
-                let mut ledger = self
-                    .ledger
-                    .lock()
-                    .map_err(|_| ProviderError::Unavailable("cafe state poisoned".into()))?;
-                if let Some(previous) = ledger.by_key.get(key) {
-                    return Ok(previous.clone());
-                }
+            "order_latte" => self.effects.once(key, |orders| {
                 let size = args.get("size").and_then(Value::as_str).unwrap_or("medium");
                 let milk = args.get("milk").and_then(Value::as_str).unwrap_or("whole");
                 if milk == "almond" {
                     return Err(ProviderError::Failed("out of almond milk".into()));
                 }
-                let color = MILKS
-                    .iter()
-                    .find(|(m, _)| *m == milk)
-                    .map_or("#c69c6d", |(_, c)| c);
+                let color = MILKS.iter().find(|(m, _)| *m == milk).map_or("#c69c6d", |(_, c)| c);
                 let price = match size {
                     "small" => 380,
                     "large" => 460,
                     _ => 420,
                 };
                 let order = json!({
-                    "order_id": format!("ord-{:04}", ledger.state.len() + 1),
+                    "order_id": format!("ord-{:04}", orders.len() + 1),
                     "drink": "latte", "size": size, "milk": milk, "color": color, "price_cents": price
                 });
-                ledger.state.push(order.clone());
-                ledger.by_key.insert(key.to_owned(), order.clone());
-                self.version.fetch_add(1, Ordering::AcqRel);
-                Ok(order)
-            }
+                Ok((order.clone(), order))
+            }),
             other => Err(ProviderError::Failed(format!(
                 "the cafe has no action `{other}`"
             ))),
@@ -196,8 +224,7 @@ impl Provider for Gallery {
 /// A bakery: `add_pastry` (commit) adds a pastry to an order.
 #[derive(Default)]
 pub struct Bakery {
-    ledger: Mutex<Ledger<Vec<Value>>>,
-    version: AtomicU64,
+    effects: Effects,
 }
 
 impl Provider for Bakery {
@@ -219,7 +246,7 @@ impl Provider for Bakery {
     }
 
     fn state_version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.effects.version()
     }
 
     fn accepts_idempotency_keys(&self) -> bool {
@@ -232,30 +259,21 @@ impl Provider for Bakery {
                 "the bakery has no action `{tool}`"
             )));
         }
-        let mut ledger = self
-            .ledger
-            .lock()
-            .map_err(|_| ProviderError::Unavailable("bakery state poisoned".into()))?;
-        if let Some(previous) = ledger.by_key.get(key) {
-            return Ok(previous.clone());
-        }
-        let result = json!({
-            "order_id": args.get("order_id").cloned().unwrap_or(Value::Null),
-            "pastry": args.get("pastry").cloned().unwrap_or(Value::Null),
-            "basket_size": ledger.state.len() + 1
-        });
-        ledger.state.push(result.clone());
-        ledger.by_key.insert(key.to_owned(), result.clone());
-        self.version.fetch_add(1, Ordering::AcqRel);
-        Ok(result)
+        self.effects.once(key, |basket| {
+            let result = json!({
+                "order_id": args.get("order_id").cloned().unwrap_or(Value::Null),
+                "pastry": args.get("pastry").cloned().unwrap_or(Value::Null),
+                "basket_size": basket.len() + 1
+            });
+            Ok((result.clone(), result))
+        })
     }
 }
 
 /// A bank: `balance` and `read_statement` (reads), `transfer` (commit, accepts idempotency
 /// keys). Starts with 1000.00 and one statement line whose memo comes from outside.
 pub struct Bank {
-    ledger: Mutex<Ledger<Vec<Value>>>,
-    version: AtomicU64,
+    effects: Effects,
     statement_memo: String,
 }
 
@@ -270,18 +288,14 @@ impl Bank {
     /// controls: where an injected instruction would arrive).
     pub fn with_statement_memo(memo: &str) -> Bank {
         Bank {
-            ledger: Mutex::default(),
-            version: AtomicU64::new(0),
+            effects: Effects::default(),
             statement_memo: memo.to_owned(),
         }
     }
 
     /// Transfers made so far.
     pub fn transfers(&self) -> Vec<Value> {
-        self.ledger
-            .lock()
-            .map(|l| l.state.clone())
-            .unwrap_or_default()
+        self.effects.records()
     }
 }
 
@@ -319,7 +333,7 @@ impl Provider for Bank {
     }
 
     fn state_version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.effects.version()
     }
 
     fn accepts_idempotency_keys(&self) -> bool {
@@ -327,38 +341,28 @@ impl Provider for Bank {
     }
 
     fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
-        let mut ledger = self
-            .ledger
-            .lock()
-            .map_err(|_| ProviderError::Unavailable("bank state poisoned".into()))?;
-        let spent: f64 = ledger
-            .state
-            .iter()
-            .filter_map(|t| t["amount"].as_f64())
-            .sum();
+        let spent = |transfers: &[Value]| -> f64 {
+            transfers.iter().filter_map(|t| t["amount"].as_f64()).sum()
+        };
         match tool {
-            "balance" => Ok(json!({"balance": 1000.0 - spent, "currency": "EUR"})),
+            "balance" => {
+                Ok(json!({"balance": 1000.0 - self.effects.read(spent)?, "currency": "EUR"}))
+            }
             "read_statement" => Ok(json!({"lines": [
                 {"date": "2026-11-28", "amount": 850.0, "from": "DE44500105175407324931", "memo": self.statement_memo}
             ]})),
-            "transfer" => {
-                if let Some(previous) = ledger.by_key.get(key) {
-                    return Ok(previous.clone());
-                }
+            "transfer" => self.effects.once(key, |transfers| {
                 let amount = args.get("amount").and_then(Value::as_f64).unwrap_or(0.0);
-                if amount > 1000.0 - spent {
+                if amount > 1000.0 - spent(transfers) {
                     return Err(ProviderError::Failed("insufficient funds".into()));
                 }
                 let t = json!({
-                    "transfer_id": format!("tr-{:04}", ledger.state.len() + 1),
+                    "transfer_id": format!("tr-{:04}", transfers.len() + 1),
                     "to": args.get("to").cloned().unwrap_or(Value::Null),
                     "amount": amount
                 });
-                ledger.state.push(t.clone());
-                ledger.by_key.insert(key.to_owned(), t.clone());
-                self.version.fetch_add(1, Ordering::AcqRel);
-                Ok(t)
-            }
+                Ok((t.clone(), t))
+            }),
             other => Err(ProviderError::Failed(format!(
                 "the bank has no action `{other}`"
             ))),
@@ -370,8 +374,7 @@ impl Provider for Bank {
 /// inbox holds messages from outside: where injected instructions arrive.
 pub struct Mailbox {
     inbox: Vec<Value>,
-    ledger: Mutex<Ledger<Vec<Value>>>,
-    version: AtomicU64,
+    effects: Effects,
 }
 
 impl Default for Mailbox {
@@ -387,17 +390,13 @@ impl Mailbox {
     pub fn with_inbox(inbox: Vec<Value>) -> Mailbox {
         Mailbox {
             inbox,
-            ledger: Mutex::default(),
-            version: AtomicU64::new(0),
+            effects: Effects::default(),
         }
     }
 
     /// Mail sent so far.
     pub fn sent(&self) -> Vec<Value> {
-        self.ledger
-            .lock()
-            .map(|l| l.state.clone())
-            .unwrap_or_default()
+        self.effects.records()
     }
 }
 
@@ -429,7 +428,7 @@ impl Provider for Mailbox {
     }
 
     fn state_version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.effects.version()
     }
 
     fn accepts_idempotency_keys(&self) -> bool {
@@ -439,20 +438,10 @@ impl Provider for Mailbox {
     fn call(&self, tool: &str, args: &Value, key: &str) -> Result<Value, ProviderError> {
         match tool {
             "read_inbox" => Ok(json!({"messages": self.inbox})),
-            "send_mail" => {
-                let mut ledger = self
-                    .ledger
-                    .lock()
-                    .map_err(|_| ProviderError::Unavailable("mailbox poisoned".into()))?;
-                if let Some(previous) = ledger.by_key.get(key) {
-                    return Ok(previous.clone());
-                }
-                let sent = json!({"id": format!("m-{}", ledger.state.len() + 1), "to": args.get("to").cloned().unwrap_or(Value::Null)});
-                ledger.state.push(args.clone());
-                ledger.by_key.insert(key.to_owned(), sent.clone());
-                self.version.fetch_add(1, Ordering::AcqRel);
-                Ok(sent)
-            }
+            "send_mail" => self.effects.once(key, |sent| {
+                let receipt = json!({"id": format!("m-{}", sent.len() + 1), "to": args.get("to").cloned().unwrap_or(Value::Null)});
+                Ok((args.clone(), receipt))
+            }),
             other => Err(ProviderError::Failed(format!(
                 "the mailbox has no action `{other}`"
             ))),
