@@ -16,6 +16,13 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A fresh directory and the path of a store file in it (created by the first command that writes).
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    (dir, store)
+}
+
 fn warrant(store: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(root())
@@ -39,8 +46,7 @@ fn json(o: &Output) -> Value {
 
 #[test]
 fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let run = warrant(
         &store,
         &["run", "examples/cafe-gallery/spec.yaml", "--json"],
@@ -100,8 +106,7 @@ fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() 
 
 #[test]
 fn a_run_that_is_not_attained_exits_1_and_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let run = warrant(
         &store,
         &[
@@ -140,8 +145,7 @@ fn a_run_that_is_not_attained_exits_1_and_says_why() {
 
 #[test]
 fn invalid_input_exits_2_and_leaves_the_store_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (dir, store) = scratch();
     // No store yet: an invalid spec must not create one.
     let bad = dir.path().join("bad.yaml");
     let spec = std::fs::read_to_string(root().join("examples/cafe-gallery/spec.yaml")).unwrap();
@@ -217,8 +221,7 @@ fn invalid_input_exits_2_and_leaves_the_store_untouched() {
 
 #[test]
 fn usage_errors_and_missing_things_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     assert_eq!(warrant(&store, &["run"]).status.code(), Some(2));
     assert_eq!(warrant(&store, &["frobnicate"]).status.code(), Some(2));
     let runs = warrant(&store, &["runs"]);
@@ -257,8 +260,7 @@ fn help_documents_the_exit_codes() {
 
 #[test]
 fn validate_and_schema_describe_the_formats() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let ok = warrant(&store, &["validate", "examples/cafe-gallery/spec.yaml"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(stdout(&ok).starts_with("ok: `cafe-gallery`"));
@@ -276,8 +278,7 @@ fn validate_and_schema_describe_the_formats() {
 
 #[test]
 fn compare_runs_one_spec_through_several_deciders() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let out = warrant(
         &store,
         &[
@@ -318,8 +319,7 @@ fn compare_runs_one_spec_through_several_deciders() {
 
 #[test]
 fn bench_prints_one_json_line_per_cell() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (dir, store) = scratch();
     for durable in [false, true] {
         let mut args = vec!["bench", "--steps", "5", "--runs", "3", "--repeat", "1"];
         if durable {
@@ -347,8 +347,7 @@ fn bench_prints_one_json_line_per_cell() {
 
 #[test]
 fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let run = warrant(
         &store,
         &[
@@ -397,8 +396,7 @@ fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
 
 #[test]
 fn a_denied_transfer_is_stopped_by_policy() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let run = warrant(
         &store,
         &[
@@ -451,8 +449,7 @@ fn warrant_with_stdin(store: &Path, args: &[&str], input: &str) -> Output {
 
 #[test]
 fn approvals_can_be_answered_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     let args = [
         "run",
         "examples/pay-rent/spec.yaml",
@@ -503,8 +500,7 @@ fn approvals_can_be_answered_in_place() {
 
 #[test]
 fn a_required_execution_control_that_cannot_be_reached_stops_commits() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("w.db");
+    let (_dir, store) = scratch();
     // Nothing listens on port 9 of loopback: the control is unreachable, so every commit stops.
     let run = warrant(
         &store,

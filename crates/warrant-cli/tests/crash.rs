@@ -127,11 +127,16 @@ const SCRIPT: &str = "steps:
     - done: written
 ";
 
-fn logs(store: &SqliteStore) -> Vec<(String, String, Vec<Arc<Event>>)> {
+/// Each run whose status `keep` accepts, with its status and its log.
+fn logs(
+    store: &SqliteStore,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<(String, String, Vec<Arc<Event>>)> {
     store
         .runs()
         .unwrap()
         .into_iter()
+        .filter(|r| keep(&r.status))
         .map(|r| {
             let events = store
                 .read(&r.run_id, 1)
@@ -169,21 +174,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
             let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
                 break;
             };
-            let pending: Vec<(String, String, Vec<Arc<Event>>)> = store
-                .runs()
-                .unwrap()
-                .into_iter()
-                .filter(|r| r.status == "running" || r.status == "waiting")
-                .map(|r| {
-                    let events = store
-                        .read(&r.run_id, 1)
-                        .unwrap()
-                        .into_iter()
-                        .map(|s| s.event)
-                        .collect();
-                    (r.run_id.0, r.status, events)
-                })
-                .collect();
+            let pending = logs(&store, |status| status == "running" || status == "waiting");
             drop(store);
             if pending.is_empty() {
                 break;
@@ -208,7 +199,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
 
     // The evidence.
     let store = SqliteStore::open(&w.store, Durability::Fsync).unwrap();
-    let logs = logs(&store);
+    let logs = logs(&store, |_| true);
     let mut by_key: HashMap<String, (String, Option<CallStatus>, bool)> = HashMap::new();
     for (run, status, events) in &logs {
         let state = check_log(events.iter().map(|e| &**e))

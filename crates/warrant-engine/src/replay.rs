@@ -255,6 +255,8 @@ impl ReplayAuthority {
         let mut refused = HashMap::new();
         let mut asked = HashMap::new();
         let mut consumed: HashMap<CallId, String> = HashMap::new();
+        // Asks come from the whole log (this segment included): the engine meets each from the
+        // recorded approvals, or makes the request again.
         for e in events {
             match &e.kind {
                 EventKind::ApprovalRequested {
@@ -289,15 +291,6 @@ impl ReplayAuthority {
                     ..
                 } => {
                     refused.insert((*call, digest.clone()), (f.code.clone(), f.message.clone()));
-                }
-                // An ask: the engine met it from the recorded approvals (or made the request).
-                EventKind::ApprovalRequested {
-                    call,
-                    args_digest,
-                    reason,
-                    ..
-                } => {
-                    asked.insert((*call, args_digest.clone()), reason.clone());
                 }
                 // A repeat refused at re-entry: ruled on the dispatched arguments.
                 EventKind::CallInDoubt {
