@@ -131,17 +131,22 @@ impl Projection {
 
     /// The handle this projection issued for `tool`.
     pub fn handle_for(&self, tool: &str) -> Option<HandleId> {
-        self.actions
-            .iter()
-            .position(|a| a.name == tool)
-            .map(|i| HandleId {
-                decision: self.decision_no,
-                action: i as u16,
-            })
+        handle_in(&self.actions, self.decision_no, tool)
     }
 
     /// The last call of this step, if any.
     pub fn last_call(&self) -> Option<&CallView> {
         self.recent.last()
     }
+}
+
+/// The handle that decision `decision` issued for `tool`, among the actions it was shown.
+pub fn handle_in(actions: &[ActionRecord], decision: u32, tool: &str) -> Option<HandleId> {
+    actions
+        .iter()
+        .position(|a| a.name == tool)
+        .map(|i| HandleId {
+            decision,
+            action: i as u16,
+        })
 }

@@ -16,7 +16,7 @@ use warrant_core::ports::{
     CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, Decider, Interception,
     Invocation, Recovery, SurfaceError, Verdict,
 };
-use warrant_core::projection::Projection;
+use warrant_core::projection::{self, Projection};
 use warrant_core::provenance;
 use warrant_core::spec::{CarriedRef, Spec};
 
@@ -631,7 +631,12 @@ impl<'a> Run<'a> {
             self.cancel = Some(c);
             return Ok(());
         }
-        let deciding = self.decider.decide(projection.clone());
+        let decision_no = projection.decision_no;
+        let sight = Sight {
+            version: observation.version.clone(),
+            actions: observation.actions.clone(),
+        };
+        let deciding = self.decider.decide(projection);
         let decided = match self.guarded(deciding).await {
             Err(c) => {
                 // Cancelled while the decider thought: nothing it decides is acted on.
@@ -655,7 +660,7 @@ impl<'a> Run<'a> {
         let decision = decided.decision;
         let decided_at = self.stage(EventKind::Decided {
             step: step_id.clone(),
-            decision_no: projection.decision_no,
+            decision_no,
             version: observation.version.clone(),
             decision: decision.clone(),
             usage: decided.usage,
@@ -695,7 +700,7 @@ impl<'a> Run<'a> {
                 args,
                 claims,
             } => {
-                self.bridge(i, &projection, &surface, tool, handle, args, &claims)
+                self.bridge(i, decision_no, sight, &surface, tool, handle, args, &claims)
                     .await?;
             }
         }
@@ -707,7 +712,8 @@ impl<'a> Run<'a> {
     async fn bridge(
         &mut self,
         i: usize,
-        projection: &Projection,
+        decision_no: u32,
+        sight: Sight,
         surface: &Arc<dyn warrant_core::ports::Surface>,
         tool: String,
         handle: Option<HandleId>,
@@ -716,7 +722,7 @@ impl<'a> Run<'a> {
     ) -> Result<(), EngineError> {
         let call = self.state.next_call_id();
         let step_id = self.spec.steps[i].id.clone();
-        let handle = handle.or_else(|| projection.handle_for(&tool));
+        let handle = handle.or_else(|| projection::handle_in(&sight.actions, decision_no, &tool));
         let proposed = &proposed;
         let started_at = self.stage(EventKind::CallStarted {
             call,
@@ -725,10 +731,6 @@ impl<'a> Run<'a> {
             handle,
             args: proposed.clone(),
         })?;
-        let sight = Sight {
-            version: projection.version.clone(),
-            actions: projection.actions.clone(),
-        };
         self.carry(
             i, &sight, surface, call, &tool, handle, proposed, claims, started_at,
         )
@@ -774,7 +776,9 @@ impl<'a> Run<'a> {
         };
         // INVARIANT (fail closed): required execution control must allow every commit.
         if effect == Effect::Commit
-            && let Some(fault) = self.control_stop(i, call, tool, &executed, &labels).await
+            && let Some(fault) = self
+                .control_stop(i, call, tool, &executed, &args_digest, &labels)
+                .await
         {
             self.finish_call(
                 call,
@@ -851,11 +855,11 @@ impl<'a> Run<'a> {
         call: CallId,
         tool: &str,
         args: &Arc<Value>,
+        args_digest: &str,
         labels: &[provenance::ArgLabel],
     ) -> Option<Fault> {
         let setting = self.engine.control.as_ref()?;
         let step = &self.spec.steps[i];
-        let args_digest = canon::digest(args);
         let request = CapabilityRequest {
             principal: &self.state.principal,
             handle_age_ms: None,
@@ -866,7 +870,7 @@ impl<'a> Run<'a> {
             tool,
             effect: Effect::Commit,
             args,
-            args_digest: &args_digest,
+            args_digest,
             provenance: labels,
         };
         let verdict = match &setting.control {
@@ -1116,7 +1120,7 @@ impl<'a> Run<'a> {
             ));
         }
         // Resolve the handle in the current observation.
-        let Some(action) = sight.actions.iter().find(|a| a.name == tool).cloned() else {
+        let Some(action) = sight.actions.iter().find(|a| a.name == tool) else {
             return Err(refuse(
                 "unknown_tool",
                 Layer::Model,
@@ -1244,6 +1248,7 @@ impl<'a> Run<'a> {
                         by: interceptor.name().to_owned(),
                         reason,
                     });
+                    let narrowed_digest = canon::digest(&args);
                     match self
                         .authorize(
                             i,
@@ -1251,7 +1256,7 @@ impl<'a> Run<'a> {
                             tool,
                             action.effect,
                             &args,
-                            &canon::digest(&args),
+                            &narrowed_digest,
                             &labels,
                             &schema,
                         )
@@ -1267,7 +1272,7 @@ impl<'a> Run<'a> {
                             });
                         }
                     }
-                    args_digest = canon::digest(&args);
+                    args_digest = narrowed_digest;
                     executed = args;
                 }
             }
