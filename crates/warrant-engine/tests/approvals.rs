@@ -22,6 +22,8 @@ use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
     BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
 };
+use warrant_core::spec::{Format, ProviderSpec};
+use warrant_core::validate::{self, ProviderCatalog};
 use warrant_core::{Layer, Outcome};
 use warrant_engine::replay::replay;
 use warrant_engine::{Answer, Answered, Engine, RuleList, SequentialIds, Surfaces, TickingClock};
@@ -321,6 +323,95 @@ async fn cancelling_a_run_that_waits_for_approval_ends_the_held_call() {
         w.engine.answer("ap-1-a1", once(), "alice").await.is_err(),
         "the run is over"
     );
+    w.check(&r.run_id).await;
+}
+
+/// The bank's `transfer` offered again under a second name, `wire`, that the authority does not
+/// ask about: the same effect on the same target by another tool name.
+struct Alias {
+    inner: Arc<dyn Surface>,
+}
+
+impl Surface for Alias {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        Box::pin(async move {
+            let mut o = self.inner.observe().await?;
+            let mut actions = o.actions.to_vec();
+            let mut wire = actions
+                .iter()
+                .find(|a| a.name == "transfer")
+                .unwrap()
+                .clone();
+            wire.name = "wire".into();
+            actions.push(wire);
+            o.actions = actions.into();
+            Ok(o)
+        })
+    }
+    fn invoke(&self, mut call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        if call.tool == "wire" {
+            call.tool = "transfer".into();
+        }
+        self.inner.invoke(call)
+    }
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        self.inner.is_current(version)
+    }
+    fn recovery(&self, _tool: &str) -> warrant_core::ports::Recovery {
+        self.inner.recovery("transfer")
+    }
+}
+
+#[tokio::test]
+async fn a_denial_holds_when_the_same_effect_is_retried_under_another_tool_name() {
+    let spec_text = PAY.replace("[balance, transfer]", "[balance, transfer, wire]");
+    let mut w = world(&format!(
+        "{}    - call: wire\n      args: {{to: DE89370400440532013000, amount: 950}}\n    - done: paid\n",
+        transfer(950)
+    ));
+    let bank = w.surfaces.remove("bank").unwrap();
+    w.surfaces
+        .insert("bank".into(), Arc::new(Alias { inner: bank }));
+    // `wire` is only known once observed, as with an MCP server's tool list.
+    struct Observed;
+    impl ProviderCatalog for Observed {
+        fn tools(&self, _: &str, _: &ProviderSpec) -> Result<Option<Vec<String>>, String> {
+            Ok(None)
+        }
+    }
+    let spec = validate::load(&spec_text, Format::Yaml, "spec.yaml", &Observed).unwrap();
+    let r = w
+        .engine
+        .run(Arc::new(spec), &script(&w.script), &w.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(r.waiting_on, vec![CallId(1)], "the transfer asks");
+    w.engine
+        .answer(
+            "ap-1-a1",
+            Answer::Deny {
+                reason: "not this month".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    let calls: Vec<_> = done
+        .state
+        .calls
+        .iter()
+        .map(|c| (c.tool.clone(), c.fault.as_ref().map(|f| f.code.clone())))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("transfer".to_owned(), Some("approval_denied".to_owned())),
+            ("wire".to_owned(), Some("approval_denied".to_owned())),
+        ]
+    );
+    assert_eq!(count(&w.events(&r.run_id), "approval_requested"), 1);
+    assert!(w.bank.transfers().is_empty(), "no money moved");
     w.check(&r.run_id).await;
 }
 

@@ -87,6 +87,28 @@ async fn a_claimed_carried_value_that_differs_from_evidence_is_rejected() {
 }
 
 #[tokio::test]
+async fn a_claim_on_a_value_the_run_never_carried_is_rejected_before_dispatch() {
+    // `color` is filled from the spec's inputs; the claim names another argument.
+    let never_carried = SCRIPT.replace(
+        "- call: check_design_drift\n",
+        "- call: check_design_drift\n      claims: {shade: order.nope}\n",
+    );
+    assert_ne!(never_carried, SCRIPT, "the script makes the claim");
+    let w = run(CAFE_GALLERY, &never_carried).await;
+    assert_eq!(
+        call_faults(&w.events),
+        vec![("unknown_carried".to_owned(), "model".to_owned())]
+    );
+    let drift_call = w.result.state.calls.last().unwrap();
+    assert_eq!(drift_call.tool, "check_design_drift");
+    assert_eq!(drift_call.status, Some(CallStatus::Rejected));
+    assert!(
+        drift_call.executed.is_none(),
+        "the gallery was never called"
+    );
+}
+
+#[tokio::test]
 async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_is_untouched() {
     let w = run(CAFE_GALLERY, DECLINE).await;
     let Some(Outcome::NotAttained { missing }) = &w.result.outcome else {
