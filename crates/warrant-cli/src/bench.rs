@@ -77,6 +77,7 @@ fn spec(steps: u32) -> Spec {
         ProviderSpec {
             reference: Some("bench".into()),
             mcp: None,
+            openapi: None,
             config: None,
             trust: None,
         },

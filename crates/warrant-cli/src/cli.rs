@@ -184,6 +184,24 @@ pub enum Command {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
     },
+    /// Connect to each provider of a spec and list what it offers (tools, effect classes) and
+    /// what it has but does not offer, and why (an OpenAPI operation with a file upload, say).
+    Providers {
+        /// The spec file (YAML or JSON).
+        spec: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve one of Warrant's in-process providers as an MCP server on stdio, for any MCP
+    /// client to drive (e.g. `warrant mcp-serve cafe`).
+    McpServe {
+        /// The provider: `cafe`, `gallery`, `bakery`, `bank`, `mailbox` or `ledger`.
+        provider: String,
+        /// The provider's settings as JSON (e.g. the ledger's `{"file": "ledger.jsonl"}`).
+        #[arg(long)]
+        config: Option<String>,
+    },
     /// Print a JSON Schema.
     Schema {
         /// Which document.

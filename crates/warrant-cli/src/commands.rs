@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
+use serde_json::{Value, json};
 use warrant_core::event::DeciderIdentity;
 use warrant_core::event::{Event, EventKind, StoredEvent};
 use warrant_core::ids::{CallId, RunId};
@@ -96,9 +97,85 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             &note,
             by,
         ),
+        Command::Providers { spec, json } => providers(&spec, json).await,
+        Command::McpServe { provider, config } => mcp_serve(&provider, config.as_deref()).await,
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
     }
+}
+
+/// `warrant providers SPEC`: what each provider offers, and what it has but does not offer.
+async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
+    let spec = load_spec(spec_path)?;
+    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec, Path::new(""))
+        .await
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let mut out = serde_json::Map::new();
+    for name in spec.providers.keys() {
+        let Some(surface) = surfaces.get(name) else {
+            continue;
+        };
+        let observed = surface
+            .observe()
+            .await
+            .map_err(|e| Failure::failed(anyhow!("provider `{name}`: {e}")))?;
+        let tools: Vec<Value> = observed
+            .actions
+            .iter()
+            .map(|a| json!({"name": a.name, "effect": a.effect, "description": a.description}))
+            .collect();
+        let unsupported = surface.unsupported();
+        if !json {
+            println!(
+                "{name}: {} tools offered, {} not offered (version {})",
+                tools.len(),
+                unsupported.len(),
+                observed.version
+            );
+            for a in observed.actions.iter() {
+                println!(
+                    "  {:<6} {:<40} {}",
+                    a.effect.to_string(),
+                    a.name,
+                    a.description
+                );
+            }
+            for u in &unsupported {
+                println!("  -      {u}");
+            }
+        }
+        out.insert(
+            name.clone(),
+            json!({"version": observed.version, "tools": tools, "not_offered": unsupported}),
+        );
+    }
+    if json {
+        println!("{}", Value::Object(out));
+    }
+    Ok(0)
+}
+
+/// `warrant mcp-serve PROVIDER`: one of Warrant's providers as an MCP server on stdio.
+async fn mcp_serve(provider: &str, config: Option<&str>) -> Result<u8> {
+    let config: Option<Value> = config
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| Failure::invalid(anyhow!("--config is not JSON: {e}")))?;
+    let catalog = ReferenceCatalog::default();
+    let made = catalog
+        .make(provider, config.as_ref())
+        .map_err(|e| Failure::invalid(anyhow!("provider `{provider}`: {e}")))?
+        .ok_or_else(|| {
+            Failure::invalid(anyhow!(
+                "unknown provider `{provider}` (this build knows: {})",
+                catalog.names().join(", ")
+            ))
+        })?;
+    warrant_surfaces::mcp_server::ProviderServer::new(provider, made)
+        .serve_stdio()
+        .await
+        .map_err(|e| Failure::failed(anyhow!(e)))?;
+    Ok(0)
 }
 
 /// Reads and validates a spec file. Errors name the file, field and line (exit 2).
@@ -106,13 +183,30 @@ pub fn load_spec(path: &Path) -> Result<Spec> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::invalid(anyhow!("cannot read `{shown}`: {e}")))?;
-    validate::load(
+    let mut spec = validate::load(
         &text,
         Format::of_path(&shown),
         &shown,
         &ReferenceCatalog::default(),
     )
-    .map_err(|e| Failure::invalid(anyhow!("{e}")))
+    .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+    // An OpenAPI document named by a relative path is the spec's neighbour: freeze it as an
+    // absolute path, so a resumed run (which has only the recorded spec) reads the same file.
+    let base = path.parent().unwrap_or(Path::new(""));
+    for api in spec
+        .providers
+        .values_mut()
+        .filter_map(|p| p.openapi.as_mut())
+    {
+        let is_url = api.document.starts_with("http://") || api.document.starts_with("https://");
+        if !is_url && Path::new(&api.document).is_relative() {
+            let joined = std::path::absolute(base.join(&api.document)).map_err(|e| {
+                Failure::invalid(anyhow!("{shown}: openapi.document `{}`: {e}", api.document))
+            })?;
+            api.document = joined.display().to_string();
+        }
+    }
+    Ok(spec)
 }
 
 /// Builds a decider from `kind:argument`. A spec's default decider resolves paths against
@@ -328,7 +422,7 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         Some(d) => load_decider(d, None, &spec)?,
         None => default_decider(&spec, &args.spec)?,
     };
-    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec)
+    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec, Path::new(""))
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let authority = authority(
@@ -863,9 +957,10 @@ async fn compare(
     let mut reports = Vec::new();
     for decider in &loaded {
         // Fresh providers for each route: the same frozen world.
-        let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), &spec)
-            .await
-            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+        let surfaces =
+            warrant_surfaces::connect(&ReferenceCatalog::default(), &spec, Path::new(""))
+                .await
+                .map_err(|e| Failure::invalid(anyhow!(e)))?;
         errln!("running {} ...", decider.identity());
         let result = engine
             .run(spec.clone(), decider.as_ref(), &surfaces)
@@ -951,7 +1046,7 @@ async fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
         return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
     };
     let decider = recorded_decider(decider, spec)?;
-    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), spec)
+    let surfaces = warrant_surfaces::connect(&ReferenceCatalog::default(), spec, Path::new(""))
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     // Fail closed: a run is re-entered only under the authority and control it started with.

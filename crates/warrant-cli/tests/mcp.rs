@@ -343,3 +343,283 @@ async fn an_oversized_result_is_cut_and_the_cut_is_recorded() {
         .unwrap();
     assert!(short.output.get("truncated").is_none());
 }
+
+/// A child process killed (by its PID) when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (at most 20 s) until something accepts connections on `port`.
+fn wait_for_port(port: u16, child: &mut Child) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!("the server exited before listening: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("nothing listens on 127.0.0.1:{port} after 20 s");
+}
+
+/// server-everything over Streamable HTTP, held to loopback by `mcp-servers/loopback.cjs`.
+fn everything_http() -> (Child, String) {
+    let mut argv = everything();
+    argv[2] = "streamableHttp".into();
+    let port = free_port();
+    let mut child = Child(
+        Command::new(&argv[0])
+            .arg("-r")
+            .arg(root().join("mcp-servers/loopback.cjs"))
+            .args(&argv[1..])
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port, &mut child);
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[tokio::test]
+async fn streamable_http_reaches_the_same_server_and_its_tools() {
+    let (_server, url) = everything_http();
+    let s = McpSurface::connect_http(&url, &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    let version = s.protocol_version().unwrap();
+    assert!(
+        ["2025-06-18", "2025-11-25"].contains(&version.as_str()),
+        "negotiated {version}"
+    );
+    let obs = s.observe().await.unwrap();
+    assert!(obs.actions.len() >= 10, "{} tools", obs.actions.len());
+    let out = s
+        .invoke(invocation(
+            "echo",
+            json!({"message": "over http"}),
+            Effect::Read,
+            &obs.version,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(out.output[0]["text"], "Echo: over http");
+
+    // A header naming an unset variable is refused before connecting, naming it.
+    let headers = BTreeMap::from([(
+        "Authorization".to_owned(),
+        "Bearer ${WARRANT_TEST_UNSET_TOKEN}".to_owned(),
+    )]);
+    let Err(e) = McpSurface::connect_http(&url, &headers, true).await else {
+        panic!("connected with an unset credential variable");
+    };
+    assert!(e.contains("WARRANT_TEST_UNSET_TOKEN"), "{e}");
+}
+
+#[test]
+fn a_spec_over_streamable_http_runs_end_to_end() {
+    let (_server, url) = everything_http();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml")).unwrap();
+    let command = spec
+        .lines()
+        .find(|l| l.trim_start().starts_with("command:"))
+        .unwrap();
+    let spec = spec.replace(command, &format!("      url: {url}"));
+    let spec_path = dir.path().join("spec.yaml");
+    std::fs::write(&spec_path, spec).unwrap();
+    std::fs::copy(
+        root().join("examples/mcp-everything/script.yaml"),
+        dir.path().join("script.yaml"),
+    )
+    .unwrap();
+    let run = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &["run", "spec.yaml", "--json", "-q"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        out["route_key"],
+        "everything/read:echo -> everything/read:get-sum"
+    );
+}
+
+fn changing(cancel_log: Option<&Path>) -> (Vec<String>, BTreeMap<String, String>) {
+    let mut env = BTreeMap::new();
+    if let Some(log) = cancel_log {
+        env.insert("CANCEL_LOG".to_owned(), log.display().to_string());
+    }
+    let server = root().join("mcp-servers/changing-server.js");
+    (vec!["node".into(), server.display().to_string()], env)
+}
+
+/// Polls `ok` every 50 ms for at most 10 s.
+async fn eventually(mut ok: impl AsyncFnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if ok().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_tool_list_change_notification_makes_older_observations_stale() {
+    let (command, env) = changing(None);
+    let s = McpSurface::spawn(&command, &env, false).await.unwrap();
+    let before = s.observe().await.unwrap();
+    assert!(!before.actions.iter().any(|a| a.name == "extra"));
+    assert!(s.is_current(&before.version).await);
+    s.invoke(invocation(
+        "grow",
+        json!({}),
+        Effect::Commit,
+        &before.version,
+    ))
+    .await
+    .unwrap();
+    assert!(
+        eventually(async || !s.is_current(&before.version).await).await,
+        "the list_changed notification did not make the old version stale"
+    );
+    let after = s.observe().await.unwrap();
+    assert_ne!(after.version, before.version);
+    assert!(after.actions.iter().any(|a| a.name == "extra"));
+    assert!(s.is_current(&after.version).await);
+}
+
+#[tokio::test]
+async fn an_abandoned_call_is_cancelled_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let (command, env) = changing(Some(&log));
+    let s = McpSurface::spawn(&command, &env, true).await.unwrap();
+    let v = s.observe().await.unwrap().version;
+    // What the engine does at its call timeout or on cancel: stop waiting, drop the call.
+    let call = s.invoke(invocation("slow", json!({}), Effect::Read, &v));
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(300), call).await;
+    assert!(waited.is_err(), "the slow tool answered: {waited:?}");
+    assert!(
+        eventually(async || std::fs::read_to_string(&log).is_ok_and(|t| t.contains("cancelled")))
+            .await,
+        "the server never saw notifications/cancelled"
+    );
+}
+
+#[test]
+fn the_typescript_sdk_client_drives_warrants_own_provider_served_over_mcp() {
+    let script = root().join("mcp-servers/drive-warrant.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_warrant"))
+        .arg("cafe")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["server"]["name"], "warrant-cafe");
+    let tool = |name: &str| {
+        seen["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    // The annotations say what Warrant knows: a read is read-only, a commit destructive.
+    assert_eq!(tool("read_menu")["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool("order_latte")["annotations"]["readOnlyHint"], false);
+    assert_eq!(tool("order_latte")["annotations"]["destructiveHint"], true);
+    assert_eq!(tool("order_latte")["schema"]["required"], json!(["size"]));
+    assert_eq!(seen["menu"]["isError"], false);
+    assert!(seen["menu"]["structured"]["milks"].is_array());
+    // The same idempotency key in `_meta` is the same order; no key, a new one.
+    let first = &seen["first"]["structured"]["order_id"];
+    assert_eq!(first, "ord-0001");
+    assert_eq!(&seen["repeat"]["structured"]["order_id"], first);
+    assert_eq!(seen["unkeyed"]["structured"]["order_id"], "ord-0002");
+    // Arguments are checked against the schema before the provider sees them.
+    let invalid = seen["invalid"]["rpcError"].as_str().unwrap();
+    assert!(
+        invalid.contains("huge") && invalid.contains("/size"),
+        "{invalid}"
+    );
+    assert!(
+        seen["unknown"]["rpcError"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
+}
+
+#[test]
+fn warrant_runs_a_trajectory_over_its_own_providers_served_over_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_warrant");
+    let spec = std::fs::read_to_string(root().join("examples/cafe-gallery/spec.yaml"))
+        .unwrap()
+        .replace(
+            "cafe: {reference: cafe}",
+            &format!("cafe: {{mcp: {{command: [{bin}, mcp-serve, cafe]}}, trust: trusted}}"),
+        )
+        .replace(
+            "gallery: {reference: gallery}",
+            &format!("gallery: {{mcp: {{command: [{bin}, mcp-serve, gallery]}}, trust: trusted}}"),
+        );
+    assert!(
+        spec.contains("mcp-serve, cafe"),
+        "the example's providers moved"
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    std::fs::copy(
+        root().join("examples/cafe-gallery/script.yaml"),
+        dir.path().join("script.yaml"),
+    )
+    .unwrap();
+    let run = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &["run", "spec.yaml", "--json", "-q"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    // The same route as in-process: the annotations Warrant serves are the effects it knows.
+    assert_eq!(
+        out["route_key"],
+        "cafe/read:read_menu -> cafe/commit:order_latte -> gallery/read:check_design_drift"
+    );
+    assert_eq!(out["outcome"], "attained");
+}

@@ -102,7 +102,9 @@ pub enum Recovery {
 pub trait Surface: Send + Sync {
     /// What the provider offers now.
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>>;
-    /// Runs one call. Only the Bridge calls this (INVARIANT: one path).
+    /// Runs one call. Only the Bridge calls this (INVARIANT: one path). An error with code
+    /// `denied` means the surface's own authorizer refused before anything was sent: the
+    /// Bridge records a policy stop.
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>>;
     /// Whether an observation of this version is still current.
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool>;
@@ -111,6 +113,11 @@ pub trait Surface: Send + Sync {
     /// Tells the provider that an in-flight call is cancelled, where the surface supports it
     /// (MCP `notifications/cancelled`, for one). The default sends nothing.
     fn cancel(&self, _call: CallId) {}
+    /// What the provider has that the last observation does not offer, one line each, naming
+    /// it and why (an OpenAPI operation with a file upload, say). Nothing is dropped silently.
+    fn unsupported(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// What may be done about a commit of `tool` whose outcome was lost. The default is the
     /// safe one: in doubt.
     fn recovery(&self, _tool: &str) -> Recovery {

@@ -56,9 +56,13 @@ pub struct ProviderSpec {
     /// registered under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// An MCP server started as a child process (stdio).
+    /// An MCP server: a child process on stdio (`command`) or a Streamable HTTP endpoint
+    /// (`url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpSpec>,
+    /// An HTTP API described by an OpenAPI 3.0 or 3.1 document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openapi: Option<OpenApiSpec>,
     /// Settings the provider reads (e.g. the `ledger` provider's `file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
@@ -68,18 +72,63 @@ pub struct ProviderSpec {
     pub trust: Option<Trust>,
 }
 
-/// How to start an MCP server.
+/// How to reach an MCP server: give `command` (stdio) or `url` (Streamable HTTP).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpSpec {
-    /// The program and its arguments, e.g. `[npx, -y, some-server]`.
+    /// The program and its arguments, e.g. `[npx, -y, some-server]`, started as a child
+    /// process spoken to over stdio.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// The Streamable HTTP endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (`url` only); values are read as `env` values are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// Environment of the child: a value `$NAME` is read from Warrant's own environment (so a
     /// credential never appears in the spec); anything else is taken as written.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Largest result kept whole, in bytes of JSON; a larger one is cut to its head and marked
     /// `truncated` (default 1 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes_max: Option<usize>,
+}
+
+/// An HTTP API described by an OpenAPI document: each operation is a tool named by its
+/// `operationId`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenApiSpec {
+    /// The document (JSON or YAML): a file relative to the spec, or an `http(s)://` URL. It is
+    /// read again at each observation; a changed document invalidates older handles.
+    pub document: String,
+    /// Where calls go, e.g. `http://127.0.0.1:4200`; defaults to the document's first
+    /// `servers` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Headers sent with every call; a value may name environment variables as `$NAME` or
+    /// `${NAME}` (credentials never sit in the spec, and never appear in events).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Values the host supplies, by parameter name (or top-level body property): checked
+    /// against the parameter's schema, sent with every call that takes them, and not offered
+    /// to the decider.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, serde_json::Value>,
+    /// Only these operations (by `operationId`); all when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// The effect class of an operation when its method says otherwise (GET and HEAD are
+    /// reads, every other method a commit), e.g. `{filter_flows: read}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub effects: BTreeMap<String, crate::event::Effect>,
+    /// Most operations offered (default 64); the rest are reported, not offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations_max: Option<usize>,
+    /// Largest result kept whole, in bytes of JSON (default 1 MiB); a larger one is cut to its
+    /// head and marked `truncated`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_bytes_max: Option<usize>,
 }

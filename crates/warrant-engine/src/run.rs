@@ -1039,6 +1039,16 @@ impl<'a> Run<'a> {
                     Some(fault),
                 )?;
             }
+            Err(SurfaceError { code, message }) if code == "denied" => {
+                // The surface's own authorizer (a host's rule at the provider's edge) refused
+                // before sending anything: a policy stop, not a provider fault.
+                let fault = Fault::new(
+                    "denied_at_provider",
+                    Layer::Policy,
+                    format!("`{tool}` denied by the provider's authorizer: {message}"),
+                );
+                self.finish_call(call, CallStatus::StoppedByPolicy, None, Some(fault))?;
+            }
             Err(SurfaceError { code, message }) if code == "cancelled" => {
                 let fault = Fault::new(
                     &code,

@@ -1,53 +1,136 @@
 //! Surfaces: the port to providers. This crate holds the in-process reference surface, which
 //! wraps any [`reference::Provider`] (the trait an embedder implements to add a provider in
-//! Rust), and the demo providers (cafe, gallery, bakery) plus the benchmark's `step` tool.
+//! Rust), the demo providers (cafe, gallery, bakery, ...) plus the benchmark's `step` tool,
+//! and, behind features, the MCP surface (`mcp`) and the OpenAPI surface (`openapi`).
 
 pub mod demo;
 pub mod ledger;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp-server")]
+pub mod mcp_server;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod reference;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::ports::Surface;
 
 pub use reference::{ActionSpec, Provider, ProviderError, ReferenceCatalog, ReferenceSurface};
 
+/// Default largest result kept whole: 1 MiB of JSON.
+pub const OUTPUT_BYTES_MAX_DEFAULT: usize = 1 << 20;
+
+/// An output larger than `max` bytes of JSON becomes `{truncated, bytes, head}`: the cut is
+/// recorded in the log as the result, never silent.
+#[cfg_attr(not(any(feature = "mcp", feature = "openapi")), allow(dead_code))]
+pub(crate) fn bound(output: Value, max: usize) -> Value {
+    let text = output.to_string();
+    if text.len() <= max {
+        return output;
+    }
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
+}
+
+/// A spec value that may name environment variables: `$NAME` alone, or `${NAME}` anywhere in
+/// it, is replaced by Warrant's environment variable `NAME` (so a credential never sits in the
+/// spec); anything else is taken as written. A variable that is not set is an error naming it.
+pub fn expand_env(value: &str) -> Result<String, String> {
+    let var = |name: &str| {
+        std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))
+    };
+    if let Some(name) = value.strip_prefix('$')
+        && !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return var(name);
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`${{` without a closing `}}` in `{value}`"))?;
+        out.push_str(&var(&after[..end])?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Surfaces for every provider of `spec`: reference providers from `catalog`, MCP servers
-/// started as child processes (with the `mcp` feature).
+/// (with the `mcp` feature) and OpenAPI services (with the `openapi` feature). Relative paths
+/// in provider entries (an OpenAPI document) are read from `base_dir`, the spec's folder.
 pub async fn connect(
     catalog: &ReferenceCatalog,
     spec: &warrant_core::Spec,
-) -> Result<
-    std::collections::HashMap<String, std::sync::Arc<dyn warrant_core::ports::Surface>>,
-    String,
-> {
-    let mut out: std::collections::HashMap<
-        String,
-        std::sync::Arc<dyn warrant_core::ports::Surface>,
-    > = std::collections::HashMap::new();
+    base_dir: &Path,
+) -> Result<HashMap<String, Arc<dyn Surface>>, String> {
+    let mut out: HashMap<String, Arc<dyn Surface>> = HashMap::new();
     for (name, provider) in &spec.providers {
-        let Some(mcp_spec) = &provider.mcp else {
+        if provider.mcp.is_none() && provider.openapi.is_none() {
             let mut one = spec.clone();
             one.providers.retain(|n, _| n == name);
             out.extend(catalog.surfaces(&one)?);
             continue;
-        };
-        #[cfg(feature = "mcp")]
-        {
-            let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
-            let mut surface = mcp::McpSurface::spawn(&mcp_spec.command, &mcp_spec.env, trusted)
-                .await
-                .map_err(|e| format!("provider `{name}`: {e}"))?;
-            if let Some(max) = mcp_spec.output_bytes_max {
-                surface = surface.with_output_bytes_max(max);
-            }
-            out.insert(name.clone(), std::sync::Arc::new(surface));
         }
-        #[cfg(not(feature = "mcp"))]
-        {
-            let _ = mcp_spec;
-            return Err(format!(
-                "provider `{name}` is an MCP server, and this build has no MCP support"
-            ));
-        }
+        let surface = remote(provider, base_dir)
+            .await
+            .map_err(|e| format!("provider `{name}`: {e}"))?;
+        out.insert(name.clone(), surface);
     }
     Ok(out)
+}
+
+/// A surface for an MCP server or an OpenAPI service.
+async fn remote(
+    provider: &warrant_core::spec::ProviderSpec,
+    base_dir: &Path,
+) -> Result<Arc<dyn Surface>, String> {
+    let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
+    #[cfg(feature = "mcp")]
+    if let Some(m) = &provider.mcp {
+        let surface = match &m.url {
+            Some(url) => mcp::McpSurface::connect_http(url, &m.headers, trusted).await?,
+            None => mcp::McpSurface::spawn(&m.command, &m.env, trusted).await?,
+        };
+        let max = m.output_bytes_max.unwrap_or(OUTPUT_BYTES_MAX_DEFAULT);
+        return Ok(Arc::new(surface.with_output_bytes_max(max)));
+    }
+    #[cfg(feature = "openapi")]
+    if let Some(api) = &provider.openapi {
+        return Ok(Arc::new(openapi::OpenApiSurface::new(api, base_dir)?));
+    }
+    let _ = (base_dir, trusted);
+    Err("this build has no support for this kind of provider (features `mcp`, `openapi`)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_env;
+
+    #[test]
+    fn environment_variables_are_expanded_and_a_missing_one_is_named() {
+        // PATH is set wherever tests run.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(expand_env("$PATH").unwrap(), path);
+        assert_eq!(
+            expand_env("Bearer ${PATH}!").unwrap(),
+            format!("Bearer {path}!")
+        );
+        assert_eq!(expand_env("plain $ text").unwrap(), "plain $ text");
+        let e = expand_env("${WARRANT_SURELY_UNSET_VAR}").unwrap_err();
+        assert!(e.contains("WARRANT_SURELY_UNSET_VAR"), "{e}");
+        assert!(expand_env("${OPEN").is_err());
+    }
 }

@@ -1,59 +1,60 @@
-//! The MCP surface: a Model Context Protocol server, reached over stdio as a child process,
-//! behind the Surface port (on the official `rmcp` SDK).
+//! The MCP surface: a Model Context Protocol server, reached over stdio as a child process or
+//! at a Streamable HTTP endpoint, behind the Surface port (on the official `rmcp` SDK, which
+//! negotiates the protocol version: 2025-06-18 or 2025-11-25 with today's servers).
 //!
 //! Observation: the server's tool list (names, descriptions, input schemas), versioned by its
-//! digest. Effect class from annotations with MCP's defaults: a tool is a read only when a
+//! digest. After a `notifications/tools/list_changed` the list is read again before a handle
+//! is judged current, so a changed list or schema makes older handles stale. Effect class from annotations with MCP's defaults: a tool is a read only when a
 //! *trusted* server says `readOnlyHint: true`; from an untrusted server (the default) every
 //! tool is a commit, so annotations never loosen policy. Calls send the commit's idempotency
 //! key in `_meta` (`warrant/idempotencyKey`); an `isError` result is a provider error; a
-//! structured result is kept as it is, otherwise the content blocks.
+//! structured result is kept as it is, otherwise the content blocks. A call the engine abandons
+//! (its timeout, a cancelled run) sends `notifications/cancelled` for its request (rmcp cancels
+//! a dropped request).
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rmcp::ServiceExt;
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
 use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 
-/// Default largest result kept whole: 1 MiB of JSON.
-pub const OUTPUT_BYTES_MAX_DEFAULT: usize = 1 << 20;
-
-/// An output larger than `max` bytes of JSON becomes `{truncated, bytes, head}`: the cut is
-/// recorded in the log as the result, never silent.
-fn bound(output: Value, max: usize) -> Value {
-    let text = output.to_string();
-    if text.len() <= max {
-        return output;
-    }
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    serde_json::json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
-}
+use crate::{bound, expand_env};
 
 /// A connected MCP server.
 pub struct McpSurface {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Watcher>,
     trusted: bool,
     output_bytes_max: usize,
-    /// The last observation: its version and actions.
-    seen: Mutex<Option<(String, Arc<[ActionRecord]>)>>,
+    /// `notifications/tools/list_changed` received so far.
+    changes: Arc<AtomicU64>,
+    /// The last tool list: its version, and the change notifications received before it.
+    seen: Mutex<Option<(String, u64)>>,
 }
 
-/// Where a spec's `env` value comes from: `$NAME` reads Warrant's environment variable `NAME`
-/// (so a credential never sits in the spec), anything else is taken as written.
-fn env_value(v: &str) -> Result<String, String> {
-    match v.strip_prefix('$') {
-        Some(name) => {
-            std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))
-        }
-        None => Ok(v.to_owned()),
+/// The client side's handler: counts tool-list change notifications, so an observation made
+/// before one is no longer current.
+#[derive(Clone, Debug, Default)]
+struct Watcher {
+    changes: Arc<AtomicU64>,
+}
+
+impl ClientHandler for Watcher {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(())
     }
 }
 
@@ -70,20 +71,65 @@ impl McpSurface {
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
         for (k, v) in env {
-            cmd.env(k, env_value(v)?);
+            cmd.env(k, expand_env(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?);
         }
         let transport =
             TokioChildProcess::new(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
-        let client = ()
+        let watcher = Watcher::default();
+        let changes = watcher.changes.clone();
+        let client = watcher
             .serve(transport)
             .await
             .map_err(|e| format!("`{program}` did not complete the MCP handshake: {e}"))?;
-        Ok(McpSurface {
+        Ok(McpSurface::with_client(client, changes, trusted))
+    }
+
+    /// Connects to a Streamable HTTP endpoint and initialises MCP. Header values may name
+    /// environment variables (`$NAME`, `${NAME}`).
+    pub async fn connect_http(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        trusted: bool,
+    ) -> Result<McpSurface, String> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        for (k, v) in headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("`mcp.headers`: `{k}` is not a header name"))?;
+            let value = expand_env(v).map_err(|e| format!("`mcp.headers.{k}`: {e}"))?;
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("`mcp.headers.{k}`: not a valid header value"))?;
+            value.set_sensitive(true);
+            config.custom_headers.insert(name, value);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let watcher = Watcher::default();
+        let changes = watcher.changes.clone();
+        let client = watcher
+            .serve(transport)
+            .await
+            .map_err(|e| format!("{url} did not complete the MCP handshake: {e}"))?;
+        Ok(McpSurface::with_client(client, changes, trusted))
+    }
+
+    fn with_client(
+        client: RunningService<RoleClient, Watcher>,
+        changes: Arc<AtomicU64>,
+        trusted: bool,
+    ) -> McpSurface {
+        McpSurface {
             client,
             trusted,
-            output_bytes_max: OUTPUT_BYTES_MAX_DEFAULT,
+            output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
+            changes,
             seen: Mutex::new(None),
-        })
+        }
+    }
+
+    /// The protocol version the server agreed to, e.g. `2025-11-25`.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.client
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
     }
 
     /// Keeps results up to `bytes` of JSON whole; larger ones are cut to their head and marked.
@@ -101,6 +147,9 @@ impl McpSurface {
     }
 
     async fn list(&self) -> Result<Observation, SurfaceError> {
+        // Read before listing: a change that lands during the listing makes the next
+        // observation new again.
+        let changes = self.changes.load(Ordering::SeqCst);
         let tools = self
             .client
             .list_all_tools()
@@ -122,7 +171,7 @@ impl McpSurface {
         let version =
             canon::digest(&Value::Array(listing)).trim_start_matches("sha256:")[..16].to_owned();
         if let Ok(mut seen) = self.seen.lock() {
-            *seen = Some((version.clone(), actions.clone()));
+            *seen = Some((version.clone(), changes));
         }
         Ok(Observation { version, actions })
     }
@@ -173,14 +222,18 @@ impl Surface for McpSurface {
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
-        // The version of the last tool list seen (a `listChanged` notification or a changed
-        // list makes a new one at the next observation).
-        let current = self
-            .seen
-            .lock()
-            .ok()
-            .and_then(|s| s.as_ref().map(|(v, _)| v == version))
-            .unwrap_or(false);
-        Box::pin(std::future::ready(current))
+        // The version of the last tool list seen; after a `listChanged` notification the
+        // tools are listed again first, so a handle goes stale exactly when the list (a name,
+        // an effect or a schema) really changed.
+        Box::pin(async move {
+            let last = || self.seen.lock().ok().and_then(|s| s.clone());
+            let changes = self.changes.load(Ordering::SeqCst);
+            if last().is_none_or(|(_, seen_changes)| seen_changes != changes)
+                && self.list().await.is_err()
+            {
+                return false;
+            }
+            last().is_some_and(|(v, _)| v == version)
+        })
     }
 }

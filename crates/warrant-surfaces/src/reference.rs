@@ -259,21 +259,52 @@ impl ReferenceCatalog {
 
 impl ProviderCatalog for ReferenceCatalog {
     fn tools(&self, _name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String> {
+        let ways = [
+            provider.reference.is_some(),
+            provider.mcp.is_some(),
+            provider.openapi.is_some(),
+        ];
+        if ways.iter().filter(|w| **w).count() > 1 {
+            return Err("give one of `reference`, `mcp` or `openapi`, not several".to_owned());
+        }
         if let Some(mcp) = &provider.mcp {
-            if provider.reference.is_some() {
-                return Err("give one of `reference` or `mcp`, not both".to_owned());
+            match (mcp.command.is_empty(), &mcp.url) {
+                (true, None) => {
+                    return Err(
+                        "`mcp` needs `command` (a program to start) or `url` (an endpoint)"
+                            .to_owned(),
+                    );
+                }
+                (false, Some(_)) => {
+                    return Err("give one of `mcp.command` or `mcp.url`, not both".to_owned());
+                }
+                (true, Some(url))
+                    if !url.starts_with("http://") && !url.starts_with("https://") =>
+                {
+                    return Err(format!("`mcp.url` `{url}` is not an http(s) URL"));
+                }
+                _ => {}
             }
-            if mcp.command.is_empty() {
-                return Err("`mcp.command` needs a program to start".to_owned());
+            if !mcp.headers.is_empty() && mcp.url.is_none() {
+                return Err("`mcp.headers` apply to `url` only".to_owned());
             }
             // An MCP server's tools are known only once it runs.
             return Ok(None);
         }
+        if let Some(api) = &provider.openapi {
+            if api.document.is_empty() {
+                return Err("`openapi.document` needs a file or a URL".to_owned());
+            }
+            if api.operations_max == Some(0) {
+                return Err("`openapi.operations_max` must be at least 1".to_owned());
+            }
+            // The operations are known once the document is read.
+            return Ok(None);
+        }
         let Some(reference) = &provider.reference else {
-            return Err(
-                "say how the provider is reached: `reference: <name>` or `mcp: {command: [...]}`"
-                    .to_owned(),
-            );
+            return Err("say how the provider is reached: `reference: <name>`, \
+                 `mcp: {command: [...]}`, `mcp: {url: ...}` or `openapi: {document: ...}`"
+                .to_owned());
         };
         match self.make(reference, provider.config.as_ref())? {
             Some(p) => Ok(Some(p.actions().into_iter().map(|a| a.name).collect())),

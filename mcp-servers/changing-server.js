@@ -1,0 +1,33 @@
+// An MCP server on stdio (official TypeScript SDK) whose tools change while it runs, and which
+// records cancellations. Tests use it for two behaviours real servers rarely show on demand:
+// - `grow` registers a new tool `extra`, so the SDK sends `notifications/tools/list_changed`;
+// - `slow` waits 30 s unless the client cancels it; a cancellation is appended to the file
+//   named by CANCEL_LOG (one line: `cancelled <reason>`).
+const fs = require("fs");
+const { McpServer } = require("@modelcontextprotocol/sdk/server/mcp.js");
+const { StdioServerTransport } = require("@modelcontextprotocol/sdk/server/stdio.js");
+
+const server = new McpServer({ name: "changing", version: "1.0.0" });
+server.registerTool("grow", { description: "adds the tool `extra`" }, async () => {
+  server.registerTool("extra", { description: "added at run time" }, async () => ({
+    content: [{ type: "text", text: "extra" }],
+  }));
+  return { content: [{ type: "text", text: "grown" }] };
+});
+server.registerTool(
+  "slow",
+  { description: "answers after 30 s", annotations: { readOnlyHint: true } },
+  // A tool without an input schema gets only the request context.
+  async (extra) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ content: [{ type: "text", text: "late" }] }), 30000);
+      extra.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        if (process.env.CANCEL_LOG) {
+          fs.appendFileSync(process.env.CANCEL_LOG, `cancelled ${extra.signal.reason ?? ""}\n`);
+        }
+        resolve({ content: [{ type: "text", text: "cancelled" }], isError: true });
+      });
+    }),
+);
+server.connect(new StdioServerTransport());
