@@ -623,3 +623,102 @@ fn warrant_runs_a_trajectory_over_its_own_providers_served_over_mcp() {
     );
     assert_eq!(out["outcome"], "attained");
 }
+
+#[tokio::test]
+async fn a_server_that_offers_the_stateless_protocol_is_spoken_to_in_it() {
+    // Warrant's own server (rmcp) offers 2026-07-28 (`server/discover`, no initialize); the
+    // official TypeScript servers answer 2025-11-25 (tested above): the client takes what
+    // each server offers.
+    let command = vec![
+        env!("CARGO_BIN_EXE_warrant").to_owned(),
+        "mcp-serve".to_owned(),
+        "cafe".to_owned(),
+    ];
+    let s = McpSurface::spawn(&command, &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version().as_deref(), Some("2026-07-28"));
+    let obs = s.observe().await.unwrap();
+    let out = s
+        .invoke(invocation(
+            "read_menu",
+            json!({}),
+            Effect::Read,
+            &obs.version,
+        ))
+        .await
+        .unwrap();
+    assert!(out.output["milks"].is_array(), "{}", out.output);
+}
+
+#[test]
+fn a_tool_whose_schema_cannot_be_compiled_is_refused_and_never_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = root().join("mcp-servers/dying-server.js");
+    let spec = format!(
+        "version: warrant/v1\nid: odd\nobjective: Try the odd tool, then ping.\nproviders:\n  d:\n    mcp: {{command: [node, {}]}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: d\n    tools: [odd, ping]\n    required: true\n",
+        server.display()
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  s:\n    - call: odd\n      args: {q: x}\n    - call: ping\n    - done: pinged\n",
+    )
+    .unwrap();
+    let store = dir.path().join("w.db");
+    let run = warrant_in(
+        dir.path(),
+        &store,
+        &[
+            "run",
+            "spec.yaml",
+            "--decider",
+            "scripted:script.yaml",
+            "--json",
+            "-q",
+        ],
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    // `odd` would have killed the server: the ping after it succeeding proves it was never sent.
+    assert_eq!(out["route_key"], "d/read:ping", "{out}");
+    let events = warrant_in(dir.path(), &store, &["events", "last", "--json"]);
+    let refused: Vec<Value> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e.to_string().contains("schema_unusable"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let text = refused[0].to_string();
+    assert!(
+        text.contains("the schema of `odd` cannot be used"),
+        "{text}"
+    );
+    assert!(text.contains("\"rejected\""), "{text}");
+    assert!(
+        text.contains("\"provider\""),
+        "attributed to the provider: {text}"
+    );
+}
+
+#[tokio::test]
+async fn only_a_trusted_servers_idempotent_hint_lets_a_lost_call_be_repeated() {
+    use warrant_core::ports::Recovery;
+    // Warrant's cafe over MCP: `read_menu` is served `idempotentHint: true`, `order_latte`
+    // `false`.
+    let command = vec![
+        env!("CARGO_BIN_EXE_warrant").to_owned(),
+        "mcp-serve".to_owned(),
+        "cafe".to_owned(),
+    ];
+    // Known on connecting, before any observation (a resumed run asks first).
+    let trusted = McpSurface::spawn(&command, &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    assert_eq!(trusted.recovery("read_menu"), Recovery::Reinvoke);
+    assert_eq!(trusted.recovery("order_latte"), Recovery::InDoubt);
+    assert_eq!(trusted.recovery("no_such_tool"), Recovery::InDoubt);
+    let untrusted = McpSurface::spawn(&command, &BTreeMap::new(), false)
+        .await
+        .unwrap();
+    assert_eq!(untrusted.recovery("read_menu"), Recovery::InDoubt);
+}

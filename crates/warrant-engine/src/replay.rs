@@ -331,6 +331,14 @@ impl Authority for ReplayAuthority {
                 reason: reason.clone(),
             }));
         }
+        if self
+            .refused
+            .get(&key)
+            .is_some_and(|(code, _)| code == "policy_timeout")
+        {
+            // It gave no verdict then: none now either.
+            return Box::pin(std::future::pending());
+        }
         let verdict = match self.refused.get(&key) {
             None => Verdict::Allow {
                 grant: "replay".into(),

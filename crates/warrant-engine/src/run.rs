@@ -359,6 +359,24 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// How long an external party (a provider, an authority) may be waited on: at most
+    /// `call_timeout_ms`, and never past the run's deadline; with the code that names which.
+    fn wait_bound(&self) -> (u64, &'static str) {
+        let timeout_ms = self.spec.limits.call_timeout_ms;
+        match self.time.peek() {
+            Some(now) => {
+                let left =
+                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
+                if left < timeout_ms {
+                    (left, "deadline")
+                } else {
+                    (timeout_ms, "timeout")
+                }
+            }
+            None => (u64::MAX / 4, "timeout"),
+        }
+    }
+
     /// The run's result as it stands.
     fn result(&mut self) -> RunResult {
         RunResult {
@@ -949,20 +967,7 @@ impl<'a> Run<'a> {
         invocation: Invocation,
     ) -> Result<(), EngineError> {
         let (call, tool, effect) = (invocation.call, invocation.tool.clone(), invocation.effect);
-        // A call waits at most `call_timeout_ms`, and never past the run's deadline.
-        let timeout_ms = self.spec.limits.call_timeout_ms;
-        let (bound_ms, code) = match self.time.peek() {
-            Some(now) => {
-                let left =
-                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
-                if left < timeout_ms {
-                    (left, "deadline")
-                } else {
-                    (timeout_ms, "timeout")
-                }
-            }
-            None => (u64::MAX / 4, "timeout"),
-        };
+        let (bound_ms, code) = self.wait_bound();
         let timed =
             tokio::time::timeout(Duration::from_millis(bound_ms), surface.invoke(invocation));
         let answer = match self.guarded(timed).await {
@@ -1383,7 +1388,62 @@ impl<'a> Run<'a> {
                 ..refuse("approval_denied", Layer::Policy, message)
             });
         }
-        let refusal = match self.engine.authority.evaluate(&request).await {
+        // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
+        // cancelled while it deliberates, stops the call; the provider is never called.
+        // Replaying, the recorded authority answers at once, except where it gave no verdict:
+        // there it never answers, and the timeout fires at once.
+        let bound_ms = match self.time.peek() {
+            Some(_) => self.wait_bound().0,
+            None => 0,
+        };
+        let mut evaluation = self.engine.authority.evaluate(&request);
+        // Most authorities (rule lists, Cedar) answer at once: no timers for them.
+        let ready = {
+            let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+            match evaluation.as_mut().poll(&mut first) {
+                std::task::Poll::Ready(verdict) => Some(verdict),
+                std::task::Poll::Pending => None,
+            }
+        };
+        let answered = match ready {
+            Some(verdict) => {
+                drop(evaluation);
+                Ok(Ok(verdict))
+            }
+            None => {
+                let timed = tokio::time::timeout(Duration::from_millis(bound_ms), evaluation);
+                self.guarded(timed).await
+            }
+        };
+        let verdict = match answered {
+            Ok(Ok(verdict)) => verdict,
+            Ok(Err(_)) => {
+                return Err(Refusal {
+                    ruled: Some(args_digest),
+                    ..refuse(
+                        "policy_timeout",
+                        Layer::Policy,
+                        format!(
+                            "the authority gave no verdict within `call_timeout_ms` ({} ms) \
+                             or before the run's deadline",
+                            self.spec.limits.call_timeout_ms
+                        ),
+                    )
+                });
+            }
+            Err(c) => {
+                let message = format!(
+                    "cancelled by {} while the authority ruled: {}",
+                    c.by, c.reason
+                );
+                self.cancel = Some(c);
+                return Err(Refusal {
+                    status: CallStatus::Cancelled,
+                    ..refuse("cancelled", Layer::Runtime, message)
+                });
+            }
+        };
+        let refusal = match verdict {
             Verdict::Allow { .. } => return Ok(None),
             Verdict::Deny { reasons } => refuse("policy_denied", Layer::Policy, reasons.join("; ")),
             Verdict::Indeterminate { reason } => {

@@ -249,3 +249,93 @@ async fn an_http_control_is_asked_with_the_call_and_its_answer_is_kept() {
         "only plain http is supported"
     );
 }
+
+/// An authority that never gives a verdict.
+struct Hung;
+
+impl warrant_core::ports::Authority for Hung {
+    fn evaluate<'a>(
+        &'a self,
+        _r: &'a CapabilityRequest<'a>,
+    ) -> BoxFuture<'a, warrant_core::ports::Verdict> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn an_authority_that_never_answers_stops_the_call_within_the_call_timeout() {
+    let spec = common::spec(&format!("{PAY}limits: {{call_timeout_ms: 50}}\n"));
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TokioClock::new()))
+        .with_ids(Arc::new(SequentialIds::new("hung")))
+        .with_authority(Arc::new(Hung));
+    let bank = Arc::new(Bank::default());
+    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
+    let b = bank.clone();
+    catalog.register("bank", move || b.clone());
+    let surfaces = catalog.surfaces(&spec).unwrap();
+    let result = engine
+        .run(spec, &script(SCRIPT_PAY), &surfaces)
+        .await
+        .unwrap();
+    // Both calls (the read and the commit) stopped, attributed to policy, nothing performed.
+    assert_eq!(result.state.calls.len(), 2);
+    for call in &result.state.calls {
+        assert_eq!(call.status, Some(CallStatus::StoppedByPolicy), "{call:?}");
+        let fault = call.fault.as_ref().unwrap();
+        assert_eq!(fault.code, "policy_timeout");
+        assert_eq!(fault.layer, Layer::Policy);
+        assert!(fault.message.contains("50 ms"), "{}", fault.message);
+    }
+    assert!(bank.transfers().is_empty());
+    assert!(
+        matches!(result.outcome, Some(Outcome::NotAttained { .. })),
+        "{:?}",
+        result.outcome
+    );
+    let events: Vec<_> = store
+        .read(&result.run_id, 1)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let r = replay(&events).await.unwrap();
+    assert_eq!((r.error, r.divergence), (None, None));
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_while_the_authority_deliberates_ends_the_run_without_calling_the_provider() {
+    let spec = common::spec(PAY);
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TokioClock::new()))
+        .with_ids(Arc::new(SequentialIds::new("hung")))
+        .with_authority(Arc::new(Hung));
+    let bank = Arc::new(Bank::default());
+    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
+    let b = bank.clone();
+    catalog.register("bank", move || b.clone());
+    let surfaces = catalog.surfaces(&spec).unwrap();
+    let decider = script(SCRIPT_PAY);
+    let run = engine.run(spec, &decider, &surfaces);
+    tokio::pin!(run);
+    // The default call timeout is far away; the run waits on the authority until cancelled.
+    tokio::select! {
+        r = &mut run => panic!("ended on its own: {:?}", r.map(|r| r.outcome)),
+        () = tokio::time::sleep(Duration::from_millis(500)) => {}
+    }
+    let id = store.runs().unwrap()[0].run_id.clone();
+    engine.cancel(&id, "alice", "stuck").unwrap();
+    let result = run.await.unwrap();
+    assert!(
+        matches!(result.outcome, Some(Outcome::Cancelled { .. })),
+        "{:?}",
+        result.outcome
+    );
+    let call = &result.state.calls[0];
+    assert_eq!(call.status, Some(CallStatus::Cancelled));
+    assert_eq!(call.fault.as_ref().unwrap().layer, Layer::Runtime);
+    assert!(bank.transfers().is_empty());
+}

@@ -8,25 +8,29 @@
 //! *trusted* server says `readOnlyHint: true`; from an untrusted server (the default) every
 //! tool is a commit, so annotations never loosen policy. Calls send the commit's idempotency
 //! key in `_meta` (`warrant/idempotencyKey`); an `isError` result is a provider error; a
-//! structured result is kept as it is, otherwise the content blocks. A call the engine abandons
-//! (its timeout, a cancelled run) sends `notifications/cancelled` for its request (rmcp cancels
-//! a dropped request).
+//! structured result is kept as it is, otherwise the content blocks. A commit whose answer was
+//! lost in a crash is repeated only when a trusted server declared it `idempotentHint: true`.
+//! A call the engine abandons (its timeout, a cancelled run) sends `notifications/cancelled`
+//! for its request (rmcp cancels a dropped request).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
-use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
+};
 
 use crate::{bound, expand_env};
 
@@ -39,6 +43,8 @@ pub struct McpSurface {
     changes: Arc<AtomicU64>,
     /// The last tool list: its version, and the change notifications received before it.
     seen: Mutex<Option<(String, u64)>>,
+    /// The tools a trusted server declared idempotent (`idempotentHint: true`) in its last list.
+    idempotent: Mutex<HashSet<String>>,
 }
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
@@ -55,6 +61,16 @@ impl ClientHandler for Watcher {
     ) -> impl Future<Output = ()> + Send + '_ {
         self.changes.fetch_add(1, Ordering::SeqCst);
         std::future::ready(())
+    }
+}
+
+/// The stateless 2026-07-28 protocol (`server/discover`, no session) where the server offers
+/// it; otherwise the `initialize` handshake at the newest version both sides know (2025-11-25
+/// or 2025-06-18 with today's servers).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
     }
 }
 
@@ -78,10 +94,12 @@ impl McpSurface {
         let watcher = Watcher::default();
         let changes = watcher.changes.clone();
         let client = watcher
-            .serve(transport)
+            .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("`{program}` did not complete the MCP handshake: {e}"))?;
-        Ok(McpSurface::with_client(client, changes, trusted))
+        McpSurface::with_client(client, changes, trusted)
+            .listed()
+            .await
     }
 
     /// Connects to a Streamable HTTP endpoint and initialises MCP. Header values may name
@@ -105,10 +123,19 @@ impl McpSurface {
         let watcher = Watcher::default();
         let changes = watcher.changes.clone();
         let client = watcher
-            .serve(transport)
+            .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("{url} did not complete the MCP handshake: {e}"))?;
-        Ok(McpSurface::with_client(client, changes, trusted))
+        McpSurface::with_client(client, changes, trusted)
+            .listed()
+            .await
+    }
+
+    /// Lists the tools once on connecting, so what the server declares is known before any
+    /// observation (a run re-entered after a crash asks [`Surface::recovery`] first).
+    async fn listed(self) -> Result<McpSurface, String> {
+        self.list().await.map_err(|e| e.message)?;
+        Ok(self)
     }
 
     fn with_client(
@@ -122,6 +149,7 @@ impl McpSurface {
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
             changes,
             seen: Mutex::new(None),
+            idempotent: Mutex::new(HashSet::new()),
         }
     }
 
@@ -155,6 +183,14 @@ impl McpSurface {
             .list_all_tools()
             .await
             .map_err(|e| SurfaceError::new("unavailable", format!("listing tools: {e}")))?;
+        let idempotent: HashSet<String> = tools
+            .iter()
+            .filter(|t| t.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true))
+            .map(|t| t.name.to_string())
+            .collect();
+        if let Ok(mut known) = self.idempotent.lock() {
+            *known = idempotent;
+        }
         let actions: Arc<[ActionRecord]> = tools
             .into_iter()
             .map(|t| ActionRecord {
@@ -219,6 +255,20 @@ impl Surface for McpSurface {
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(self.call(call))
+    }
+
+    fn recovery(&self, tool: &str) -> Recovery {
+        // A commit whose answer was lost is repeated only when a trusted server declared the
+        // tool idempotent; an untrusted server's hint never loosens anything.
+        let declared = self
+            .idempotent
+            .lock()
+            .is_ok_and(|known| known.contains(tool));
+        if self.trusted && declared {
+            Recovery::Reinvoke
+        } else {
+            Recovery::InDoubt
+        }
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
