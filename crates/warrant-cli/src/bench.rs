@@ -78,6 +78,7 @@ fn spec(steps: u32) -> Spec {
             reference: Some("bench".into()),
             mcp: None,
             openapi: None,
+            join: Vec::new(),
             config: None,
             trust: None,
         },

@@ -722,3 +722,57 @@ async fn only_a_trusted_servers_idempotent_hint_lets_a_lost_call_be_repeated() {
         .unwrap();
     assert_eq!(untrusted.recovery("read_menu"), Recovery::InDoubt);
 }
+
+#[test]
+fn a_join_offers_an_mcp_server_and_a_reference_provider_in_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = everything();
+    let spec = format!(
+        "version: warrant/v1\nid: joined\nobjective: Order a small latte and echo it.\nproviders:\n  cafe: {{reference: cafe}}\n  everything:\n    mcp: {{command: [node, {}, stdio]}}\n    trust: trusted\n  both: {{join: [cafe, everything]}}\nsteps:\n  - id: s\n    provider: both\n    tools: [cafe.order_latte, everything.echo]\n    commit: required\n",
+        server[1]
+    );
+    std::fs::write(dir.path().join("spec.yaml"), &spec).unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  s:\n    - call: cafe.order_latte\n      args: {size: small}\n    - call: everything.echo\n      args: {message: ordered}\n    - done: both done\n",
+    )
+    .unwrap();
+    let store = dir.path().join("w.db");
+    let run = warrant_in(
+        dir.path(),
+        &store,
+        &[
+            "run",
+            "spec.yaml",
+            "--decider",
+            "scripted:script.yaml",
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        out["route_key"],
+        "both/commit:cafe.order_latte -> both/read:everything.echo"
+    );
+
+    // A join naming a provider the spec does not declare is a spec error, naming it.
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        spec.replace("join: [cafe, everything]", "join: [cafe, nowhere]"),
+    )
+    .unwrap();
+    let bad = warrant_in(dir.path(), &store, &["validate", "bad.yaml"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("providers.both.join") && err.contains("`nowhere`"),
+        "{err}"
+    );
+}

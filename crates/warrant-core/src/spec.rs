@@ -63,6 +63,10 @@ pub struct ProviderSpec {
     /// An HTTP API described by an OpenAPI 3.0 or 3.1 document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openapi: Option<OpenApiSpec>,
+    /// Other providers of this spec joined into one surface: their tools offered together,
+    /// each named `<member>.<tool>`. Trusted only when every member is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub join: Vec<String>,
     /// Settings the provider reads (e.g. the `ledger` provider's `file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
@@ -389,11 +393,20 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
 }
 
 impl Spec {
-    /// The providers whose output is trusted.
+    /// The providers whose output is trusted (a joined one when every member is).
     pub fn trusted_providers(&self) -> std::collections::BTreeSet<String> {
+        let trusted = |p: &ProviderSpec| p.trust == Some(Trust::Trusted);
         self.providers
             .iter()
-            .filter(|(_, p)| p.trust == Some(Trust::Trusted))
+            .filter(|(_, p)| {
+                if p.join.is_empty() {
+                    trusted(p)
+                } else {
+                    p.join
+                        .iter()
+                        .all(|m| self.providers.get(m).is_some_and(trusted))
+                }
+            })
             .map(|(n, _)| n.clone())
             .collect()
     }

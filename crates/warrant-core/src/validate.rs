@@ -173,6 +173,22 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             "must be at least 1".into(),
         ));
     }
+    for (name, provider) in &spec.providers {
+        let at = || vec![key("providers"), key(name), key("join")];
+        for member in &provider.join {
+            match spec.providers.get(member) {
+                None => issues.push((at(), format!("unknown provider `{member}`"))),
+                Some(_) if member == name => {
+                    issues.push((at(), "a provider cannot join itself".into()));
+                }
+                Some(m) if !m.join.is_empty() => issues.push((
+                    at(),
+                    format!("`{member}` is itself a join: join its members instead"),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
     let mut tools_of: HashMap<&str, Option<Vec<String>>> = HashMap::new();
     for (name, provider) in &spec.providers {
         match catalog.tools(name, provider) {

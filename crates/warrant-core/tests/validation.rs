@@ -19,6 +19,7 @@ impl ProviderCatalog for Catalog {
             Some("cafe") => Ok(Some(vec!["read_menu".into(), "order_latte".into()])),
             Some("gallery") => Ok(Some(vec!["check_design_drift".into()])),
             Some(other) => Err(format!("unknown reference provider `{other}`")),
+            None if !p.join.is_empty() => Ok(None),
             None => Err("say how the provider is reached".into()),
         }
     }
@@ -209,4 +210,36 @@ fn an_alias_bomb_is_refused() {
     }
     let e = load(&bomb, Format::Yaml, "bomb.yaml", &Catalog).unwrap_err();
     assert!(e.to_string().starts_with("bomb.yaml"), "{e}");
+}
+
+#[test]
+fn a_join_names_declared_plain_providers_and_is_trusted_only_when_all_members_are() {
+    let joined = VALID.replace(
+        "  gallery: {reference: gallery}\n",
+        "  gallery: {reference: gallery, trust: trusted}\n  both: {join: [cafe, gallery]}\n",
+    );
+    let spec = load(&joined, Format::Yaml, "spec.yaml", &Catalog).unwrap();
+    assert!(
+        !spec.trusted_providers().contains("both"),
+        "cafe is untrusted"
+    );
+    let all = joined.replace(
+        "cafe: {reference: cafe}",
+        "cafe: {reference: cafe, trust: trusted}",
+    );
+    let spec = load(&all, Format::Yaml, "spec.yaml", &Catalog).unwrap();
+    assert!(spec.trusted_providers().contains("both"));
+
+    check(
+        &joined.replace("join: [cafe, gallery]", "join: [cafe, ghost]"),
+        "providers.both.join",
+        7,
+        "unknown provider `ghost`",
+    );
+    check(
+        &joined.replace("join: [cafe, gallery]", "join: [cafe, both]"),
+        "providers.both.join",
+        7,
+        "cannot join itself",
+    );
 }

@@ -4,6 +4,7 @@
 //! and, behind features, the MCP surface (`mcp`) and the OpenAPI surface (`openapi`).
 
 pub mod demo;
+pub mod join;
 pub mod ledger;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -77,7 +78,9 @@ pub async fn connect(
     base_dir: &Path,
 ) -> Result<HashMap<String, Arc<dyn Surface>>, String> {
     let mut out: HashMap<String, Arc<dyn Surface>> = HashMap::new();
-    for (name, provider) in &spec.providers {
+    let (joins, single): (Vec<_>, Vec<_>) =
+        spec.providers.iter().partition(|(_, p)| !p.join.is_empty());
+    for (name, provider) in single {
         if provider.mcp.is_none() && provider.openapi.is_none() {
             let mut one = spec.clone();
             one.providers.retain(|n, _| n == name);
@@ -88,6 +91,19 @@ pub async fn connect(
             .await
             .map_err(|e| format!("provider `{name}`: {e}"))?;
         out.insert(name.clone(), surface);
+    }
+    // A join shares its members' connections.
+    for (name, provider) in joins {
+        let members = provider
+            .join
+            .iter()
+            .map(|m| {
+                out.get(m)
+                    .map(|s| (m.clone(), s.clone()))
+                    .ok_or_else(|| format!("provider `{name}` joins `{m}`, which is not declared"))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        out.insert(name.clone(), Arc::new(join::JoinedSurface::new(members)));
     }
     Ok(out)
 }

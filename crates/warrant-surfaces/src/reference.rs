@@ -263,9 +263,19 @@ impl ProviderCatalog for ReferenceCatalog {
             provider.reference.is_some(),
             provider.mcp.is_some(),
             provider.openapi.is_some(),
+            !provider.join.is_empty(),
         ];
         if ways.iter().filter(|w| **w).count() > 1 {
-            return Err("give one of `reference`, `mcp` or `openapi`, not several".to_owned());
+            return Err(
+                "give one of `reference`, `mcp`, `openapi` or `join`, not several".to_owned(),
+            );
+        }
+        if !provider.join.is_empty() {
+            if provider.trust.is_some() {
+                return Err("a join's trust comes from its members: drop `trust`".to_owned());
+            }
+            // Its tools are its members', known when they are.
+            return Ok(None);
         }
         if let Some(mcp) = &provider.mcp {
             match (mcp.command.is_empty(), &mcp.url) {
@@ -303,7 +313,8 @@ impl ProviderCatalog for ReferenceCatalog {
         }
         let Some(reference) = &provider.reference else {
             return Err("say how the provider is reached: `reference: <name>`, \
-                 `mcp: {command: [...]}`, `mcp: {url: ...}` or `openapi: {document: ...}`"
+                 `mcp: {command: [...]}`, `mcp: {url: ...}`, `openapi: {document: ...}` or \
+                 `join: [...]`"
                 .to_owned());
         };
         match self.make(reference, provider.config.as_ref())? {

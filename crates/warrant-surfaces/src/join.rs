@@ -1,0 +1,211 @@
+//! Several providers joined into one surface: the tools of every member offered together,
+//! each named `<member>.<tool>`, so a step can act on more than one provider.
+//!
+//! The joined version is the members' versions in order, separated by `|`: a handle is
+//! current exactly while every member's observation it came from is. A call goes to the
+//! member its name says, with the member's own tool name and version; recovery, lookups and
+//! cancellations are the member's.
+
+use std::sync::Arc;
+
+use warrant_core::event::ActionRecord;
+use warrant_core::ids::{CallId, HandleId};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
+};
+
+/// Members, in the order the spec names them.
+pub struct JoinedSurface {
+    members: Vec<(String, Arc<dyn Surface>)>,
+}
+
+impl JoinedSurface {
+    /// Joins `members` (name, surface).
+    pub fn new(members: Vec<(String, Arc<dyn Surface>)>) -> JoinedSurface {
+        JoinedSurface { members }
+    }
+
+    /// The member a joined tool name belongs to, and the member's own tool name.
+    fn route<'a>(&self, tool: &'a str) -> Option<(usize, &'a str)> {
+        let (member, inner) = tool.split_once('.')?;
+        let i = self.members.iter().position(|(n, _)| n == member)?;
+        Some((i, inner))
+    }
+
+    /// The member's part of a joined version.
+    fn part<'a>(&self, version: &'a str, i: usize) -> Option<&'a str> {
+        let parts: Vec<&str> = version.split('|').collect();
+        (parts.len() == self.members.len()).then(|| parts[i])
+    }
+
+    /// The call as the member must see it.
+    fn for_member(&self, call: Invocation) -> Result<(usize, Invocation), SurfaceError> {
+        let (i, inner) = self.route(&call.tool).ok_or_else(|| {
+            SurfaceError::new(
+                "invalid",
+                format!("`{}` is not `<member>.<tool>` of this join", call.tool),
+            )
+        })?;
+        let version = self.part(&call.version, i).unwrap_or_default().to_owned();
+        let tool = inner.to_owned();
+        Ok((
+            i,
+            Invocation {
+                tool,
+                version,
+                ..call
+            },
+        ))
+    }
+
+    async fn observe_all(&self) -> Result<Observation, SurfaceError> {
+        let mut versions = Vec::with_capacity(self.members.len());
+        let mut actions: Vec<ActionRecord> = Vec::new();
+        for (name, member) in &self.members {
+            let seen = member.observe().await.map_err(|e| {
+                SurfaceError::new(&e.code, format!("member `{name}`: {}", e.message))
+            })?;
+            if seen.version.contains('|') {
+                return Err(SurfaceError::new(
+                    "invalid",
+                    format!("member `{name}` has a version with `|`, which a join cannot carry"),
+                ));
+            }
+            versions.push(seen.version);
+            actions.extend(seen.actions.iter().map(|a| ActionRecord {
+                name: format!("{name}.{}", a.name),
+                ..a.clone()
+            }));
+        }
+        Ok(Observation {
+            version: versions.join("|"),
+            actions: actions.into(),
+        })
+    }
+
+    async fn current(&self, version: &str) -> bool {
+        for (i, (_, member)) in self.members.iter().enumerate() {
+            let Some(part) = self.part(version, i) else {
+                return false;
+            };
+            if !member.is_current(part).await {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Surface for JoinedSurface {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        Box::pin(self.observe_all())
+    }
+
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        match self.for_member(call) {
+            Ok((i, call)) => self.members[i].1.invoke(call),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(self.current(version))
+    }
+
+    fn retire(&self, handles: &[HandleId]) {
+        for (_, member) in &self.members {
+            member.retire(handles);
+        }
+    }
+
+    fn cancel(&self, call: CallId) {
+        for (_, member) in &self.members {
+            member.cancel(call);
+        }
+    }
+
+    fn unsupported(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .flat_map(|(name, m)| {
+                m.unsupported()
+                    .into_iter()
+                    .map(move |u| format!("{name}.{u}"))
+            })
+            .collect()
+    }
+
+    fn recovery(&self, tool: &str) -> Recovery {
+        match self.route(tool) {
+            Some((i, inner)) => self.members[i].1.recovery(inner),
+            None => Recovery::InDoubt,
+        }
+    }
+
+    fn lookup(&self, call: Invocation) -> BoxFuture<'_, Result<Option<CallOutput>, SurfaceError>> {
+        match self.for_member(call) {
+            Ok((i, call)) => self.members[i].1.lookup(call),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use warrant_core::event::Effect;
+    use warrant_core::ids::{CallId, RunId};
+    use warrant_core::ports::{Invocation, Surface};
+
+    use super::JoinedSurface;
+    use crate::ReferenceSurface;
+    use crate::demo::{Cafe, Gallery};
+
+    fn joined() -> (JoinedSurface, Arc<Cafe>) {
+        let cafe = Arc::new(Cafe::default());
+        let members: Vec<(String, Arc<dyn Surface>)> = vec![
+            ("cafe".into(), Arc::new(ReferenceSurface::new(cafe.clone()))),
+            (
+                "gallery".into(),
+                Arc::new(ReferenceSurface::new(Arc::new(Gallery))),
+            ),
+        ];
+        (JoinedSurface::new(members), cafe)
+    }
+
+    #[tokio::test]
+    async fn members_tools_are_offered_together_and_calls_reach_their_member() {
+        let (j, cafe) = joined();
+        let seen = j.observe().await.unwrap();
+        let names: Vec<&str> = seen.actions.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cafe.read_menu",
+                "cafe.order_latte",
+                "gallery.check_design_drift"
+            ]
+        );
+        let out = j
+            .invoke(Invocation {
+                run: RunId("r".into()),
+                call: CallId(1),
+                tool: "cafe.order_latte".into(),
+                args: Arc::new(json!({"size": "small"})),
+                effect: Effect::Commit,
+                idempotency_key: "k1".into(),
+                version: seen.version.clone(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.output["size"], "small");
+        assert_eq!(cafe.orders().len(), 1);
+        // The cafe's state moved: a handle from before is stale, though the gallery's is not.
+        assert!(!j.is_current(&seen.version).await);
+        let again = j.observe().await.unwrap();
+        assert!(j.is_current(&again.version).await);
+        assert!(!j.is_current("one-part-only").await);
+    }
+}
