@@ -126,14 +126,14 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
             .collect();
         let unsupported = surface.unsupported();
         if !json {
-            println!(
+            outln!(
                 "{name}: {} tools offered, {} not offered (version {})",
                 tools.len(),
                 unsupported.len(),
                 observed.version
             );
             for a in observed.actions.iter() {
-                println!(
+                outln!(
                     "  {:<6} {:<40} {}",
                     a.effect.to_string(),
                     a.name,
@@ -141,7 +141,7 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
                 );
             }
             for u in &unsupported {
-                println!("  -      {u}");
+                outln!("  -      {u}");
             }
         }
         out.insert(
@@ -150,7 +150,7 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
         );
     }
     if json {
-        println!("{}", Value::Object(out));
+        outln!("{}", Value::Object(out));
     }
     Ok(0)
 }

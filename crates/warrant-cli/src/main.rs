@@ -1,5 +1,8 @@
 //! `warrant`: run governable agent trajectories, inspect their evidence, compare deciders.
 
+// Stdout goes through `out!`/`outln!`, which end quietly on a closed pipe; `println!` panics.
+#![deny(clippy::print_stdout)]
+
 /// Writes to stdout; a closed pipe (`warrant events RUN | head`) ends the program quietly
 /// instead of panicking.
 macro_rules! out {
