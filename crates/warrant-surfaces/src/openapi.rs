@@ -824,10 +824,30 @@ fn spec_digest(spec: &OpenApiSpec) -> Value {
 
 /// The document's first server, resolved against the URL it was fetched from.
 fn server_url(doc: &Value, document_url: Option<&str>) -> Result<String, String> {
-    let first = doc
+    let mut first = doc
         .pointer("/servers/0/url")
         .and_then(Value::as_str)
-        .unwrap_or("/");
+        .unwrap_or("/")
+        .to_owned();
+    // Server variables (`https://{region}.example.com`) take their defaults.
+    if let Some(vars) = doc
+        .pointer("/servers/0/variables")
+        .and_then(Value::as_object)
+    {
+        for (name, var) in vars {
+            let default = var
+                .get("default")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            first = first.replace(&format!("{{{name}}}"), default);
+        }
+    }
+    if first.contains('{') {
+        return Err(format!(
+            "the document's server `{first}` has a variable without a default: give `base_url`"
+        ));
+    }
+    let first = first.as_str();
     if first.starts_with("http://") || first.starts_with("https://") {
         return Ok(first.to_owned());
     }
@@ -1201,5 +1221,17 @@ mod tests {
             .unwrap(),
             "http://h:1/api"
         );
+    }
+
+    #[test]
+    fn server_variables_take_their_defaults() {
+        let templated = json!({"servers": [{"url": "http://{host}:{port}/v1", "variables": {
+            "host": {"default": "127.0.0.1"}, "port": {"default": "8080"}}}]});
+        assert_eq!(
+            server_url(&templated, None).unwrap(),
+            "http://127.0.0.1:8080/v1"
+        );
+        let open = json!({"servers": [{"url": "http://{host}/v1"}]});
+        assert!(server_url(&open, None).unwrap_err().contains("base_url"));
     }
 }
