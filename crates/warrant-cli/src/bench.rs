@@ -55,6 +55,7 @@ impl Decider for LoopDecider {
         Box::pin(std::future::ready(Ok(Decided {
             decision,
             usage: None,
+            exchange: None,
         })))
     }
 }

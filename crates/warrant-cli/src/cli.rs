@@ -35,6 +35,11 @@ pub struct Cli {
     )]
     pub store: PathBuf,
 
+    /// A model capability table (YAML) whose entries add to or replace the built-in ones
+    /// (`warrant models` prints the built-in table).
+    #[arg(long, global = true, env = "WARRANT_MODELS")]
+    pub models: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -202,6 +207,9 @@ pub enum Command {
         #[arg(long)]
         config: Option<String>,
     },
+    /// Print the model capability table live deciders are checked against (the built-in one
+    /// with `--models` applied).
+    Models,
     /// Print a JSON Schema.
     Schema {
         /// Which document.

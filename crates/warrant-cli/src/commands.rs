@@ -26,7 +26,28 @@ use crate::{Failure, exit};
 
 type Result<T> = std::result::Result<T, Failure>;
 
+/// The user's model table file (`--models`), read when a live decider is built.
+static MODELS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// The model capability table: built in, with the user's file applied.
+fn model_table() -> Result<warrant_deciders::live::models::Table> {
+    let table = warrant_deciders::live::models::Table::builtin()
+        .map_err(|e| Failure::failed(anyhow!("the built-in model table: {e}")))?;
+    match MODELS.get().and_then(Option::as_ref) {
+        None => Ok(table),
+        Some(path) => {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::invalid(anyhow!("cannot read `{shown}`: {e}")))?;
+            table
+                .with_overrides(&text, &shown)
+                .map_err(|e| Failure::invalid(anyhow!(e)))
+        }
+    }
+}
+
 pub async fn dispatch(cli: Cli) -> Result<u8> {
+    let _ = MODELS.set(cli.models.clone());
     let store_path = cli.store;
     match cli.command {
         Command::Run(args) => run(&store_path, args).await,
@@ -99,6 +120,19 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         ),
         Command::Providers { spec, json } => providers(&spec, json).await,
         Command::McpServe { provider, config } => mcp_serve(&provider, config.as_deref()).await,
+        Command::Models => {
+            model_table()?;
+            match MODELS.get().and_then(Option::as_ref) {
+                Some(path) => outln!(
+                    "{}\n# overridden by {}:\n{}",
+                    warrant_deciders::live::models::BUILTIN,
+                    path.display(),
+                    std::fs::read_to_string(path).unwrap_or_default()
+                ),
+                None => outln!("{}", warrant_deciders::live::models::BUILTIN),
+            }
+            Ok(0)
+        }
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
     }
@@ -245,8 +279,14 @@ pub fn load_decider(text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<
             }
             Ok(Box::new(ScriptedDecider::new(script, &shown)))
         }
+        live if warrant_deciders::live::is_live(live) => {
+            let decider = warrant_deciders::live::LiveDecider::parse(text, &model_table()?)
+                .map_err(|e| Failure::invalid(anyhow!("decider `{text}`: {e}")))?;
+            Ok(Box::new(decider))
+        }
         other => Err(Failure::invalid(anyhow!(
-            "unknown decider `{other}` (this build knows: scripted:PATH)"
+            "unknown decider `{other}` (this build knows: scripted:PATH, openai:MODEL, \
+             anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL)"
         ))),
     }
 }
@@ -1064,6 +1104,9 @@ async fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
 fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
     let decider = match identity.kind.as_str() {
         "scripted" => load_decider(&format!("scripted:{}", identity.name), None, spec)?,
+        live if warrant_deciders::live::is_live(live) => {
+            load_decider(&format!("{live}:{}", identity.name), None, spec)?
+        }
         other => {
             return Err(Failure::invalid(anyhow!(
                 "this build cannot resume a run decided by `{other}:{}`",
@@ -1073,7 +1116,8 @@ fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn D
     };
     if decider.identity().digest != identity.digest {
         return Err(Failure::invalid(anyhow!(
-            "the script `{}` changed since the run started: its decisions would not be the ones recorded",
+            "the decider `{}:{}` is not configured as when the run started: its decisions would not be the ones recorded",
+            identity.kind,
             identity.name
         )));
     }

@@ -163,15 +163,25 @@ pub struct Claim {
     pub carried: String,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Tokens and cost a decision used, when the decider reports them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     /// Input tokens.
     #[serde(default)]
     pub input_tokens: u64,
-    /// Output tokens.
+    /// Output tokens (reasoning included).
     #[serde(default)]
     pub output_tokens: u64,
+    /// Input tokens the provider served from its cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Output tokens spent reasoning (part of `output_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
     /// Cost in micro-dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_micro_usd: Option<u64>,
@@ -411,6 +421,10 @@ pub enum EventKind {
         /// Usage, when reported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// A live decider's exchange with its model (requests, attempts, responses; no
+        /// secrets), or, for a later call of one model answer, which answer it came from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exchange: Option<Arc<Value>>,
     },
     /// The decider failed to decide.
     DecideFailed {
@@ -421,6 +435,9 @@ pub enum EventKind {
         version: Option<String>,
         /// What went wrong.
         fault: Fault,
+        /// The exchange with the model, when it got that far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exchange: Option<Arc<Value>>,
     },
     /// A call began. Every call started has exactly one `call_finished`.
     CallStarted {

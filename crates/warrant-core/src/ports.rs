@@ -140,6 +140,9 @@ pub struct Decided {
     pub decision: Decision,
     /// Usage, when the decider reports it.
     pub usage: Option<Usage>,
+    /// What a live decider sent and received (requests, attempts, responses; no secrets), so
+    /// the log holds the exchange and a replay reproduces it.
+    pub exchange: Option<Arc<Value>>,
 }
 
 /// A decider could not decide.
@@ -150,6 +153,19 @@ pub struct DecideError {
     pub code: String,
     /// For humans.
     pub message: String,
+    /// What a live decider sent and received before failing, when it got that far.
+    pub exchange: Option<Arc<Value>>,
+}
+
+impl DecideError {
+    /// An error with this code and message and no recorded exchange.
+    pub fn new(code: &str, message: impl Into<String>) -> DecideError {
+        DecideError {
+            code: code.to_owned(),
+            message: message.into(),
+            exchange: None,
+        }
+    }
 }
 
 /// The port to whatever chooses the next move.

@@ -178,14 +178,15 @@ impl Decider for ScriptedDecider {
             Some(decision) => Ok(Decided {
                 decision: decision.clone(),
                 usage: None,
+                exchange: None,
             }),
-            None => Err(DecideError {
-                code: "script_exhausted".into(),
-                message: format!(
+            None => Err(DecideError::new(
+                "script_exhausted",
+                format!(
                     "the script has no decision {} for step `{}`",
                     projection.step_decision_no, projection.step
                 ),
-            }),
+            )),
         };
         Box::pin(std::future::ready(result))
     }

@@ -194,14 +194,21 @@ impl ReplayDecider {
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::Decided {
-                    decision, usage, ..
+                    decision,
+                    usage,
+                    exchange,
+                    ..
                 } => Some(Ok(Decided {
                     decision: decision.clone(),
                     usage: usage.clone(),
+                    exchange: exchange.clone(),
                 })),
-                EventKind::DecideFailed { fault, .. } => Some(Err(DecideError {
+                EventKind::DecideFailed {
+                    fault, exchange, ..
+                } => Some(Err(DecideError {
                     code: fault.code.clone(),
                     message: fault.message.clone(),
+                    exchange: exchange.clone(),
                 })),
                 _ => None,
             })
@@ -222,10 +229,10 @@ impl Decider for ReplayDecider {
     fn decide(&self, _projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         let answer = self.decisions.get(*next).cloned().unwrap_or_else(|| {
-            Err(DecideError {
-                code: "replay_diverged".into(),
-                message: "the log records no further decision".into(),
-            })
+            Err(DecideError::new(
+                "replay_diverged",
+                "the log records no further decision",
+            ))
         });
         *next += 1;
         Box::pin(std::future::ready(answer))

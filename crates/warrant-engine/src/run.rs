@@ -13,8 +13,8 @@ use warrant_core::event::{
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, Decider, Interception,
-    Invocation, Recovery, SurfaceError, Verdict,
+    CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, DecideError, Decider,
+    Interception, Invocation, Recovery, SurfaceError, Verdict,
 };
 use warrant_core::projection::{self, Projection};
 use warrant_core::provenance;
@@ -94,6 +94,9 @@ struct Refusal {
     /// Not refused: held for approval (a durable request was made; the call waits).
     held: bool,
 }
+
+/// The code of a decision the run's deadline cut short (recorded, so a replay ends the same).
+const DECIDE_DEADLINE: &str = "deadline_exceeded";
 
 fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
     let status = if layer == Layer::Policy {
@@ -654,8 +657,24 @@ impl<'a> Run<'a> {
             version: observation.version.clone(),
             actions: observation.actions.clone(),
         };
-        let deciding = self.decider.decide(projection);
+        // The decider is waited on until the run's deadline at most (a live model retrying, a
+        // stalled stream): past it, the run is exhausted.
+        let left_ms = self.time.peek().map(|now| {
+            (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now)
+        });
+        let deciding = tokio::time::timeout(
+            Duration::from_millis(left_ms.unwrap_or(u64::MAX / 4)),
+            self.decider.decide(projection),
+        );
         let decided = match self.guarded(deciding).await {
+            Ok(Err(_elapsed)) => Ok(Err(DecideError::new(
+                DECIDE_DEADLINE,
+                "the decider had not decided when the run's deadline came",
+            ))),
+            Ok(Ok(answer)) => Ok(answer),
+            Err(c) => Err(c),
+        };
+        let decided = match decided {
             Err(c) => {
                 // Cancelled while the decider thought: nothing it decides is acted on.
                 self.cancel = Some(c);
@@ -663,12 +682,22 @@ impl<'a> Run<'a> {
             }
             Ok(Ok(d)) => d,
             Ok(Err(e)) => {
-                let fault = Fault::new(&e.code, Layer::Model, e.message);
+                let deadline = e.code == DECIDE_DEADLINE;
+                let layer = if deadline {
+                    Layer::Runtime
+                } else {
+                    Layer::Model
+                };
+                let fault = Fault::new(&e.code, layer, e.message);
                 self.stage(EventKind::DecideFailed {
                     step: step_id,
                     version: Some(observation.version),
                     fault: fault.clone(),
+                    exchange: e.exchange,
                 })?;
+                if deadline {
+                    return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
+                }
                 self.stage(EventKind::RunFinished {
                     outcome: Outcome::Failed { fault },
                 })?;
@@ -682,6 +711,7 @@ impl<'a> Run<'a> {
             version: observation.version.clone(),
             decision: decision.clone(),
             usage: decided.usage,
+            exchange: decided.exchange,
         })?;
         if decided_at.saturating_sub(self.state.started_at_ms) >= self.spec.limits.deadline_ms {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);

@@ -110,6 +110,7 @@ impl<D: Decider> Decider for Costly<D> {
                 input_tokens: 500,
                 output_tokens: 100,
                 cost_micro_usd: Some(250),
+                ..Usage::default()
             });
             Ok(d)
         })

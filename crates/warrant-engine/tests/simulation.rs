@@ -254,6 +254,7 @@ impl Decider for SimDecider {
                     summary: "sim: done".into(),
                 },
                 usage: None,
+                exchange: None,
             })));
         }
         let decision = match r.below(100) {
@@ -291,6 +292,7 @@ impl Decider for SimDecider {
         Box::pin(std::future::ready(Ok(Decided {
             decision,
             usage: None,
+            exchange: None,
         })))
     }
 }
