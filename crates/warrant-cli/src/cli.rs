@@ -12,7 +12,13 @@ Exit codes:
   3  the run is waiting for an approval or a reconciliation
 
 Deciders:
-  scripted:PATH   decisions read from a YAML or JSON script
+  scripted:PATH                      decisions read from a YAML or JSON script
+  openai:MODEL                       OpenAI (OPENAI_API_KEY)
+  anthropic:MODEL                    Anthropic (ANTHROPIC_API_KEY)
+  gemini:MODEL                       Gemini (GEMINI_API_KEY or GOOGLE_API_KEY)
+  openai-compatible:MODEL@BASE_URL   vLLM, Ollama, llama.cpp, LM Studio...
+  Options after `?`: max_output_tokens=N (default 1024), reasoning=EFFORT|BUDGET,
+  stream=false, attempts=N, base_url=URL, key_env=NAME. `warrant models` lists the models.
 
 Examples:
   warrant run examples/cafe-gallery/spec.yaml
@@ -96,7 +102,8 @@ pub enum Command {
     Compare {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
-        /// A decider, e.g. `scripted:PATH`. Give two or more.
+        /// A decider: `scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, `gemini:MODEL` or
+        /// `openai-compatible:MODEL@URL`, with options after `?`. Give two or more.
         #[arg(long = "decider", required = true, num_args = 1)]
         deciders: Vec<String>,
         /// Print JSON.
@@ -224,7 +231,9 @@ pub enum Command {
 pub struct RunArgs {
     /// The spec file (YAML or JSON).
     pub spec: PathBuf,
-    /// The decider, e.g. `scripted:PATH`; defaults to the spec's `decider`.
+    /// The decider: `scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, `gemini:MODEL` or
+    /// `openai-compatible:MODEL@URL`, with options after `?` (e.g.
+    /// `openai:gpt-4.1?max_output_tokens=800`; see README); defaults to the spec's `decider`.
     #[arg(long)]
     pub decider: Option<String>,
     /// Deny every call to this tool (repeatable): a rule-list authority.

@@ -832,3 +832,189 @@ fn an_openai_compatible_server_gets_max_tokens_and_two_live_routes_compare() {
     assert_eq!(routes.len(), 2, "{compared}");
     assert!(!text.contains(SECRET));
 }
+
+// ---- The same failures across all four protocols ----
+
+/// Per protocol: a decider, an answer that is cut mid-way, an empty answer, a length stop, and
+/// an answer with two tool calls.
+type Protocol = (
+    &'static str,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
+
+fn protocols() -> Vec<Protocol> {
+    let chat_two = sse(&[json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "a", "type": "function", "function": {"name": "read_menu", "arguments": "{}"}},
+        {"index": 1, "id": "b", "type": "function", "function": {"name": "read_menu", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]})]);
+    let anthropic_two = named(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t1", "name": "read_menu", "input": {}}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t2", "name": "read_menu", "input": {}}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]);
+    let anthropic_empty = named(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10}}}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 0}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]);
+    let anthropic_length = named(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The menu"}}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]);
+    let mut anthropic_cut = anthropic_call("t1", "read_menu", "{}", false);
+    anthropic_cut.truncate(3);
+    let mut chat_cut = chat_call("c", "read_menu", "{\"a\": 1}");
+    chat_cut.truncate(2);
+    let gemini_two = gemini_chunks(
+        vec![
+            json!({"functionCall": {"name": "read_menu", "args": {}}}),
+            json!({"functionCall": {"name": "read_menu", "args": {}}}),
+        ],
+        "STOP",
+    );
+    let mut gemini_cut = gemini_chunks(
+        vec![
+            json!({"text": "Reading"}),
+            json!({"functionCall": {"name": "read_menu", "args": {}}}),
+        ],
+        "STOP",
+    );
+    gemini_cut.truncate(1);
+    let responses_two = responses_done(
+        vec![
+            json!({"type": "function_call", "call_id": "a", "name": "read_menu", "arguments": "{}"}),
+            json!({"type": "function_call", "call_id": "b", "name": "read_menu", "arguments": "{}"}),
+        ],
+        "completed",
+    );
+    let mut responses_cut = responses_two.clone();
+    responses_cut.truncate(2);
+    vec![
+        (
+            "openai:gpt-4.1",
+            chat_cut,
+            sse(&[json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})]),
+            sse(&[
+                json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]}),
+            ]),
+            chat_two,
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            anthropic_cut,
+            anthropic_empty,
+            anthropic_length,
+            anthropic_two,
+        ),
+        (
+            "gemini:gemini-2.5-flash",
+            gemini_cut,
+            gemini_chunks(vec![], "STOP"),
+            gemini_chunks(vec![json!({"text": "x"})], "MAX_TOKENS"),
+            gemini_two,
+        ),
+        (
+            "openai:o4-mini",
+            responses_cut,
+            responses_done(vec![], "completed"),
+            responses_done(vec![], "incomplete"),
+            responses_two,
+        ),
+    ]
+}
+
+#[test]
+fn every_protocol_maps_a_cut_stream_an_empty_answer_a_length_stop_and_parallel_calls() {
+    for (decider, cut, empty, length, two) in protocols() {
+        for (answer, code) in [
+            (cut, "stream_incomplete"),
+            (empty, "empty_output"),
+            (length, "truncated_output"),
+        ] {
+            let s = stub(vec![Canned::ok(answer)]);
+            let r = run(&s, decider);
+            let failed = r.of("decide_failed");
+            assert_eq!(failed.len(), 1, "{decider}: {}", r.events);
+            assert_eq!(failed[0]["fault"]["code"], code, "{decider}");
+            assert_eq!(failed[0]["fault"]["layer"], "model", "{decider}");
+            assert_eq!(r.summary["outcome"], "failed", "{decider}");
+            r.replays();
+        }
+        // Two calls in one answer: both run, in order, then the model is asked again.
+        // (One attempt per ask: the stub has no third answer, and its 500 is not retried.)
+        let s = stub(vec![Canned::ok(two)]);
+        let r = run(&s, &format!("{decider}?attempts=1"));
+        let calls = r.of("call_finished");
+        assert_eq!(calls.len(), 2, "{decider}: {}", r.events);
+        assert!(calls.iter().all(|c| c["status"] == "ok"), "{decider}");
+        assert_eq!(
+            s.seen.lock().unwrap().len(),
+            2,
+            "{decider}: asked again after both"
+        );
+    }
+}
+
+#[test]
+fn an_unstreamed_answer_is_read_by_the_same_mapper() {
+    let completion = json!({"id": "chatcmpl-2", "object": "chat.completion", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_menu", "arguments": "{}"}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
+    let done = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Four milks."}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 120, "completion_tokens": 4}});
+    let s = stub(vec![
+        Canned::status(200, completion),
+        Canned::status(200, done),
+    ]);
+    let r = run(&s, "openai:gpt-4.1?stream=false");
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(s.seen.lock().unwrap()[0].body.get("stream").is_none());
+    let decided = r.of("decided");
+    assert_eq!(decided[1]["decision"], "done");
+    assert_eq!(decided[1]["summary"], "Four milks.");
+    r.replays();
+}
