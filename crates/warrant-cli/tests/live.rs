@@ -171,6 +171,18 @@ struct Ran {
     dir: tempfile::TempDir,
 }
 
+/// `warrant ARGS` in `dir`, with the keys and base URLs of `stub`.
+fn warrant(dir: &Path, stub: &Stub, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir)
+        .env("WARRANT_STORE", dir.join("w.db"))
+        .env("OPENAI_API_KEY", SECRET)
+        .env("OPENAI_BASE_URL", &stub.url)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Runs `SPEC` (or `spec`) with `decider`, its provider's base URL at `stub`.
 fn run_with(stub: &Stub, decider: &str, spec: &str, extra_env: &[(&str, &str)]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
@@ -680,7 +692,7 @@ fn gemini_function_calls_thinking_budget_and_length_stop() {
         Canned::ok(gemini_chunks(
             vec![
                 json!({"text": "Reading the menu.", "thought": true}),
-                json!({"functionCall": {"name": "read_menu", "args": {}}}),
+                json!({"functionCall": {"name": "read_menu", "args": {}}, "thoughtSignature": "CiQBVKhc7sig"}),
             ],
             "STOP",
         )),
@@ -705,6 +717,7 @@ fn gemini_function_calls_thinking_budget_and_length_stop() {
     snapshot("gemini-first", &seen[0].body);
     let contents = seen[1].body["contents"].as_array().unwrap();
     assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "read_menu");
+    assert_eq!(contents[1]["parts"][0]["thoughtSignature"], "CiQBVKhc7sig");
     assert_eq!(
         contents[2]["parts"][0]["functionResponse"]["name"],
         "read_menu"
@@ -755,7 +768,7 @@ fn openai_responses_reasoning_effort_function_calls_and_usage() {
     let s = stub(vec![
         Canned::ok(responses_done(
             vec![
-                json!({"type": "reasoning", "id": "rs_1", "summary": []}),
+                json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABo-encrypted"}),
                 json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_menu", "arguments": "{}"}),
             ],
             "completed",
@@ -773,9 +786,16 @@ fn openai_responses_reasoning_effort_function_calls_and_usage() {
     assert_eq!(seen[0].line, "POST /responses HTTP/1.1");
     snapshot("openai-responses-first", &seen[0].body);
     let input = seen[1].body["input"].as_array().unwrap();
-    assert_eq!(input[1]["type"], "function_call");
-    assert_eq!(input[2]["type"], "function_call_output");
-    assert_eq!(input[2]["call_id"], input[1]["call_id"]);
+    // Nothing stored at OpenAI: the encrypted reasoning comes back before the call it led to.
+    assert_eq!(
+        seen[0].body["include"],
+        json!(["reasoning.encrypted_content"])
+    );
+    assert_eq!(input[1]["type"], "reasoning");
+    assert_eq!(input[1]["encrypted_content"], "gAAAAABo-encrypted");
+    assert_eq!(input[2]["type"], "function_call");
+    assert_eq!(input[3]["type"], "function_call_output");
+    assert_eq!(input[3]["call_id"], input[2]["call_id"]);
     assert_eq!(r.of("decided")[0]["usage"]["reasoning_tokens"], 64);
     r.replays();
 
@@ -1016,5 +1036,86 @@ fn an_unstreamed_answer_is_read_by_the_same_mapper() {
     let decided = r.of("decided");
     assert_eq!(decided[1]["decision"], "done");
     assert_eq!(decided[1]["summary"], "Four milks.");
+    r.replays();
+}
+
+#[test]
+fn a_live_run_waiting_for_approval_resumes_with_the_same_decider_configuration() {
+    let s = stub(vec![
+        Canned::ok(chat_call("call_1", "read_menu", "{}")),
+        Canned::ok(chat_done("four milks")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let decider = "openai:gpt-4.1?max_output_tokens=700";
+    let run = warrant(
+        dir.path(),
+        &s,
+        &[
+            "run",
+            "spec.yaml",
+            "--decider",
+            decider,
+            "--ask-tool",
+            "read_menu",
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let request = out["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let approve = warrant(dir.path(), &s, &["approve", &request, "--as", "alice"]);
+    assert_eq!(approve.status.code(), Some(0));
+    // The decider is rebuilt from the run's record (model and options), not from flags.
+    let resumed = warrant(dir.path(), &s, &["resume", "last", "--json", "-q"]);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let seen = s.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].body["max_completion_tokens"], 700);
+}
+
+#[test]
+fn live_usage_counts_against_the_token_budget_and_a_failed_request_keeps_its_exchange() {
+    let s = stub(vec![Canned::ok(chat_call("call_1", "read_menu", "{}"))]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.yaml"), SPEC).unwrap();
+    let run = warrant(
+        dir.path(),
+        &s,
+        &[
+            "run",
+            "spec.yaml",
+            "--decider",
+            "openai:gpt-4.1",
+            "--tokens-max",
+            "100",
+            "--json",
+            "-q",
+        ],
+    );
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(out["outcome"], "exhausted", "{out}");
+    assert!(out.to_string().contains("tokens_max"), "{out}");
+
+    let s = stub(vec![Canned::status(
+        401,
+        json!({"error": {"message": "Incorrect API key provided"}}),
+    )]);
+    let r = run_with(&s, "openai:gpt-4.1", SPEC, &[]);
+    let failed = &r.of("decide_failed")[0];
+    assert_eq!(failed["exchange"]["attempts"][0]["status"], 401);
+    assert_eq!(failed["exchange"]["request"]["model"], "gpt-4.1");
+    r.kept_the_secret();
     r.replays();
 }

@@ -12,6 +12,10 @@
 //!
 //! Every decision records its exchange: the request body, each attempt, and the answer as it
 //! came (cut at 256 KiB), so a replay reproduces the run byte for byte without the network.
+//! Reasoning a provider returns with a call (Anthropic's signed thinking, OpenAI's encrypted
+//! reasoning, Gemini's thought signature) is kept in memory and sent back with that call to
+//! the same decider only; another provider never sees it.
+//!
 //! When a model answers with several tool calls, the first is decided now and the rest one at
 //! a time on the next decisions of the same step, without asking the model again; their
 //! `decided` events say which answer they came from.
@@ -233,6 +237,7 @@ impl LiveDecider {
                 max_output_tokens: asked.max_output_tokens,
                 max_output_field,
                 reasoning,
+                reasoning_model: entry.reasoning.is_some(),
                 stream,
             },
             model,

@@ -20,6 +20,8 @@ pub struct Settings {
     pub max_output_field: String,
     /// The reasoning setting, already checked against the model.
     pub reasoning: Option<ReasoningSetting>,
+    /// The model reasons (its table entry has a reasoning control), asked to or not.
+    pub reasoning_model: bool,
     /// Stream the answer.
     pub stream: bool,
 }
@@ -250,12 +252,18 @@ fn responses_request(c: &Conversation, s: &Settings) -> Value {
                 id,
                 name,
                 arguments,
-                ..
-            } => input.push(
-                json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments}),
-            ),
+                reasoning,
+            } => {
+                // Encrypted reasoning goes back, before the call it led to, to OpenAI only.
+                input.extend(reasoning.iter().cloned());
+                input.push(
+                    json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments}),
+                );
+            }
             Turn::Result { id, content, .. } => {
-                input.push(json!({"type": "function_call_output", "call_id": id, "output": content}));
+                input.push(
+                    json!({"type": "function_call_output", "call_id": id, "output": content}),
+                );
             }
         }
     }
@@ -274,6 +282,11 @@ fn responses_request(c: &Conversation, s: &Settings) -> Value {
     });
     if let Some(ReasoningSetting::Effort(e)) = &s.reasoning {
         body["reasoning"] = json!({"effort": e});
+    }
+    if s.reasoning_model {
+        // Nothing is stored at OpenAI (`store: false`): reasoning comes back encrypted, to be
+        // returned with the next request.
+        body["include"] = json!(["reasoning.encrypted_content"]);
     }
     if s.stream {
         body["stream"] = json!(true);
@@ -527,10 +540,19 @@ fn gemini_request(c: &Conversation, s: &Settings) -> Value {
     for t in &c.turns {
         match t {
             Turn::Call {
-                name, arguments, ..
-            } => contents.push(json!({"role": "model", "parts": [
-                {"functionCall": {"name": name, "args": as_object(arguments)}}
-            ]})),
+                name,
+                arguments,
+                reasoning,
+                ..
+            } => {
+                let mut part =
+                    json!({"functionCall": {"name": name, "args": as_object(arguments)}});
+                // The thought signature goes back with its call, to Gemini only.
+                if let Some(sig) = reasoning.iter().find_map(|r| r.get("thoughtSignature")) {
+                    part["thoughtSignature"] = sig.clone();
+                }
+                contents.push(json!({"role": "model", "parts": [part]}));
+            }
             Turn::Result { name, content, .. } => contents.push(json!({"role": "user", "parts": [
                 {"functionResponse": {"name": name, "response": as_object(content)}}
             ]})),
@@ -623,6 +645,9 @@ fn read_gemini(doc: &Value) -> Result<Reply, Unreadable> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("g{i}"));
+            if let Some(sig) = part.get("thoughtSignature") {
+                r.reasoning.push(json!({"thoughtSignature": sig}));
+            }
             r.calls
                 .push((id, s(call, "/name").to_owned(), call["args"].to_string()));
         } else {
