@@ -253,6 +253,10 @@ struct ReplayAuthority {
     refused: HashMap<(CallId, String), (String, String)>,
     /// Asks recorded (as approval requests) in the whole log, by call and digest.
     asked: HashMap<(CallId, String), String>,
+    /// Calls an approval let through, in the whole log.
+    consumed: HashSet<CallId>,
+    /// Calls dispatched in this segment.
+    dispatched: HashSet<CallId>,
     /// How the recorded authority described itself.
     description: Option<Value>,
 }
@@ -288,8 +292,12 @@ impl ReplayAuthority {
                 _ => {}
             }
         }
+        let mut dispatched = HashSet::new();
         for e in segment {
             match &e.kind {
+                EventKind::CallDispatched { call, .. } => {
+                    dispatched.insert(*call);
+                }
                 EventKind::CallFinished {
                     call,
                     status: CallStatus::StoppedByPolicy,
@@ -321,6 +329,8 @@ impl ReplayAuthority {
         ReplayAuthority {
             refused,
             asked,
+            consumed: consumed.into_keys().collect(),
+            dispatched,
             description,
         }
     }
@@ -333,10 +343,17 @@ impl Authority for ReplayAuthority {
 
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         let key = (request.call, request.args_digest.to_owned());
+        // A call once asked about is asked about again, unless, this time, the authority let it
+        // through (dispatched here with no approval consumed) or refused it (recorded here):
+        // a call held for approval is ruled on afresh when the run goes on.
         if let Some(reason) = self.asked.get(&key) {
-            return Box::pin(std::future::ready(Verdict::Ask {
-                reason: reason.clone(),
-            }));
+            let ruled_otherwise = !self.consumed.contains(&request.call)
+                && (self.dispatched.contains(&request.call) || self.refused.contains_key(&key));
+            if !ruled_otherwise {
+                return Box::pin(std::future::ready(Verdict::Ask {
+                    reason: reason.clone(),
+                }));
+            }
         }
         if self
             .refused

@@ -95,6 +95,16 @@ struct Refusal {
     held: bool,
 }
 
+/// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
+/// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
+fn ready_now<T>(work: &mut warrant_core::ports::BoxFuture<'_, T>) -> Option<T> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match work.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(answer) => Some(answer),
+        std::task::Poll::Pending => None,
+    }
+}
+
 /// The code of a decision the run's deadline cut short (recorded, so a replay ends the same).
 const DECIDE_DEADLINE: &str = "deadline_exceeded";
 
@@ -473,13 +483,15 @@ impl<'a> Run<'a> {
             if self.state.outcome.is_none()
                 && let Some(c) = self.cancel_due()
             {
-                // A call held for approval was never dispatched: it ends with the run.
-                if let Some(held) = self
-                    .state
-                    .calls
-                    .last()
-                    .filter(|c| c.awaiting.is_some() && c.status.is_none())
-                {
+                // A call still held for approval was never dispatched: it ends with the run.
+                // (One dispatched after its approval is past holding: if its answer was lost
+                // it stays in doubt, for a reconciliation.)
+                if let Some(held) = self.state.calls.last().filter(|c| {
+                    c.awaiting.is_some()
+                        && c.status.is_none()
+                        && c.idempotency_key.is_none()
+                        && !c.in_doubt
+                }) {
                     let fault = Fault::new(
                         "cancelled",
                         Layer::Runtime,
@@ -659,20 +671,30 @@ impl<'a> Run<'a> {
         };
         // The decider is waited on until the run's deadline at most (a live model retrying, a
         // stalled stream): past it, the run is exhausted.
-        let left_ms = self.time.peek().map(|now| {
-            (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now)
-        });
-        let deciding = tokio::time::timeout(
-            Duration::from_millis(left_ms.unwrap_or(u64::MAX / 4)),
-            self.decider.decide(projection),
-        );
-        let decided = match self.guarded(deciding).await {
-            Ok(Err(_elapsed)) => Ok(Err(DecideError::new(
-                DECIDE_DEADLINE,
-                "the decider had not decided when the run's deadline came",
-            ))),
-            Ok(Ok(answer)) => Ok(answer),
-            Err(c) => Err(c),
+        // Deciders that answer at once (scripts, replays) are polled once, with no timers.
+        let mut deciding = self.decider.decide(projection);
+        let decided = match ready_now(&mut deciding) {
+            Some(answer) => {
+                drop(deciding);
+                Ok(answer)
+            }
+            None => {
+                let left_ms = self.time.peek().map(|now| {
+                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now)
+                });
+                let timed = tokio::time::timeout(
+                    Duration::from_millis(left_ms.unwrap_or(u64::MAX / 4)),
+                    deciding,
+                );
+                match self.guarded(timed).await {
+                    Ok(Err(_elapsed)) => Ok(Err(DecideError::new(
+                        DECIDE_DEADLINE,
+                        "the decider had not decided when the run's deadline came",
+                    ))),
+                    Ok(Ok(answer)) => Ok(answer),
+                    Err(c) => Err(c),
+                }
+            }
         };
         let decided = match decided {
             Err(c) => {
@@ -1428,14 +1450,7 @@ impl<'a> Run<'a> {
         };
         let mut evaluation = self.engine.authority.evaluate(&request);
         // Most authorities (rule lists, Cedar) answer at once: no timers for them.
-        let ready = {
-            let mut first = std::task::Context::from_waker(std::task::Waker::noop());
-            match evaluation.as_mut().poll(&mut first) {
-                std::task::Poll::Ready(verdict) => Some(verdict),
-                std::task::Poll::Pending => None,
-            }
-        };
-        let answered = match ready {
+        let answered = match ready_now(&mut evaluation) {
             Some(verdict) => {
                 drop(evaluation);
                 Ok(Ok(verdict))

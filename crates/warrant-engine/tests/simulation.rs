@@ -7,7 +7,8 @@
 //! Each seed runs twice and must give the same log: a failing seed is printed and replays
 //! exactly.
 //!
-//! `WARRANT_SIM_SEEDS` seeds (default 40) from `WARRANT_SIM_FIRST_SEED` (default 1).
+//! `WARRANT_SIM_SEEDS` seeds (default 40) from `WARRANT_SIM_FIRST_SEED` (default 1), plus the
+//! seeds that once found a bug.
 
 #![allow(
     clippy::unwrap_used,
@@ -26,7 +27,9 @@ use common::TokioClock;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use warrant_core::check::check_log;
-use warrant_core::event::{CallStatus, DeciderIdentity, Decision, Event, EventKind, encode};
+use warrant_core::event::{
+    ApprovalScope, CallStatus, DeciderIdentity, Decision, Event, EventKind, encode,
+};
 use warrant_core::ids::{CallId, HandleId, RunId};
 use warrant_core::ports::{
     Authority, BoxFuture, CallOutput, CapabilityRequest, DecideError, Decided, Decider, EventStore,
@@ -35,7 +38,7 @@ use warrant_core::ports::{
 use warrant_core::projection::Projection;
 use warrant_core::{Outcome, RunState};
 use warrant_engine::replay::replay;
-use warrant_engine::{Engine, SequentialIds};
+use warrant_engine::{Answer, Engine, SequentialIds};
 use warrant_store::MemoryStore;
 use warrant_surfaces::ReferenceSurface;
 use warrant_surfaces::demo::{Cafe, Gallery};
@@ -100,13 +103,15 @@ impl Authority for SimAuthority {
                 grant: "sim".into(),
             },
         };
-        if !matches!(verdict, Verdict::Allow { .. }) {
-            self.watch
-                .stopped
-                .lock()
-                .unwrap()
-                .insert((r.run.clone(), r.call));
+        // The latest ruling on a call is the one that counts (a call held for approval is
+        // ruled on again when the run goes on).
+        let mut stopped = self.watch.stopped.lock().unwrap();
+        if matches!(verdict, Verdict::Allow { .. }) {
+            stopped.remove(&(r.run.clone(), r.call));
+        } else {
+            stopped.insert((r.run.clone(), r.call));
         }
+        drop(stopped);
         Box::pin(std::future::ready(verdict))
     }
 }
@@ -133,8 +138,13 @@ impl Surface for SimSurface {
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(async move {
             // INVARIANT checks at the provider's door.
-            let durable = self.store.read(&call.run, 1).unwrap().iter().any(|s| {
+            let log = self.store.read(&call.run, 1).unwrap();
+            let durable = log.iter().any(|s| {
                 matches!(&s.event.kind, EventKind::CallDispatched { call: c, .. } if *c == call.call)
+            });
+            // A person's approval, consumed by exactly this call, lets it through.
+            let approved = log.iter().any(|s| {
+                matches!(&s.event.kind, EventKind::ApprovalConsumed { call: c, .. } if *c == call.call)
             });
             if !durable {
                 self.watch.violation(format!(
@@ -142,12 +152,13 @@ impl Surface for SimSurface {
                     call.run, call.call
                 ));
             }
-            if self
-                .watch
-                .stopped
-                .lock()
-                .unwrap()
-                .contains(&(call.run.clone(), call.call))
+            if !approved
+                && self
+                    .watch
+                    .stopped
+                    .lock()
+                    .unwrap()
+                    .contains(&(call.run.clone(), call.call))
             {
                 self.watch.violation(format!(
                     "{} {} invoked although not allowed",
@@ -393,31 +404,42 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
             None => continue, // crashed: resume next round
             Some(r) if r.outcome.is_some() => break,
             Some(r) => {
-                // Waiting in doubt: the operator reconciles from the provider's ground truth.
-                let events: Vec<Arc<Event>> = store
-                    .read(&id, 1)
-                    .unwrap()
-                    .into_iter()
-                    .map(|s| s.event)
-                    .collect();
-                for (seq, call) in (events.len() as u64..).zip(r.waiting_on) {
-                    let key = r
-                        .state
-                        .call(call)
-                        .and_then(|c| c.idempotency_key.clone())
-                        .unwrap_or_default();
-                    let happened = watch.performed.lock().unwrap().contains(&key);
-                    let e = Event {
-                        seq: seq + 1,
-                        at_ms: 1_800_000_000_000 + seq,
-                        kind: EventKind::CallReconciled {
-                            call,
-                            happened,
-                            by: "sim".into(),
-                            note: String::new(),
-                        },
+                // Waiting: the operator reconciles calls in doubt from the provider's ground
+                // truth, and answers pending approvals (approve or deny, by the seed).
+                for call in r.waiting_on {
+                    let Some(record) = r.state.call(call) else {
+                        continue;
                     };
-                    store.append(&id, seq, vec![Arc::new(e)]).await.unwrap();
+                    if record.in_doubt {
+                        let seq = store.read(&id, 1).unwrap().len() as u64;
+                        let key = record.idempotency_key.clone().unwrap_or_default();
+                        let happened = watch.performed.lock().unwrap().contains(&key);
+                        let e = Event {
+                            seq: seq + 1,
+                            at_ms: 1_800_000_000_000 + seq,
+                            kind: EventKind::CallReconciled {
+                                call,
+                                happened,
+                                by: "sim".into(),
+                                note: String::new(),
+                            },
+                        };
+                        store.append(&id, seq, vec![Arc::new(e)]).await.unwrap();
+                    } else if let Some(a) = r.state.pending_approvals().find(|a| a.call == call) {
+                        let answer = if rng.chance(50) {
+                            Answer::Approve {
+                                scope: ApprovalScope::Once,
+                                until_ms: None,
+                            }
+                        } else {
+                            Answer::Deny {
+                                reason: "sim: operator said no".into(),
+                            }
+                        };
+                        // An answer that comes too late is refused; the resumed run then
+                        // records the request as expired.
+                        let _ = engine.answer(&a.id, answer, "sim").await;
+                    }
                 }
             }
         }
@@ -467,7 +489,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
     events
 }
 
-fn seeds() -> std::ops::Range<u64> {
+fn seeds() -> Vec<u64> {
     let first = std::env::var("WARRANT_SIM_FIRST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -476,7 +498,16 @@ fn seeds() -> std::ops::Range<u64> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(40);
-    first..first + n
+    // Seeds that once found a bug run every time: 5014 (a run waiting for approval, answered by
+    // the operator), 5119 (a held call let through by the authority on re-entry, replayed),
+    // 5708 (a run cancelled after its approved commit went in doubt).
+    let mut seeds: Vec<u64> = (first..first + n).collect();
+    for pinned in [5014, 5119, 5708] {
+        if !seeds.contains(&pinned) {
+            seeds.push(pinned);
+        }
+    }
+    seeds
 }
 
 fn on_simulated_time<T>(f: impl std::future::Future<Output = T>) -> T {
