@@ -242,6 +242,16 @@ pub fn events(text: &str) -> Vec<(Option<String>, String)> {
     out
 }
 
+/// A request body for the record: whole up to the same limit as answers; past it, its size and
+/// digest.
+pub fn recorded_request(body: &Value) -> Value {
+    let text = body.to_string();
+    if text.len() <= RECORDED_BYTES_MAX {
+        return body.clone();
+    }
+    json!({"truncated": true, "bytes": text.len(), "digest": warrant_core::canon::digest(body)})
+}
+
 /// `text` cut for the record, marked when cut.
 pub fn recorded(text: &str) -> Value {
     if text.len() <= RECORDED_BYTES_MAX {
@@ -271,6 +281,19 @@ mod tests {
             ]
         );
         assert_eq!(events("data: x\r\n\r\n"), vec![(None, "x".into())]);
+    }
+
+    #[test]
+    fn large_requests_and_answers_are_recorded_cut_and_marked() {
+        let small = json!({"model": "m"});
+        assert_eq!(recorded_request(&small), small);
+        let big = json!({"content": "x".repeat(RECORDED_BYTES_MAX)});
+        let r = recorded_request(&big);
+        assert_eq!(r["truncated"], true);
+        assert!(r["digest"].as_str().unwrap().starts_with("sha256:"));
+        let cut = recorded(&"é".repeat(RECORDED_BYTES_MAX));
+        assert_eq!(cut["truncated"], true);
+        assert!(cut["head"].as_str().unwrap().len() <= RECORDED_BYTES_MAX);
     }
 
     #[test]

@@ -330,7 +330,7 @@ impl LiveDecider {
         let mut exchange = json!({
             "api": format!("{:?}", self.api),
             "url": url,
-            "request": body,
+            "request": http::recorded_request(&body),
             "attempts": attempts,
         });
         let answer = match sent {
