@@ -390,6 +390,8 @@ fn openai_chat_refusal_is_a_decline_and_the_step_is_not_attained() {
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     let decided = r.of("decided");
     assert_eq!(decided[0]["decision"], "decline");
+    // This stream reported no usage: none is recorded (not zeros nobody reported).
+    assert!(decided[0].get("usage").is_none(), "{}", decided[0]);
     assert!(
         decided[0]["reason"]
             .as_str()

@@ -101,6 +101,8 @@ pub struct Reply {
     pub reasoning_tokens: u64,
     /// Provider-specific reasoning items (kept for the same provider only).
     pub reasoning: Vec<Value>,
+    /// Whether the provider reported usage at all (some servers do not when streaming).
+    pub usage_reported: bool,
 }
 
 impl Reply {
@@ -116,6 +118,7 @@ impl Reply {
             cached_tokens: 0,
             reasoning_tokens: 0,
             reasoning: Vec::new(),
+            usage_reported: false,
         }
     }
 }
@@ -338,15 +341,16 @@ pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (String,
     Ok(out)
 }
 
-/// Usage as the log records it.
-pub fn usage(reply: &Reply, cost_micro_usd: Option<u64>) -> Usage {
-    Usage {
+/// Usage as the log records it; none when the provider reported none (never zeros it did not
+/// say).
+pub fn usage(reply: &Reply, cost_micro_usd: Option<u64>) -> Option<Usage> {
+    reply.usage_reported.then_some(Usage {
         input_tokens: reply.input_tokens,
         output_tokens: reply.output_tokens,
         cached_tokens: reply.cached_tokens,
         reasoning_tokens: reply.reasoning_tokens,
         cost_micro_usd,
-    }
+    })
 }
 
 #[cfg(test)]

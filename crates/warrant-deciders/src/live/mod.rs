@@ -378,7 +378,7 @@ impl LiveDecider {
         }
         Ok(Decided {
             decision: first,
-            usage: Some(usage),
+            usage,
             exchange: Some(exchange),
         })
     }

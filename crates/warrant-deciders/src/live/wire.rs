@@ -235,6 +235,7 @@ fn read_chat(doc: &Value) -> Result<Reply, Unreadable> {
         other => Stop::Other(other.to_owned()),
     };
     let usage = &doc["usage"];
+    r.usage_reported = usage.as_object().is_some_and(|m| !m.is_empty());
     r.input_tokens = u(usage, "/prompt_tokens");
     r.output_tokens = u(usage, "/completion_tokens");
     r.cached_tokens = u(usage, "/prompt_tokens_details/cached_tokens");
@@ -352,6 +353,7 @@ fn read_responses(doc: &Value) -> Result<Reply, Unreadable> {
         _ => Stop::Finished,
     };
     let usage = &doc["usage"];
+    r.usage_reported = usage.as_object().is_some_and(|m| !m.is_empty());
     r.input_tokens = u(usage, "/input_tokens");
     r.output_tokens = u(usage, "/output_tokens");
     r.cached_tokens = u(usage, "/input_tokens_details/cached_tokens");
@@ -526,6 +528,7 @@ fn read_anthropic(doc: &Value) -> Result<Reply, Unreadable> {
         other => Stop::Other(other.to_owned()),
     };
     let usage = &doc["usage"];
+    r.usage_reported = usage.as_object().is_some_and(|m| !m.is_empty());
     r.cached_tokens = u(usage, "/cache_read_input_tokens");
     // Anthropic counts cache reads apart from `input_tokens`; Warrant's input includes them.
     r.input_tokens = u(usage, "/input_tokens") + r.cached_tokens;
@@ -661,6 +664,7 @@ fn read_gemini(doc: &Value) -> Result<Reply, Unreadable> {
         other => Stop::Other(other.to_owned()),
     };
     let usage = &doc["usageMetadata"];
+    r.usage_reported = usage.as_object().is_some_and(|m| !m.is_empty());
     r.input_tokens = u(usage, "/promptTokenCount");
     r.reasoning_tokens = u(usage, "/thoughtsTokenCount");
     r.output_tokens = u(usage, "/candidatesTokenCount") + r.reasoning_tokens;
