@@ -1,12 +1,19 @@
 // Drives Warrant's own MCP server with the official TypeScript SDK client, and prints what it
 // saw as one JSON object. Usage: node drive-warrant.mjs <warrant binary> <provider>
+// (stdio: the script starts `warrant mcp-serve <provider>`), or
+// node drive-warrant.mjs --url http://127.0.0.1:PORT/mcp (a server already serving the cafe).
 // Used by crates/warrant-cli/tests/mcp.rs (which asserts on the output).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [warrant, provider] = process.argv.slice(2);
+const [first, second] = process.argv.slice(2);
+const transport =
+  first === "--url"
+    ? new StreamableHTTPClientTransport(new URL(second))
+    : new StdioClientTransport({ command: first, args: ["mcp-serve", second] });
 const client = new Client({ name: "warrant-test-client", version: "1.0.0" });
-await client.connect(new StdioClientTransport({ command: warrant, args: ["mcp-serve", provider] }));
+await client.connect(transport);
 
 const out = { server: client.getServerVersion() };
 const { tools } = await client.listTools();

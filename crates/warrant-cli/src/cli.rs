@@ -205,14 +205,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve one of Warrant's in-process providers as an MCP server on stdio, for any MCP
-    /// client to drive (e.g. `warrant mcp-serve cafe`).
+    /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
+    /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`).
     McpServe {
         /// The provider: `cafe`, `gallery`, `bakery`, `bank`, `mailbox` or `ledger`.
         provider: String,
         /// The provider's settings as JSON (e.g. the ledger's `{"file": "ledger.jsonl"}`).
         #[arg(long)]
         config: Option<String>,
+        /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (e.g. `127.0.0.1:3002`;
+        /// port 0 picks a free one, printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// Print the model capability table live deciders are checked against (the built-in one
     /// with `--models` applied).

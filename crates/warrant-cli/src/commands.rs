@@ -119,7 +119,11 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             by,
         ),
         Command::Providers { spec, json } => providers(&spec, json).await,
-        Command::McpServe { provider, config } => mcp_serve(&provider, config.as_deref()).await,
+        Command::McpServe {
+            provider,
+            config,
+            http,
+        } => mcp_serve(&provider, config.as_deref(), http.as_deref()).await,
         Command::Models => {
             model_table()?;
             match MODELS.get().and_then(Option::as_ref) {
@@ -190,7 +194,7 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
 }
 
 /// `warrant mcp-serve PROVIDER`: one of Warrant's providers as an MCP server on stdio.
-async fn mcp_serve(provider: &str, config: Option<&str>) -> Result<u8> {
+async fn mcp_serve(provider: &str, config: Option<&str>, http: Option<&str>) -> Result<u8> {
     let config: Option<Value> = config
         .map(serde_json::from_str)
         .transpose()
@@ -205,10 +209,21 @@ async fn mcp_serve(provider: &str, config: Option<&str>) -> Result<u8> {
                 catalog.names().join(", ")
             ))
         })?;
-    warrant_surfaces::mcp_server::ProviderServer::new(provider, made)
-        .serve_stdio()
-        .await
-        .map_err(|e| Failure::failed(anyhow!(e)))?;
+    use warrant_surfaces::mcp_server::ProviderServer;
+    match http {
+        None => ProviderServer::new(provider, made).serve_stdio().await,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Failure::invalid(anyhow!("cannot listen on `{addr}`: {e}")))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            errln!("serving `{provider}` over MCP at http://{bound}/mcp");
+            ProviderServer::serve_http(provider, made, listener).await
+        }
+    }
+    .map_err(|e| Failure::failed(anyhow!(e)))?;
     Ok(0)
 }
 

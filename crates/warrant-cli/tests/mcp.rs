@@ -529,21 +529,55 @@ async fn an_abandoned_call_is_cancelled_at_the_server() {
     );
 }
 
+/// `warrant mcp-serve PROVIDER --http 127.0.0.1:0`, and the URL it serves at.
+fn serve_http(provider: &str) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["mcp-serve", provider, "--http", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stderr)
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (Child(child), url)
+}
+
 #[test]
 fn the_typescript_sdk_client_drives_warrants_own_provider_served_over_mcp() {
     let script = root().join("mcp-servers/drive-warrant.mjs");
-    let out = Command::new("node")
+    let stdio = Command::new("node")
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_warrant"))
         .arg("cafe")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_server, url) = serve_http("cafe");
+    let http = Command::new("node")
+        .arg(&script)
+        .args(["--url", &url])
+        .output()
+        .unwrap();
+    for out in [stdio, http] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+        drove_the_cafe(&seen);
+    }
+}
+
+/// What the TypeScript client saw of Warrant's cafe.
+fn drove_the_cafe(seen: &Value) {
     assert_eq!(seen["server"]["name"], "warrant-cafe");
     let tool = |name: &str| {
         seen["tools"]
@@ -622,6 +656,26 @@ fn warrant_runs_a_trajectory_over_its_own_providers_served_over_mcp() {
         "cafe/read:read_menu -> cafe/commit:order_latte -> gallery/read:check_design_drift"
     );
     assert_eq!(out["outcome"], "attained");
+}
+
+#[tokio::test]
+async fn warrants_own_server_over_streamable_http_is_spoken_to_statelessly() {
+    let (_server, url) = serve_http("cafe");
+    let s = McpSurface::connect_http(&url, &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version().as_deref(), Some("2026-07-28"));
+    let obs = s.observe().await.unwrap();
+    let out = s
+        .invoke(invocation(
+            "read_menu",
+            json!({}),
+            Effect::Read,
+            &obs.version,
+        ))
+        .await
+        .unwrap();
+    assert!(out.output["milks"].is_array(), "{}", out.output);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Warrant's own providers as an MCP server (on the official `rmcp` SDK), so any MCP client can
-//! drive them: `warrant mcp-serve PROVIDER` speaks MCP on stdio.
+//! drive them: `warrant mcp-serve PROVIDER` speaks MCP on stdio, or with `--http ADDR` over
+//! Streamable HTTP at `http://ADDR/mcp`.
 //!
 //! Each action is a tool whose annotations tell the truth about it: a read is
 //! `readOnlyHint: true`; a commit is `destructiveHint: true`, `idempotentHint` only when the
@@ -57,6 +58,30 @@ impl ProviderServer {
             .await
             .map(|_| ())
             .map_err(|e| format!("the MCP server stopped: {e}"))
+    }
+
+    /// Speaks MCP over Streamable HTTP at `http://<listener>/mcp` until the process ends: the
+    /// stateless 2026-07-28 protocol for clients that ask for it, sessions for older ones. Every
+    /// session shares the one provider.
+    pub async fn serve_http(
+        name: &str,
+        provider: Arc<dyn Provider>,
+        listener: tokio::net::TcpListener,
+    ) -> Result<(), String> {
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService,
+        };
+        let name = name.to_owned();
+        let service = StreamableHttpService::new(
+            move || Ok(ProviderServer::new(&name, provider.clone())),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        axum::serve(listener, router)
+            .await
+            .map_err(|e| format!("the MCP HTTP server stopped: {e}"))
     }
 
     fn tool(&self, a: ActionSpec) -> Tool {
