@@ -7,14 +7,13 @@
     reason = "tests"
 )]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::*;
 
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A fresh directory and the path of a store file in it (created by the first command that writes).
 fn scratch() -> (tempfile::TempDir, PathBuf) {

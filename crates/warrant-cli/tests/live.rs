@@ -172,39 +172,37 @@ struct Ran {
 }
 
 /// `warrant ARGS` in `dir`, with the keys and base URLs of `stub`.
-fn warrant(dir: &Path, stub: &Stub, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(dir)
-        .env("WARRANT_STORE", dir.join("w.db"))
-        .env("OPENAI_API_KEY", SECRET)
-        .env("OPENAI_BASE_URL", &stub.url)
-        .args(args)
-        .output()
-        .unwrap()
+/// `warrant` in `dir`, on the store there, with no key and no base URL.
+fn offline(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    cmd.current_dir(dir).env("WARRANT_STORE", dir.join("w.db"));
+    cmd
 }
 
-/// Runs `SPEC` (or `spec`) with `decider`, its provider's base URL at `stub`.
-fn run_with(stub: &Stub, decider: &str, spec: &str, extra_env: &[(&str, &str)]) -> Ran {
+/// `warrant` in `dir`, with every provider's key and base URL at `stub`.
+fn online(dir: &Path, stub: &Stub) -> Command {
+    let mut cmd = offline(dir);
+    for provider in ["OPENAI", "ANTHROPIC", "GEMINI"] {
+        cmd.env(format!("{provider}_API_KEY"), SECRET)
+            .env(format!("{provider}_BASE_URL"), &stub.url);
+    }
+    cmd
+}
+
+/// `warrant ARGS` in `dir`, with the keys and base URLs of `stub`.
+fn warrant(dir: &Path, stub: &Stub, args: &[&str]) -> std::process::Output {
+    online(dir, stub).args(args).output().unwrap()
+}
+
+/// Runs `spec` with `decider`, its provider's base URL at `stub`.
+fn run_with(stub: &Stub, decider: &str, spec: &str) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    let store = dir.path().join("w.db");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
-    cmd.current_dir(dir.path())
-        .env("WARRANT_STORE", &store)
-        .env("OPENAI_API_KEY", SECRET)
-        .env("ANTHROPIC_API_KEY", SECRET)
-        .env("GEMINI_API_KEY", SECRET)
-        .env("OPENAI_BASE_URL", &stub.url)
-        .env("ANTHROPIC_BASE_URL", &stub.url)
-        .env("GEMINI_BASE_URL", &stub.url)
-        .args(["run", "spec.yaml", "--decider", decider, "--json", "-q"]);
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let events = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(dir.path())
-        .env("WARRANT_STORE", &store)
+    let out = online(dir.path(), stub)
+        .args(["run", "spec.yaml", "--decider", decider, "--json", "-q"])
+        .output()
+        .unwrap();
+    let events = offline(dir.path())
         .args(["events", "last", "--json"])
         .output()
         .unwrap();
@@ -218,7 +216,7 @@ fn run_with(stub: &Stub, decider: &str, spec: &str, extra_env: &[(&str, &str)]) 
 }
 
 fn run(stub: &Stub, decider: &str) -> Ran {
-    run_with(stub, decider, SPEC, &[])
+    run_with(stub, decider, SPEC)
 }
 
 impl Ran {
@@ -237,9 +235,8 @@ impl Ran {
     }
 
     fn replays(&self) {
-        let out = Command::new(env!("CARGO_BIN_EXE_warrant"))
-            .current_dir(self.dir.path())
-            .env("WARRANT_STORE", self.dir.path().join("w.db"))
+        // Offline: no key, no endpoint.
+        let out = offline(self.dir.path())
             .args(["replay", "last", "--verify"])
             .output()
             .unwrap();
@@ -508,7 +505,7 @@ fn a_stream_cut_mid_way_ends_the_decision_with_a_reason_and_a_stalled_one_meets_
     slow.hang_ms = 8000;
     let s = stub(vec![slow]);
     let spec = SPEC.replace("deadline_ms: 20000", "deadline_ms: 1500");
-    let r = run_with(&s, "openai:gpt-4.1", &spec, &[]);
+    let r = run_with(&s, "openai:gpt-4.1", &spec);
     assert_eq!(r.summary["outcome"], "exhausted", "{}", r.stderr);
     assert_eq!(
         r.of("decide_failed")[0]["fault"]["code"],
@@ -1114,7 +1111,7 @@ fn live_usage_counts_against_the_token_budget_and_a_failed_request_keeps_its_exc
         401,
         json!({"error": {"message": "Incorrect API key provided"}}),
     )]);
-    let r = run_with(&s, "openai:gpt-4.1", SPEC, &[]);
+    let r = run_with(&s, "openai:gpt-4.1", SPEC);
     let failed = &r.of("decide_failed")[0];
     assert_eq!(failed["exchange"]["attempts"][0]["status"], 401);
     assert_eq!(failed["exchange"]["request"]["model"], "gpt-4.1");

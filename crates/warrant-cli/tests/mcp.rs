@@ -8,20 +8,19 @@
     reason = "tests"
 )]
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
+use support::*;
 
 use serde_json::{Value, json};
 use warrant_core::event::Effect;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{Invocation, Surface};
 use warrant_surfaces::mcp::McpSurface;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Runs the `warrant` binary in `cwd` against `store`.
 fn warrant_in(cwd: &Path, store: &Path, args: &[&str]) -> std::process::Output {
@@ -352,14 +351,6 @@ impl Drop for Child {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits (at most 20 s) until something accepts connections on `port`.

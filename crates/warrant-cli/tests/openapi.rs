@@ -9,10 +9,13 @@
     reason = "tests"
 )]
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
+use support::*;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -442,11 +445,7 @@ fn prefect_bin() -> PathBuf {
 async fn prefect() -> Prefect {
     use std::os::unix::process::CommandExt;
     let home = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let child = Command::new(prefect_bin())
         .args(["server", "start", "--host", "127.0.0.1", "--port"])
         .arg(port.to_string())
@@ -521,7 +520,7 @@ async fn a_trajectory_over_prefect_creates_a_flow_that_prefect_itself_then_has()
 
     // The example spec, pointed at this server, through the `warrant` binary.
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/openapi-prefect");
+    let root = root().join("examples/openapi-prefect");
     let name = format!("warrant-test-{}", std::process::id());
     let spec = std::fs::read_to_string(root.join("spec.yaml"))
         .unwrap()

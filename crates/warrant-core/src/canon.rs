@@ -43,6 +43,16 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// `text` cut to its first `max` bytes (at a character boundary) and marked, for a record that
+/// must stay bounded: `{"truncated": true, "bytes": <whole length>, "head": <the cut>}`.
+pub fn truncated(text: &str, max: usize) -> Value {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
+}
+
 /// `sha256:<hex>` of the canonical form of `value`.
 pub fn digest(value: &Value) -> String {
     digest_bytes(canonical_json(value).as_bytes())

@@ -1442,20 +1442,20 @@ impl<'a> Run<'a> {
         }
         // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
         // cancelled while it deliberates, stops the call; the provider is never called.
-        // Replaying, the recorded authority answers at once, except where it gave no verdict:
-        // there it never answers, and the timeout fires at once.
-        let bound_ms = match self.time.peek() {
-            Some(_) => self.wait_bound().0,
-            None => 0,
-        };
         let mut evaluation = self.engine.authority.evaluate(&request);
-        // Most authorities (rule lists, Cedar) answer at once: no timers for them.
+        // Most authorities (rule lists, Cedar) answer at once: no clock read, no timers.
         let answered = match ready_now(&mut evaluation) {
             Some(verdict) => {
                 drop(evaluation);
                 Ok(Ok(verdict))
             }
             None => {
+                // Replaying, the recorded authority answers at once, except where it gave no
+                // verdict: there it never answers, and the timeout fires at once.
+                let bound_ms = match self.time.peek() {
+                    Some(_) => self.wait_bound().0,
+                    None => 0,
+                };
                 let timed = tokio::time::timeout(Duration::from_millis(bound_ms), evaluation);
                 self.guarded(timed).await
             }

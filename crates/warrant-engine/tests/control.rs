@@ -47,24 +47,44 @@ struct Done {
     events: Vec<Arc<warrant_core::Event>>,
 }
 
-async fn pay(control: Option<Arc<dyn ExecutionControl>>, timeout_ms: u64) -> Done {
-    let spec = common::spec(PAY);
+/// The bank behind `spec_yaml`, on an engine `configure` finishes.
+struct World {
+    spec: Arc<warrant_core::Spec>,
+    store: Arc<MemoryStore>,
+    engine: Engine,
+    bank: Arc<Bank>,
+    surfaces: warrant_engine::Surfaces,
+}
+
+fn world(spec_yaml: &str, configure: impl FnOnce(Engine) -> Engine) -> World {
+    let spec = common::spec(spec_yaml);
     let store = Arc::new(MemoryStore::new());
-    let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock::new()))
-        .with_ids(Arc::new(SequentialIds::new("ec")))
-        .with_execution_control(control, timeout_ms);
+    let engine = configure(
+        Engine::new(store.clone())
+            .with_clock(Arc::new(TokioClock::new()))
+            .with_ids(Arc::new(SequentialIds::new("ec"))),
+    );
     let bank = Arc::new(Bank::default());
     let mut catalog = warrant_surfaces::ReferenceCatalog::default();
     let b = bank.clone();
     catalog.register("bank", move || b.clone());
     let surfaces = catalog.surfaces(&spec).unwrap();
-    let result = engine
-        .run(spec, &script(SCRIPT_PAY), &surfaces)
-        .await
-        .unwrap();
+    World {
+        spec,
+        store,
+        engine,
+        bank,
+        surfaces,
+    }
+}
+
+/// The run's log, checked for consistency and replayed identically.
+async fn checked_log(
+    store: &MemoryStore,
+    run: &warrant_core::ids::RunId,
+) -> Vec<Arc<warrant_core::Event>> {
     let events: Vec<_> = store
-        .read(&result.run_id, 1)
+        .read(run, 1)
         .unwrap()
         .into_iter()
         .map(|s| s.event)
@@ -72,9 +92,20 @@ async fn pay(control: Option<Arc<dyn ExecutionControl>>, timeout_ms: u64) -> Don
     check_log(events.iter().map(|e| &**e)).unwrap();
     let r = replay(&events).await.unwrap();
     assert_eq!((r.error, r.divergence), (None, None));
+    events
+}
+
+async fn pay(control: Option<Arc<dyn ExecutionControl>>, timeout_ms: u64) -> Done {
+    let w = world(PAY, |e| e.with_execution_control(control, timeout_ms));
+    let result = w
+        .engine
+        .run(w.spec, &script(SCRIPT_PAY), &w.surfaces)
+        .await
+        .unwrap();
+    let events = checked_log(&w.store, &result.run_id).await;
     Done {
         result,
-        bank,
+        bank: w.bank,
         events,
     }
 }
@@ -264,19 +295,12 @@ impl warrant_core::ports::Authority for Hung {
 
 #[tokio::test]
 async fn an_authority_that_never_answers_stops_the_call_within_the_call_timeout() {
-    let spec = common::spec(&format!("{PAY}limits: {{call_timeout_ms: 50}}\n"));
-    let store = Arc::new(MemoryStore::new());
-    let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock::new()))
-        .with_ids(Arc::new(SequentialIds::new("hung")))
-        .with_authority(Arc::new(Hung));
-    let bank = Arc::new(Bank::default());
-    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
-    let b = bank.clone();
-    catalog.register("bank", move || b.clone());
-    let surfaces = catalog.surfaces(&spec).unwrap();
-    let result = engine
-        .run(spec, &script(SCRIPT_PAY), &surfaces)
+    let w = world(&format!("{PAY}limits: {{call_timeout_ms: 50}}\n"), |e| {
+        e.with_authority(Arc::new(Hung))
+    });
+    let result = w
+        .engine
+        .run(w.spec, &script(SCRIPT_PAY), &w.surfaces)
         .await
         .unwrap();
     // Both calls (the read and the commit) stopped, attributed to policy, nothing performed.
@@ -288,36 +312,24 @@ async fn an_authority_that_never_answers_stops_the_call_within_the_call_timeout(
         assert_eq!(fault.layer, Layer::Policy);
         assert!(fault.message.contains("50 ms"), "{}", fault.message);
     }
-    assert!(bank.transfers().is_empty());
+    assert!(w.bank.transfers().is_empty());
     assert!(
         matches!(result.outcome, Some(Outcome::NotAttained { .. })),
         "{:?}",
         result.outcome
     );
-    let events: Vec<_> = store
-        .read(&result.run_id, 1)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.event)
-        .collect();
-    check_log(events.iter().map(|e| &**e)).unwrap();
-    let r = replay(&events).await.unwrap();
-    assert_eq!((r.error, r.divergence), (None, None));
+    checked_log(&w.store, &result.run_id).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn cancelling_while_the_authority_deliberates_ends_the_run_without_calling_the_provider() {
-    let spec = common::spec(PAY);
-    let store = Arc::new(MemoryStore::new());
-    let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock::new()))
-        .with_ids(Arc::new(SequentialIds::new("hung")))
-        .with_authority(Arc::new(Hung));
-    let bank = Arc::new(Bank::default());
-    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
-    let b = bank.clone();
-    catalog.register("bank", move || b.clone());
-    let surfaces = catalog.surfaces(&spec).unwrap();
+    let World {
+        spec,
+        store,
+        engine,
+        bank,
+        surfaces,
+    } = world(PAY, |e| e.with_authority(Arc::new(Hung)));
     let decider = script(SCRIPT_PAY);
     let run = engine.run(spec, &decider, &surfaces);
     tokio::pin!(run);

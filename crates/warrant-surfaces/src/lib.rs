@@ -34,11 +34,7 @@ pub(crate) fn bound(output: Value, max: usize) -> Value {
     if text.len() <= max {
         return output;
     }
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    serde_json::json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
+    warrant_core::canon::truncated(&text, max)
 }
 
 /// A spec value that may name environment variables: `$NAME` alone, or `${NAME}` anywhere in

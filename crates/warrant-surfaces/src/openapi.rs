@@ -164,17 +164,25 @@ impl OpenApiSurface {
         self.catalog.lock().ok().and_then(|c| c.clone())
     }
 
-    async fn read_document(&self) -> Result<(Value, Option<String>), SurfaceError> {
+    /// The document's bytes, its name for messages, and its URL when fetched.
+    async fn read_document(&self) -> Result<(Vec<u8>, String, Option<String>), SurfaceError> {
         let unavailable = |m: String| SurfaceError::new("unavailable", m);
-        let (bytes, name, url) = match &self.source {
+        let too_big = |name: &str| {
+            SurfaceError::new(
+                "invalid",
+                format!("the OpenAPI document {name} is over {DOCUMENT_BYTES_MAX} bytes"),
+            )
+        };
+        match &self.source {
             Source::File(path) => {
+                let name = path.display().to_string();
                 let bytes = tokio::fs::read(path).await.map_err(|e| {
-                    unavailable(format!(
-                        "cannot read the OpenAPI document {}: {e}",
-                        path.display()
-                    ))
+                    unavailable(format!("cannot read the OpenAPI document {name}: {e}"))
                 })?;
-                (bytes, path.display().to_string(), None)
+                if bytes.len() > DOCUMENT_BYTES_MAX {
+                    return Err(too_big(&name));
+                }
+                Ok((bytes, name, None))
             }
             Source::Url(url) => {
                 let answer = self
@@ -192,36 +200,21 @@ impl OpenApiSurface {
                         answer.status()
                     )));
                 }
-                let bytes = read_bounded(answer, DOCUMENT_BYTES_MAX)
+                let (bytes, cut) = read_bounded(answer, DOCUMENT_BYTES_MAX)
                     .await
-                    .map_err(|e| unavailable(format!("fetching {url}: {e}")))?
-                    .0;
-                (bytes, url.clone(), Some(url.clone()))
+                    .map_err(|e| unavailable(format!("fetching {url}: {e}")))?;
+                if cut {
+                    return Err(too_big(url));
+                }
+                Ok((bytes, url.clone(), Some(url.clone())))
             }
-        };
-        if bytes.len() > DOCUMENT_BYTES_MAX {
-            return Err(SurfaceError::new(
-                "invalid",
-                format!("the OpenAPI document {name} is over {DOCUMENT_BYTES_MAX} bytes"),
-            ));
         }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| SurfaceError::new("invalid", format!("{name} is not UTF-8 text")))?;
-        let doc: Value = if text.trim_start().starts_with('{') {
-            serde_json::from_str(&text).map_err(|e| {
-                SurfaceError::new("invalid", format!("{name} is not valid JSON: {e}"))
-            })?
-        } else {
-            serde_saphyr::from_str(&text).map_err(|e| {
-                SurfaceError::new("invalid", format!("{name} is not valid JSON or YAML: {e}"))
-            })?
-        };
-        Ok((doc, url))
     }
 
     async fn observe_now(&self) -> Result<Observation, SurfaceError> {
-        let (doc, url) = self.read_document().await?;
-        let digest = canon::digest(&doc);
+        let (bytes, name, url) = self.read_document().await?;
+        // An unchanged document (same bytes) is neither parsed nor built again.
+        let digest = canon::digest_bytes(&bytes);
         if let Some(c) = self.current()
             && c.digest == digest
         {
@@ -230,6 +223,7 @@ impl OpenApiSurface {
                 actions: c.actions.clone(),
             });
         }
+        let doc = parse_document(bytes, &name)?;
         let catalog = build(
             &doc,
             &digest,
@@ -422,6 +416,19 @@ impl Surface for OpenApiSurface {
             .into_iter()
             .map(|g| format!("{} ({}): {}", g.operation, g.route, g.reason))
             .collect()
+    }
+}
+
+/// A document's bytes as JSON or YAML.
+fn parse_document(bytes: Vec<u8>, name: &str) -> Result<Value, SurfaceError> {
+    let invalid = |m: String| SurfaceError::new("invalid", m);
+    let text =
+        String::from_utf8(bytes).map_err(|_| invalid(format!("{name} is not UTF-8 text")))?;
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(&text).map_err(|e| invalid(format!("{name} is not valid JSON: {e}")))
+    } else {
+        serde_saphyr::from_str(&text)
+            .map_err(|e| invalid(format!("{name} is not valid JSON or YAML: {e}")))
     }
 }
 

@@ -257,11 +257,7 @@ pub fn recorded(text: &str) -> Value {
     if text.len() <= RECORDED_BYTES_MAX {
         return Value::String(text.to_owned());
     }
-    let mut end = RECORDED_BYTES_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    json!({"truncated": true, "bytes": text.len(), "head": &text[..end]})
+    warrant_core::canon::truncated(text, RECORDED_BYTES_MAX)
 }
 
 #[cfg(test)]
