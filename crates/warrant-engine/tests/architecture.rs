@@ -69,6 +69,46 @@ fn only_the_bridge_calls_a_surface() {
     assert!(!callers.is_empty(), "the Bridge's own calls were found");
 }
 
+/// A provider's own `call` is reached from two places only: the reference surface (behind the
+/// Bridge) and `mcp-serve` (which makes the provider an MCP server: the far side of a surface,
+/// ungoverned like any third-party server; a run driving it governs its calls). A new caller
+/// makes this test fail.
+#[test]
+fn only_the_reference_surface_and_the_mcp_server_call_a_provider() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&crates).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_sources(&src, &mut files);
+        }
+    }
+    let mut callers = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let product = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in product.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains(".call(&") {
+                callers.push(format!("{}:{}", file.display(), n + 1));
+            }
+        }
+    }
+    let allowed = [
+        "warrant-surfaces/src/reference.rs:",
+        "warrant-surfaces/src/mcp_server.rs:",
+    ];
+    let outside: Vec<&String> = callers
+        .iter()
+        .filter(|c| !allowed.iter().any(|a| c.contains(a)))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "provider calls outside the surfaces: {outside:?}"
+    );
+    assert_eq!(callers.len(), 2, "one call each: {callers:?}");
+}
+
 mod every_path {
     //! Every path that reaches a surface's `invoke` went through authority for exactly that
     //! call and those arguments: a fresh call, a call carried on after approval, a call
