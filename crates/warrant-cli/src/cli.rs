@@ -23,6 +23,7 @@ Deciders:
 Examples:
   warrant run examples/cafe-gallery/spec.yaml
   warrant report last
+  warrant explain approval_denied
   warrant compare examples/cafe-gallery/spec.yaml \\
       --decider scripted:examples/cafe-gallery/script.yaml \\
       --decider scripted:examples/cafe-gallery/decline.yaml";
@@ -140,9 +141,10 @@ pub enum Command {
         /// `once` (this call) or `run` (this action for the rest of the run).
         #[arg(long, value_enum, default_value = "once")]
         scope: ScopeArg,
-        /// Until when the approval holds, in milliseconds since the epoch.
-        #[arg(long, value_name = "MS")]
-        until: Option<u64>,
+        /// Until when the approval holds: milliseconds since the epoch, or a time from now such
+        /// as `+30m`, `+2h`, `+1d` (units ms, s, m, h, d). It must be in the future.
+        #[arg(long, value_name = "MS|+DURATION", value_parser = parse_until)]
+        until: Option<Until>,
         /// Who approves (default: $USER).
         #[arg(long = "as", value_name = "PRINCIPAL")]
         by: Option<String>,
@@ -184,6 +186,10 @@ pub enum Command {
         /// The effect did not happen.
         #[arg(long)]
         did_not_happen: bool,
+        /// With --did-not-happen: have the call sent again when the run is resumed (a new
+        /// call with the same arguments, ruled on again, under a new idempotency key).
+        #[arg(long, requires = "did_not_happen")]
+        resend: bool,
         /// Why you believe so.
         #[arg(long, default_value = "")]
         note: String,
@@ -191,10 +197,18 @@ pub enum Command {
         #[arg(long = "as", value_name = "PRINCIPAL")]
         by: Option<String>,
     },
-    /// Check a spec (and its default script) without running it.
+    /// Check a spec (and its default script and policies) without running it.
     Validate {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
+        /// Also start or reach every provider and check that each step's tools are offered.
+        #[arg(long)]
+        connect: bool,
+    },
+    /// Explain a fault code (`warrant explain policy_denied`), or list them all.
+    Explain {
+        /// The code.
+        code: Option<String>,
     },
     /// Connect to each provider of a spec and list what it offers (tools, effect classes) and
     /// what it has but does not offer, and why (an OpenAPI operation with a file upload, say).
@@ -313,12 +327,15 @@ impl LimitArgs {
             limits.decisions_max = v;
         }
         if let Some(v) = self.calls_max {
+            nonzero("calls-max", u64::from(v))?;
             limits.calls_max = Some(v);
         }
         if let Some(v) = self.tokens_max {
+            nonzero("tokens-max", v)?;
             limits.tokens_max = Some(v);
         }
         if let Some(v) = self.cost_micro_usd_max {
+            nonzero("cost-micro-usd-max", v)?;
             limits.cost_micro_usd_max = Some(v);
         }
         if let Some(v) = self.deadline_ms {
@@ -359,6 +376,45 @@ pub enum SchemaKind {
     Events,
     /// The Cedar schema policies are validated against (Cedar schema syntax, not JSON).
     Cedar,
+}
+
+/// When an approval ends: a time, or a time from now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// Milliseconds since the epoch.
+    At(u64),
+    /// Milliseconds from now.
+    In(u64),
+}
+
+/// `MS` (since the epoch) or `+N<unit>` (from now; ms, s, m, h, d).
+fn parse_until(text: &str) -> Result<Until, String> {
+    let Some(rest) = text.strip_prefix('+') else {
+        return text.parse::<u64>().map(Until::At).map_err(|_| {
+            format!("`{text}` is neither milliseconds since the epoch nor `+DURATION` (e.g. +30m)")
+        });
+    };
+    let split = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (number, unit) = rest.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: give a number after `+`, e.g. +30m"))?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" | "" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(format!("`{text}`: unknown unit `{other}` (ms, s, m, h or d)")),
+    };
+    if n == 0 {
+        return Err(format!("`{text}` is no time at all"));
+    }
+    n.checked_mul(scale)
+        .map(Until::In)
+        .ok_or_else(|| format!("`{text}` is too far away"))
 }
 
 /// How far an approval reaches.

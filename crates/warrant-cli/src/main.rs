@@ -18,12 +18,11 @@ macro_rules! outln {
     };
 }
 
-/// Writes to stderr, ignoring a closed stream.
+/// Writes to stderr, sanitised like stdout, ignoring a closed stream.
 macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::write_stderr(&format!("{}\n", format!($($arg)*)))
+    };
 }
 
 mod bench;
@@ -33,7 +32,7 @@ mod progress;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 /// Exit codes, documented in `--help` and the README.
 pub mod exit {
@@ -71,9 +70,12 @@ impl Failure {
     }
 }
 
-/// Writes `text` to stdout. On a closed pipe the reader is gone: stop without an error.
+/// Writes `text` to stdout, sanitised: whatever a model, a tool or a user wrote can hold
+/// escape sequences, and none reaches the terminal as one. On a closed pipe the reader is
+/// gone: stop without an error.
 pub fn write_stdout(text: &str) {
     use std::io::Write as _;
+    let text = warrant_core::text::sanitize(text);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
@@ -87,8 +89,28 @@ pub fn write_stdout(text: &str) {
     }
 }
 
+/// Writes `text` to stderr, sanitised; a closed stderr is ignored.
+pub fn write_stderr(text: &str) {
+    use std::io::Write as _;
+    let text = warrant_core::text::sanitize(text);
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout; usage errors to stderr, exit 2. Either way what
+            // the user typed is shown, never obeyed.
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                write_stderr(&text);
+                return ExitCode::from(exit::INVALID);
+            }
+            write_stdout(&text);
+            return ExitCode::from(exit::ATTAINED);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

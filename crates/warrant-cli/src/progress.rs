@@ -37,7 +37,7 @@ impl Subscriber for Progress {
                 Some(match (status, fault) {
                     (CallStatus::Ok, _) => format!("  ok   {call} {tool}"),
                     (_, Some(f)) => format!("  FAIL {call} {tool}: [{}] {}", f.layer, f.message),
-                    (s, None) => format!("  {s:?} {call} {tool}"),
+                    (s, None) => format!("  {s} {call} {tool}"),
                 })
             }
             EventKind::Carried { name, value, .. } => {

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::codes::Code;
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::ArgLabel;
 use crate::spec::Spec;
@@ -56,6 +57,9 @@ pub enum Layer {
     Policy,
     /// Warrant itself (its store, its invariants).
     Runtime,
+    /// The spec as written: a step that names a tool its provider does not offer, a
+    /// `publishes` path the tool's result does not have.
+    Spec,
 }
 
 impl fmt::Display for Layer {
@@ -66,6 +70,7 @@ impl fmt::Display for Layer {
             Layer::Provider => "provider",
             Layer::Policy => "policy",
             Layer::Runtime => "runtime",
+            Layer::Spec => "spec",
         })
     }
 }
@@ -119,6 +124,30 @@ pub struct ActionRecord {
     pub description: String,
     /// JSON Schema of the arguments.
     pub input_schema: Arc<Value>,
+    /// What the provider says of the tool (MCP annotations), when it says anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<ToolHints>,
+}
+
+/// What a provider declares about a tool (MCP's annotation hints). A claim, not a fact: only a
+/// trusted provider's hints loosen anything; policies see them all, marked.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolHints {
+    /// `readOnlyHint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// `openWorldHint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+    /// Whether the provider that declares them is trusted (otherwise they are its claim).
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 /// What a decider chose.
@@ -190,7 +219,8 @@ pub struct Usage {
 /// A structured error: what the decider is told and what the report attributes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Fault {
-    /// Stable code, e.g. `unknown_tool`, `invalid_arguments`, `provider_error`.
+    /// Stable code, e.g. `unknown_tool`, `invalid_arguments`, `provider_error`
+    /// (`warrant explain` lists them).
     pub code: String,
     /// The layer it is attributed to.
     pub layer: Layer,
@@ -200,12 +230,22 @@ pub struct Fault {
 
 impl Fault {
     /// A fault with this code, layer and message.
-    pub fn new(code: &str, layer: Layer, message: impl Into<String>) -> Fault {
+    pub fn new(code: Code, layer: Layer, message: impl Into<String>) -> Fault {
         Fault {
-            code: code.to_owned(),
+            code: code.as_str().to_owned(),
             layer,
             message: message.into(),
         }
+    }
+
+    /// A fault with this code, attributed to the code's usual layer.
+    pub fn of(code: Code, message: impl Into<String>) -> Fault {
+        Fault::new(code, code.layer(), message)
+    }
+
+    /// The code, when this build knows it.
+    pub fn known_code(&self) -> Option<Code> {
+        self.code.parse().ok()
     }
 }
 
@@ -229,6 +269,64 @@ pub enum CallStatus {
     Halted,
     /// The external execution-control authority did not allow it; the provider was not called.
     StoppedByExecutionControl,
+}
+
+impl CallStatus {
+    /// The status as the log writes it, e.g. `stopped_by_policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::Rejected => "rejected",
+            CallStatus::StoppedByPolicy => "stopped_by_policy",
+            CallStatus::ProviderError => "provider_error",
+            CallStatus::NotPerformed => "not_performed",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Halted => "halted",
+            CallStatus::StoppedByExecutionControl => "stopped_by_execution_control",
+        }
+    }
+}
+
+impl fmt::Display for CallStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What is known of a commit whose answer never came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DoubtStage {
+    /// Its intent is recorded; the process stopped before its result was: whether it was sent
+    /// at all is unknown.
+    IntentRecorded,
+    /// It was sent and no answer came in time (a timeout, the deadline, a cancellation).
+    SentNoAnswer,
+    /// It was sent and its answer was lost (the connection dropped, the server died).
+    AnswerLost,
+}
+
+impl DoubtStage {
+    /// What is known, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DoubtStage::IntentRecorded => {
+                "the intent was recorded, then the process stopped before a result was: whether it was sent is unknown"
+            }
+            DoubtStage::SentNoAnswer => "it was sent and no answer came",
+            DoubtStage::AnswerLost => "it was sent and its answer was lost",
+        }
+    }
+}
+
+impl ApprovalScope {
+    /// The scope as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalScope::Once => "once",
+            ApprovalScope::Run => "run",
+        }
+    }
 }
 
 /// Who a run acts for: the tenant, the user, and the agent (the decider).
@@ -379,6 +477,10 @@ pub enum EventKind {
         /// Who it acts for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         principal: Option<Principal>,
+        /// Milliseconds spent before the run started: reading the spec, starting and connecting
+        /// to its providers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup_ms: Option<u64>,
     },
     /// A step began.
     StepStarted {
@@ -452,6 +554,10 @@ pub enum EventKind {
         handle: Option<HandleId>,
         /// The arguments as the decider proposed them.
         args: Arc<Value>,
+        /// For a call an operator had sent again after reconciling that an earlier one did not
+        /// happen: that earlier call. No decision proposed it and it uses no handle.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend_of: Option<CallId>,
     },
     /// The intent to invoke: durable before the provider is called.
     CallDispatched {
@@ -499,6 +605,9 @@ pub enum EventKind {
         /// The call whose intent was recorded without a result, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         in_flight: Option<CallId>,
+        /// Milliseconds the re-entering process spent connecting to providers first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup_ms: Option<u64>,
     },
     /// A commit's outcome was lost and repeating it is not safe: the run waits until an
     /// operator reconciles it. It is never silently repeated and never silently dropped.
@@ -516,6 +625,9 @@ pub enum EventKind {
         /// The surface's error, when the call itself came back without an answer (a timeout).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cause: Option<Fault>,
+        /// What is known: intent recorded, sent with no answer, or answer lost.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<DoubtStage>,
     },
     /// An operator said whether an in-doubt effect happened.
     CallReconciled {
@@ -528,6 +640,10 @@ pub enum EventKind {
         /// Their note.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         note: String,
+        /// For an effect that did not happen: send the call again (a new call, ruled on again,
+        /// under a new idempotency key).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        resend: bool,
     },
     /// An authority asked for approval of a call: a durable capability request. The call waits.
     ApprovalRequested {
@@ -618,11 +734,20 @@ pub enum EventKind {
         /// The dependency's cause, carried over.
         fault: Fault,
     },
-    /// The run ended.
+    /// The run ended. Nothing follows it.
     RunFinished {
         /// How.
         #[serde(flatten)]
         outcome: Outcome,
+    },
+    /// An event of a type this build does not know (written by a newer one): kept as it was
+    /// read, never written. `show` and `report` say so; `resume` refuses the run.
+    #[serde(skip)]
+    Unrecognized {
+        /// Its `type`.
+        type_name: String,
+        /// The event as stored.
+        raw: Arc<Value>,
     },
 }
 
@@ -650,11 +775,68 @@ impl EventKind {
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::StepSkipped { .. } => "step_skipped",
             EventKind::RunFinished { .. } => "run_finished",
+            EventKind::Unrecognized { .. } => "unrecognized",
         }
     }
 }
 
-/// The JSON encoding of one event, exactly as stored and as replay compares it.
+/// Every event type this build knows.
+pub const EVENT_TYPES: &[&str] = &[
+    "run_started",
+    "step_started",
+    "observed",
+    "observe_failed",
+    "decided",
+    "decide_failed",
+    "call_started",
+    "call_dispatched",
+    "call_finished",
+    "run_resumed",
+    "call_in_doubt",
+    "call_reconciled",
+    "approval_requested",
+    "approval_resolved",
+    "approval_expired",
+    "approval_consumed",
+    "carried",
+    "step_finished",
+    "step_skipped",
+    "run_finished",
+];
+
+/// The JSON encoding of one event, exactly as stored and as replay compares it. An
+/// unrecognized event is written back as it was read.
 pub fn encode(event: &Event) -> String {
+    if let EventKind::Unrecognized { raw, .. } = &event.kind {
+        return raw.to_string();
+    }
     serde_json::to_string(event).unwrap_or_else(|e| format!("{{\"unencodable\":\"{e}\"}}"))
+}
+
+/// The event in one stored JSON text. Tolerant as the format promises: fields this build does
+/// not know are ignored, and an event of a type it does not know is kept as
+/// [`EventKind::Unrecognized`]. Anything else that does not decode is an error.
+pub fn decode(text: &str) -> Result<Event, String> {
+    match serde_json::from_str::<Event>(text) {
+        Ok(event) => Ok(event),
+        Err(e) => {
+            let raw: Value = serde_json::from_str(text).map_err(|_| e.to_string())?;
+            let type_name = raw.get("type").and_then(Value::as_str).unwrap_or_default();
+            if type_name.is_empty() || EVENT_TYPES.contains(&type_name) {
+                return Err(e.to_string());
+            }
+            let number = |k: &str| raw.get(k).and_then(Value::as_u64);
+            let (Some(seq), Some(at_ms)) = (number("seq"), number("at_ms")) else {
+                return Err(format!("event of type `{type_name}` has no `seq` or `at_ms`"));
+            };
+            Ok(Event {
+                seq,
+                at_ms,
+                kind: EventKind::Unrecognized {
+                    type_name: type_name.to_owned(),
+                    raw: Arc::new(raw),
+                },
+            })
+        }
+    }
 }

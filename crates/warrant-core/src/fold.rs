@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::codes::Code;
 use crate::event::{
-    ActionRecord, ApprovalScope, CallStatus, Claim, DeciderIdentity, Effect, Event, EventKind,
-    Fault, Layer, Lineage, Missing, Outcome, StepEnd,
+    ActionRecord, ApprovalScope, CallStatus, Claim, DeciderIdentity, Decision, DoubtStage, Effect,
+    Event, EventKind, Fault, Layer, Lineage, Missing, Outcome, StepEnd,
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
@@ -56,6 +57,18 @@ pub struct StepState {
     pub started_at_ms: Option<u64>,
     /// When it ended.
     pub finished_at_ms: Option<u64>,
+    /// What the decider said when it ended the step: its `done` summary or its decline's
+    /// reason (a claim, kept for whoever judges the text).
+    pub answer: Option<StepAnswer>,
+}
+
+/// What a decider said when it ended a step.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct StepAnswer {
+    /// `done` or `decline`.
+    pub kind: String,
+    /// The summary or the reason.
+    pub text: String,
 }
 
 impl StepState {
@@ -68,6 +81,7 @@ impl StepState {
             succeeded: false,
             started_at_ms: None,
             finished_at_ms: None,
+            answer: None,
         }
     }
 
@@ -104,6 +118,16 @@ pub struct CallRecord {
     pub awaiting: Option<String>,
     /// Its outcome was lost and it waits for reconciliation.
     pub in_doubt: bool,
+    /// What was known when it went in doubt.
+    pub doubt: Option<DoubtStage>,
+    /// An operator reconciled that it did not happen and asked for it to be sent again.
+    pub resend: bool,
+    /// The call that sent it again, once started.
+    pub resent_by: Option<CallId>,
+    /// For a call an operator had sent again: the earlier call.
+    pub resend_of: Option<CallId>,
+    /// Who reconciled it, and their note.
+    pub reconciled: Option<(String, String)>,
     /// Proposed arguments.
     pub proposed: Arc<Value>,
     /// Executed arguments, once dispatched.
@@ -156,6 +180,8 @@ pub enum ApprovalStatus {
     },
     /// Expired unanswered.
     Expired,
+    /// The run ended before anyone answered.
+    Withdrawn,
 }
 
 /// One approval request and its fate.
@@ -262,6 +288,14 @@ pub struct RunState {
     pub approvals: Vec<Approval>,
     /// The claims of the last decision, until its call starts.
     pending_claims: Option<Vec<Claim>>,
+    /// The last event is a person's answer (an approval resolved, a call reconciled).
+    pub answered_last: bool,
+    /// Events of types this build does not know: (sequence, type).
+    pub unrecognized: Vec<(u64, String)>,
+    /// The log's format, from `run_started`.
+    pub format: String,
+    /// Milliseconds spent before the run and each re-entry started (starting providers).
+    pub setup_ms: u64,
     /// Tokens the decider reported (input plus output).
     pub tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
@@ -291,6 +325,9 @@ pub enum Next {
     Wait(CallId),
     /// The call waiting on an approval was answered: carry it on through the Bridge.
     Redrive(CallId),
+    /// An operator reconciled that this call did not happen and asked for it to be sent again:
+    /// send it as a new call, ruled on again.
+    Resend(CallId),
     /// The run has ended.
     Ended,
 }
@@ -341,7 +378,8 @@ impl RunState {
         if e.seq != self.last_seq + 1 {
             return Err(fail(format!("expected sequence {}", self.last_seq + 1)));
         }
-        if self.outcome.is_some() && !matches!(e.kind, EventKind::CallReconciled { .. }) {
+        // INVARIANT (one order): nothing follows `run_finished`.
+        if self.outcome.is_some() {
             return Err(fail("the run has already finished".into()));
         }
         if self.spec.is_none() && !matches!(e.kind, EventKind::RunStarted { .. }) {
@@ -349,16 +387,20 @@ impl RunState {
         }
         match &e.kind {
             EventKind::RunStarted {
+                format,
                 run_id,
                 spec,
                 spec_hash,
                 decider,
                 principal,
+                setup_ms,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
+                self.format = format.clone();
+                self.setup_ms += setup_ms.unwrap_or(0);
                 self.principal = principal
                     .clone()
                     .unwrap_or_else(|| crate::event::Principal {
@@ -404,6 +446,9 @@ impl RunState {
                 );
             }
             EventKind::ObserveFailed { .. } | EventKind::DecideFailed { .. } => {}
+            EventKind::Unrecognized { type_name, .. } => {
+                self.unrecognized.push((e.seq, type_name.clone()));
+            }
             EventKind::Decided {
                 step,
                 decision_no,
@@ -421,13 +466,24 @@ impl RunState {
                 }
                 self.decisions += 1;
                 self.steps[i].decisions += 1;
-                self.pending_claims = match &e.kind {
-                    EventKind::Decided {
-                        decision: crate::event::Decision::Call { claims, .. },
-                        ..
-                    } => Some(claims.clone()),
-                    _ => None,
-                };
+                self.pending_claims = None;
+                if let EventKind::Decided { decision, .. } = &e.kind {
+                    match decision {
+                        Decision::Call { claims, .. } => self.pending_claims = Some(claims.clone()),
+                        Decision::Done { summary } => {
+                            self.steps[i].answer = Some(StepAnswer {
+                                kind: "done".into(),
+                                text: summary.clone(),
+                            });
+                        }
+                        Decision::Decline { reason } => {
+                            self.steps[i].answer = Some(StepAnswer {
+                                kind: "decline".into(),
+                                text: reason.clone(),
+                            });
+                        }
+                    }
+                }
                 self.decision_log.push(DecisionRecord {
                     step: i,
                     version: version.clone(),
@@ -440,6 +496,7 @@ impl RunState {
                 tool,
                 handle,
                 args,
+                resend_of,
             } => {
                 let i = self.running_step(step).map_err(fail)?;
                 if *call != self.next_call_id() {
@@ -448,6 +505,17 @@ impl RunState {
                 if self.calls.iter().rev().take(1).any(|c| c.status.is_none()) {
                     return Err(fail("a call is still in flight".into()));
                 }
+                if let Some(earlier) = resend_of {
+                    let c = self
+                        .call_mut(*earlier)
+                        .ok_or_else(|| fail(format!("unknown call {earlier}")))?;
+                    if !c.resend || c.resent_by.is_some() || c.step != i || c.tool != *tool {
+                        return Err(fail(format!(
+                            "call {earlier} was not reconciled to be sent again as `{tool}`"
+                        )));
+                    }
+                    c.resent_by = Some(*call);
+                }
                 self.steps[i].calls.push(*call);
                 self.calls.push(CallRecord {
                     id: *call,
@@ -455,9 +523,18 @@ impl RunState {
                     tool: tool.clone(),
                     handle: *handle,
                     decision: self.decisions,
-                    claims: self.pending_claims.take().unwrap_or_default(),
+                    claims: if resend_of.is_some() {
+                        Vec::new()
+                    } else {
+                        self.pending_claims.take().unwrap_or_default()
+                    },
                     awaiting: None,
                     in_doubt: false,
+                    doubt: None,
+                    resend: false,
+                    resent_by: None,
+                    resend_of: *resend_of,
+                    reconciled: None,
                     proposed: args.clone(),
                     executed: None,
                     effect: None,
@@ -633,7 +710,11 @@ impl RunState {
                     c.awaiting = None;
                 }
             }
-            EventKind::RunResumed { in_flight } => {
+            EventKind::RunResumed {
+                in_flight,
+                setup_ms,
+            } => {
+                self.setup_ms += setup_ms.unwrap_or(0);
                 if let Some(id) = in_flight {
                     let c = self
                         .call(*id)
@@ -644,7 +725,7 @@ impl RunState {
                 }
                 self.resumes += 1;
             }
-            EventKind::CallInDoubt { call, .. } => {
+            EventKind::CallInDoubt { call, stage, .. } => {
                 let c = self
                     .call_mut(*call)
                     .ok_or_else(|| fail(format!("unknown call {call}")))?;
@@ -654,12 +735,14 @@ impl RunState {
                     )));
                 }
                 c.in_doubt = true;
+                c.doubt = Some(stage.unwrap_or(DoubtStage::IntentRecorded));
             }
             EventKind::CallReconciled {
                 call,
                 happened,
                 by,
                 note,
+                resend,
             } => {
                 let c = self
                     .call_mut(*call)
@@ -667,7 +750,14 @@ impl RunState {
                 if !c.in_doubt {
                     return Err(fail(format!("call {call} is not in doubt")));
                 }
+                if *resend && *happened {
+                    return Err(fail(format!(
+                        "call {call} happened: it cannot also be sent again"
+                    )));
+                }
                 c.in_doubt = false;
+                c.resend = *resend;
+                c.reconciled = Some((by.clone(), note.clone()));
                 c.finished_at_ms = Some(e.at_ms);
                 let note = if note.is_empty() {
                     String::new()
@@ -683,11 +773,12 @@ impl RunState {
                     }
                 } else {
                     c.status = Some(CallStatus::NotPerformed);
+                    let resent = if *resend { "; it is sent again" } else { "" };
                     c.fault = Some(Fault::new(
-                        "not_performed",
+                        Code::NotPerformed,
                         Layer::Provider,
                         format!(
-                            "the outcome was lost in a crash; {by} reconciled that it did not happen{note}"
+                            "its outcome was lost; {by} reconciled that it did not happen{note}{resent}"
                         ),
                     ));
                 }
@@ -750,8 +841,17 @@ impl RunState {
                 }
                 self.outcome = Some(outcome.clone());
                 self.finished_at_ms = Some(e.at_ms);
+                for a in &mut self.approvals {
+                    if a.status == ApprovalStatus::Pending {
+                        a.status = ApprovalStatus::Withdrawn;
+                    }
+                }
             }
         }
+        self.answered_last = matches!(
+            e.kind,
+            EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. }
+        );
         self.last_seq = e.seq;
         self.last_at_ms = e.at_ms;
         Ok(())
@@ -799,7 +899,7 @@ impl RunState {
             .filter(|r| r.step == step)
             .ok_or_else(|| {
                 Fault::new(
-                    "unknown_handle",
+                    Code::UnknownHandle,
                     Layer::Model,
                     format!("handle {handle} was not issued in this step"),
                 )
@@ -816,21 +916,21 @@ impl RunState {
         let action = current.and_then(|o| o.actions.get(handle.action as usize));
         if current.is_some() && action.is_none() {
             return Err(Fault::new(
-                "unknown_handle",
+                Code::UnknownHandle,
                 Layer::Model,
                 format!("handle {handle} was not issued in this step"),
             ));
         }
         if self.consumed.contains(&handle) {
             return Err(Fault::new(
-                "handle_consumed",
+                Code::HandleConsumed,
                 Layer::Model,
                 format!("handle {handle} was already used by a dispatched call"),
             ));
         }
         if now_ms >= record.at_ms.saturating_add(spec_ttl) {
             return Err(Fault::new(
-                "handle_expired",
+                Code::HandleExpired,
                 Layer::Model,
                 format!(
                     "handle {handle} expired {} ms after it was issued",
@@ -840,7 +940,7 @@ impl RunState {
         }
         match action {
             None => Err(Fault::new(
-                "stale_handle",
+                Code::StaleHandle,
                 Layer::Model,
                 format!(
                     "handle {handle} belongs to observation `{}`, which is no longer current",
@@ -848,7 +948,7 @@ impl RunState {
                 ),
             )),
             Some(a) if a.name != tool => Err(Fault::new(
-                "handle_mismatch",
+                Code::HandleMismatch,
                 Layer::Model,
                 format!("handle {handle} is for `{}`, not `{tool}`", a.name),
             )),
@@ -866,6 +966,13 @@ impl RunState {
         }
         if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
             return Next::Wait(c.id);
+        }
+        if let Some(c) = self
+            .calls
+            .iter()
+            .find(|c| c.resend && c.resent_by.is_none())
+        {
+            return Next::Resend(c.id);
         }
         if let Some(c) = self
             .calls
@@ -915,7 +1022,7 @@ impl RunState {
     pub fn terminal(&self) -> Outcome {
         let Some(spec) = self.spec.as_ref() else {
             return Outcome::Failed {
-                fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec"),
+                fault: Fault::new(Code::NoSpec, Layer::Runtime, "the log has no spec"),
             };
         };
         let mut missing = Vec::new();
@@ -925,23 +1032,25 @@ impl RunState {
                 StepStatus::Finished(StepEnd::NotAttained { fault })
                 | StepStatus::Skipped { fault, .. } => fault.clone(),
                 StepStatus::Running => Fault::new(
-                    "step_unfinished",
+                    Code::StepUnfinished,
                     Layer::Orchestration,
                     format!("step `{}` has not finished", step.id),
                 ),
                 StepStatus::Pending | StepStatus::Finished(_) => Fault::new(
-                    "step_not_run",
+                    Code::StepNotRun,
                     Layer::Orchestration,
                     format!("step `{}` never ran", step.id),
                 ),
             };
+            // Each requirement is judged on its own, from what was found.
             if step.commit == CommitRule::Required && !s.committed {
                 missing.push(Missing {
                     step: step.id.clone(),
                     requirement: "commit".into(),
                     fault: fault(),
                 });
-            } else if step.required && !s.attained() {
+            }
+            if step.required && !s.attained() {
                 missing.push(Missing {
                     step: step.id.clone(),
                     requirement: "attained".into(),
@@ -960,7 +1069,7 @@ impl RunState {
     pub fn judge_done(&self, i: usize) -> StepEnd {
         let Some(spec) = self.spec.as_ref() else {
             return StepEnd::NotAttained {
-                fault: Fault::new("no_spec", Layer::Runtime, "the log has no spec"),
+                fault: Fault::new(Code::NoSpec, Layer::Runtime, "the log has no spec"),
             };
         };
         let step = &spec.steps[i];
@@ -973,28 +1082,50 @@ impl RunState {
                 ),
             };
         }
-        if step.required && !s.succeeded {
-            return StepEnd::NotAttained {
-                fault: self.blame_last_failure(i).unwrap_or_else(|| {
-                    Fault::new(
-                        "done_without_evidence",
+        // A step whose every call failed did nothing, whatever it requires: say what happened.
+        if !s.succeeded {
+            if let Some(fault) = self.blame_last_failure(i) {
+                return StepEnd::NotAttained { fault };
+            }
+            if step.required {
+                return StepEnd::NotAttained {
+                    fault: Fault::new(
+                        Code::DoneWithoutEvidence,
                         Layer::Model,
                         "declared the step done, but no call in it succeeded",
-                    )
-                }),
-            };
+                    ),
+                };
+            }
         }
         if let Some(name) = self.unpublished(step).next() {
-            return StepEnd::NotAttained {
-                fault: Fault::new(
-                    "output_not_published",
-                    Layer::Model,
+            let publish = &step.publishes[name];
+            // The publishing tool succeeded and its result lacks the path: the spec's path is
+            // wrong, not the decider.
+            let found = s.calls.iter().filter_map(|id| self.call(*id)).find(|c| {
+                c.status == Some(CallStatus::Ok) && c.tool == publish.from && c.output.is_some()
+            });
+            let fault = match found {
+                Some(c) => Fault::new(
+                    Code::PublishPathMissing,
+                    Layer::Spec,
                     format!(
-                        "declared the step done, but no successful call published `{}.{name}`",
+                        "`{}` succeeded ({}), but its result has nothing at `{}`: check `steps.{}.publishes.{name}.path`",
+                        publish.from,
+                        c.id,
+                        if publish.path.is_empty() { "/" } else { &publish.path },
                         step.id
                     ),
                 ),
+                None => Fault::new(
+                    Code::OutputNotPublished,
+                    Layer::Model,
+                    format!(
+                        "declared the step done, but no successful `{}` published `{}.{name}`",
+                        publish.from, step.id
+                    ),
+                ),
             };
+            return StepEnd::NotAttained { fault };
         }
         StepEnd::Attained
     }
@@ -1009,7 +1140,7 @@ impl RunState {
     /// commit failed for another reason first.
     pub fn judge_decline(&self, i: usize, reason: &str) -> StepEnd {
         let declined = Fault::new(
-            "declined",
+            Code::Declined,
             Layer::Model,
             format!("the decider declined: {reason}"),
         );
@@ -1038,7 +1169,7 @@ impl RunState {
             });
         match attempt.and_then(|c| c.fault.clone()) {
             Some(f) => f,
-            None => Fault::new("no_commit", Layer::Model, model_message.to_owned()),
+            None => Fault::new(Code::NoCommit, Layer::Model, model_message.to_owned()),
         }
     }
 
@@ -1096,5 +1227,48 @@ impl RunState {
     /// Calls waiting for reconciliation.
     pub fn in_doubt(&self) -> impl Iterator<Item = &CallRecord> {
         self.calls.iter().filter(|c| c.in_doubt)
+    }
+
+    /// Whether the run waits for a person: a call in doubt, or a call held by an approval
+    /// request nobody has answered.
+    pub fn waiting(&self) -> bool {
+        self.outcome.is_none()
+            && (self.in_doubt().next().is_some()
+                || self.calls.last().is_some_and(|c| {
+                    c.status.is_none()
+                        && c.executed.is_none()
+                        && c.awaiting.as_deref().is_some_and(|r| {
+                            self.approval(r)
+                                .is_some_and(|a| a.status == ApprovalStatus::Pending)
+                        })
+                }))
+    }
+
+    /// The run's status, in the one vocabulary every command uses: `running`, `waiting` (for
+    /// a person), `ready` (a person answered; resuming carries it on), or the outcome's name.
+    pub fn status(&self) -> &'static str {
+        match &self.outcome {
+            Some(o) => o.name(),
+            None if self.waiting() => "waiting",
+            None if self.answered_last => "ready",
+            None => "running",
+        }
+    }
+
+    /// The provider of step `i`.
+    pub fn provider_of(&self, i: usize) -> &str {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.steps.get(i))
+            .map_or("", |s| s.provider.as_str())
+    }
+
+    /// The decider's final answer: the last `done` summary or decline reason it gave.
+    pub fn final_answer(&self) -> Option<&StepAnswer> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.answer.as_ref().zip(s.finished_at_ms))
+            .max_by_key(|(_, at)| *at)
+            .map(|(a, _)| a)
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod canon;
 pub mod check;
+pub mod codes;
 pub mod compare;
 pub mod event;
 pub mod fold;
@@ -18,8 +19,10 @@ pub mod projection;
 pub mod provenance;
 pub mod report;
 pub mod spec;
+pub mod text;
 pub mod validate;
 
+pub use codes::Code;
 pub use event::{Event, EventKind, Layer, Outcome};
 pub use fold::RunState;
 pub use ids::{CallId, HandleId, RunId, StepId};

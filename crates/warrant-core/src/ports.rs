@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::codes::Code;
 use crate::event::{
-    ActionRecord, DeciderIdentity, Decision, Effect, Event, Principal, StoredEvent, Usage,
+    ActionRecord, DeciderIdentity, Decision, Effect, Event, Principal, StoredEvent, ToolHints,
+    Usage,
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::projection::Projection;
@@ -66,23 +68,90 @@ pub struct CallOutput {
     pub is_error: bool,
 }
 
+/// What the engine must know about a call a surface could not complete: whether anything
+/// reached the provider, and so whether a commit may have happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SurfaceErrorKind {
+    /// Nothing was sent (the connection was refused, the server is not running, the surface
+    /// cannot do this): safe to treat as failed.
+    NotSent,
+    /// The provider received the call and answered that it failed (an error status, a
+    /// protocol error): it did not happen, as far as the provider says.
+    Rejected,
+    /// The call was sent and its answer was lost (the connection dropped, the server died, the
+    /// answer broke off): a commit may have happened.
+    AnswerLost,
+    /// The call was sent and no answer came within the bound: a commit may have happened.
+    TimedOut,
+    /// The run was cancelled while the call was in flight: a commit may have happened.
+    Cancelled,
+    /// The surface's own authorizer refused before anything was sent: a policy stop.
+    Denied,
+    /// The surface refused the arguments before sending anything (not an object, a value only
+    /// the host may set).
+    Invalid,
+}
+
+impl SurfaceErrorKind {
+    /// Whether a commit that failed this way may still have happened.
+    pub fn may_have_happened(self) -> bool {
+        matches!(
+            self,
+            SurfaceErrorKind::AnswerLost | SurfaceErrorKind::TimedOut | SurfaceErrorKind::Cancelled
+        )
+    }
+}
+
 /// A surface could not do what was asked.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct SurfaceError {
-    /// Stable code, e.g. `unavailable`, `failed`.
-    pub code: String,
-    /// For humans.
+    /// What the engine must know.
+    pub kind: SurfaceErrorKind,
+    /// For humans: the provider's own message first.
     pub message: String,
+    /// What the provider answered, when it answered (an error body), for the record.
+    pub output: Option<Value>,
+    /// A more specific fault code than the kind implies: the engine's own bounds (`deadline`),
+    /// or, replaying, the code the log recorded.
+    pub code: Option<Code>,
 }
 
 impl SurfaceError {
-    /// An error with this code and message.
-    pub fn new(code: &str, message: impl Into<String>) -> SurfaceError {
+    /// An error of this kind with this message.
+    pub fn new(kind: SurfaceErrorKind, message: impl Into<String>) -> SurfaceError {
         SurfaceError {
-            code: code.to_owned(),
+            kind,
             message: message.into(),
+            output: None,
+            code: None,
         }
+    }
+
+    /// Nothing was sent.
+    pub fn not_sent(message: impl Into<String>) -> SurfaceError {
+        SurfaceError::new(SurfaceErrorKind::NotSent, message)
+    }
+
+    /// The provider answered that the call failed.
+    pub fn rejected(message: impl Into<String>) -> SurfaceError {
+        SurfaceError::new(SurfaceErrorKind::Rejected, message)
+    }
+
+    /// Sent, and the answer was lost.
+    pub fn answer_lost(message: impl Into<String>) -> SurfaceError {
+        SurfaceError::new(SurfaceErrorKind::AnswerLost, message)
+    }
+
+    /// The arguments were refused before sending.
+    pub fn invalid(message: impl Into<String>) -> SurfaceError {
+        SurfaceError::new(SurfaceErrorKind::Invalid, message)
+    }
+
+    /// Keeps what the provider answered with the error.
+    pub fn with_output(mut self, output: Value) -> SurfaceError {
+        self.output = Some(output);
+        self
     }
 }
 
@@ -126,8 +195,7 @@ pub trait Surface: Send + Sync {
     /// For [`Recovery::Lookup`]: the result of the effect this intent caused, `Ok(None)` when
     /// it did not happen.
     fn lookup(&self, _call: Invocation) -> BoxFuture<'_, Result<Option<CallOutput>, SurfaceError>> {
-        Box::pin(std::future::ready(Err(SurfaceError::new(
-            "unsupported",
+        Box::pin(std::future::ready(Err(SurfaceError::not_sent(
             "this surface cannot look up effects",
         ))))
     }
@@ -149,8 +217,9 @@ pub struct Decided {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct DecideError {
-    /// Stable code, e.g. `script_exhausted`.
-    pub code: String,
+    /// What went wrong, e.g. [`Code::ScriptExhausted`]; the engine acts on it (a decision cut
+    /// by the deadline ends the run exhausted) and the log records it.
+    pub code: Code,
     /// For humans.
     pub message: String,
     /// What a live decider sent and received before failing, when it got that far.
@@ -159,9 +228,9 @@ pub struct DecideError {
 
 impl DecideError {
     /// An error with this code and message and no recorded exchange.
-    pub fn new(code: &str, message: impl Into<String>) -> DecideError {
+    pub fn new(code: Code, message: impl Into<String>) -> DecideError {
         DecideError {
-            code: code.to_owned(),
+            code,
             message: message.into(),
             exchange: None,
         }
@@ -199,6 +268,8 @@ pub struct CapabilityRequest<'a> {
     pub args_digest: &'a str,
     /// Their provenance.
     pub provenance: &'a [ArgLabel],
+    /// What the provider says of the tool (MCP annotations), when it says anything.
+    pub hints: Option<&'a ToolHints>,
     /// How long ago the handle the call uses was issued, when it uses one.
     pub handle_age_ms: Option<u64>,
 }
@@ -322,23 +393,90 @@ pub struct RunSummary {
     pub spec_id: String,
     /// The decider.
     pub decider: String,
-    /// `running` or the outcome's name.
+    /// `running`, `waiting` (for an approval or a reconciliation), `ready` (answered, to be
+    /// resumed) or the outcome's name. A `running` run whose driver is gone is interrupted
+    /// ([`RunSummary::interrupted`]).
     pub status: String,
     /// When it started.
     pub started_at_ms: u64,
     /// Events in its log.
     pub events: u64,
+    /// The process driving it, while one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// When that process last showed it was alive (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_ms: Option<u64>,
+}
+
+/// How long a driver's lease on a run lasts without a heartbeat. A driver renews it with every
+/// append and, while it waits on something slow, at least every third of it.
+pub const LEASE_TTL_MS: u64 = 10_000;
+
+impl RunSummary {
+    /// Whether a process drives the run now: it holds the lease and was heard from within
+    /// [`LEASE_TTL_MS`] of `now_ms`.
+    pub fn driven(&self, now_ms: u64) -> bool {
+        self.holder.is_some()
+            && self
+                .heartbeat_ms
+                .is_some_and(|h| now_ms.saturating_sub(h) < LEASE_TTL_MS)
+    }
+
+    /// Whether the run is `running` but no process drives it (its process died): resuming it
+    /// carries it on.
+    pub fn interrupted(&self, now_ms: u64) -> bool {
+        self.status == "running" && !self.driven(now_ms)
+    }
+
+    /// Whether resuming the run carries it on: it is interrupted, or a person's answer made it
+    /// ready.
+    pub fn resumable(&self, now_ms: u64) -> bool {
+        self.status == "ready" || self.interrupted(now_ms)
+    }
+
+    /// The status as a person needs it: `interrupted` for a running run no process drives.
+    pub fn shown_status(&self, now_ms: u64) -> &str {
+        if self.interrupted(now_ms) {
+            "interrupted"
+        } else {
+            &self.status
+        }
+    }
+}
+
+/// The process that drives a run, as an append names it: it holds the run's lease until the
+/// run ends or waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Driver {
+    /// Who: stable for the process (e.g. `pid 4242`).
+    pub holder: Arc<str>,
+    /// Now, on the driver's clock (ms since the epoch).
+    pub now_ms: u64,
+}
+
+/// Another process holds a run's lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// Who.
+    pub holder: String,
+    /// When it was last heard from.
+    pub heartbeat_ms: u64,
 }
 
 /// The port to durable storage of run logs.
 pub trait EventStore: Send + Sync {
-    /// Appends `events` atomically after sequence `expected_seq`. Resolves once they are as
-    /// durable as the store promises.
+    /// Appends `events` atomically after sequence `expected_seq`, checked against what the
+    /// store holds (never a cache another process could have outdated). Resolves once they are
+    /// as durable as the store promises. `driver` names the process driving the run (its
+    /// lease is renewed; released when the events end the run or make it wait); an operator's
+    /// input (an approval, a reconciliation) passes `None`.
     fn append(
         &self,
         run: &RunId,
         expected_seq: u64,
         events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>>;
     /// The run's events with `seq >= from_seq`, in order.
     fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError>;
@@ -349,6 +487,15 @@ pub trait EventStore: Send + Sync {
     fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError>;
     /// The cancellation requested for `run`, if any. May lag a request by a short interval.
     fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError>;
+    /// Takes the lease on `run` for `driver`, unless another holder was heard from within
+    /// [`LEASE_TTL_MS`]: then who holds it.
+    fn claim(&self, run: &RunId, driver: &Driver) -> Result<Option<Held>, StoreError>;
+    /// Renews `driver`'s lease on `run` (while it waits on something slow).
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError>;
+    /// Gives the lease on `run` back, if `driver` holds it.
+    fn release(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError>;
+    /// The run's summary.
+    fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError>;
 }
 
 /// An operator's request to cancel a run.

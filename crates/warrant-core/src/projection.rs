@@ -113,6 +113,23 @@ impl Projection {
                 fault: c.fault.clone(),
             })
             .collect();
+        // Arguments the step binds to carried values are Warrant's to fill (and check): the
+        // decider is not asked for them.
+        let actions = if step.inputs.is_empty() {
+            actions
+        } else {
+            let bound: Vec<&str> = step.inputs.keys().map(String::as_str).collect();
+            actions
+                .iter()
+                .map(|a| match hide_inputs(&a.input_schema, &bound) {
+                    Some(schema) => ActionRecord {
+                        input_schema: Arc::new(schema),
+                        ..a.clone()
+                    },
+                    None => a.clone(),
+                })
+                .collect()
+        };
         Projection {
             run_id: state.run_id.clone().unwrap_or_else(|| RunId(String::new())),
             step: step.id.clone(),
@@ -138,6 +155,24 @@ impl Projection {
     pub fn last_call(&self) -> Option<&CallView> {
         self.recent.last()
     }
+}
+
+/// `schema` without the top-level properties `names` (gone from `properties` and `required`),
+/// or `None` when it has none of them: how an input the host or the spec supplies is kept
+/// out of what the decider is asked for.
+pub fn hide_inputs(schema: &Value, names: &[&str]) -> Option<Value> {
+    let properties = schema.get("properties")?.as_object()?;
+    if !names.iter().any(|n| properties.contains_key(*n)) {
+        return None;
+    }
+    let mut out = schema.clone();
+    if let Some(props) = out.get_mut("properties").and_then(Value::as_object_mut) {
+        props.retain(|k, _| !names.contains(&k.as_str()));
+    }
+    if let Some(required) = out.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| r.as_str().is_none_or(|r| !names.contains(&r)));
+    }
+    Some(out)
 }
 
 /// The handle that decision `decision` issued for `tool`, among the actions it was shown.

@@ -31,6 +31,19 @@ pub enum Source {
     Unobserved,
 }
 
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Objective => f.write_str("the objective"),
+            Source::Carried { name } => write!(f, "carried value `{name}`"),
+            Source::ProviderOutput { provider, call } => {
+                write!(f, "the output of `{provider}` ({call})")
+            }
+            Source::Unobserved => f.write_str("unobserved (the decider produced it)"),
+        }
+    }
+}
+
 /// The provenance of one leaf of the arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArgLabel {

@@ -12,7 +12,7 @@ use crate::canon;
 use crate::event::{
     CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd,
 };
-use crate::fold::{RunState, StepStatus};
+use crate::fold::{RunState, StepAnswer, StepStatus};
 use crate::ids::{CallId, RunId, StepId};
 use crate::spec::CommitRule;
 
@@ -30,7 +30,7 @@ pub struct RunReport {
     pub spec: SpecRef,
     /// Who decided.
     pub decider: DeciderIdentity,
-    /// `running`, `waiting` or `finished`.
+    /// `running`, `waiting`, or the outcome's name (the vocabulary of `warrant runs`).
     pub status: String,
     /// How it ended (absent while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,8 +49,42 @@ pub struct RunReport {
     pub terminal: Vec<RequirementReport>,
     /// Every failure, attributed.
     pub failures: Vec<FailureReport>,
+    /// Commits whose effect is not settled as happened: in doubt, or reconciled as not
+    /// performed (and whether they were sent again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsettled: Vec<UnsettledReport>,
+    /// The decider's final answer: its last `done` summary or decline reason (its words, not
+    /// evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<StepAnswer>,
+    /// What this build could not read in the log (events of unknown types).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Timings and counts.
     pub timings: Timings,
+}
+
+/// A commit whose effect is not settled as happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UnsettledReport {
+    /// The call.
+    pub call: CallId,
+    /// The step.
+    pub step: StepId,
+    /// The provider.
+    pub provider: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments it was dispatched with.
+    pub args: Arc<Value>,
+    /// `in_doubt` or `not_performed`.
+    pub state: String,
+    /// For a call in doubt: what is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<String>,
+    /// For a call not performed: the call that sent it again, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resent_by: Option<CallId>,
 }
 
 /// The spec a run ran.
@@ -90,6 +124,9 @@ pub struct StepReport {
     /// Milliseconds it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
+    /// What the decider said when it ended the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<StepAnswer>,
 }
 
 /// One call's evidence.
@@ -171,8 +208,12 @@ pub struct Timings {
     /// End, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at_ms: Option<u64>,
-    /// End (or last event) minus start.
+    /// End (or last event) minus start, plus the time spent starting providers first.
     pub elapsed_ms: u64,
+    /// Of that, the time spent before the run (and each re-entry) started: starting and
+    /// connecting to providers.
+    #[serde(default)]
+    pub setup_ms: u64,
     /// Decisions taken.
     pub decisions: u32,
     /// Calls started.
@@ -272,6 +313,7 @@ impl RunReport {
                         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                         _ => None,
                     },
+                    answer: s.answer.clone(),
                 });
             }
         }
@@ -282,24 +324,28 @@ impl RunReport {
                     Outcome::NotAttained { missing } => missing,
                     _ => Vec::new(),
                 };
-                spec.steps
-                    .iter()
-                    .filter(|s| s.is_terminal_requirement())
-                    .map(|s| {
-                        let requirement = if s.commit == CommitRule::Required {
-                            "commit"
-                        } else {
-                            "attained"
-                        };
-                        let m = missing.iter().find(|m| m.step == s.id);
-                        RequirementReport {
+                // One row per requirement, each judged from what was found.
+                let mut rows = Vec::new();
+                for (i, s) in spec.steps.iter().enumerate() {
+                    let mut judged = |requirement: &str, met: bool| {
+                        let m = missing
+                            .iter()
+                            .find(|m| m.step == s.id && m.requirement == requirement);
+                        rows.push(RequirementReport {
                             step: s.id.clone(),
                             requirement: requirement.to_owned(),
-                            satisfied: m.is_none(),
+                            satisfied: met && m.is_none(),
                             fault: m.map(|m| m.fault.clone()),
-                        }
-                    })
-                    .collect()
+                        });
+                    };
+                    if s.commit == CommitRule::Required {
+                        judged("commit", state.steps[i].committed);
+                    }
+                    if s.required {
+                        judged("attained", state.steps[i].attained());
+                    }
+                }
+                rows
             })
             .unwrap_or_default();
         if let Some(Outcome::Failed { fault }) = &state.outcome {
@@ -328,18 +374,7 @@ impl RunReport {
                 name: String::new(),
                 digest: None,
             }),
-            status: if state.outcome.is_some() {
-                "finished"
-            } else if state
-                .calls
-                .iter()
-                .any(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
-            {
-                "waiting"
-            } else {
-                "running"
-            }
-            .to_owned(),
+            status: state.status().to_owned(),
             conformant: state.outcome == Some(Outcome::Attained),
             outcome: state.outcome.clone(),
             route: state.route(),
@@ -356,10 +391,20 @@ impl RunReport {
                 .collect(),
             terminal,
             failures,
+            unsettled: unsettled(state),
+            answer: state.final_answer().cloned(),
+            warnings: state
+                .unrecognized
+                .iter()
+                .map(|(seq, t)| {
+                    format!("event {seq} has type `{t}`, which this build does not know: what it recorded is not shown")
+                })
+                .collect(),
             timings: Timings {
                 started_at_ms: state.started_at_ms,
                 finished_at_ms: state.finished_at_ms,
-                elapsed_ms: end.saturating_sub(state.started_at_ms),
+                elapsed_ms: end.saturating_sub(state.started_at_ms) + state.setup_ms,
+                setup_ms: state.setup_ms,
                 decisions: state.decisions,
                 calls: state.calls.len() as u32,
                 events: state.last_seq,
@@ -397,11 +442,19 @@ impl RunReport {
         }
         let _ = writeln!(out);
         let _ = writeln!(out, "route    {}", self.route_key);
+        let setup = if self.timings.setup_ms > 0 {
+            format!(" ({} ms starting providers)", self.timings.setup_ms)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "elapsed  {} ms, {} decisions, {} calls",
+            "elapsed  {} ms{setup}, {} decisions, {} calls",
             self.timings.elapsed_ms, self.timings.decisions, self.timings.calls
         );
+        if let Some(a) = &self.answer {
+            let _ = writeln!(out, "answer   {} ({})", one_line(&a.text), a.kind);
+        }
         let _ = writeln!(out, "steps");
         for s in &self.steps {
             let _ = write!(
@@ -447,6 +500,29 @@ impl RunReport {
                 let _ = writeln!(out);
             }
         }
+        if !self.unsettled.is_empty() {
+            let _ = writeln!(out, "unsettled");
+            for u in &self.unsettled {
+                let detail = match (u.state.as_str(), &u.known, u.resent_by) {
+                    ("in_doubt", Some(k), _) => format!("in doubt: {k}"),
+                    ("in_doubt", None, _) => "in doubt".to_owned(),
+                    (_, _, Some(by)) => format!("did not happen; sent again as {by}"),
+                    _ => "did not happen; never sent again".to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "  {} `{}` on {} {}  {}",
+                    u.call,
+                    u.tool,
+                    u.provider,
+                    compact(&u.args),
+                    detail
+                );
+            }
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning  {w}");
+        }
         let call_failures: Vec<&FailureReport> =
             self.failures.iter().filter(|f| f.call.is_some()).collect();
         if !call_failures.is_empty() {
@@ -457,6 +533,49 @@ impl RunReport {
             }
         }
         out
+    }
+}
+
+/// Commits not settled as happened: in doubt, or reconciled as not performed.
+fn unsettled(state: &RunState) -> Vec<UnsettledReport> {
+    state
+        .calls
+        .iter()
+        .filter(|c| c.in_doubt || c.status == Some(CallStatus::NotPerformed))
+        .map(|c| {
+            let step = state
+                .spec
+                .as_ref()
+                .and_then(|s| s.steps.get(c.step))
+                .map(|s| s.id.clone())
+                .unwrap_or_else(|| StepId(String::new()));
+            UnsettledReport {
+                call: c.id,
+                step,
+                provider: state.provider_of(c.step).to_owned(),
+                tool: c.tool.clone(),
+                args: c.executed.clone().unwrap_or_else(|| c.proposed.clone()),
+                state: if c.in_doubt { "in_doubt" } else { "not_performed" }.to_owned(),
+                known: c
+                    .in_doubt
+                    .then(|| c.doubt.map(|d| d.describe().to_owned()))
+                    .flatten(),
+                resent_by: c.resent_by,
+            }
+        })
+        .collect()
+}
+
+/// Text on one line: line breaks shown as spaces.
+fn one_line(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let trimmed = flat.trim();
+    match trimmed.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &trimmed[..i]),
+        None => trimmed.to_owned(),
     }
 }
 

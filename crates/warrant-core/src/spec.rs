@@ -2,6 +2,10 @@
 //!
 //! A spec is read from YAML or JSON ([`Spec::parse`]); structural checks that need more than the
 //! types live in [`crate::validate`].
+//!
+//! The types accept fields they do not know, so that a run log written by a newer build (which
+//! freezes its spec in `run_started`) still reads. Strictness belongs to what a person writes:
+//! [`crate::validate::load`] refuses an unknown field in a spec file, naming it and its line.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,7 +24,6 @@ pub const HANDLE_TTL_MS_DEFAULT: u64 = 30_000;
 
 /// A frozen objective.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// Always `warrant/v1`.
     pub version: String,
@@ -50,7 +53,6 @@ pub struct Spec {
 
 /// How a provider is reached.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ProviderSpec {
     /// A built-in reference provider (`cafe`, `gallery`, `bakery`) or one an embedder
     /// registered under this name.
@@ -77,8 +79,7 @@ pub struct ProviderSpec {
 }
 
 /// How to reach an MCP server: give `command` (stdio) or `url` (Streamable HTTP).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct McpSpec {
     /// The program and its arguments, e.g. `[npx, -y, some-server]`, started as a child
     /// process spoken to over stdio.
@@ -90,10 +91,27 @@ pub struct McpSpec {
     /// Headers sent with every HTTP request (`url` only); values are read as `env` values are.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
-    /// Environment of the child: a value `$NAME` is read from Warrant's own environment (so a
-    /// credential never appears in the spec); anything else is taken as written.
+    /// Environment of the child, besides the minimal one it always gets (`PATH`, `HOME`,
+    /// `USER`, `LOGNAME`, `SHELL`, `TERM`, `TMPDIR`, `TZ`, `LANG`, `LC_*`): a value `$NAME` or
+    /// `${NAME}` is read from Warrant's own environment (so a credential never appears in the
+    /// spec); anything else is taken as written. Nothing else of Warrant's environment reaches
+    /// the child.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The child's working directory (default: the spec's folder). Relative paths in `command`
+    /// resolve against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The effect class of a tool, whatever the server's annotations say (the spec's author is
+    /// the authority on it), e.g. `{read_text_file: read, write_file: commit}`. Tools not named
+    /// follow the annotations of a trusted server, and are commits otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub effects: BTreeMap<String, crate::event::Effect>,
+    /// Arguments the host supplies, by name (a tenant key, a session id): removed from every
+    /// tool schema the decider sees, checked against the tool's schema and sent with every call
+    /// to a tool that takes them. A decider that sets one is refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, serde_json::Value>,
     /// Largest result kept whole, in bytes of JSON; a larger one is cut to its head and marked
     /// `truncated` (default 1 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,7 +121,6 @@ pub struct McpSpec {
 /// An HTTP API described by an OpenAPI document: each operation is a tool named by its
 /// `operationId`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct OpenApiSpec {
     /// The document (JSON or YAML): a file relative to the spec, or an `http(s)://` URL. It is
     /// read again at each observation; a changed document invalidates older handles.
@@ -139,7 +156,6 @@ pub struct OpenApiSpec {
 
 /// The required external execution control.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ExecutionControlSpec {
     /// `http://host:port/path` of the endpoint asked about each commit call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,7 +193,6 @@ pub enum CommitRule {
 
 /// One stage of the trajectory, bound to one provider.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct StepSpec {
     /// Unique within the spec.
     pub id: StepId,
@@ -219,7 +234,6 @@ impl StepSpec {
 
 /// Where a published output comes from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Publish {
     /// The tool whose successful result carries the value.
     pub from: String,
@@ -230,7 +244,6 @@ pub struct Publish {
 
 /// Limits on a run. Reaching one ends the run `exhausted`, naming it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Most decisions in the whole run.
     #[serde(default = "default_decisions_max")]
@@ -345,20 +358,75 @@ impl fmt::Display for ParseError {
     }
 }
 
-/// Reads a document of type `T` from YAML or JSON text.
+/// Reads a document of type `T` from YAML or JSON text, strictly: a field the type does not
+/// know is an error naming it (a typo must not be ignored), and every error names the field
+/// it is about and, where the parser knows them, the line and column.
 pub fn parse_document<T: serde::de::DeserializeOwned>(
     text: &str,
     format: Format,
     file: &str,
 ) -> Result<T, ParseError> {
-    match format {
-        Format::Json => serde_json::from_str(text).map_err(|e| ParseError {
-            file: file.to_owned(),
-            line: Some(e.line() as u64),
-            column: Some(e.column() as u64),
-            message: strip_position(&e.to_string()),
-        }),
-        Format::Yaml => serde_saphyr::from_str(text).map_err(|e| yaml_error(&e.to_string(), file)),
+    let mut unknown: Vec<String> = Vec::new();
+    let mut failed_at = String::new();
+    let parsed: Result<T, (String, Option<u64>, Option<u64>)> = match format {
+        Format::Json => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+            let tracked = serde_ignored::Deserializer::new(&mut de, &mut note);
+            match serde_path_to_error::deserialize(tracked) {
+                Ok(v) => de.end().map(|()| v).map_err(|e| {
+                    (strip_position(&e.to_string()), Some(e.line() as u64), Some(e.column() as u64))
+                }),
+                Err(e) => {
+                    failed_at = e.path().to_string();
+                    let inner = e.into_inner();
+                    Err((
+                        strip_position(&inner.to_string()),
+                        Some(inner.line() as u64),
+                        Some(inner.column() as u64),
+                    ))
+                }
+            }
+        }
+        Format::Yaml => {
+            let result = serde_saphyr::with_deserializer_from_str(text, |de| {
+                let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+                let tracked = serde_ignored::Deserializer::new(de, &mut note);
+                serde_path_to_error::deserialize(tracked).map_err(|e| {
+                    failed_at = e.path().to_string();
+                    e.into_inner()
+                })
+            });
+            result.map_err(|e| {
+                let p = yaml_error(&e.to_string(), file);
+                (p.message, p.line, p.column)
+            })
+        }
+    };
+    let field = |path: &str| if path == "." { String::new() } else { path.to_owned() };
+    match parsed {
+        Ok(value) => match unknown.first() {
+            None => Ok(value),
+            Some(path) => Err(ParseError {
+                file: file.to_owned(),
+                line: None,
+                column: None,
+                message: format!("unknown field `{}`", field(path)),
+            }),
+        },
+        Err((message, line, column)) => {
+            let at = field(&failed_at);
+            Err(ParseError {
+                file: file.to_owned(),
+                line,
+                column,
+                message: if at.is_empty() || message.contains(&format!("`{at}`")) {
+                    message
+                } else {
+                    format!("{at}: {message}")
+                },
+            })
+        }
     }
 }
 
@@ -369,7 +437,8 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-/// serde-saphyr renders `error: line L column C: message` (then a snippet): keep the parts.
+/// serde-saphyr renders `error: line L column C: message` (then a snippet): keep the parts, and
+/// say a breached size limit in words.
 fn yaml_error(rendered: &str, file: &str) -> ParseError {
     let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
     let first = first.strip_prefix("error: ").unwrap_or(first);
@@ -388,8 +457,32 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
         file: file.to_owned(),
         line,
         column,
-        message,
+        message: readable_budget(&message).unwrap_or(message),
     }
+}
+
+/// The YAML reader's limits (against alias bombs and runaway documents), in words.
+fn readable_budget(message: &str) -> Option<String> {
+    let breach = message.split("budget breached: ").nth(1)?;
+    let what = match breach.split([' ', '{']).next().unwrap_or("") {
+        "Nodes" => "it has too many nodes",
+        "Events" => "it is too long",
+        "Aliases" => "it uses too many aliases",
+        "Anchors" => "it defines too many anchors",
+        "Depth" => "it is nested too deeply",
+        "Documents" => "it holds too many documents",
+        "ScalarBytes" => "a value in it is too long",
+        _ => "it is too large",
+    };
+    let limit: String = breach.chars().filter(char::is_ascii_digit).collect();
+    Some(format!(
+        "the YAML document is over a size limit: {what}{}",
+        if limit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({limit} reached)")
+        }
+    ))
 }
 
 impl Spec {

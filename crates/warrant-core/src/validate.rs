@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::path::Path;
 
 use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
@@ -15,6 +16,11 @@ pub trait ProviderCatalog {
     /// The tools the provider offers, when they can be known before a run (`Ok(None)` when
     /// they can only be observed at run time), or why the provider entry is unusable.
     fn tools(&self, name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String>;
+    /// The keys of a reference provider's `config` that hold file paths (resolved against the
+    /// spec's folder, like every relative path in a spec).
+    fn path_settings(&self, _provider: &ProviderSpec) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// One problem in a spec.
@@ -73,6 +79,20 @@ impl From<ParseError> for SpecErrors {
     }
 }
 
+/// A field path as the parser writes it (`steps[0].tools` or `steps.0.tools`), as segments.
+fn parse_path(path: &str) -> Vec<Seg> {
+    path.split(['.', '['])
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let p = p.trim_end_matches(']');
+            match p.parse::<usize>() {
+                Ok(i) => Seg::Index(i),
+                Err(_) => Seg::Key(p.to_owned()),
+            }
+        })
+        .collect()
+}
+
 /// Reads and validates a spec file's text.
 pub fn load(
     text: &str,
@@ -80,11 +100,22 @@ pub fn load(
     file: &str,
     catalog: &dyn ProviderCatalog,
 ) -> Result<Spec, SpecErrors> {
-    let spec = Spec::parse(text, format, file)?;
     let locator = match format {
         Format::Yaml => Locator::from_yaml(text),
         Format::Json => Locator::default(),
     };
+    let spec = Spec::parse(text, format, file).map_err(|mut e| {
+        // An unknown field's error names the field but not its line: find it.
+        if e.line.is_none()
+            && let Some(path) = e
+                .message
+                .strip_prefix("unknown field `")
+                .and_then(|r| r.strip_suffix('`'))
+        {
+            e.line = locator.line(&parse_path(path));
+        }
+        SpecErrors::from(e)
+    })?;
     let issues = validate(&spec, catalog);
     if issues.is_empty() {
         return Ok(spec);
@@ -167,9 +198,24 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         ));
     }
 
-    if spec.limits.call_timeout_ms == 0 {
+    for (name, value) in [
+        ("call_timeout_ms", spec.limits.call_timeout_ms),
+        ("deadline_ms", spec.limits.deadline_ms),
+        ("handle_ttl_ms", spec.limits.handle_ttl_ms),
+        ("approval_ttl_ms", spec.limits.approval_ttl_ms),
+    ] {
+        if value == 0 {
+            issues.push((
+                vec![key("limits"), key(name)],
+                "must be at least 1 (a zero would refuse or expire everything at once)".into(),
+            ));
+        }
+    }
+    if let Some(c) = &spec.execution_control
+        && c.timeout_ms == 0
+    {
         issues.push((
-            vec![key("limits"), key("call_timeout_ms")],
+            vec![key("execution_control"), key("timeout_ms")],
             "must be at least 1".into(),
         ));
     }
@@ -326,6 +372,59 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         }
     }
     issues
+}
+
+/// Makes every relative path in `spec` absolute against `base_dir` (the spec's folder, itself
+/// absolute), so the frozen spec means the same thing from any working directory and when a
+/// run is resumed from elsewhere: the default decider's script, each MCP server's working
+/// directory (default: `base_dir`) and its program when given as a path, an OpenAPI document,
+/// the policy files, and the path settings of reference providers.
+pub fn normalise_paths(spec: &mut Spec, base_dir: &Path, catalog: &dyn ProviderCatalog) {
+    let join = |p: &str| -> String {
+        if Path::new(p).is_absolute() {
+            p.to_owned()
+        } else {
+            base_dir.join(p).display().to_string()
+        }
+    };
+    if let Some(d) = &spec.decider
+        && let Some(path) = d.strip_prefix("scripted:")
+    {
+        spec.decider = Some(format!("scripted:{}", join(path)));
+    }
+    spec.policy = spec.policy.iter().map(|p| join(p)).collect();
+    for provider in spec.providers.values_mut() {
+        let settings = catalog.path_settings(provider);
+        if let Some(config) = provider.config.as_mut().and_then(|c| c.as_object_mut()) {
+            for k in settings {
+                if let Some(serde_json::Value::String(p)) = config.get_mut(&k) {
+                    *p = join(p);
+                }
+            }
+        }
+        if let Some(m) = provider.mcp.as_mut()
+            && m.url.is_none()
+        {
+            let cwd = m
+                .cwd
+                .as_deref()
+                .map_or_else(|| base_dir.display().to_string(), join);
+            if let Some(program) = m.command.first_mut()
+                && program.contains('/')
+                && Path::new(program.as_str()).is_relative()
+            {
+                *program = Path::new(&cwd).join(&*program).display().to_string();
+            }
+            m.cwd = Some(cwd);
+        }
+        if let Some(api) = provider.openapi.as_mut() {
+            let is_url =
+                api.document.starts_with("http://") || api.document.starts_with("https://");
+            if !is_url {
+                api.document = join(&api.document);
+            }
+        }
+    }
 }
 
 fn list(items: &[&str]) -> String {

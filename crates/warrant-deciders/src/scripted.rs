@@ -27,6 +27,7 @@ use warrant_core::event::{Claim, DeciderIdentity, Decision};
 use warrant_core::ids::HandleId;
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
+use warrant_core::codes::Code;
 use warrant_core::spec::{Format, ParseError, parse_document};
 
 /// One entry of a script, as written.
@@ -181,7 +182,7 @@ impl Decider for ScriptedDecider {
                 exchange: None,
             }),
             None => Err(DecideError::new(
-                "script_exhausted",
+                Code::ScriptExhausted,
                 format!(
                     "the script has no decision {} for step `{}`",
                     projection.step_decision_no, projection.step

@@ -77,21 +77,30 @@ impl RuleList {
 }
 
 impl RuleList {
-    /// The rule list a run recorded (`describe`), if that is what it is.
-    pub fn from_description(d: &serde_json::Value) -> Option<RuleList> {
+    /// The rule list a run recorded (`describe`), if that is what it is; an error when it is
+    /// one that cannot be rebuilt exactly (never a weaker list).
+    pub fn from_description(d: &serde_json::Value) -> Option<Result<RuleList, String>> {
         let rules = d.get("rule_list")?;
-        let names = |k: &str| -> Vec<String> {
-            rules
-                .get(k)
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default()
+        let names = |k: &str| -> Result<Vec<String>, String> {
+            match rules.get(k) {
+                None => Ok(Vec::new()),
+                Some(serde_json::Value::Array(a)) => a
+                    .iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| format!("the recorded `{k}` rule {x} is not a tool name"))
+                    })
+                    .collect(),
+                Some(other) => Err(format!("the recorded `{k}` rules are {other}, not a list")),
+            }
         };
-        Some(RuleList::new(names("deny"), names("ask")))
+        Some(names("deny").and_then(|deny| Ok(RuleList::new(deny, names("ask")?))))
+    }
+
+    /// The tools the list names (denied or asked about).
+    pub fn tools(&self) -> impl Iterator<Item = &str> {
+        self.deny.iter().chain(&self.ask).map(String::as_str)
     }
 }
 

@@ -7,7 +7,6 @@
 
 pub mod authority;
 mod cache;
-pub mod control;
 pub mod hub;
 pub mod intercept;
 pub mod replay;
@@ -25,7 +24,6 @@ use warrant_core::ports::{
 use warrant_core::{Outcome, Spec};
 
 pub use authority::{AllOf, AllowAll, DenyTools, RuleList};
-pub use control::HttpControl;
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
@@ -54,7 +52,31 @@ pub enum EngineError {
     /// A replay reached the point where the recorded process stopped.
     #[error("stopped at event {0}")]
     Stopped(u64),
+    /// Another process drives the run.
+    #[error("run `{run}` is driven by another process ({holder}, heard from {age_ms} ms ago): not re-entering it")]
+    Held {
+        /// The run.
+        run: RunId,
+        /// Who drives it.
+        holder: String,
+        /// How long ago it was heard from.
+        age_ms: u64,
+    },
+    /// The log holds what this build cannot act on (events of unknown types, a newer format).
+    #[error("run `{run}`: {reason}: not acting on a log this build does not understand")]
+    Unreadable {
+        /// The run.
+        run: RunId,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An operator's input cannot be taken (a reconciliation of a call not in doubt, ...).
+    #[error("{0}")]
+    Refused(String),
 }
+
+/// How often an operator's input is tried again when another process appended first.
+const OPERATOR_ATTEMPTS_MAX: usize = 5;
 
 /// An approver's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +130,8 @@ pub struct Engine {
     pub(crate) control: Option<ControlSetting>,
     /// Tenant and user new runs act for (the agent is the decider).
     pub(crate) acting_for: (String, String),
+    /// Who this process is, as the runs it drives name it in their lease.
+    pub(crate) holder: Arc<str>,
 }
 
 /// Execution control, required for commit calls.
@@ -131,7 +155,14 @@ impl Engine {
             interceptors: Arc::new(Vec::new()),
             control: None,
             acting_for: ("local".to_owned(), "local".to_owned()),
+            holder: Arc::from(format!("pid {}", std::process::id())),
         }
+    }
+
+    /// Names this process in the leases of the runs it drives (default `pid <pid>`).
+    pub fn with_holder(mut self, holder: &str) -> Engine {
+        self.holder = Arc::from(holder);
+        self
     }
 
     /// Uses this clock.
@@ -206,6 +237,19 @@ impl Engine {
         decider: &dyn Decider,
         surfaces: &Surfaces,
     ) -> Result<RunResult, EngineError> {
+        self.run_with_setup(spec, decider, surfaces, None).await
+    }
+
+    /// [`Engine::run`], recording `setup_ms`: the time spent before the run started (reading
+    /// the spec, starting and connecting to its providers), so its report tells the whole
+    /// time.
+    pub async fn run_with_setup(
+        &self,
+        spec: Arc<Spec>,
+        decider: &dyn Decider,
+        surfaces: &Surfaces,
+        setup_ms: Option<u64>,
+    ) -> Result<RunResult, EngineError> {
         for step in &spec.steps {
             if !surfaces.contains_key(&step.provider) {
                 return Err(EngineError::MissingSurface(step.provider.clone()));
@@ -220,6 +264,7 @@ impl Engine {
             surfaces,
             time::TimeSource::Live(self.clock.clone()),
         );
+        run.setup_ms = setup_ms;
         run.drive().await
     }
 
@@ -245,6 +290,25 @@ impl Engine {
         answer: Answer,
         by: &str,
     ) -> Result<Answered, EngineError> {
+        // Another process may append between reading the log and appending the answer (the
+        // run itself, another approver): read again and judge again.
+        for _ in 0..OPERATOR_ATTEMPTS_MAX {
+            match self.answer_once(request, &answer, by).await {
+                Err(EngineError::Store(StoreError::Conflict { .. })) => continue,
+                other => return other,
+            }
+        }
+        Err(EngineError::Answer(format!(
+            "`{request}`: the run's log kept changing while the answer was recorded; try again"
+        )))
+    }
+
+    async fn answer_once(
+        &self,
+        request: &str,
+        answer: &Answer,
+        by: &str,
+    ) -> Result<Answered, EngineError> {
         use warrant_core::event::{ApprovalScope, Event, EventKind};
         use warrant_core::fold::ApprovalStatus;
         let refuse = |m: String| EngineError::Answer(m);
@@ -256,13 +320,7 @@ impl Engine {
                     "`{request}` is not an approval request id (`<run>-a<n>`)"
                 ))
             })?;
-        let events: Vec<Arc<Event>> = self
-            .store
-            .read(&run, 1)?
-            .into_iter()
-            .map(|s| s.event)
-            .collect();
-        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        let state = self.fold(&run)?;
         let approval = state
             .approval(request)
             .ok_or_else(|| refuse(format!("no approval request `{request}`")))?;
@@ -272,7 +330,7 @@ impl Engine {
                 outcome.name()
             )));
         }
-        let same = match (&approval.status, &answer) {
+        let same = match (&approval.status, answer) {
             (ApprovalStatus::Pending, _) => None,
             (
                 ApprovalStatus::Approved { scope, until_ms },
@@ -297,6 +355,16 @@ impl Engine {
             None => {}
         }
         let now = self.clock.now_ms();
+        if let Answer::Approve {
+            until_ms: Some(until),
+            ..
+        } = answer
+            && *until <= now
+        {
+            return Err(refuse(format!(
+                "an approval until {until} ms since the epoch would hold for no time: that is not later than now ({now})"
+            )));
+        }
         if now >= approval.expires_at_ms {
             // The run's own process records the expiry when it carries on.
             return Err(refuse(format!("`{request}` expired unanswered")));
@@ -305,8 +373,8 @@ impl Engine {
             Answer::Approve { scope, until_ms } => EventKind::ApprovalResolved {
                 request: request.to_owned(),
                 approved: true,
-                scope: Some(scope),
-                until_ms,
+                scope: Some(*scope),
+                until_ms: *until_ms,
                 by: by.to_owned(),
                 reason: String::new(),
             },
@@ -316,7 +384,7 @@ impl Engine {
                 scope: None::<ApprovalScope>,
                 until_ms: None,
                 by: by.to_owned(),
-                reason,
+                reason: reason.clone(),
             },
         };
         let event = Event {
@@ -325,7 +393,7 @@ impl Engine {
             kind,
         };
         self.store
-            .append(&run, state.last_seq, vec![Arc::new(event)])
+            .append(&run, state.last_seq, vec![Arc::new(event)], None)
             .await?;
         Ok(Answered::Recorded)
     }
@@ -333,13 +401,70 @@ impl Engine {
     /// Re-enters a run whose process stopped: folds its log, settles the call whose result was
     /// lost (a read is re-invoked; a commit is re-invoked only when that is safe by
     /// construction, otherwise it is put in doubt), and drives the run on. A finished run is
-    /// returned as it is; a run with an effect in doubt returns waiting.
+    /// returned as it is; a run with an effect in doubt returns waiting. A run another live
+    /// process drives is not re-entered ([`EngineError::Held`]); neither is a log this build
+    /// cannot fully read ([`EngineError::Unreadable`]).
     pub async fn resume(
         &self,
         run_id: &RunId,
         decider: &dyn Decider,
         surfaces: &Surfaces,
     ) -> Result<RunResult, EngineError> {
+        self.resume_with_setup(run_id, decider, surfaces, None)
+            .await
+    }
+
+    /// [`Engine::resume`], recording the time spent connecting to providers first.
+    pub async fn resume_with_setup(
+        &self,
+        run_id: &RunId,
+        decider: &dyn Decider,
+        surfaces: &Surfaces,
+        setup_ms: Option<u64>,
+    ) -> Result<RunResult, EngineError> {
+        let state = self.fold(run_id)?;
+        let Some(spec) = state.spec.clone() else {
+            return Err(EngineError::UnknownRun(run_id.clone()));
+        };
+        if state.outcome.is_some() {
+            return Ok(RunResult {
+                run_id: run_id.clone(),
+                outcome: state.outcome.clone(),
+                waiting_on: Vec::new(),
+                state,
+            });
+        }
+        for step in &spec.steps {
+            if !surfaces.contains_key(&step.provider) {
+                return Err(EngineError::MissingSurface(step.provider.clone()));
+            }
+        }
+        let driver = warrant_core::ports::Driver {
+            holder: self.holder.clone(),
+            now_ms: self.clock.now_ms(),
+        };
+        if let Some(held) = self.store.claim(run_id, &driver)? {
+            return Err(EngineError::Held {
+                run: run_id.clone(),
+                holder: held.holder,
+                age_ms: driver.now_ms.saturating_sub(held.heartbeat_ms),
+            });
+        }
+        let mut run = run::Run::from_state(
+            self,
+            state,
+            spec,
+            decider,
+            surfaces,
+            time::TimeSource::Live(self.clock.clone()),
+        );
+        run.setup_ms = setup_ms;
+        run.reenter().await
+    }
+
+    /// The run's state, folded from its log; refused when the log holds what this build
+    /// cannot act on.
+    pub fn fold(&self, run_id: &RunId) -> Result<RunState, EngineError> {
         let events: Vec<Arc<warrant_core::Event>> = self
             .store
             .read(run_id, 1)?
@@ -350,22 +475,100 @@ impl Engine {
             return Err(EngineError::UnknownRun(run_id.clone()));
         }
         let state = RunState::from_events(events.iter().map(|e| &**e))?;
-        let Some(spec) = state.spec.clone() else {
-            return Err(EngineError::UnknownRun(run_id.clone()));
-        };
-        for step in &spec.steps {
-            if !surfaces.contains_key(&step.provider) {
-                return Err(EngineError::MissingSurface(step.provider.clone()));
+        understood(run_id, &state)?;
+        Ok(state)
+    }
+
+    /// Records an operator's word on a call in doubt: it happened, or it did not (and, with
+    /// `resend`, that it must be sent again: a new call, ruled on again, under a new
+    /// idempotency key, when the run is resumed). Refused for a call not in doubt and for a
+    /// run that has ended: nothing follows `run_finished`.
+    pub async fn reconcile(
+        &self,
+        run_id: &RunId,
+        call: CallId,
+        happened: bool,
+        resend: bool,
+        by: &str,
+        note: &str,
+    ) -> Result<(), EngineError> {
+        for _ in 0..OPERATOR_ATTEMPTS_MAX {
+            match self
+                .reconcile_once(run_id, call, happened, resend, by, note)
+                .await
+            {
+                Err(EngineError::Store(StoreError::Conflict { .. })) => continue,
+                other => return other,
             }
         }
-        let mut run = run::Run::from_state(
-            self,
-            state,
-            spec,
-            decider,
-            surfaces,
-            time::TimeSource::Live(self.clock.clone()),
-        );
-        run.reenter().await
+        Err(EngineError::Refused(format!(
+            "run `{run_id}`: its log kept changing while the reconciliation was recorded; try again"
+        )))
     }
+
+    async fn reconcile_once(
+        &self,
+        run_id: &RunId,
+        call: CallId,
+        happened: bool,
+        resend: bool,
+        by: &str,
+        note: &str,
+    ) -> Result<(), EngineError> {
+        use warrant_core::event::{Event, EventKind};
+        let state = self.fold(run_id)?;
+        if let Some(outcome) = &state.outcome {
+            return Err(EngineError::Refused(format!(
+                "run `{run_id}` already ended {}: nothing can be recorded after its end",
+                outcome.name()
+            )));
+        }
+        if !state.in_doubt().any(|c| c.id == call) {
+            return Err(EngineError::Refused(format!(
+                "call {call} of run `{run_id}` is not in doubt"
+            )));
+        }
+        if happened && resend {
+            return Err(EngineError::Refused(
+                "an effect that happened cannot also be sent again".into(),
+            ));
+        }
+        let event = Event {
+            seq: state.last_seq + 1,
+            at_ms: self.clock.now_ms(),
+            kind: EventKind::CallReconciled {
+                call,
+                happened,
+                by: by.to_owned(),
+                note: note.to_owned(),
+                resend,
+            },
+        };
+        self.store
+            .append(run_id, state.last_seq, vec![Arc::new(event)], None)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Refuses a log this build cannot act on: events of types it does not know, or a format
+/// newer than its own.
+pub fn understood(run_id: &RunId, state: &RunState) -> Result<(), EngineError> {
+    if let Some((seq, kind)) = state.unrecognized.first() {
+        return Err(EngineError::Unreadable {
+            run: run_id.clone(),
+            reason: format!("event {seq} has type `{kind}`, which this build does not know"),
+        });
+    }
+    if !state.format.is_empty() && state.format != warrant_core::event::EVENTS_FORMAT {
+        return Err(EngineError::Unreadable {
+            run: run_id.clone(),
+            reason: format!(
+                "its log is `{}`; this build writes `{}`",
+                state.format,
+                warrant_core::event::EVENTS_FORMAT
+            ),
+        });
+    }
+    Ok(())
 }

@@ -6,13 +6,16 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use warrant_core::event::{ActionRecord, CallStatus, DeciderIdentity, Event, EventKind, encode};
+use warrant_core::codes::Code;
+use warrant_core::event::{
+    ActionRecord, CallStatus, DeciderIdentity, Event, EventKind, Fault, encode,
+};
 use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
     Authority, BoxFuture, CallOutput, CapabilityRequest, ControlVerdict, DecideError, Decided,
     Decider, ExecutionControl, IdGen, Interception, Interceptor, Invocation, Observation, Recovery,
-    Surface, SurfaceError, Verdict,
+    Surface, SurfaceError, SurfaceErrorKind, Verdict,
 };
 use warrant_core::projection::Projection;
 use warrant_core::spec::Spec;
@@ -206,7 +209,7 @@ impl ReplayDecider {
                 EventKind::DecideFailed {
                     fault, exchange, ..
                 } => Some(Err(DecideError {
-                    code: fault.code.clone(),
+                    code: fault.known_code().unwrap_or(Code::ReplayDiverged),
                     message: fault.message.clone(),
                     exchange: exchange.clone(),
                 })),
@@ -230,7 +233,7 @@ impl Decider for ReplayDecider {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         let answer = self.decisions.get(*next).cloned().unwrap_or_else(|| {
             Err(DecideError::new(
-                "replay_diverged",
+                Code::ReplayDiverged,
                 "the log records no further decision",
             ))
         });
@@ -541,7 +544,8 @@ impl Interceptor for ReplayInterceptor {
 /// Answers one provider's observations, freshness checks and calls from the log.
 struct ReplaySurface {
     observations: Mutex<VecDeque<Result<Observation, SurfaceError>>>,
-    fresh: Mutex<VecDeque<bool>>,
+    /// Freshness answers in order; `None` where the check gave no answer in time.
+    fresh: Mutex<VecDeque<Option<bool>>>,
     results: HashMap<CallId, Result<CallOutput, SurfaceError>>,
     /// Tools whose lost commits the recorded process put in doubt.
     doubted: HashSet<String>,
@@ -560,6 +564,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     let mut results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>> =
         HashMap::new();
     let mut call_provider: HashMap<CallId, String> = HashMap::new();
+    let mut call_tool: HashMap<CallId, String> = HashMap::new();
     let mut dispatched: HashSet<CallId> = HashSet::new();
     for e in events {
         match &e.kind {
@@ -571,8 +576,11 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             } => {
                 actions.insert((provider.clone(), version.clone()), a.clone());
             }
-            EventKind::CallStarted { call, step, .. } => {
+            EventKind::CallStarted {
+                call, step, tool, ..
+            } => {
                 call_provider.insert(*call, provider_of_step(&step.0));
+                call_tool.insert(*call, tool.clone());
             }
             EventKind::CallDispatched { call, .. } => {
                 dispatched.insert(*call);
@@ -588,7 +596,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 results
                     .entry(p)
                     .or_default()
-                    .insert(*call, Err(SurfaceError::new(&f.code, f.message.clone())));
+                    .insert(*call, Err(recorded_error(f, f.message.clone())));
             }
             EventKind::CallFinished {
                 call,
@@ -605,15 +613,31 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                         output: (**o).clone(),
                         is_error: false,
                     }),
-                    (CallStatus::ProviderError, Some(o), _) => Ok(CallOutput {
-                        output: (**o).clone(),
-                        is_error: true,
+                    // An error result the provider returned, or an error that came with the
+                    // provider's answer: the recorded message tells which.
+                    (CallStatus::ProviderError, Some(o), f)
+                        if f.as_ref().is_none_or(|f| {
+                            let tool = call_tool.get(call).map_or("", String::as_str);
+                            f.message
+                                == format!(
+                                    "`{tool}` failed: {}",
+                                    warrant_core::text::provider_message(o)
+                                )
+                        }) =>
+                    {
+                        Ok(CallOutput {
+                            output: (**o).clone(),
+                            is_error: true,
+                        })
+                    }
+                    (_, Some(o), Some(f)) => {
+                        Err(recorded_error(f, strip_call(&f.message)).with_output((**o).clone()))
+                    }
+                    (_, _, Some(f)) => Err(recorded_error(f, strip_call(&f.message))),
+                    _ => Err(SurfaceError {
+                        code: Some(Code::ReplayGap),
+                        ..SurfaceError::rejected("the log records no result for this call")
                     }),
-                    (_, _, Some(f)) => Err(SurfaceError::new(&f.code, strip_call(&f.message))),
-                    _ => Err(SurfaceError::new(
-                        "replay_gap",
-                        "the log records no result for this call",
-                    )),
                 };
                 results.entry(p).or_default().insert(*call, answer);
             }
@@ -631,7 +655,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     };
     let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> =
         HashMap::new();
-    let mut fresh: HashMap<String, VecDeque<bool>> = HashMap::new();
+    let mut fresh: HashMap<String, VecDeque<Option<bool>>> = HashMap::new();
     let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
     for e in segment {
         match &e.kind {
@@ -641,8 +665,8 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 observations
                     .entry(provider.clone())
                     .or_default()
-                    .push_back(Err(SurfaceError::new(
-                        &fault.code,
+                    .push_back(Err(recorded_error(
+                        fault,
                         strip_observe(&fault.message, provider),
                     )));
             }
@@ -658,16 +682,22 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             }
             EventKind::CallDispatched { call, .. } => {
                 if let Some(p) = call_provider.get(call) {
-                    fresh.entry(p.clone()).or_default().push_back(true);
+                    fresh.entry(p.clone()).or_default().push_back(Some(true));
                 }
             }
             EventKind::CallFinished {
                 call,
                 fault: Some(f),
                 ..
-            } if f.code == "stale_observation" && !dispatched.contains(call) => {
+            } if !dispatched.contains(call)
+                && matches!(
+                    f.known_code(),
+                    Some(Code::StaleObservation | Code::FreshnessTimeout)
+                ) =>
+            {
                 if let Some(p) = call_provider.get(call) {
-                    fresh.entry(p.clone()).or_default().push_back(false);
+                    let answer = (f.code == Code::StaleObservation.as_str()).then_some(false);
+                    fresh.entry(p.clone()).or_default().push_back(answer);
                 }
             }
             EventKind::CallInDoubt { provider, tool, .. } => {
@@ -690,6 +720,25 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
         surfaces.insert(name.clone(), Arc::new(surface));
     }
     surfaces
+}
+
+/// The error a surface gave, as the log recorded it: the kind its code stands for, and the
+/// code itself, so the engine records the same fault again.
+fn recorded_error(fault: &Fault, message: String) -> SurfaceError {
+    let code = fault.known_code();
+    let kind = match code {
+        Some(Code::DeniedAtProvider) => SurfaceErrorKind::Denied,
+        Some(Code::Cancelled) => SurfaceErrorKind::Cancelled,
+        Some(Code::Timeout | Code::Deadline) => SurfaceErrorKind::TimedOut,
+        Some(Code::AnswerLost) => SurfaceErrorKind::AnswerLost,
+        Some(Code::InvalidArguments) => SurfaceErrorKind::Invalid,
+        Some(Code::Unavailable) => SurfaceErrorKind::NotSent,
+        _ => SurfaceErrorKind::Rejected,
+    };
+    SurfaceError {
+        code,
+        ..SurfaceError::new(kind, message)
+    }
 }
 
 /// The engine words a failed observation as "observing `p` failed: <message>".
@@ -722,20 +771,20 @@ impl Surface for ReplaySurface {
             .ok()
             .and_then(|mut q| q.pop_front());
         let answer = next.unwrap_or_else(|| {
-            Err(SurfaceError::new(
-                "replay_diverged",
-                "the log records no further observation",
-            ))
+            Err(SurfaceError {
+                code: Some(Code::ReplayDiverged),
+                ..SurfaceError::rejected("the log records no further observation")
+            })
         });
         Box::pin(std::future::ready(answer))
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         let answer = self.results.get(&call.call).cloned().unwrap_or_else(|| {
-            Err(SurfaceError::new(
-                "replay_diverged",
-                format!("the log records no result for {}", call.call),
-            ))
+            Err(SurfaceError {
+                code: Some(Code::ReplayDiverged),
+                ..SurfaceError::rejected(format!("the log records no result for {}", call.call))
+            })
         });
         Box::pin(std::future::ready(answer))
     }
@@ -754,8 +803,12 @@ impl Surface for ReplaySurface {
             .lock()
             .ok()
             .and_then(|mut q| q.pop_front())
-            .unwrap_or(true);
-        Box::pin(std::future::ready(next))
+            .unwrap_or(Some(true));
+        match next {
+            Some(answer) => Box::pin(std::future::ready(answer)),
+            // The recorded check gave no answer in time: neither does this one.
+            None => Box::pin(std::future::pending()),
+        }
     }
 }
 
@@ -765,7 +818,9 @@ mod memory {
 
     use warrant_core::event::{Event, StoredEvent};
     use warrant_core::ids::RunId;
-    use warrant_core::ports::{BoxFuture, CancelRequest, EventStore, RunSummary, StoreError};
+    use warrant_core::ports::{
+        BoxFuture, CancelRequest, Driver, EventStore, Held, RunSummary, StoreError,
+    };
 
     #[derive(Default)]
     pub(super) struct Log {
@@ -784,6 +839,7 @@ mod memory {
             _run: &RunId,
             _expected: u64,
             events: Vec<Arc<Event>>,
+            _driver: Option<&Driver>,
         ) -> BoxFuture<'static, Result<(), StoreError>> {
             if let Ok(mut log) = self.events.lock() {
                 log.extend(events);
@@ -800,6 +856,18 @@ mod memory {
             Ok(())
         }
         fn cancel_request(&self, _run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+            Ok(None)
+        }
+        fn claim(&self, _run: &RunId, _driver: &Driver) -> Result<Option<Held>, StoreError> {
+            Ok(None)
+        }
+        fn heartbeat(&self, _run: &RunId, _driver: &Driver) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn release(&self, _run: &RunId, _driver: &Driver) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn summary(&self, _run: &RunId) -> Result<Option<RunSummary>, StoreError> {
             Ok(None)
         }
     }

@@ -6,15 +6,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 use warrant_core::canon;
+use warrant_core::codes::Code;
 use warrant_core::event::{
-    ApprovalScope, CallStatus, Claim, Decision, EVENTS_FORMAT, Effect, Event, EventKind, Fault,
-    Layer, Lineage, Narrowing, Outcome, StepEnd,
+    ApprovalScope, CallStatus, Claim, Decision, DoubtStage, EVENTS_FORMAT, Effect, Event,
+    EventKind, Fault, Layer, Lineage, Narrowing, Outcome, StepEnd,
 };
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, HandleId, RunId, StepId};
 use warrant_core::ports::{
-    CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, DecideError, Decider,
-    Interception, Invocation, Recovery, SurfaceError, Verdict,
+    BoxFuture, CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, DecideError, Decider,
+    Driver, Interception, Invocation, LEASE_TTL_MS, Observation, Recovery, SurfaceError,
+    SurfaceErrorKind, Verdict,
 };
 use warrant_core::projection::{self, Projection};
 use warrant_core::provenance;
@@ -53,6 +55,8 @@ pub(crate) struct Run<'a> {
     cancel_polled_ms: Option<u64>,
     /// The objective, lower-cased once for provenance matching.
     objective_lower: String,
+    /// Milliseconds spent before the run (or this re-entry) started, to record once.
+    pub(crate) setup_ms: Option<u64>,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -97,7 +101,7 @@ struct Refusal {
 
 /// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
 /// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
-fn ready_now<T>(work: &mut warrant_core::ports::BoxFuture<'_, T>) -> Option<T> {
+fn ready_now<T>(work: &mut BoxFuture<'_, T>) -> Option<T> {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     match work.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(answer) => Some(answer),
@@ -105,10 +109,120 @@ fn ready_now<T>(work: &mut warrant_core::ports::BoxFuture<'_, T>) -> Option<T> {
     }
 }
 
-/// The code of a decision the run's deadline cut short (recorded, so a replay ends the same).
-const DECIDE_DEADLINE: &str = "deadline_exceeded";
+/// How long a wait on a port may last.
+#[derive(Clone, Copy, Debug)]
+enum Bound {
+    /// `limits.call_timeout_ms`, and never past the run's deadline: a provider (observe,
+    /// freshness, invoke, lookup) or the authority.
+    Call,
+    /// The run's deadline: the decider (a live model may think for long).
+    Deadline,
+    /// This many milliseconds, and never past the run's deadline: execution control.
+    Within(u64),
+}
 
-fn refuse(code: &str, layer: Layer, message: impl Into<String>) -> Refusal {
+/// Why a bounded wait ended without its answer. Every wait on a port goes through
+/// [`Run::bounded`], so none can outlast its bound, the deadline or a cancellation.
+#[derive(Debug)]
+enum Cut {
+    /// The bound passed.
+    Timeout(u64),
+    /// The run's deadline came first.
+    Deadline(u64),
+    /// The run was cancelled meanwhile.
+    Cancelled(CancelRequest),
+}
+
+impl Cut {
+    /// The cut as the error a surface would give: what the log records, and what a replay
+    /// hands back to regenerate it.
+    fn surface_error(&self) -> SurfaceError {
+        let (kind, code, message) = match self {
+            Cut::Timeout(ms) => (
+                SurfaceErrorKind::TimedOut,
+                Code::Timeout,
+                format!("no answer within {ms} ms"),
+            ),
+            Cut::Deadline(ms) => (
+                SurfaceErrorKind::TimedOut,
+                Code::Deadline,
+                format!("no answer within {ms} ms"),
+            ),
+            Cut::Cancelled(c) => (
+                SurfaceErrorKind::Cancelled,
+                Code::Cancelled,
+                format!("cancelled by {}: {}", c.by, c.reason),
+            ),
+        };
+        SurfaceError {
+            code: Some(code),
+            ..SurfaceError::new(kind, message)
+        }
+    }
+}
+
+/// How a surface's error is recorded on a call that reached dispatch: its status and fault.
+/// One mapping for live runs and replays.
+fn call_fault(tool: &str, e: &SurfaceError) -> (CallStatus, Fault) {
+    let message = &e.message;
+    let (status, code, text) = match e.kind {
+        SurfaceErrorKind::Denied => (
+            CallStatus::StoppedByPolicy,
+            Code::DeniedAtProvider,
+            format!("`{tool}` denied by the provider's authorizer: {message}"),
+        ),
+        SurfaceErrorKind::Cancelled => (
+            CallStatus::Cancelled,
+            Code::Cancelled,
+            format!("`{tool}` cancelled: {message}"),
+        ),
+        SurfaceErrorKind::Invalid => (
+            CallStatus::Rejected,
+            Code::InvalidArguments,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::NotSent => (
+            CallStatus::ProviderError,
+            Code::Unavailable,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::Rejected => (
+            CallStatus::ProviderError,
+            Code::ProviderError,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::AnswerLost => (
+            CallStatus::ProviderError,
+            Code::AnswerLost,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::TimedOut => (
+            CallStatus::ProviderError,
+            Code::Timeout,
+            format!("`{tool}` failed: {message}"),
+        ),
+    };
+    let code = e.code.unwrap_or(code);
+    (status, Fault::of(code, text))
+}
+
+/// The fault of a failed observation.
+fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {
+    let code = e.code.unwrap_or(match e.kind {
+        SurfaceErrorKind::NotSent => Code::Unavailable,
+        SurfaceErrorKind::AnswerLost => Code::AnswerLost,
+        SurfaceErrorKind::TimedOut => Code::Timeout,
+        SurfaceErrorKind::Cancelled => Code::Cancelled,
+        SurfaceErrorKind::Denied => Code::DeniedAtProvider,
+        SurfaceErrorKind::Rejected | SurfaceErrorKind::Invalid => Code::ProviderError,
+    });
+    Fault::of(
+        code,
+        format!("observing `{provider}` failed: {}", e.message),
+    )
+}
+
+fn refuse(code: Code, layer: Layer, message: impl Into<String>) -> Refusal {
     let status = if layer == Layer::Policy {
         CallStatus::StoppedByPolicy
     } else {
@@ -166,6 +280,7 @@ impl<'a> Run<'a> {
             cancel: None,
             cancel_polled_ms: None,
             objective_lower,
+            setup_ms: None,
         }
     }
 
@@ -179,11 +294,52 @@ impl<'a> Run<'a> {
             .in_flight()
             .filter(|c| !c.in_doubt && c.executed.is_some())
             .map(|c| c.id);
-        self.stage(EventKind::RunResumed { in_flight })?;
+        // A run that waits for a person, with nothing answered, nothing expired and no
+        // cancellation, has nothing to do: re-entering it records nothing.
+        if in_flight.is_none() && self.idle() {
+            self.release();
+            return Ok(self.result());
+        }
+        let setup_ms = self.setup_ms.take();
+        self.stage(EventKind::RunResumed {
+            in_flight,
+            setup_ms,
+        })?;
         if let Some(call) = in_flight {
             self.recover(call).await?;
         }
         self.resume().await
+    }
+
+    /// Whether the run waits for a person and nothing has changed: no answer, no expiry (as of
+    /// now), no cancellation.
+    fn idle(&mut self) -> bool {
+        let Next::Wait(call) = self.state.next() else {
+            return false;
+        };
+        if self.cancel_due().is_some() {
+            return false;
+        }
+        let now = self.time.peek().unwrap_or(self.state.last_at_ms);
+        let expired = self
+            .state
+            .call(call)
+            .and_then(|c| c.awaiting.as_deref())
+            .and_then(|r| self.state.approval(r))
+            .is_some_and(|a| a.status == ApprovalStatus::Pending && now >= a.expires_at_ms);
+        !expired
+    }
+
+    /// Gives the run's lease back (nothing more will be appended by this process).
+    fn release(&self) {
+        if let TimeSource::Live(clock) = &self.time {
+            let driver = Driver {
+                holder: self.engine.holder.clone(),
+                now_ms: clock.now_ms(),
+            };
+            // A failed release only makes others wait for the lease to lapse.
+            let _ = self.engine.store.release(&self.run_id, &driver);
+        }
     }
 
     /// A call started earlier, with what carrying it on needs: its record, step, provider,
@@ -248,76 +404,99 @@ impl<'a> Run<'a> {
         } else {
             surface.recovery(&record.tool)
         };
-        let in_doubt = |reason: String| EventKind::CallInDoubt {
+        let args_digest = canon::digest(&invocation.args);
+        let in_doubt = |reason: String, cause: Option<Fault>| EventKind::CallInDoubt {
             call,
             provider: provider.clone(),
             tool: record.tool.clone(),
-            args_digest: canon::digest(&invocation.args),
+            args_digest: args_digest.clone(),
             reason,
-            cause: None,
+            cause,
+            stage: Some(DoubtStage::IntentRecorded),
         };
         // INVARIANT (every path): a repeated call is ruled on again, as it is now. A read that
         // is no longer allowed ends stopped; a commit that may have happened is in doubt.
-        let schema = self
+        let action = self
             .state
             .observations
             .get(&provider)
             .and_then(|o| o.actions.iter().find(|a| a.name == record.tool))
-            .map(|a| a.input_schema.clone())
-            .unwrap_or_default();
+            .cloned()
+            .map(|a| warrant_core::event::ActionRecord { effect, ..a })
+            .unwrap_or_else(|| warrant_core::event::ActionRecord {
+                name: record.tool.clone(),
+                effect,
+                description: String::new(),
+                input_schema: Arc::new(Value::Null),
+                hints: None,
+            });
         let allowed = if recovery == Recovery::InDoubt {
             Ok(None)
         } else {
             self.authorize(
                 i,
                 call,
-                &record.tool,
-                effect,
+                &action,
                 &invocation.args,
-                &canon::digest(&invocation.args),
+                &args_digest,
                 &record.provenance,
-                &schema,
             )
             .await
         };
+        let tool = &record.tool;
         if let Err(refusal) = allowed {
             if effect == Effect::Read {
                 return self.refuse_call(call, refusal);
             }
-            self.stage(EventKind::CallInDoubt {
-                call,
-                provider: provider.clone(),
-                tool: record.tool.clone(),
-                args_digest: canon::digest(&invocation.args),
-                reason: format!(
-                    "authority no longer allows repeating `{}`: {}",
-                    record.tool, refusal.fault.message
+            self.stage(in_doubt(
+                format!(
+                    "authority no longer allows repeating `{tool}`: {}",
+                    refusal.fault.message
                 ),
-                cause: Some(refusal.fault),
-            })?;
+                Some(refusal.fault),
+            ))?;
             return Ok(());
         }
         match recovery {
             Recovery::Reinvoke => self.invoke_and_record(i, &surface, invocation).await,
-            Recovery::Lookup => match surface.lookup(invocation.clone()).await {
-                Ok(Some(found)) => self.record_result(i, call, &record.tool, Ok(found)),
-                Ok(None) => self.invoke_and_record(i, &surface, invocation).await,
-                Err(e) => {
-                    self.stage(in_doubt(format!(
-                        "the lookup of the effect failed: {}",
-                        e.message
-                    )))?;
-                    Ok(())
+            Recovery::Lookup => {
+                let looked = self
+                    .bounded(Bound::Call, surface.lookup(invocation.clone()))
+                    .await
+                    .unwrap_or_else(|cut| Err(self.cut(&cut)));
+                match looked {
+                    Ok(Some(found)) => self.record_result(i, call, tool, Ok(found)),
+                    Ok(None) => self.invoke_and_record(i, &surface, invocation).await,
+                    Err(e) => {
+                        self.stage(in_doubt(
+                            format!(
+                                "the intent to call `{tool}` was recorded, then the process stopped; looking up whether it happened failed: {}",
+                                e.message
+                            ),
+                            None,
+                        ))?;
+                        Ok(())
+                    }
                 }
-            },
+            }
             Recovery::InDoubt => {
-                self.stage(in_doubt(format!(
-                    "the process stopped after `{}` was sent; `{provider}` neither accepts idempotency keys nor can tell whether it happened",
-                    record.tool
-                )))?;
+                self.stage(in_doubt(
+                    format!(
+                        "the intent to call `{tool}` was recorded, then the process stopped before its result was: whether it was sent, and whether it happened, is unknown (`{provider}` neither accepts idempotency keys nor can tell)"
+                    ),
+                    None,
+                ))?;
                 Ok(())
             }
         }
+    }
+
+    /// A cut wait as the error it stands for; a cancellation is remembered, to end the run.
+    fn cut(&mut self, cut: &Cut) -> SurfaceError {
+        if let Cut::Cancelled(c) = cut {
+            self.cancel = Some(c.clone());
+        }
+        cut.surface_error()
     }
 
     /// The cancellation requested for this run, if it is due now. Live: asks the store at
@@ -348,20 +527,33 @@ impl<'a> Run<'a> {
     }
 
     /// Awaits `work` unless the run is cancelled first (live runs only: a replay never waits).
-    /// Cooperative: the request is noticed within `CANCEL_POLL_MS`.
+    /// Cooperative: the request is noticed within `CANCEL_POLL_MS`. While it waits, the run's
+    /// lease is renewed, so others know its driver is alive.
     async fn guarded<T>(
         &self,
         work: impl std::future::Future<Output = T>,
     ) -> Result<T, CancelRequest> {
-        if !matches!(self.time, TimeSource::Live(_)) {
+        let TimeSource::Live(clock) = &self.time else {
             return Ok(work.await);
-        }
+        };
         let (store, run) = (self.engine.store.clone(), self.run_id.clone());
+        let (clock, holder) = (clock.clone(), self.engine.holder.clone());
         let watch = async move {
+            let mut renewed_ms = clock.now_ms();
             loop {
                 tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
                 if let Ok(Some(c)) = store.cancel_request(&run) {
                     return c;
+                }
+                let now_ms = clock.now_ms();
+                if now_ms.saturating_sub(renewed_ms) >= LEASE_TTL_MS / 3 {
+                    renewed_ms = now_ms;
+                    let driver = Driver {
+                        holder: holder.clone(),
+                        now_ms,
+                    };
+                    // A failed renewal only lets the lease lapse sooner; the run goes on.
+                    let _ = store.heartbeat(&run, &driver);
                 }
             }
         };
@@ -372,21 +564,39 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// How long an external party (a provider, an authority) may be waited on: at most
-    /// `call_timeout_ms`, and never past the run's deadline; with the code that names which.
-    fn wait_bound(&self) -> (u64, &'static str) {
-        let timeout_ms = self.spec.limits.call_timeout_ms;
-        match self.time.peek() {
-            Some(now) => {
-                let left =
-                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
-                if left < timeout_ms {
-                    (left, "deadline")
-                } else {
-                    (timeout_ms, "timeout")
-                }
-            }
-            None => (u64::MAX / 4, "timeout"),
+    /// How long a wait may last now, and whether that is the deadline; `None` when replaying
+    /// (recorded ports answer at once).
+    fn bound_ms(&self, bound: Bound) -> Option<(u64, bool)> {
+        let now = self.time.peek()?;
+        let left = (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
+        let limit = match bound {
+            Bound::Call => self.spec.limits.call_timeout_ms,
+            Bound::Deadline => u64::MAX,
+            Bound::Within(ms) => ms,
+        };
+        Some(if left <= limit {
+            (left, true)
+        } else {
+            (limit, false)
+        })
+    }
+
+    /// INVARIANT (every wait bounded): awaits a port's answer within `bound`, the run's deadline
+    /// and the cancel guard. A port that answers at once is polled once, with no timers.
+    /// Replaying, a recorded port that gave no answer never answers: the bound fires at once.
+    async fn bounded<T>(&self, bound: Bound, mut work: BoxFuture<'_, T>) -> Result<T, Cut> {
+        if let Some(answer) = ready_now(&mut work) {
+            return Ok(answer);
+        }
+        let Some((ms, deadline)) = self.bound_ms(bound) else {
+            return Err(Cut::Timeout(0));
+        };
+        let timed = tokio::time::timeout(Duration::from_millis(ms), work);
+        match self.guarded(timed).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) if deadline => Err(Cut::Deadline(ms)),
+            Ok(Err(_)) => Err(Cut::Timeout(ms)),
+            Err(c) => Err(Cut::Cancelled(c)),
         }
     }
 
@@ -436,9 +646,13 @@ impl<'a> Run<'a> {
         let holds_result = events
             .iter()
             .any(|e| matches!(e.kind, EventKind::CallFinished { .. }));
+        let driver = Driver {
+            holder: self.engine.holder.clone(),
+            now_ms: self.state.last_at_ms,
+        };
         self.engine
             .store
-            .append(&self.run_id, expected, events)
+            .append(&self.run_id, expected, events, Some(&driver))
             .await?;
         self.durable_seq = last;
         if holds_result {
@@ -451,6 +665,7 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) async fn drive(&mut self) -> Result<RunResult, EngineError> {
+        let setup_ms = self.setup_ms.take();
         self.stage(EventKind::RunStarted {
             format: EVENTS_FORMAT.to_owned(),
             run_id: self.run_id.clone(),
@@ -463,6 +678,7 @@ impl<'a> Run<'a> {
                 user: self.engine.acting_for.1.clone(),
                 agent: self.decider.identity().to_string(),
             }),
+            setup_ms,
             execution_control: self.engine.control.as_ref().map(|c| {
                 serde_json::json!({
                     "required": true,
@@ -493,7 +709,7 @@ impl<'a> Run<'a> {
                         && !c.in_doubt
                 }) {
                     let fault = Fault::new(
-                        "cancelled",
+                        Code::Cancelled,
                         Layer::Runtime,
                         format!(
                             "`{}` cancelled: the run was cancelled while it waited for approval",
@@ -560,6 +776,7 @@ impl<'a> Run<'a> {
                 }
                 Next::Continue(i) => self.decide_once(i).await?,
                 Next::Redrive(call) => self.redrive(call).await?,
+                Next::Resend(call) => self.resend(call).await?,
             }
         }
         self.flush().await?;
@@ -601,6 +818,61 @@ impl<'a> Run<'a> {
         Ok(false)
     }
 
+    /// Observes step `i`'s provider within the call bound, recording a new version. A failed
+    /// observation ends the step (the run, at the deadline) and returns `None`; so does a
+    /// cancellation, which the loop then acts on.
+    async fn observe(
+        &mut self,
+        i: usize,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+    ) -> Result<Option<Observation>, EngineError> {
+        let step_id = self.spec.steps[i].id.clone();
+        let provider = self.spec.steps[i].provider.clone();
+        let observed = match self.bounded(Bound::Call, surface.observe()).await {
+            Ok(answer) => answer,
+            Err(Cut::Cancelled(c)) => {
+                self.cancel = Some(c);
+                return Ok(None);
+            }
+            Err(cut) => Err(cut.surface_error()),
+        };
+        let observation = match observed {
+            Ok(o) => o,
+            Err(e) => {
+                let fault = observe_fault(&provider, &e);
+                let deadline = fault.code == Code::Deadline.as_str();
+                self.stage(EventKind::ObserveFailed {
+                    step: step_id.clone(),
+                    provider,
+                    fault: fault.clone(),
+                })?;
+                if deadline {
+                    self.exhausted("deadline_ms", self.spec.limits.deadline_ms)?;
+                } else {
+                    self.stage(EventKind::StepFinished {
+                        step: step_id,
+                        end: StepEnd::NotAttained { fault },
+                    })?;
+                }
+                return Ok(None);
+            }
+        };
+        let changed = self
+            .state
+            .observations
+            .get(&provider)
+            .is_none_or(|o| o.version != observation.version);
+        if changed {
+            self.stage(EventKind::Observed {
+                step: step_id,
+                provider,
+                version: observation.version.clone(),
+                actions: observation.actions.clone(),
+            })?;
+        }
+        Ok(Some(observation))
+    }
+
     /// One decision in step `i`: observe, project, decide, and carry the decision out.
     async fn decide_once(&mut self, i: usize) -> Result<(), EngineError> {
         if self.check_limits(i, self.state.last_at_ms)? {
@@ -615,44 +887,9 @@ impl<'a> Run<'a> {
             .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
 
         self.flush().await?;
-        let observing = surface.observe();
-        let observation = match self.guarded(observing).await {
-            Err(c) => {
-                self.cancel = Some(c);
-                return Ok(());
-            }
-            Ok(Ok(o)) => o,
-            Ok(Err(e)) => {
-                let fault = Fault::new(
-                    &e.code,
-                    Layer::Provider,
-                    format!("observing `{provider}` failed: {}", e.message),
-                );
-                self.stage(EventKind::ObserveFailed {
-                    step: step_id.clone(),
-                    provider,
-                    fault: fault.clone(),
-                })?;
-                self.stage(EventKind::StepFinished {
-                    step: step_id,
-                    end: StepEnd::NotAttained { fault },
-                })?;
-                return Ok(());
-            }
+        let Some(observation) = self.observe(i, &surface).await? else {
+            return Ok(());
         };
-        let changed = self
-            .state
-            .observations
-            .get(&provider)
-            .is_none_or(|o| o.version != observation.version);
-        if changed {
-            self.stage(EventKind::Observed {
-                step: step_id.clone(),
-                provider: provider.clone(),
-                version: observation.version.clone(),
-                actions: observation.actions.clone(),
-            })?;
-        }
         let projection = Projection::build(
             &self.state,
             self.spec.clone(),
@@ -672,29 +909,16 @@ impl<'a> Run<'a> {
         // The decider is waited on until the run's deadline at most (a live model retrying, a
         // stalled stream): past it, the run is exhausted.
         // Deciders that answer at once (scripts, replays) are polled once, with no timers.
-        let mut deciding = self.decider.decide(projection);
-        let decided = match ready_now(&mut deciding) {
-            Some(answer) => {
-                drop(deciding);
-                Ok(answer)
-            }
-            None => {
-                let left_ms = self.time.peek().map(|now| {
-                    (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now)
-                });
-                let timed = tokio::time::timeout(
-                    Duration::from_millis(left_ms.unwrap_or(u64::MAX / 4)),
-                    deciding,
-                );
-                match self.guarded(timed).await {
-                    Ok(Err(_elapsed)) => Ok(Err(DecideError::new(
-                        DECIDE_DEADLINE,
-                        "the decider had not decided when the run's deadline came",
-                    ))),
-                    Ok(Ok(answer)) => Ok(answer),
-                    Err(c) => Err(c),
-                }
-            }
+        let decided = match self
+            .bounded(Bound::Deadline, self.decider.decide(projection))
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(Cut::Cancelled(c)) => Err(c),
+            Err(Cut::Timeout(_) | Cut::Deadline(_)) => Ok(Err(DecideError::new(
+                Code::DeadlineExceeded,
+                "the decider had not decided when the run's deadline came",
+            ))),
         };
         let decided = match decided {
             Err(c) => {
@@ -704,13 +928,8 @@ impl<'a> Run<'a> {
             }
             Ok(Ok(d)) => d,
             Ok(Err(e)) => {
-                let deadline = e.code == DECIDE_DEADLINE;
-                let layer = if deadline {
-                    Layer::Runtime
-                } else {
-                    Layer::Model
-                };
-                let fault = Fault::new(&e.code, layer, e.message);
+                let deadline = e.code == Code::DeadlineExceeded;
+                let fault = Fault::of(e.code, e.message);
                 self.stage(EventKind::DecideFailed {
                     step: step_id,
                     version: Some(observation.version),
@@ -800,6 +1019,7 @@ impl<'a> Run<'a> {
             tool: tool.clone(),
             handle,
             args: proposed.clone(),
+            resend_of: None,
         })?;
         self.carry(
             i, &sight, surface, call, &tool, handle, proposed, claims, started_at,
@@ -859,15 +1079,43 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         // Freshness, last thing before the intent: the provider may have moved on.
-        if !surface.is_current(&sight.version).await {
-            let fault = Fault::new(
-                "stale_observation",
+        let fresh = self
+            .bounded(Bound::Call, surface.is_current(&sight.version))
+            .await;
+        let provider = &self.spec.steps[i].provider;
+        let stale = match fresh {
+            Ok(true) => None,
+            Ok(false) => Some(Fault::new(
+                Code::StaleObservation,
                 Layer::Orchestration,
                 format!(
-                    "`{}` changed after observation `{}`: observe again",
-                    self.spec.steps[i].provider, sight.version
+                    "`{provider}` changed after observation `{}`: observe again",
+                    sight.version
                 ),
-            );
+            )),
+            Err(Cut::Cancelled(c)) => {
+                let message = format!(
+                    "cancelled by {} while `{provider}` was asked whether its observation is current",
+                    c.by
+                );
+                self.cancel = Some(c);
+                self.finish_call(
+                    call,
+                    CallStatus::Cancelled,
+                    None,
+                    Some(Fault::of(Code::Cancelled, message)),
+                )?;
+                return Ok(());
+            }
+            Err(_) => Some(Fault::of(
+                Code::FreshnessTimeout,
+                format!(
+                    "`{provider}` did not say in time whether observation `{}` is still current: nothing was sent",
+                    sight.version
+                ),
+            )),
+        };
+        if let Some(fault) = stale {
             self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
             return Ok(());
         }
@@ -942,34 +1190,34 @@ impl<'a> Run<'a> {
             args,
             args_digest,
             provenance: labels,
+            hints: None,
         };
         let verdict = match &setting.control {
             None => ControlVerdict::Indeterminate {
                 reason: "execution control is required, but none is configured".into(),
             },
-            Some(control) => {
-                let bound = if matches!(self.time, TimeSource::Live(_)) {
-                    setting.timeout_ms
-                } else {
-                    u64::MAX / 4
-                };
-                match tokio::time::timeout(Duration::from_millis(bound), control.evaluate(&request))
-                    .await
-                {
-                    Ok(v) => v,
-                    Err(_) => ControlVerdict::Indeterminate {
-                        reason: format!("no answer within {} ms", setting.timeout_ms),
-                    },
-                }
-            }
+            Some(control) => match self
+                .bounded(Bound::Within(setting.timeout_ms), control.evaluate(&request))
+                .await
+            {
+                Ok(v) => v,
+                Err(Cut::Cancelled(c)) => ControlVerdict::Indeterminate {
+                    reason: format!("cancelled by {} while execution control ruled", c.by),
+                },
+                Err(_) => ControlVerdict::Indeterminate {
+                    reason: format!("no answer within {} ms", setting.timeout_ms),
+                },
+            },
         };
         match verdict {
             ControlVerdict::Allow => None,
-            ControlVerdict::Block { reason } => {
-                Some(Fault::new("execution_control_block", Layer::Policy, reason))
-            }
+            ControlVerdict::Block { reason } => Some(Fault::new(
+                Code::ExecutionControlBlock,
+                Layer::Policy,
+                reason,
+            )),
             ControlVerdict::Indeterminate { reason } => Some(Fault::new(
-                "execution_control_indeterminate",
+                Code::ExecutionControlIndeterminate,
                 Layer::Policy,
                 reason,
             )),
@@ -1011,6 +1259,51 @@ impl<'a> Run<'a> {
         .await
     }
 
+    /// Sends again a call an operator reconciled as not performed and asked to be sent again:
+    /// a new call with the same arguments, observed afresh, checked and ruled on again, under a
+    /// new idempotency key. No decision proposed it; it uses no handle.
+    async fn resend(&mut self, earlier: CallId) -> Result<(), EngineError> {
+        let Some(Reopened {
+            record, i, surface, ..
+        }) = self.reopen(earlier)?
+        else {
+            return Ok(());
+        };
+        self.flush().await?;
+        let Some(observation) = self.observe(i, &surface).await? else {
+            return Ok(());
+        };
+        let args = record
+            .executed
+            .clone()
+            .unwrap_or_else(|| record.proposed.clone());
+        let call = self.state.next_call_id();
+        let started_at = self.stage(EventKind::CallStarted {
+            call,
+            step: self.spec.steps[i].id.clone(),
+            tool: record.tool.clone(),
+            handle: None,
+            args: args.clone(),
+            resend_of: Some(earlier),
+        })?;
+        let sight = Sight {
+            version: observation.version,
+            actions: observation.actions,
+        };
+        self.carry(
+            i,
+            &sight,
+            &surface,
+            call,
+            &record.tool,
+            None,
+            &args,
+            &[],
+            started_at,
+        )
+        .await
+    }
+
     /// Calls the provider and records what came back.
     async fn invoke_and_record(
         &mut self,
@@ -1019,44 +1312,50 @@ impl<'a> Run<'a> {
         invocation: Invocation,
     ) -> Result<(), EngineError> {
         let (call, tool, effect) = (invocation.call, invocation.tool.clone(), invocation.effect);
-        let (bound_ms, code) = self.wait_bound();
-        let timed =
-            tokio::time::timeout(Duration::from_millis(bound_ms), surface.invoke(invocation));
-        let answer = match self.guarded(timed).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(SurfaceError::new(
-                code,
-                format!("no answer within {bound_ms} ms"),
-            )),
-            Err(c) => {
-                surface.cancel(call);
-                let message = format!("cancelled by {}: {}", c.by, c.reason);
-                self.cancel = Some(c);
-                Err(SurfaceError::new("cancelled", message))
+        let answer = match self.bounded(Bound::Call, surface.invoke(invocation)).await {
+            Ok(answer) => answer,
+            Err(cut) => {
+                if matches!(cut, Cut::Cancelled(_)) {
+                    surface.cancel(call);
+                }
+                Err(self.cut(&cut))
             }
         };
         warrant_fault::hit("after-invoke");
         if effect == Effect::Commit
             && let Err(e) = &answer
-            && matches!(e.code.as_str(), "timeout" | "deadline" | "cancelled")
+            && e.kind.may_have_happened()
         {
-            // The provider may have performed it: never silently dropped, never repeated.
-            let record = self.state.call(call).cloned();
-            let provider = self.spec.steps[i].provider.clone();
-            let args_digest = record
-                .and_then(|r| r.executed)
-                .map(|a| canon::digest(&a))
+            // INVARIANT (no effect lost, none repeated): the provider may have performed it.
+            // It is never recorded as failed (a retry would repeat it) and never dropped.
+            let stage = if e.kind == SurfaceErrorKind::AnswerLost {
+                DoubtStage::AnswerLost
+            } else {
+                DoubtStage::SentNoAnswer
+            };
+            let args_digest = self
+                .state
+                .call(call)
+                .and_then(|r| r.executed.as_ref())
+                .map(|a| canon::digest(a))
                 .unwrap_or_default();
+            let (_, cause) = call_fault(&tool, e);
             self.stage(EventKind::CallInDoubt {
                 call,
-                provider,
+                provider: self.spec.steps[i].provider.clone(),
                 tool: tool.clone(),
                 args_digest,
                 reason: format!(
-                    "`{tool}` got no answer ({}): the provider may have performed it",
+                    "`{tool}` was sent and {} ({}): the provider may have performed it",
+                    if stage == DoubtStage::AnswerLost {
+                        "its answer was lost"
+                    } else {
+                        "no answer came"
+                    },
                     e.message
                 ),
-                cause: Some(Fault::new(&e.code, Layer::Provider, e.message.clone())),
+                cause: Some(cause),
+                stage: Some(stage),
             })?;
             return Ok(());
         }
@@ -1083,11 +1382,10 @@ impl<'a> Run<'a> {
                 output,
                 is_error: true,
             }) => {
-                let message = error_message(&output);
                 let fault = Fault::new(
-                    "provider_error",
+                    Code::ProviderError,
                     Layer::Provider,
-                    format!("`{tool}` failed: {message}"),
+                    format!("`{tool}` failed: {}", error_message(&output)),
                 );
                 self.finish_call(
                     call,
@@ -1096,31 +1394,9 @@ impl<'a> Run<'a> {
                     Some(fault),
                 )?;
             }
-            Err(SurfaceError { code, message }) if code == "denied" => {
-                // The surface's own authorizer (a host's rule at the provider's edge) refused
-                // before sending anything: a policy stop, not a provider fault.
-                let fault = Fault::new(
-                    "denied_at_provider",
-                    Layer::Policy,
-                    format!("`{tool}` denied by the provider's authorizer: {message}"),
-                );
-                self.finish_call(call, CallStatus::StoppedByPolicy, None, Some(fault))?;
-            }
-            Err(SurfaceError { code, message }) if code == "cancelled" => {
-                let fault = Fault::new(
-                    &code,
-                    Layer::Runtime,
-                    format!("`{tool}` cancelled: {message}"),
-                );
-                self.finish_call(call, CallStatus::Cancelled, None, Some(fault))?;
-            }
-            Err(SurfaceError { code, message }) => {
-                let fault = Fault::new(
-                    &code,
-                    Layer::Provider,
-                    format!("`{tool}` failed: {message}"),
-                );
-                self.finish_call(call, CallStatus::ProviderError, None, Some(fault))?;
+            Err(e) => {
+                let (status, fault) = call_fault(tool, &e);
+                self.finish_call(call, status, e.output.map(Arc::new), Some(fault))?;
             }
         }
         Ok(())
@@ -1177,7 +1453,7 @@ impl<'a> Run<'a> {
         let step = &spec.steps[i];
         if !step.tools.iter().any(|t| t == tool) {
             return Err(refuse(
-                "tool_not_allowed",
+                Code::ToolNotAllowed,
                 Layer::Model,
                 format!(
                     "`{tool}` is not allowed in step `{}` (allowed: {})",
@@ -1188,29 +1464,46 @@ impl<'a> Run<'a> {
         }
         // Resolve the handle in the current observation.
         let Some(action) = sight.actions.iter().find(|a| a.name == tool) else {
+            // The step allows it and the provider does not offer it: the spec is wrong.
+            let offered: Vec<&str> = sight.actions.iter().map(|a| a.name.as_str()).collect();
             return Err(refuse(
-                "unknown_tool",
-                Layer::Model,
-                format!("`{}` offers no tool `{tool}`", step.provider),
+                Code::ToolNotOffered,
+                Layer::Spec,
+                format!(
+                    "step `{}` allows `{tool}`, but `{}` does not offer it (it offers: {})",
+                    step.id,
+                    step.provider,
+                    if offered.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        offered.join(", ")
+                    }
+                ),
             ));
         };
-        let Some(handle) = handle else {
-            return Err(refuse(
-                "unknown_tool",
-                Layer::Model,
-                format!("no handle for `{tool}`"),
-            ));
-        };
-        self.state
-            .check_handle(handle, tool, i, now_ms)
-            .map_err(|fault| Refusal {
-                held: false,
-                status: CallStatus::Rejected,
-                fault,
-                ruled: None,
-                narrowed: Vec::new(),
-                narrowed_args: None,
-            })?;
+        // A call an operator had sent again uses no handle: no decision proposed it.
+        let resent = self.state.call(call).is_some_and(|c| c.resend_of.is_some());
+        match handle {
+            Some(handle) => self
+                .state
+                .check_handle(handle, tool, i, now_ms)
+                .map_err(|fault| Refusal {
+                    held: false,
+                    status: CallStatus::Rejected,
+                    fault,
+                    ruled: None,
+                    narrowed: Vec::new(),
+                    narrowed_args: None,
+                })?,
+            None if resent => {}
+            None => {
+                return Err(refuse(
+                    Code::UnknownTool,
+                    Layer::Model,
+                    format!("no handle for `{tool}`"),
+                ));
+            }
+        }
 
         // Inputs and claims: carried values are checked against evidence, never trusted.
         let mut bindings: Vec<(String, String)> = step
@@ -1230,7 +1523,6 @@ impl<'a> Run<'a> {
         };
 
         self.validate_args(&action.input_schema, tool, &executed)?;
-        let schema = action.input_schema.clone();
         let mut labels = provenance::label(
             &executed,
             &self.objective_lower,
@@ -1239,16 +1531,7 @@ impl<'a> Run<'a> {
         );
         let mut args_digest = canon::digest(&executed);
         let mut consume = self
-            .authorize(
-                i,
-                call,
-                tool,
-                action.effect,
-                &executed,
-                &args_digest,
-                &labels,
-                &schema,
-            )
+            .authorize(i, call, action, &executed, &args_digest, &labels)
             .await?;
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
@@ -1269,6 +1552,7 @@ impl<'a> Run<'a> {
                 args: &executed,
                 args_digest: &args_digest,
                 provenance: &labels,
+                hints: action.hints.as_ref(),
             };
             match interceptor.intercept(&request) {
                 Interception::Pass => {}
@@ -1280,7 +1564,7 @@ impl<'a> Run<'a> {
                         narrowed,
                         status: CallStatus::Halted,
                         fault: Fault::new(
-                            "halted",
+                            Code::Halted,
                             Layer::Policy,
                             format!("{}: {reason}", interceptor.name()),
                         ),
@@ -1296,7 +1580,7 @@ impl<'a> Run<'a> {
                             narrowed: narrowed.clone(),
                             status: CallStatus::Halted,
                             fault: Fault::new(
-                                "halted",
+                                Code::Halted,
                                 Layer::Policy,
                                 format!(
                                     "{}: its narrowed arguments are invalid: {}",
@@ -1317,16 +1601,7 @@ impl<'a> Run<'a> {
                     });
                     let narrowed_digest = canon::digest(&args);
                     match self
-                        .authorize(
-                            i,
-                            call,
-                            tool,
-                            action.effect,
-                            &args,
-                            &narrowed_digest,
-                            &labels,
-                            &schema,
-                        )
+                        .authorize(i, call, action, &args, &narrowed_digest, &labels)
                         .await
                     {
                         Ok(used) => consume = used,
@@ -1363,7 +1638,7 @@ impl<'a> Run<'a> {
     ) -> Result<(), Refusal> {
         let validator = self.validator(schema).map_err(|reason| {
             refuse(
-                "schema_unusable",
+                Code::SchemaUnusable,
                 Layer::Provider,
                 format!("the schema of `{tool}` cannot be used: {reason}"),
             )
@@ -1384,7 +1659,7 @@ impl<'a> Run<'a> {
             Ok(())
         } else {
             Err(refuse(
-                "invalid_arguments",
+                Code::InvalidArguments,
                 Layer::Model,
                 format!("arguments of `{tool}` are invalid: {}", errors.join("; ")),
             ))
@@ -1394,24 +1669,20 @@ impl<'a> Run<'a> {
     /// INVARIANT (fail closed): anything but allow stops the call before the provider. An ask
     /// is met only by an approval bound to these arguments and this schema; otherwise a durable
     /// request is made and the call is held. Returns the approval to consume, if one is used.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the parts of one capability request"
-    )]
     async fn authorize(
         &mut self,
         i: usize,
         call: CallId,
-        tool: &str,
-        effect: Effect,
+        action: &warrant_core::event::ActionRecord,
         args: &Arc<Value>,
         args_digest: &str,
         labels: &[provenance::ArgLabel],
-        schema: &Arc<Value>,
     ) -> Result<Option<String>, Refusal> {
+        let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
         let step = &self.spec.steps[i];
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
+            hints: action.hints.as_ref(),
             principal: &self.state.principal,
             handle_age_ms: self.handle_age(call),
             run: &self.run_id,
@@ -1437,36 +1708,32 @@ impl<'a> Run<'a> {
         if let Some(message) = denial {
             return Err(Refusal {
                 ruled: Some(args_digest),
-                ..refuse("approval_denied", Layer::Policy, message)
+                ..refuse(Code::ApprovalDenied, Layer::Policy, message)
             });
         }
         // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
         // cancelled while it deliberates, stops the call; the provider is never called.
-        let mut evaluation = self.engine.authority.evaluate(&request);
-        // Most authorities (rule lists, Cedar) answer at once: no clock read, no timers.
-        let answered = match ready_now(&mut evaluation) {
-            Some(verdict) => {
-                drop(evaluation);
-                Ok(Ok(verdict))
-            }
-            None => {
-                // Replaying, the recorded authority answers at once, except where it gave no
-                // verdict: there it never answers, and the timeout fires at once.
-                let bound_ms = match self.time.peek() {
-                    Some(_) => self.wait_bound().0,
-                    None => 0,
-                };
-                let timed = tokio::time::timeout(Duration::from_millis(bound_ms), evaluation);
-                self.guarded(timed).await
-            }
-        };
+        let answered = self
+            .bounded(Bound::Call, self.engine.authority.evaluate(&request))
+            .await;
         let verdict = match answered {
-            Ok(Ok(verdict)) => verdict,
-            Ok(Err(_)) => {
+            Ok(verdict) => verdict,
+            Err(Cut::Cancelled(c)) => {
+                let message = format!(
+                    "cancelled by {} while the authority ruled: {}",
+                    c.by, c.reason
+                );
+                self.cancel = Some(c);
+                return Err(Refusal {
+                    status: CallStatus::Cancelled,
+                    ..refuse(Code::Cancelled, Layer::Runtime, message)
+                });
+            }
+            Err(_) => {
                 return Err(Refusal {
                     ruled: Some(args_digest),
                     ..refuse(
-                        "policy_timeout",
+                        Code::PolicyTimeout,
                         Layer::Policy,
                         format!(
                             "the authority gave no verdict within `call_timeout_ms` ({} ms) \
@@ -1476,23 +1743,12 @@ impl<'a> Run<'a> {
                     )
                 });
             }
-            Err(c) => {
-                let message = format!(
-                    "cancelled by {} while the authority ruled: {}",
-                    c.by, c.reason
-                );
-                self.cancel = Some(c);
-                return Err(Refusal {
-                    status: CallStatus::Cancelled,
-                    ..refuse("cancelled", Layer::Runtime, message)
-                });
-            }
         };
         let refusal = match verdict {
             Verdict::Allow { .. } => return Ok(None),
-            Verdict::Deny { reasons } => refuse("policy_denied", Layer::Policy, reasons.join("; ")),
+            Verdict::Deny { reasons } => refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; ")),
             Verdict::Indeterminate { reason } => {
-                refuse("policy_indeterminate", Layer::Policy, reason)
+                refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
             }
             Verdict::Ask { reason } => {
                 return self.approval(
@@ -1555,7 +1811,7 @@ impl<'a> Run<'a> {
                 }
                 ApprovalStatus::Expired if bound => {
                     return Err(ruled(refuse(
-                        "approval_expired",
+                        Code::ApprovalExpired,
                         Layer::Policy,
                         format!("approval request {} expired unanswered", a.id),
                     )));
@@ -1572,7 +1828,7 @@ impl<'a> Run<'a> {
             return Ok(Some(a.id.clone()));
         }
         if dispatched {
-            return Err(ruled(refuse("approval_required", Layer::Policy, reason)));
+            return Err(ruled(refuse(Code::ApprovalRequired, Layer::Policy, reason)));
         }
         let id = format!("{}-a{}", self.run_id, self.state.approvals.len() + 1);
         let principal = self
@@ -1598,14 +1854,14 @@ impl<'a> Run<'a> {
         };
         if let Err(e) = self.stage(requested) {
             return Err(refuse(
-                "approval_unrecorded",
+                Code::ApprovalUnrecorded,
                 Layer::Runtime,
                 format!("the approval request could not be recorded: {e}"),
             ));
         }
         Err(Refusal {
             held: true,
-            ..refuse("approval_required", Layer::Policy, "held for approval")
+            ..refuse(Code::ApprovalRequired, Layer::Policy, "held for approval")
         })
     }
 
@@ -1618,7 +1874,7 @@ impl<'a> Run<'a> {
         let mut args = proposed.clone();
         let Some(map) = args.as_object_mut() else {
             return Err(refuse(
-                "invalid_arguments",
+                Code::InvalidArguments,
                 Layer::Model,
                 "arguments must be a JSON object",
             ));
@@ -1628,7 +1884,7 @@ impl<'a> Run<'a> {
                 .and_then(|r| self.state.carried.get(&r.to_string()))
                 .ok_or_else(|| {
                     refuse(
-                        "unknown_carried",
+                        Code::UnknownCarried,
                         Layer::Model,
                         format!(
                             "`{arg}` claims carried value `{source}`, which the run has not carried"
@@ -1642,7 +1898,7 @@ impl<'a> Run<'a> {
                 Some(v) if v == &*carried.value => {}
                 Some(v) => {
                     return Err(refuse(
-                        "carried_value_mismatch",
+                        Code::CarriedValueMismatch,
                         Layer::Model,
                         format!(
                             "`{arg}` = {v} but the evidence for `{source}` is {} (from {} {})",
@@ -1719,19 +1975,5 @@ pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
 }
 
 fn error_message(output: &Value) -> String {
-    // MCP-style content blocks: the texts, joined.
-    if let Value::Array(blocks) = output {
-        let texts: Vec<&str> = blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect();
-        if !texts.is_empty() {
-            return texts.join(" ");
-        }
-    }
-    match output.get("error").or_else(|| output.get("message")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => output.to_string(),
-    }
+    warrant_core::text::provider_message(output)
 }

@@ -52,7 +52,7 @@ impl Surface for Hanging {
             }
             self.started.notify_one();
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            Err(SurfaceError::new("unreachable", "slept an hour"))
+            Err(SurfaceError::not_sent("slept an hour"))
         })
     }
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use warrant_core::check::check_log;
 use warrant_core::event::CallStatus;
 use warrant_core::ports::{
@@ -23,7 +22,7 @@ use warrant_core::ports::{
 use warrant_core::report::RunReport;
 use warrant_core::{Layer, Outcome};
 use warrant_engine::replay::replay;
-use warrant_engine::{Engine, HttpControl, SequentialIds};
+use warrant_engine::{Engine, SequentialIds};
 use warrant_store::MemoryStore;
 use warrant_surfaces::demo::Bank;
 
@@ -220,65 +219,6 @@ async fn a_control_that_does_not_answer_in_time_stops_the_commit() {
             .contains("no answer within 250 ms")
     );
     assert!(d.bank.transfers().is_empty());
-}
-
-/// A loopback HTTP control: blocks transfers of more than 500, allows the rest; or never
-/// answers.
-async fn serve(answer: bool) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        for _ in 0..8 {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = vec![0u8; 65536];
-            let n = s.read(&mut buf).await.unwrap_or(0);
-            if !answer {
-                tokio::time::sleep(Duration::from_secs(60)).await;
-                continue;
-            }
-            let req = String::from_utf8_lossy(&buf[..n]).into_owned();
-            let body = req.split("\r\n\r\n").nth(1).unwrap_or("{}");
-            let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-            let amount = v["args"]["amount"].as_f64().unwrap_or(0.0);
-            let answer = if amount > 500.0 {
-                r#"{"decision":"block","reason":"over the 500 limit"}"#
-            } else {
-                r#"{"decision":"allow"}"#
-            };
-            let resp = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            let _ = s.write_all(resp.as_bytes()).await;
-        }
-    });
-    format!("http://{addr}/decide")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http_control_is_asked_with_the_call_and_its_answer_is_kept() {
-    let url = serve(true).await;
-    let d = pay(Some(Arc::new(HttpControl::new(&url).unwrap())), 5000).await;
-    assert_eq!(
-        stop_of(&d),
-        (
-            Some(CallStatus::StoppedByExecutionControl),
-            "execution_control_block".into()
-        )
-    );
-    assert_eq!(
-        d.result.state.calls[1].fault.as_ref().unwrap().message,
-        "over the 500 limit"
-    );
-    let silent = serve(false).await;
-    let d = pay(Some(Arc::new(HttpControl::new(&silent).unwrap())), 200).await;
-    assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
-    assert!(
-        HttpControl::new("https://example.org/x").is_err(),
-        "only plain http is supported"
-    );
 }
 
 /// An authority that never gives a verdict.

@@ -216,14 +216,12 @@ struct Down;
 
 impl Surface for Down {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
-        Box::pin(std::future::ready(Err(SurfaceError::new(
-            "unavailable",
+        Box::pin(std::future::ready(Err(SurfaceError::not_sent(
             "connection refused",
         ))))
     }
     fn invoke(&self, _call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        Box::pin(std::future::ready(Err(SurfaceError::new(
-            "unavailable",
+        Box::pin(std::future::ready(Err(SurfaceError::not_sent(
             "connection refused",
         ))))
     }
@@ -442,7 +440,7 @@ fn the_checker_rejects_a_gap_a_double_finish_and_a_dangling_call() {
         at_ms: 0,
         kind: EventKind::RunFinished {
             outcome: Outcome::Failed {
-                fault: Fault::new("x", Layer::Runtime, "x"),
+                fault: Fault::new(warrant_core::Code::NoSpec, Layer::Runtime, "x"),
             },
         },
     });

@@ -212,7 +212,8 @@ async fn a_read_whose_result_was_lost_is_simply_reinvoked() {
     assert!(log.iter().any(|e| matches!(
         e.kind,
         EventKind::RunResumed {
-            in_flight: Some(CallId(1))
+            in_flight: Some(CallId(1)),
+            ..
         }
     )));
     assert_eq!(c.cafe.orders().len(), 1);
@@ -293,10 +294,11 @@ async fn an_unkeyed_commit_whose_result_was_lost_waits_in_doubt_until_reconciled
             happened: true,
             by: "alice".into(),
             note: "the till shows it".into(),
+            resend: false,
         },
     };
     c.store
-        .append(&c.run, last, vec![Arc::new(reconciled)])
+        .append(&c.run, last, vec![Arc::new(reconciled)], None)
         .await
         .unwrap();
     let done = resume(&c, ORDER_ONLY, ORDER_SCRIPT, false).await;
@@ -326,10 +328,11 @@ async fn an_effect_reconciled_as_not_happened_is_not_counted() {
             happened: false,
             by: "bob".into(),
             note: String::new(),
+            resend: false,
         },
     };
     c.store
-        .append(&c.run, last, vec![Arc::new(reconciled)])
+        .append(&c.run, last, vec![Arc::new(reconciled)], None)
         .await
         .unwrap();
     let result = resume(&c, ORDER_ONLY, ORDER_SCRIPT, false).await;
@@ -375,7 +378,10 @@ async fn a_crash_before_the_intent_is_durable_loses_nothing_and_repeats_nothing(
     assert!(
         events(&s.store, &run)
             .iter()
-            .any(|e| matches!(e.kind, EventKind::RunResumed { in_flight: None }))
+            .any(|e| matches!(e.kind, EventKind::RunResumed {
+                    in_flight: None,
+                    ..
+                }))
     );
     assert_replays(&s.store, &run).await;
 }
@@ -463,6 +469,7 @@ impl Surface for LookupSurface {
                 effect: warrant_core::event::Effect::Commit,
                 description: String::new(),
                 input_schema: Arc::new(serde_json::json!({"type": "object"})),
+                hints: None,
             }]);
         Box::pin(std::future::ready(Ok(Observation {
             version: "v1".into(),

@@ -127,8 +127,7 @@ struct SimSurface {
 impl Surface for SimSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
         if self.rng.chance(2) {
-            return Box::pin(std::future::ready(Err(SurfaceError::new(
-                "unavailable",
+            return Box::pin(std::future::ready(Err(SurfaceError::not_sent(
                 "sim: connection refused",
             ))));
         }
@@ -190,7 +189,7 @@ impl Surface for SimSurface {
                     tokio::time::sleep(Duration::from_millis(5_000)).await;
                     self.perform(&call).await
                 }
-                11..15 => Err(SurfaceError::new("unavailable", "sim: provider down")),
+                11..15 => Err(SurfaceError::not_sent("sim: provider down")),
                 15..19 => Ok(CallOutput {
                     output: json!({"error": "sim: rejected"}),
                     is_error: true,
@@ -422,9 +421,10 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
                                 happened,
                                 by: "sim".into(),
                                 note: String::new(),
+                                resend: false,
                             },
                         };
-                        store.append(&id, seq, vec![Arc::new(e)]).await.unwrap();
+                        store.append(&id, seq, vec![Arc::new(e)], None).await.unwrap();
                     } else if let Some(a) = r.state.pending_approvals().find(|a| a.call == call) {
                         let answer = if rng.chance(50) {
                             Answer::Approve {

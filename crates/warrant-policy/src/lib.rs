@@ -14,11 +14,20 @@
 //!   and the names of the top-level arguments by where
 //!   their values were observed: `untrusted_args` (an untrusted provider's output),
 //!   `trusted_output_args`, `carried_args`, `objective_args`, `unobserved_args` (produced by the
-//!   decider).
+//!   decider); and `hints`, what the provider declares of the tool (MCP annotations, with MCP's
+//!   defaults where it declares nothing): `read_only`, `destructive`, `idempotent`,
+//!   `open_world`, plus `declared` (it declared any) and `trusted` (the provider is trusted —
+//!   otherwise the hints are only its claim). A policy can so tell a declared read from a
+//!   write, e.g. `permit(principal, action == Warrant::Action::"commit", resource) when
+//!   { context.hints.read_only && context.hints.trusted };`.
 //!
 //! Verdicts: a deny names the forbid policies that matched (or says none permits it); an allow
 //! whose satisfied permits all carry `@approval` is an *ask*; any evaluation error, an invalid
 //! request, or a missing entity is *indeterminate* (which stops the call).
+
+pub mod control;
+
+pub use control::HttpControl;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -31,7 +40,7 @@ use cedar_policy::{
 use miette::Diagnostic;
 use serde_json::{Value, json};
 use warrant_core::canon;
-use warrant_core::event::Effect;
+use warrant_core::event::{Effect, ToolHints};
 use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
 use warrant_core::provenance::Source;
 
@@ -49,6 +58,15 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     carried_args: Set<String>,
     objective_args: Set<String>,
     unobserved_args: Set<String>,
+    hints: Hints,
+  };
+  type Hints = {
+    declared: Bool,
+    trusted: Bool,
+    read_only: Bool,
+    destructive: Bool,
+    idempotent: Bool,
+    open_world: Bool,
   };
   action "read", "commit" appliesTo { principal: [Principal], resource: [Call], context: CallContext };
 }
@@ -124,13 +142,29 @@ pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<PolicyFile>, PolicyError> {
     Ok(files)
 }
 
+/// Largest policy file read.
+const POLICY_BYTES_MAX: u64 = 4 << 20;
+
 fn read(path: &Path) -> Result<PolicyFile, PolicyError> {
+    use std::io::Read as _;
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+    let err = |message: String| PolicyError {
         file: name.clone(),
         line: None,
-        message: format!("cannot read: {e}"),
-    })?;
+        message,
+    };
+    let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(POLICY_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > POLICY_BYTES_MAX {
+        return Err(err(format!(
+            "is over {} MiB: too large to be a policy file",
+            POLICY_BYTES_MAX >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| err("is not UTF-8 text".into()))?;
     Ok(PolicyFile { name, text })
 }
 
@@ -153,25 +187,41 @@ impl CedarAuthority {
                 line: first_line(&e, &file.text),
                 message: e.to_string(),
             })?;
-            let validation = Validator::new(schema.clone()).validate(&set, ValidationMode::Strict);
+            // Each policy is known by its `@id` (or its file and place) before anything is
+            // said about it, so every message names it as its author does.
+            let mut renamed = PolicySet::new();
+            for (n, policy) in set.policies().enumerate() {
+                let id = match policy.annotation("id") {
+                    Some(id) => id.to_owned(),
+                    None => format!("{}#{}", file.name, n + 1),
+                };
+                let policy: Policy = policy.new_id(PolicyId::new(id.clone()));
+                renamed.add(policy.clone()).map_err(|e| PolicyError {
+                    file: file.name.clone(),
+                    line: None,
+                    message: format!("policy `{id}`: {e}"),
+                })?;
+                policies.add(policy).map_err(|e| PolicyError {
+                    file: file.name.clone(),
+                    line: None,
+                    message: format!("policy `{id}`: {e}"),
+                })?;
+            }
+            if renamed.is_empty() {
+                return Err(PolicyError {
+                    file: file.name.clone(),
+                    line: None,
+                    message: "holds no policies: with none, every call would be denied (remove the file, or write the policies)".into(),
+                });
+            }
+            let validation =
+                Validator::new(schema.clone()).validate(&renamed, ValidationMode::Strict);
             if let Some(e) = validation.validation_errors().next() {
                 return Err(PolicyError {
                     file: file.name.clone(),
                     line: first_line(e, &file.text),
                     message: e.to_string(),
                 });
-            }
-            for (n, policy) in set.policies().enumerate() {
-                let id = match policy.annotation("id") {
-                    Some(id) => id.to_owned(),
-                    None => format!("{}#{}", file.name, n + 1),
-                };
-                let renamed: Policy = policy.new_id(PolicyId::new(id.clone()));
-                policies.add(renamed).map_err(|e| PolicyError {
-                    file: file.name.clone(),
-                    line: None,
-                    message: format!("policy `{id}`: {e}"),
-                })?;
             }
         }
         if files.is_empty() {
@@ -190,25 +240,49 @@ impl CedarAuthority {
         })
     }
 
-    /// Rebuilds the authority a run recorded (`describe`).
+    /// Rebuilds the authority a run recorded (`describe`). `None` when the description is not
+    /// a Cedar one; an error when it is one this build cannot rebuild exactly (a file entry
+    /// without its name or text, a trusted provider that is not a name): a run is never
+    /// resumed under a weaker authority than it started with.
     pub fn from_description(d: &Value) -> Option<Result<CedarAuthority, PolicyError>> {
         let c = d.get("cedar")?;
-        let files = c.get("files")?.as_array()?.iter().filter_map(|f| {
-            Some(PolicyFile {
-                name: f.get("name")?.as_str()?.to_owned(),
-                text: f.get("text")?.as_str()?.to_owned(),
-            })
-        });
-        let trusted = c
-            .get("trusted")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| t.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Some(CedarAuthority::new(files.collect(), trusted))
+        let broken = |what: String| PolicyError {
+            file: "(recorded authority)".into(),
+            line: None,
+            message: what,
+        };
+        let rebuild = || -> Result<CedarAuthority, PolicyError> {
+            let entries = c
+                .get("files")
+                .and_then(Value::as_array)
+                .ok_or_else(|| broken("it lists no policy files".into()))?;
+            let mut files = Vec::with_capacity(entries.len());
+            for (i, f) in entries.iter().enumerate() {
+                let field = |k: &str| {
+                    f.get(k).and_then(Value::as_str).ok_or_else(|| {
+                        broken(format!("policy file entry {} has no `{k}` text", i + 1))
+                    })
+                };
+                files.push(PolicyFile {
+                    name: field("name")?.to_owned(),
+                    text: field("text")?.to_owned(),
+                });
+            }
+            let trusted = match c.get("trusted") {
+                None => BTreeSet::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|t| {
+                        t.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| broken(format!("trusted provider {t} is not a name")))
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => return Err(broken(format!("`trusted` is {other}, not a list"))),
+            };
+            CedarAuthority::new(files, trusted)
+        };
+        Some(rebuild())
     }
 
     fn rule(&self, r: &CapabilityRequest<'_>) -> Verdict {
@@ -283,11 +357,13 @@ impl CedarAuthority {
             Ok(e) => e,
             Err(e) => return indeterminate(format!("entities: {e}")),
         };
+        let hints = hints_context(r.hints);
         let context = json!({
             "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
             "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
             "carried_args": carried, "objective_args": objective, "unobserved_args": unobserved,
+            "hints": hints,
         });
         let context = match Context::from_json_value(context, Some((&self.schema, &action))) {
             Ok(c) => c,
@@ -317,7 +393,7 @@ impl CedarAuthority {
         reasons.sort();
         match response.decision() {
             Decision::Deny if reasons.is_empty() => Verdict::Deny {
-                reasons: vec!["no policy permits it".into()],
+                reasons: vec![format!("no policy permits it{}", why_commit(r))],
             },
             Decision::Deny => Verdict::Deny {
                 reasons: reasons
@@ -352,6 +428,32 @@ impl CedarAuthority {
                 }
             }
         }
+    }
+}
+
+/// The `hints` context: what the provider declared, with MCP's defaults where it did not.
+fn hints_context(hints: Option<&ToolHints>) -> Value {
+    let h = hints.cloned().unwrap_or_default();
+    json!({
+        "declared": hints.is_some(),
+        "trusted": h.trusted,
+        "read_only": h.read_only.unwrap_or(false),
+        "destructive": h.destructive.unwrap_or(true),
+        "idempotent": h.idempotent.unwrap_or(false),
+        "open_world": h.open_world.unwrap_or(true),
+    })
+}
+
+/// When a commit is refused for want of a permit although its provider says it only reads:
+/// why it is a commit, and what to do.
+fn why_commit(r: &CapabilityRequest<'_>) -> String {
+    match (r.effect, r.hints) {
+        (Effect::Commit, Some(h)) if h.read_only == Some(true) && !h.trusted => format!(
+            " (`{}` is a commit: `{}` is untrusted, so its read-only annotation is only its claim; \
+             declare the tool's effect in the spec's `effects:`, or permit on `context.hints`)",
+            r.tool, r.provider
+        ),
+        _ => String::new(),
     }
 }
 

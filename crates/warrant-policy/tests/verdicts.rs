@@ -66,6 +66,7 @@ fn rule(
         args: &args,
         args_digest: "sha256:x",
         provenance: &provenance,
+        hints: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{BoxFuture, CancelRequest, EventStore, RunSummary, StoreError};
+use warrant_core::ports::{
+    BoxFuture, CancelRequest, Driver, EventStore, Held, LEASE_TTL_MS, RunSummary, StoreError,
+};
 
 #[derive(Default)]
 struct Inner {
@@ -32,16 +34,20 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Io("memory store poisoned".into()))
+    }
+
     fn append_now(
         &self,
         run: &RunId,
         expected: u64,
         events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
     ) -> Result<(), StoreError> {
-        let mut inner = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        let mut inner = self.lock()?;
         let actual = inner.logs.get(run).map_or(0, |l| l.summary.events);
         if actual != expected {
             return Err(StoreError::Conflict {
@@ -70,6 +76,8 @@ impl MemoryStore {
                         status: "running".into(),
                         started_at_ms: started,
                         events: 0,
+                        holder: None,
+                        heartbeat_ms: None,
                     },
                     events: Vec::new(),
                 },
@@ -90,6 +98,10 @@ impl MemoryStore {
         if let Some(status) = facts.status {
             log.summary.status = status;
         }
+        let before = log.summary.holder.clone().zip(log.summary.heartbeat_ms);
+        let after = crate::lease_after(&log.summary.status, driver, before);
+        log.summary.holder = after.as_ref().map(|(h, _)| h.clone());
+        log.summary.heartbeat_ms = after.map(|(_, t)| t);
         Ok(())
     }
 }
@@ -100,8 +112,9 @@ impl EventStore for MemoryStore {
         run: &RunId,
         expected_seq: u64,
         events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        let result = self.append_now(run, expected_seq, events);
+        let result = self.append_now(run, expected_seq, events, driver);
         Box::pin(std::future::ready(result))
     }
 
@@ -147,10 +160,53 @@ impl EventStore for MemoryStore {
     }
 
     fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
+        let inner = self.lock()?;
         Ok(inner.cancels.get(run).cloned())
+    }
+
+    fn claim(&self, run: &RunId, driver: &Driver) -> Result<Option<Held>, StoreError> {
+        let mut inner = self.lock()?;
+        let Some(log) = inner.logs.get_mut(run) else {
+            return Err(StoreError::Io(format!("no run `{run}` in the store")));
+        };
+        let s = &mut log.summary;
+        if let (Some(holder), Some(at)) = (&s.holder, s.heartbeat_ms)
+            && **holder != *driver.holder
+            && driver.now_ms.saturating_sub(at) < LEASE_TTL_MS
+        {
+            return Ok(Some(Held {
+                holder: holder.clone(),
+                heartbeat_ms: at,
+            }));
+        }
+        s.holder = Some(driver.holder.to_string());
+        s.heartbeat_ms = Some(driver.now_ms);
+        Ok(None)
+    }
+
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if let Some(log) = inner.logs.get_mut(run)
+            && log.summary.holder.as_deref() == Some(&*driver.holder)
+        {
+            log.summary.heartbeat_ms = Some(driver.now_ms);
+        }
+        Ok(())
+    }
+
+    fn release(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if let Some(log) = inner.logs.get_mut(run)
+            && log.summary.holder.as_deref() == Some(&*driver.holder)
+        {
+            log.summary.holder = None;
+            log.summary.heartbeat_ms = None;
+        }
+        Ok(())
+    }
+
+    fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner.logs.get(run).map(|l| l.summary.clone()))
     }
 }

@@ -38,6 +38,7 @@ fn started(run: &str) -> Arc<Event> {
             authority: None,
             execution_control: None,
             principal: None,
+            setup_ms: None,
         },
     })
 }
@@ -66,12 +67,12 @@ fn finished(seq: u64) -> Arc<Event> {
 async fn contract(store: &dyn EventStore) {
     let run = RunId("r1".into());
     store
-        .append(&run, 0, vec![started("r1"), step(2)])
+        .append(&run, 0, vec![started("r1"), step(2)], None)
         .await
         .unwrap();
     // Optimistic concurrency: a writer that expected an older sequence is refused, and
     // nothing of its batch is written.
-    let err = store.append(&run, 1, vec![step(2)]).await.unwrap_err();
+    let err = store.append(&run, 1, vec![step(2)], None).await.unwrap_err();
     assert_eq!(
         err,
         StoreError::Conflict {
@@ -81,8 +82,8 @@ async fn contract(store: &dyn EventStore) {
         }
     );
     // A batch whose sequences do not continue the run is refused.
-    assert!(store.append(&run, 2, vec![step(4)]).await.is_err());
-    store.append(&run, 2, vec![finished(3)]).await.unwrap();
+    assert!(store.append(&run, 2, vec![step(4)], None).await.is_err());
+    store.append(&run, 2, vec![finished(3)], None).await.unwrap();
     let events = store.read(&run, 1).unwrap();
     assert_eq!(
         events.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
@@ -97,7 +98,7 @@ async fn contract(store: &dyn EventStore) {
     // A run must begin with `run_started`.
     assert!(
         store
-            .append(&RunId("r2".into()), 0, vec![step(1)])
+            .append(&RunId("r2".into()), 0, vec![step(1)], None)
             .await
             .is_err()
     );
@@ -122,7 +123,7 @@ async fn the_sqlite_store_honours_the_port_and_persists() {
     assert_eq!(*events[0].event, *started("r1"));
     // The sequence continues where it was after a reopen.
     let err = reopened
-        .append(&RunId("r1".into()), 0, vec![started("r1")])
+        .append(&RunId("r1".into()), 0, vec![started("r1")], None)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Conflict { actual: 3, .. }));
@@ -137,9 +138,9 @@ async fn concurrent_runs_share_commits_and_each_sees_its_own() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let run = RunId(format!("run-{r}"));
-            store.append(&run, 0, vec![started(&run.0)]).await.unwrap();
+            store.append(&run, 0, vec![started(&run.0)], None).await.unwrap();
             for seq in 2..=20 {
-                store.append(&run, seq - 1, vec![step(seq)]).await.unwrap();
+                store.append(&run, seq - 1, vec![step(seq)], None).await.unwrap();
             }
             run
         }));

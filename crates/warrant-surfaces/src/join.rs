@@ -41,10 +41,10 @@ impl JoinedSurface {
     /// The call as the member must see it.
     fn for_member(&self, call: Invocation) -> Result<(usize, Invocation), SurfaceError> {
         let (i, inner) = self.route(&call.tool).ok_or_else(|| {
-            SurfaceError::new(
-                "invalid",
-                format!("`{}` is not `<member>.<tool>` of this join", call.tool),
-            )
+            SurfaceError::invalid(format!(
+                "`{}` is not `<member>.<tool>` of this join",
+                call.tool
+            ))
         })?;
         let version = self.part(&call.version, i).unwrap_or_default().to_owned();
         let tool = inner.to_owned();
@@ -62,14 +62,14 @@ impl JoinedSurface {
         let mut versions = Vec::with_capacity(self.members.len());
         let mut actions: Vec<ActionRecord> = Vec::new();
         for (name, member) in &self.members {
-            let seen = member.observe().await.map_err(|e| {
-                SurfaceError::new(&e.code, format!("member `{name}`: {}", e.message))
+            let seen = member.observe().await.map_err(|e| SurfaceError {
+                message: format!("member `{name}`: {}", e.message),
+                ..e
             })?;
             if seen.version.contains('|') {
-                return Err(SurfaceError::new(
-                    "invalid",
-                    format!("member `{name}` has a version with `|`, which a join cannot carry"),
-                ));
+                return Err(SurfaceError::rejected(format!(
+                    "member `{name}` has a version with `|`, which a join cannot carry"
+                )));
             }
             versions.push(seen.version);
             actions.extend(seen.actions.iter().map(|a| ActionRecord {

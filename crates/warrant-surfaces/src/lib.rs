@@ -83,9 +83,20 @@ pub async fn connect(
             out.extend(catalog.surfaces(&one)?);
             continue;
         }
-        let surface = remote(provider, base_dir)
-            .await
-            .map_err(|e| format!("provider `{name}`: {e}"))?;
+        // INVARIANT (every wait bounded): a provider that does not start, or does not finish
+        // its handshake, stops the run from starting within `limits.call_timeout_ms`.
+        let limit_ms = spec.limits.call_timeout_ms;
+        let surface = tokio::time::timeout(
+            std::time::Duration::from_millis(limit_ms),
+            remote(name, provider, base_dir, limit_ms),
+        )
+        .await
+        .map_err(|_| {
+            format!(
+                "provider `{name}`: not ready within {limit_ms} ms (`limits.call_timeout_ms`)"
+            )
+        })?
+        .map_err(|e| format!("provider `{name}`: {e}"))?;
         out.insert(name.clone(), surface);
     }
     // A join shares its members' connections.
@@ -104,26 +115,25 @@ pub async fn connect(
     Ok(out)
 }
 
-/// A surface for an MCP server or an OpenAPI service.
+/// A surface for an MCP server or an OpenAPI service. `limit_ms` bounds each HTTP answer.
 async fn remote(
+    name: &str,
     provider: &warrant_core::spec::ProviderSpec,
     base_dir: &Path,
+    limit_ms: u64,
 ) -> Result<Arc<dyn Surface>, String> {
     let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
     #[cfg(feature = "mcp")]
     if let Some(m) = &provider.mcp {
-        let surface = match &m.url {
-            Some(url) => mcp::McpSurface::connect_http(url, &m.headers, trusted).await?,
-            None => mcp::McpSurface::spawn(&m.command, &m.env, trusted).await?,
-        };
-        let max = m.output_bytes_max.unwrap_or(OUTPUT_BYTES_MAX_DEFAULT);
-        return Ok(Arc::new(surface.with_output_bytes_max(max)));
+        return Ok(Arc::new(mcp::McpSurface::connect(name, m, trusted).await?));
     }
     #[cfg(feature = "openapi")]
     if let Some(api) = &provider.openapi {
-        return Ok(Arc::new(openapi::OpenApiSurface::new(api, base_dir)?));
+        let surface = openapi::OpenApiSurface::new(api, base_dir)?
+            .with_read_timeout(std::time::Duration::from_millis(limit_ms))?;
+        return Ok(Arc::new(surface));
     }
-    let _ = (base_dir, trusted);
+    let _ = (name, base_dir, trusted, limit_ms);
     Err("this build has no support for this kind of provider (features `mcp`, `openapi`)".into())
 }
 

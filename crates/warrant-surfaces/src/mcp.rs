@@ -4,16 +4,27 @@
 //!
 //! Observation: the server's tool list (names, descriptions, input schemas), versioned by its
 //! digest. After a `notifications/tools/list_changed` the list is read again before a handle
-//! is judged current, so a changed list or schema makes older handles stale. Effect class from annotations with MCP's defaults: a tool is a read only when a
-//! *trusted* server says `readOnlyHint: true`; from an untrusted server (the default) every
-//! tool is a commit, so annotations never loosen policy. Calls send the commit's idempotency
+//! is judged current, so a changed list or schema makes older handles stale. Effect class: the
+//! spec's `effects` first (its author is the authority); otherwise from annotations with MCP's
+//! defaults: a tool is a read only when a *trusted* server says `readOnlyHint: true`; from an
+//! untrusted server (the default) every tool is a commit, so annotations never loosen policy.
+//! The annotations travel to the authority as hints, marked as the server's claim unless it is
+//! trusted. Host-supplied `inputs` are removed from every schema the decider sees and added to
+//! each call of a tool that takes them; a call that sets one is refused.
+//!
+//! A stdio server starts in the spec's folder (or `cwd`) with a minimal environment — the
+//! variables the official SDKs pass by default (`PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`,
+//! `TERM`) plus `TMPDIR`, `TZ` and the locale — and exactly the variables the spec names.
+//! Whatever it writes on stderr is shown line by line, sanitised. Transport failures are typed
+//! for the engine: nothing sent, rejected by the server, answer lost (the connection closed or
+//! the server died after the request went out), timed out, cancelled. Calls send the commit's idempotency
 //! key in `_meta` (`warrant/idempotencyKey`); an `isError` result is a provider error; a
 //! structured result is kept as it is, otherwise the content blocks. A commit whose answer was
 //! lost in a crash is repeated only when a trusted server declared it `idempotentHint: true`.
 //! A call the engine abandons (its timeout, a cancelled run) sends `notifications/cancelled`
 //! for its request (rmcp cancels a dropped request).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,16 +32,21 @@ use std::sync::{Arc, Mutex};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 use warrant_core::canon;
-use warrant_core::event::{ActionRecord, Effect};
+use tokio::io::AsyncReadExt as _;
+use warrant_core::event::{ActionRecord, Effect, ToolHints};
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
+    SurfaceErrorKind,
 };
+use warrant_core::spec::McpSpec;
 
 use crate::{bound, expand_env};
 
@@ -39,12 +55,18 @@ pub struct McpSurface {
     client: RunningService<RoleClient, Watcher>,
     trusted: bool,
     output_bytes_max: usize,
+    /// The spec's effect classes, by tool.
+    effects: BTreeMap<String, Effect>,
+    /// The spec's host-supplied inputs, by argument name.
+    inputs: BTreeMap<String, Value>,
     /// `notifications/tools/list_changed` received so far.
     changes: Arc<AtomicU64>,
     /// The last tool list: its version, and the change notifications received before it.
     seen: Mutex<Option<(String, u64)>>,
     /// The tools a trusted server declared idempotent (`idempotentHint: true`) in its last list.
     idempotent: Mutex<HashSet<String>>,
+    /// Per tool of the last list, the host inputs it takes.
+    takes: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
@@ -74,37 +96,166 @@ fn lifecycle() -> ClientLifecycleMode {
     }
 }
 
+/// The variables of Warrant's own environment a stdio server gets without the spec naming
+/// them: what the official SDKs pass by default, the temporary folder, the time zone and the
+/// locale.
+const INHERITED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE"];
+
+/// Longest line of a server's stderr shown; the rest of it is cut.
+const STDERR_LINE_MAX: usize = 4096;
+
+/// How long connecting to an HTTP server may take before it counts as unreachable.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The innermost message of an error chain: what went wrong, without the wrappers' type names.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    inner.to_string()
+}
+
+/// A failed handshake, in words.
+fn handshake_error(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server closed the connection during the MCP handshake (did it start? see what it printed)".to_owned()
+        }
+        ClientInitializeError::TransportError { error, context } => {
+            format!("cannot talk to the server while {context}: {}", root_cause(error))
+        }
+        ClientInitializeError::JsonRpcError(data) => {
+            format!("the server refused the MCP handshake: {}", data.message)
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => format!(
+            "no MCP protocol version both sides speak (the server speaks {})",
+            server_supported
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => "the server's answer to the MCP handshake is not what the protocol expects".to_owned(),
+    }
+}
+
+/// A failed request, typed for the engine: whether the request went out, and whether its
+/// answer was lost.
+fn request_error(e: ServiceError, what: &str) -> SurfaceError {
+    match e {
+        ServiceError::McpError(data) => SurfaceError::rejected(data.message.to_string()),
+        ServiceError::TransportSend(error) => SurfaceError::not_sent(format!(
+            "cannot send {what} to the server: {}",
+            root_cause(&error)
+        )),
+        ServiceError::Timeout { timeout } => SurfaceError::new(
+            SurfaceErrorKind::TimedOut,
+            format!("{what}: no answer within {} ms", timeout.as_millis()),
+        ),
+        ServiceError::Cancelled { .. } => {
+            SurfaceError::new(SurfaceErrorKind::Cancelled, format!("{what} was cancelled"))
+        }
+        ServiceError::TransportClosed => SurfaceError::answer_lost(format!(
+            "the connection to the server closed before it answered {what} (did the server stop?)"
+        )),
+        // Anything else came back after the request went out, and is not an answer.
+        _ => SurfaceError::answer_lost(format!(
+            "the server's answer to {what} is not what the protocol expects"
+        )),
+    }
+}
+
 impl McpSurface {
-    /// Starts `command` (program and arguments) as a child process and initialises MCP.
+    /// Connects to the MCP server `spec` describes: starts `command` as a child process in
+    /// `cwd` (stdio), or reaches `url` (Streamable HTTP), and initialises MCP. `name` labels
+    /// what the server prints.
+    pub async fn connect(name: &str, spec: &McpSpec, trusted: bool) -> Result<McpSurface, String> {
+        let surface = match &spec.url {
+            Some(url) => McpSurface::reach(url, &spec.headers, trusted).await?,
+            None => McpSurface::start(name, spec, trusted).await?,
+        };
+        let surface = McpSurface {
+            effects: spec.effects.clone(),
+            inputs: spec.inputs.clone(),
+            output_bytes_max: spec.output_bytes_max.unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
+            ..surface
+        };
+        surface.listed().await
+    }
+
+    /// Starts `command` (program and arguments) as a child process with `env` and initialises
+    /// MCP.
     pub async fn spawn(
         command: &[String],
         env: &BTreeMap<String, String>,
         trusted: bool,
     ) -> Result<McpSurface, String> {
-        let Some((program, args)) = command.split_first() else {
-            return Err("`mcp.command` is empty".into());
+        let spec = McpSpec {
+            command: command.to_vec(),
+            env: env.clone(),
+            ..McpSpec::default()
         };
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args);
-        for (k, v) in env {
-            cmd.env(k, expand_env(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?);
-        }
-        let transport =
-            TokioChildProcess::new(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
-        let watcher = Watcher::default();
-        let changes = watcher.changes.clone();
-        let client = watcher
-            .serve_with_lifecycle(transport, lifecycle())
-            .await
-            .map_err(|e| format!("`{program}` did not complete the MCP handshake: {e}"))?;
-        McpSurface::with_client(client, changes, trusted)
-            .listed()
-            .await
+        McpSurface::connect("mcp", &spec, trusted).await
     }
 
     /// Connects to a Streamable HTTP endpoint and initialises MCP. Header values may name
     /// environment variables (`$NAME`, `${NAME}`).
     pub async fn connect_http(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        trusted: bool,
+    ) -> Result<McpSurface, String> {
+        let spec = McpSpec {
+            url: Some(url.to_owned()),
+            headers: headers.clone(),
+            ..McpSpec::default()
+        };
+        McpSurface::connect("mcp", &spec, trusted).await
+    }
+
+    async fn start(name: &str, spec: &McpSpec, trusted: bool) -> Result<McpSurface, String> {
+        let Some((program, args)) = spec.command.split_first() else {
+            return Err("`mcp.command` is empty".into());
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        // INVARIANT (nothing leaves the box unasked): the child gets a minimal environment and
+        // what the spec names, never Warrant's own secrets.
+        cmd.env_clear();
+        for (k, v) in std::env::vars_os() {
+            let keep = k
+                .to_str()
+                .is_some_and(|k| INHERITED.contains(&k) || k.starts_with("LC_"));
+            if keep {
+                cmd.env(k, v);
+            }
+        }
+        for (k, v) in &spec.env {
+            cmd.env(k, expand_env(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?);
+        }
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+        if let Some(stderr) = stderr {
+            forward_stderr(name.to_owned(), stderr);
+        }
+        let watcher = Watcher::default();
+        let changes = watcher.changes.clone();
+        let client = watcher
+            .serve_with_lifecycle(transport, lifecycle())
+            .await
+            .map_err(|e| format!("`{program}`: {}", handshake_error(&e)))?;
+        Ok(McpSurface::with_client(client, changes, trusted))
+    }
+
+    async fn reach(
         url: &str,
         headers: &BTreeMap<String, String>,
         trusted: bool,
@@ -119,16 +270,19 @@ impl McpSurface {
             value.set_sensitive(true);
             config.custom_headers.insert(name, value);
         }
-        let transport = StreamableHttpClientTransport::from_config(config);
+        // Connecting is bounded here; every request is bounded by the engine.
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let transport = StreamableHttpClientTransport::with_client(http, config);
         let watcher = Watcher::default();
         let changes = watcher.changes.clone();
         let client = watcher
             .serve_with_lifecycle(transport, lifecycle())
             .await
-            .map_err(|e| format!("{url} did not complete the MCP handshake: {e}"))?;
-        McpSurface::with_client(client, changes, trusted)
-            .listed()
-            .await
+            .map_err(|e| format!("{url}: {}", handshake_error(&e)))?;
+        Ok(McpSurface::with_client(client, changes, trusted))
     }
 
     /// Lists the tools once on connecting, so what the server declares is known before any
@@ -147,9 +301,12 @@ impl McpSurface {
             client,
             trusted,
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
+            effects: BTreeMap::new(),
+            inputs: BTreeMap::new(),
             changes,
             seen: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
+            takes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -166,7 +323,12 @@ impl McpSurface {
         self
     }
 
-    fn effect(&self, read_only: Option<bool>) -> Effect {
+    /// A tool's effect class: the spec's word first; a read only when a trusted server
+    /// declares it read-only; a commit otherwise (MCP's default).
+    fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
+        if let Some(e) = self.effects.get(tool) {
+            return *e;
+        }
         if self.trusted && read_only == Some(true) {
             Effect::Read
         } else {
@@ -182,7 +344,7 @@ impl McpSurface {
             .client
             .list_all_tools()
             .await
-            .map_err(|e| SurfaceError::new("unavailable", format!("listing tools: {e}")))?;
+            .map_err(|e| request_error(e, "the tool list request"))?;
         let idempotent: HashSet<String> = tools
             .iter()
             .filter(|t| t.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true))
@@ -191,18 +353,44 @@ impl McpSurface {
         if let Ok(mut known) = self.idempotent.lock() {
             *known = idempotent;
         }
-        let actions: Arc<[ActionRecord]> = tools
-            .into_iter()
-            .map(|t| ActionRecord {
-                name: t.name.to_string(),
-                effect: self.effect(t.annotations.as_ref().and_then(|a| a.read_only_hint)),
+        let host: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+        let mut takes = HashMap::new();
+        let mut actions = Vec::with_capacity(tools.len());
+        for t in tools {
+            let schema = Value::Object((*t.input_schema).clone());
+            let name = t.name.to_string();
+            let taken: Vec<String> = host
+                .iter()
+                .filter(|h| schema.pointer(&format!("/properties/{h}")).is_some())
+                .map(|h| (*h).to_owned())
+                .collect();
+            let offered = match warrant_core::projection::hide_inputs(&schema, &host) {
+                Some(hidden) => hidden,
+                None => schema,
+            };
+            takes.insert(name.clone(), taken);
+            let hints = t.annotations.as_ref().map(|a| ToolHints {
+                read_only: a.read_only_hint,
+                destructive: a.destructive_hint,
+                idempotent: a.idempotent_hint,
+                open_world: a.open_world_hint,
+                trusted: self.trusted,
+            });
+            actions.push(ActionRecord {
+                effect: self.effect(&name, t.annotations.as_ref().and_then(|a| a.read_only_hint)),
+                name,
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                input_schema: Arc::new(Value::Object((*t.input_schema).clone())),
-            })
-            .collect();
+                input_schema: Arc::new(offered),
+                hints,
+            });
+        }
+        if let Ok(mut known) = self.takes.lock() {
+            *known = takes;
+        }
+        let actions: Arc<[ActionRecord]> = actions.into();
         let listing: Vec<Value> = actions
             .iter()
-            .map(|a| serde_json::json!([a.name, a.effect.to_string(), &*a.input_schema]))
+            .map(|a| serde_json::json!([a.name, a.effect.to_string(), &*a.input_schema, a.hints]))
             .collect();
         let version =
             canon::digest(&Value::Array(listing)).trim_start_matches("sha256:")[..16].to_owned();
@@ -213,16 +401,32 @@ impl McpSurface {
     }
 
     async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
-        let arguments = match &*call.args {
+        let mut arguments = match &*call.args {
             Value::Object(m) => m.clone(),
             Value::Null => serde_json::Map::new(),
             other => {
-                return Err(SurfaceError::new(
-                    "invalid",
-                    format!("arguments must be an object, not {other}"),
-                ));
+                return Err(SurfaceError::invalid(format!(
+                    "arguments must be an object, not {other}"
+                )));
             }
         };
+        // Host-supplied inputs: never the decider's to set; added where the tool takes them.
+        if let Some(set) = self.inputs.keys().find(|k| arguments.contains_key(*k)) {
+            return Err(SurfaceError::invalid(format!(
+                "`{set}` is supplied by the host: the decider may not set it"
+            )));
+        }
+        let taken = self
+            .takes
+            .lock()
+            .ok()
+            .and_then(|t| t.get(&call.tool).cloned())
+            .unwrap_or_default();
+        for k in taken {
+            if let Some(v) = self.inputs.get(&k) {
+                arguments.insert(k, v.clone());
+            }
+        }
         let mut params = CallToolRequestParams::new(call.tool.clone()).with_arguments(arguments);
         if call.effect == Effect::Commit {
             let mut meta = serde_json::Map::new();
@@ -236,7 +440,7 @@ impl McpSurface {
             .client
             .call_tool(params)
             .await
-            .map_err(|e| SurfaceError::new("failed", format!("{e}")))?;
+            .map_err(|e| request_error(e, &format!("the call of `{}`", call.tool)))?;
         let output = match result.structured_content {
             Some(v) => v,
             None => serde_json::to_value(&result.content).unwrap_or(Value::Null),
@@ -246,6 +450,42 @@ impl McpSurface {
             is_error: result.is_error == Some(true),
         })
     }
+}
+
+/// Shows what a server writes on stderr, a line at a time, sanitised and labelled. The task
+/// ends when the server closes its stderr (it exits); a failure to read or write ends it early
+/// and only loses that diagnostic output.
+fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(stderr);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let mut limited = (&mut reader).take(STDERR_LINE_MAX as u64);
+            match limited.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end();
+            if !text.is_empty() {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "{name}: {}",
+                    warrant_core::text::sanitize(text)
+                );
+            }
+            // A line cut at the limit: skip the rest of it.
+            if line.len() >= STDERR_LINE_MAX && !line.ends_with(b"\n") {
+                let mut rest = Vec::new();
+                if reader.read_until(b'\n', &mut rest).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
 }
 
 impl Surface for McpSurface {

@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
-use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError, SurfaceErrorKind,
+};
 use warrant_core::spec::OpenApiSpec;
 
 use crate::{bound, expand_env};
@@ -136,9 +138,7 @@ impl OpenApiSurface {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = client(None)?;
         Ok(OpenApiSurface {
             spec: spec.clone(),
             source,
@@ -147,6 +147,16 @@ impl OpenApiSurface {
             authorizer: None,
             catalog: Mutex::new(None),
         })
+    }
+
+    /// Waits at most `timeout` between two reads of an answer (the engine bounds each whole
+    /// call; this bounds the surface used on its own, e.g. by `warrant providers`).
+    pub fn with_read_timeout(
+        mut self,
+        timeout: std::time::Duration,
+    ) -> Result<OpenApiSurface, String> {
+        self.http = client(Some(timeout))?;
+        Ok(self)
     }
 
     /// Filters discovery and rules on every call with `authorizer`.
@@ -166,19 +176,24 @@ impl OpenApiSurface {
 
     /// The document's bytes, its name for messages, and its URL when fetched.
     async fn read_document(&self) -> Result<(Vec<u8>, String, Option<String>), SurfaceError> {
-        let unavailable = |m: String| SurfaceError::new("unavailable", m);
+        let unavailable = |m: String| SurfaceError::not_sent(m);
         let too_big = |name: &str| {
-            SurfaceError::new(
-                "invalid",
-                format!("the OpenAPI document {name} is over {DOCUMENT_BYTES_MAX} bytes"),
-            )
+            SurfaceError::rejected(format!(
+                "the OpenAPI document {name} is over {DOCUMENT_BYTES_MAX} bytes"
+            ))
         };
         match &self.source {
             Source::File(path) => {
+                use tokio::io::AsyncReadExt as _;
                 let name = path.display().to_string();
-                let bytes = tokio::fs::read(path).await.map_err(|e| {
-                    unavailable(format!("cannot read the OpenAPI document {name}: {e}"))
-                })?;
+                let cannot =
+                    |e: std::io::Error| unavailable(format!("cannot read the OpenAPI document {name}: {e}"));
+                let file = tokio::fs::File::open(path).await.map_err(cannot)?;
+                let mut bytes = Vec::new();
+                file.take(DOCUMENT_BYTES_MAX as u64 + 1)
+                    .read_to_end(&mut bytes)
+                    .await
+                    .map_err(cannot)?;
                 if bytes.len() > DOCUMENT_BYTES_MAX {
                     return Err(too_big(&name));
                 }
@@ -192,17 +207,20 @@ impl OpenApiSurface {
                     .send()
                     .await
                     .map_err(|e| {
-                        unavailable(format!("cannot fetch the OpenAPI document {url}: {e}"))
+                        SurfaceError::new(
+                            transport_kind(&e),
+                            format!("cannot fetch the OpenAPI document {url}: {}", plain(&e)),
+                        )
                     })?;
                 if !answer.status().is_success() {
-                    return Err(unavailable(format!(
+                    return Err(SurfaceError::rejected(format!(
                         "fetching the OpenAPI document {url}: HTTP {}",
                         answer.status()
                     )));
                 }
                 let (bytes, cut) = read_bounded(answer, DOCUMENT_BYTES_MAX)
                     .await
-                    .map_err(|e| unavailable(format!("fetching {url}: {e}")))?;
+                    .map_err(|e| SurfaceError::answer_lost(format!("fetching {url}: {e}")))?;
                 if cut {
                     return Err(too_big(url));
                 }
@@ -231,7 +249,7 @@ impl OpenApiSurface {
             &self.spec,
             self.authorizer.as_deref(),
         )
-        .map_err(|e| SurfaceError::new("invalid", format!("OpenAPI document: {e}")))?;
+        .map_err(|e| SurfaceError::rejected(format!("OpenAPI document: {e}")))?;
         let observation = Observation {
             version: catalog.version.clone(),
             actions: catalog.actions.clone(),
@@ -245,12 +263,9 @@ impl OpenApiSurface {
     async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
         let catalog = self
             .current()
-            .ok_or_else(|| SurfaceError::new("unavailable", "the document was never read"))?;
+            .ok_or_else(|| SurfaceError::not_sent("the document was never read"))?;
         let op = catalog.operations.get(&call.tool).ok_or_else(|| {
-            SurfaceError::new(
-                "invalid",
-                format!("no operation `{}` is offered", call.tool),
-            )
+            SurfaceError::invalid(format!("no operation `{}` is offered", call.tool))
         })?;
         if let Some(authorizer) = &self.authorizer {
             let info = OperationInfo {
@@ -261,17 +276,16 @@ impl OpenApiSurface {
             };
             authorizer
                 .authorize(&info, Some(&call.args))
-                .map_err(|reason| SurfaceError::new("denied", reason))?;
+                .map_err(|reason| SurfaceError::new(SurfaceErrorKind::Denied, reason))?;
         }
         let empty = Map::new();
         let args = match &*call.args {
             Value::Object(m) => m,
             Value::Null => &empty,
             other => {
-                return Err(SurfaceError::new(
-                    "invalid",
-                    format!("arguments must be an object, not {other}"),
-                ));
+                return Err(SurfaceError::invalid(format!(
+                    "arguments must be an object, not {other}"
+                )));
             }
         };
         let given = op
@@ -302,19 +316,17 @@ impl OpenApiSurface {
                     if let (Ok(h), Ok(v)) = (header, value) {
                         headers.insert(h, v);
                     } else {
-                        return Err(SurfaceError::new(
-                            "invalid",
-                            format!("header `{name}` cannot carry that value"),
-                        ));
+                        return Err(SurfaceError::invalid(format!(
+                            "header `{name}` cannot carry that value"
+                        )));
                     }
                 }
             }
         }
         if path.contains('{') {
-            return Err(SurfaceError::new(
-                "invalid",
-                format!("path `{path}` still has a parameter without a value"),
-            ));
+            return Err(SurfaceError::invalid(format!(
+                "path `{path}` still has a parameter without a value"
+            )));
         }
         if call.effect == Effect::Commit
             && let Ok(key) = reqwest::header::HeaderValue::from_str(&call.idempotency_key)
@@ -344,12 +356,10 @@ impl OpenApiSurface {
             }
         }
         let answer = request.send().await.map_err(|e| {
-            let code = if e.is_connect() {
-                "unavailable"
-            } else {
-                "failed"
-            };
-            SurfaceError::new(code, format!("{} {url}: {e}", op.method))
+            SurfaceError::new(
+                transport_kind(&e),
+                format!("{} {url}: {}", op.method, plain(&e)),
+            )
         })?;
         let status = answer.status();
         let json = answer
@@ -364,10 +374,12 @@ impl OpenApiSurface {
         let (bytes, cut) = read_bounded(answer, limit.saturating_add(1))
             .await
             .map_err(|e| {
-                SurfaceError::new(
-                    "failed",
-                    format!("{} {url}: reading the answer: {e}", op.method),
-                )
+                // The status came back, so the request was received: an effect may have
+                // happened.
+                SurfaceError::answer_lost(format!(
+                    "{} {url}: the answer ({status}) broke off: {e}",
+                    op.method
+                ))
             })?;
         let body = if cut {
             json!({"truncated": true, "head": String::from_utf8_lossy(&bytes[..limit.min(bytes.len())])})
@@ -380,20 +392,28 @@ impl OpenApiSurface {
             Value::String(String::from_utf8_lossy(&bytes).into_owned())
         };
         if status.is_success() {
-            Ok(CallOutput {
+            return Ok(CallOutput {
                 output: bound(body, limit),
                 is_error: false,
-            })
-        } else {
-            let excerpt: String = body.to_string().chars().take(300).collect();
-            Ok(CallOutput {
-                output: bound(
-                    json!({"status": status.as_u16(), "error": format!("HTTP {status}: {excerpt}"), "body": body}),
-                    limit,
-                ),
-                is_error: true,
-            })
+            });
         }
+        // The provider's own message leads; the whole answer is kept in the record.
+        let message = format!(
+            "HTTP {status}: {}",
+            warrant_core::text::provider_message(&body)
+        );
+        let output = bound(
+            json!({"status": status.as_u16(), "error": message, "body": body}),
+            limit,
+        );
+        // A gateway that lost the upstream's answer: the request may have been carried out.
+        if matches!(status.as_u16(), 502 | 504) {
+            return Err(SurfaceError::answer_lost(message).with_output(output));
+        }
+        Ok(CallOutput {
+            output,
+            is_error: true,
+        })
     }
 }
 
@@ -419,9 +439,57 @@ impl Surface for OpenApiSurface {
     }
 }
 
+/// How long connecting to a service may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The HTTP client: connects within [`CONNECT_TIMEOUT`]; with `read`, waits at most that long
+/// between two reads of an answer.
+fn client(read: Option<std::time::Duration>) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+    if let Some(read) = read {
+        builder = builder.read_timeout(read);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Whether a request that failed in transport may have reached the service: a connection
+/// never made sent nothing; a timeout or a broken exchange may have delivered it.
+fn transport_kind(e: &reqwest::Error) -> SurfaceErrorKind {
+    if e.is_connect() || e.is_builder() {
+        SurfaceErrorKind::NotSent
+    } else if e.is_timeout() {
+        SurfaceErrorKind::TimedOut
+    } else {
+        SurfaceErrorKind::AnswerLost
+    }
+}
+
+/// A transport error in words: its innermost cause, without the URL reqwest adds (the caller
+/// names it).
+fn plain(e: &reqwest::Error) -> String {
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "the exchange broke off"
+    };
+    if std::ptr::addr_eq(inner, e as &dyn std::error::Error) {
+        what.to_owned()
+    } else {
+        format!("{what}: {inner}")
+    }
+}
+
 /// A document's bytes as JSON or YAML.
 fn parse_document(bytes: Vec<u8>, name: &str) -> Result<Value, SurfaceError> {
-    let invalid = |m: String| SurfaceError::new("invalid", m);
+    let invalid = |m: String| SurfaceError::rejected(m);
     let text =
         String::from_utf8(bytes).map_err(|_| invalid(format!("{name} is not UTF-8 text")))?;
     if text.trim_start().starts_with('{') {
@@ -775,6 +843,7 @@ fn build(
                         effect,
                         description,
                         input_schema: Arc::new(Value::Null),
+                        hints: None,
                     };
                     offered.push((action, operation, input));
                 }

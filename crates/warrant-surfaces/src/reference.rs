@@ -102,6 +102,7 @@ impl ReferenceSurface {
                 effect: a.effect,
                 description: a.description,
                 input_schema: Arc::new(a.input_schema),
+                hints: None,
             })
             .collect();
         let listing: Vec<Value> = actions
@@ -140,9 +141,7 @@ impl Surface for ReferenceSurface {
                 output: serde_json::json!({ "error": message }),
                 is_error: true,
             }),
-            Err(ProviderError::Unavailable(message)) => {
-                Err(SurfaceError::new("unavailable", message))
-            }
+            Err(ProviderError::Unavailable(message)) => Err(SurfaceError::not_sent(message)),
         };
         Box::pin(std::future::ready(result))
     }
@@ -168,6 +167,8 @@ type Factory = Arc<dyn Fn(Option<&Value>) -> Result<Arc<dyn Provider>, String> +
 #[derive(Clone)]
 pub struct ReferenceCatalog {
     factories: BTreeMap<String, Factory>,
+    /// Per provider, the keys of its `config` that hold file paths.
+    paths: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for ReferenceCatalog {
@@ -181,6 +182,7 @@ impl ReferenceCatalog {
     pub fn empty() -> ReferenceCatalog {
         ReferenceCatalog {
             factories: BTreeMap::new(),
+            paths: BTreeMap::new(),
         }
     }
 
@@ -197,6 +199,7 @@ impl ReferenceCatalog {
         c.register_configured("ledger", |config| {
             crate::ledger::Ledger::from_config(config).map(|l| Arc::new(l) as Arc<dyn Provider>)
         });
+        c.declare_paths("ledger", &["file"]);
         c
     }
 
@@ -218,6 +221,13 @@ impl ReferenceCatalog {
         make: impl Fn(Option<&Value>) -> Result<Arc<dyn Provider>, String> + Send + Sync + 'static,
     ) {
         self.factories.insert(name.to_owned(), Arc::new(make));
+    }
+
+    /// Says which keys of the `config` of the provider registered as `name` hold file paths:
+    /// a relative one is resolved against the spec's folder when the spec is read.
+    pub fn declare_paths(&mut self, name: &str, keys: &[&str]) {
+        self.paths
+            .insert(name.to_owned(), keys.iter().map(|k| (*k).to_owned()).collect());
     }
 
     /// A fresh instance of the provider registered as `name`, configured with `config`.
@@ -258,6 +268,15 @@ impl ReferenceCatalog {
 }
 
 impl ProviderCatalog for ReferenceCatalog {
+    fn path_settings(&self, provider: &ProviderSpec) -> Vec<String> {
+        provider
+            .reference
+            .as_ref()
+            .and_then(|r| self.paths.get(r))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn tools(&self, _name: &str, provider: &ProviderSpec) -> Result<Option<Vec<String>>, String> {
         let ways = [
             provider.reference.is_some(),

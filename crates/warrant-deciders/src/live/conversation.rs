@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use warrant_core::codes::Code;
 use serde_json::{Value, json};
 use warrant_core::event::{Decision, Usage};
 use warrant_core::projection::Projection;
@@ -273,10 +274,10 @@ pub fn from_projection(
 
 /// A reply as decisions: the calls in order (the first is acted on now, the rest one at a
 /// time after it), a final answer, a refusal, or a model-attributed failure `(code, message)`.
-pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (String, String)> {
+pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (Code, String)> {
     if reply.stop == Stop::Length {
         return Err((
-            "truncated_output".into(),
+            Code::TruncatedOutput,
             "the model hit max_output_tokens before finishing its answer".into(),
         ));
     }
@@ -294,7 +295,7 @@ pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (String,
         && reply.calls.is_empty()
         && reply.text.is_empty()
     {
-        return Err(("model_stopped".into(), format!("the model stopped: {why}")));
+        return Err((Code::ModelStopped, format!("the model stopped: {why}")));
     }
     let mut out = Vec::with_capacity(reply.calls.len());
     for (_, wire, arguments) in &reply.calls {
@@ -330,7 +331,7 @@ pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (String,
     if out.is_empty() {
         if reply.text.trim().is_empty() {
             return Err((
-                "empty_output".into(),
+                Code::EmptyOutput,
                 "the model answered with neither a tool call nor text".into(),
             ));
         }
@@ -397,10 +398,10 @@ mod tests {
 
         let mut cut = Reply::new();
         cut.stop = Stop::Length;
-        assert_eq!(decisions(&cut, &names).unwrap_err().0, "truncated_output");
+        assert_eq!(decisions(&cut, &names).unwrap_err().0, Code::TruncatedOutput);
         assert_eq!(
             decisions(&Reply::new(), &names).unwrap_err().0,
-            "empty_output"
+            Code::EmptyOutput
         );
         let mut no = Reply::new();
         no.refusal = Some("I can't help with that".into());

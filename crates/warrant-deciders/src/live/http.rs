@@ -5,6 +5,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
+use warrant_core::codes::Code;
 use serde_json::{Value, json};
 
 /// Most bytes of an answer kept in the recorded exchange.
@@ -53,8 +54,8 @@ pub struct Answer {
 
 /// Why no answer came.
 pub struct Failure {
-    /// Stable code: `http_status`, `unreachable`, `stream_broken`...
-    pub code: String,
+    /// What went wrong: `http_status`, `unreachable`, ...
+    pub code: Code,
     /// For humans (never a secret).
     pub message: String,
 }
@@ -78,7 +79,7 @@ pub async fn send(
                 }
                 Err(_) => {
                     return Err(Failure {
-                        code: "invalid_header".into(),
+                        code: Code::InvalidHeader,
                         message: format!("header `{name}` has a value that cannot be sent"),
                     });
                 }
@@ -92,7 +93,7 @@ pub async fn send(
                     true,
                     None,
                     Err(Failure {
-                        code: "unreachable".into(),
+                        code: Code::Unreachable,
                         message,
                     }),
                 )
@@ -112,7 +113,7 @@ pub async fn send(
                     retryable,
                     hint,
                     Err(Failure {
-                        code: "http_status".into(),
+                        code: Code::HttpStatus,
                         message: format!("{} answered {status}: {excerpt}", request.url),
                     }),
                 )

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use warrant_core::canon;
 use warrant_core::event::{DeciderIdentity, Decision};
+use warrant_core::codes::Code;
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
 
@@ -348,7 +349,7 @@ impl LiveDecider {
             exchange["broken"] = json!(why);
         }
         let exchange = Arc::new(exchange);
-        let fail = |code: String, message: String| DecideError {
+        let fail = |code: Code, message: String| DecideError {
             code,
             message,
             exchange: Some(exchange.clone()),
@@ -356,7 +357,7 @@ impl LiveDecider {
         let reply =
             wire::parse(self.api, &answer.text, self.settings.stream).map_err(|(c, m)| {
                 match &answer.broken {
-                    Some(why) => fail("stream_broken".into(), format!("{m} ({why})")),
+                    Some(why) => fail(Code::StreamBroken, format!("{m} ({why})")),
                     None => fail(c, m),
                 }
             })?;

@@ -3,6 +3,7 @@
 //! [`Reply`]. A streamed answer is first folded into the document the same request would have
 //! returned unstreamed, then read by the same code.
 
+use warrant_core::codes::Code;
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Conversation, Reply, Stop, Turn};
@@ -27,10 +28,10 @@ pub struct Settings {
 }
 
 /// A model-attributed failure to read an answer: (code, message).
-pub type Unreadable = (String, String);
+pub type Unreadable = (Code, String);
 
-fn unreadable(code: &str, message: impl Into<String>) -> Unreadable {
-    (code.to_owned(), message.into())
+fn unreadable(code: Code, message: impl Into<String>) -> Unreadable {
+    (code, message.into())
 }
 
 /// The request body for `api`.
@@ -54,7 +55,7 @@ pub fn parse(api: Api, text: &str, stream: bool) -> Result<Reply, Unreadable> {
         }
     } else {
         serde_json::from_str(text)
-            .map_err(|e| unreadable("unreadable_answer", format!("the answer is not JSON: {e}")))?
+            .map_err(|e| unreadable(Code::UnreadableAnswer, format!("the answer is not JSON: {e}")))?
     };
     match api {
         Api::OpenaiChat => read_chat(&document),
@@ -67,7 +68,7 @@ pub fn parse(api: Api, text: &str, stream: bool) -> Result<Reply, Unreadable> {
 fn data_json(data: &str) -> Result<Value, Unreadable> {
     serde_json::from_str(data).map_err(|e| {
         unreadable(
-            "unreadable_answer",
+            Code::UnreadableAnswer,
             format!("a streamed event is not JSON ({e}): {}", excerpt(data)),
         )
     })
@@ -79,7 +80,7 @@ fn excerpt(s: &str) -> String {
 
 fn incomplete(what: &str) -> Unreadable {
     unreadable(
-        "stream_incomplete",
+        Code::StreamIncomplete,
         format!("the stream ended before {what}: the answer is incomplete"),
     )
 }
@@ -162,7 +163,7 @@ fn fold_chat(text: &str) -> Result<Value, Unreadable> {
         let chunk = data_json(&data)?;
         if let Some(e) = chunk.get("error") {
             return Err(unreadable(
-                "model_error",
+                Code::ModelError,
                 format!("the stream carried an error: {e}"),
             ));
         }
@@ -207,13 +208,13 @@ fn fold_chat(text: &str) -> Result<Value, Unreadable> {
 fn read_chat(doc: &Value) -> Result<Reply, Unreadable> {
     if let Some(e) = doc.get("error") {
         return Err(unreadable(
-            "model_error",
+            Code::ModelError,
             format!("the answer is an error: {e}"),
         ));
     }
     let choice = doc
         .pointer("/choices/0")
-        .ok_or_else(|| unreadable("unreadable_answer", "the answer has no choices"))?;
+        .ok_or_else(|| unreadable(Code::UnreadableAnswer, "the answer has no choices"))?;
     let message = &choice["message"];
     let mut r = Reply::new();
     r.text = s(message, "/content").to_owned();
@@ -306,7 +307,7 @@ fn fold_responses(text: &str) -> Result<Value, Unreadable> {
             }
             "error" => {
                 return Err(unreadable(
-                    "model_error",
+                    Code::ModelError,
                     format!("the stream carried an error: {}", event),
                 ));
             }
@@ -319,7 +320,7 @@ fn fold_responses(text: &str) -> Result<Value, Unreadable> {
 fn read_responses(doc: &Value) -> Result<Reply, Unreadable> {
     if let Some(e) = doc.get("error").filter(|e| !e.is_null()) {
         return Err(unreadable(
-            "model_error",
+            Code::ModelError,
             format!("the response failed: {e}"),
         ));
     }
@@ -468,7 +469,7 @@ fn fold_anthropic(text: &str) -> Result<Value, Unreadable> {
             }
             "error" => {
                 return Err(unreadable(
-                    "model_error",
+                    Code::ModelError,
                     format!("the stream carried an error: {}", event["error"]),
                 ));
             }
@@ -498,7 +499,7 @@ fn append(block: &mut Value, field: &str, more: &str) {
 fn read_anthropic(doc: &Value) -> Result<Reply, Unreadable> {
     if s(doc, "/type") == "error" {
         return Err(unreadable(
-            "model_error",
+            Code::ModelError,
             format!("the answer is an error: {}", doc["error"]),
         ));
     }
@@ -588,7 +589,7 @@ fn fold_gemini(text: &str) -> Result<Value, Unreadable> {
         let chunk = data_json(&data)?;
         if let Some(e) = chunk.get("error") {
             return Err(unreadable(
-                "model_error",
+                Code::ModelError,
                 format!("the stream carried an error: {e}"),
             ));
         }
@@ -624,7 +625,7 @@ fn fold_gemini(text: &str) -> Result<Value, Unreadable> {
 fn read_gemini(doc: &Value) -> Result<Reply, Unreadable> {
     if let Some(e) = doc.get("error") {
         return Err(unreadable(
-            "model_error",
+            Code::ModelError,
             format!("the answer is an error: {e}"),
         ));
     }
