@@ -1165,7 +1165,11 @@ impl RunState {
             .rev()
             .filter_map(|id| self.call(*id))
             .find(|c| {
-                self.is_commit_tool(i, &c.tool) && c.status.is_some_and(|s| s != CallStatus::Ok)
+                c.status.is_some_and(|s| s != CallStatus::Ok)
+                    && (self.is_commit_tool(i, &c.tool)
+                        // A tool the spec allows and the provider does not offer: the spec's
+                        // fault, whatever the tool would have been.
+                        || c.fault.as_ref().is_some_and(|f| f.layer == Layer::Spec))
             });
         match attempt.and_then(|c| c.fault.clone()) {
             Some(f) => f,

@@ -596,7 +596,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 results
                     .entry(p)
                     .or_default()
-                    .insert(*call, Err(recorded_error(f, f.message.clone())));
+                    .insert(*call, Err(recorded_error(f, strip_call(&f.message))));
             }
             EventKind::CallFinished {
                 call,
@@ -644,6 +644,29 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             _ => {}
         }
     }
+    // A call sent again was observed afresh first: at the latest version recorded before it.
+    let mut latest: HashMap<String, String> = HashMap::new();
+    let mut resent_at: HashMap<u64, (String, String)> = HashMap::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Observed {
+                provider, version, ..
+            } => {
+                latest.insert(provider.clone(), version.clone());
+            }
+            EventKind::CallStarted {
+                step,
+                resend_of: Some(_),
+                ..
+            } => {
+                let p = provider_of_step(&step.0);
+                if let Some(v) = latest.get(&p) {
+                    resent_at.insert(e.seq, (p, v.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
     // From this segment: the order of observations and freshness answers, and what was put in
     // doubt.
     let observation = |p: &str, v: &str| Observation {
@@ -679,6 +702,15 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 let p = provider_of_step(&step.0);
                 let o = observation(&p, version);
                 observations.entry(p).or_default().push_back(Ok(o));
+            }
+            EventKind::CallStarted {
+                resend_of: Some(_),
+                ..
+            } => {
+                if let Some((p, v)) = resent_at.get(&e.seq) {
+                    let o = observation(p, v);
+                    observations.entry(p.clone()).or_default().push_back(Ok(o));
+                }
             }
             EventKind::CallDispatched { call, .. } => {
                 if let Some(p) = call_provider.get(call) {

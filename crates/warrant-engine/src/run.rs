@@ -314,10 +314,15 @@ impl<'a> Run<'a> {
     /// Whether the run waits for a person and nothing has changed: no answer, no expiry (as of
     /// now), no cancellation.
     fn idle(&mut self) -> bool {
+        // Replaying, the log says whether the recorded process re-entered.
+        if !matches!(self.time, TimeSource::Live(_)) {
+            return false;
+        }
         let Next::Wait(call) = self.state.next() else {
             return false;
         };
-        if self.cancel_due().is_some() {
+        if let Some(c) = self.cancel_due() {
+            self.cancel = Some(c);
             return false;
         }
         let now = self.time.peek().unwrap_or(self.state.last_at_ms);

@@ -1,7 +1,9 @@
 //! Deterministic simulation: a seeded RNG drives fake deciders, surfaces and authorities that
 //! inject faults — errors, timeouts, slow calls, unreachable providers, state changes between
-//! observation and dispatch, denials, bad decisions, crashes — on a simulated clock (tokio's
-//! paused time). The invariants are checked as the run goes (every invoke checks its intent is
+//! observation and dispatch, denials, bad decisions, crashes, answers lost after the effect was
+//! performed (or before), calls never sent, observations and freshness checks that never
+//! answer — on a simulated clock (tokio's paused time). Operators reconcile calls in doubt from
+//! the provider's ground truth and sometimes have one that did not happen sent again. The invariants are checked as the run goes (every invoke checks its intent is
 //! durable and was allowed; no commit intent is invoked twice) and on every finished log
 //! (consistency, byte-identical replay, judged completion, carried values equal to evidence).
 //! Each seed runs twice and must give the same log: a failing seed is printed and replays
@@ -73,6 +75,8 @@ struct Watch {
     /// Commit intents that reached a provider, by idempotency key, and whether they took effect.
     commits: Mutex<HashMap<String, u32>>,
     performed: Mutex<HashSet<String>>,
+    /// Effects performed, by idempotency key: more than one is a duplicated effect.
+    effects: Mutex<HashMap<String, u32>>,
 }
 
 impl Watch {
@@ -130,6 +134,10 @@ impl Surface for SimSurface {
             return Box::pin(std::future::ready(Err(SurfaceError::not_sent(
                 "sim: connection refused",
             ))));
+        }
+        // An observation that never answers: the engine's bound must end the wait.
+        if self.rng.chance(1) {
+            return Box::pin(std::future::pending());
         }
         self.inner.observe()
     }
@@ -190,6 +198,15 @@ impl Surface for SimSurface {
                     self.perform(&call).await
                 }
                 11..15 => Err(SurfaceError::not_sent("sim: provider down")),
+                // The effect is performed and the answer lost (the connection drops, the
+                // server dies after doing it); or the server dies before doing it.
+                19..23 => {
+                    let _ = self.perform(&call).await;
+                    Err(SurfaceError::answer_lost("sim: connection closed after the effect"))
+                }
+                23..25 => Err(SurfaceError::answer_lost(
+                    "sim: server died before doing it",
+                )),
                 15..19 => Ok(CallOutput {
                     output: json!({"error": "sim: rejected"}),
                     is_error: true,
@@ -205,6 +222,10 @@ impl Surface for SimSurface {
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
         if self.rng.chance(4) {
             return Box::pin(std::future::ready(false));
+        }
+        // A freshness check that never answers.
+        if self.rng.chance(1) {
+            return Box::pin(std::future::pending());
         }
         self.inner.is_current(version)
     }
@@ -229,7 +250,16 @@ impl SimSurface {
                 })
             )
         {
-            self.watch.performed.lock().unwrap().insert(key);
+            self.watch.performed.lock().unwrap().insert(key.clone());
+            let mut effects = self.watch.effects.lock().unwrap();
+            let n = effects.entry(key).or_default();
+            *n += 1;
+            if *n > 1 {
+                self.watch.violation(format!(
+                    "{} {} effect performed {n} times",
+                    call.run, call.call
+                ));
+            }
         }
         r
     }
@@ -410,21 +440,14 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
                         continue;
                     };
                     if record.in_doubt {
-                        let seq = store.read(&id, 1).unwrap().len() as u64;
                         let key = record.idempotency_key.clone().unwrap_or_default();
                         let happened = watch.performed.lock().unwrap().contains(&key);
-                        let e = Event {
-                            seq: seq + 1,
-                            at_ms: 1_800_000_000_000 + seq,
-                            kind: EventKind::CallReconciled {
-                                call,
-                                happened,
-                                by: "sim".into(),
-                                note: String::new(),
-                                resend: false,
-                            },
-                        };
-                        store.append(&id, seq, vec![Arc::new(e)], None).await.unwrap();
+                        // What did not happen is sometimes sent again.
+                        let resend = !happened && rng.chance(50);
+                        engine
+                            .reconcile(&id, call, happened, resend, "sim", "")
+                            .await
+                            .unwrap();
                     } else if let Some(a) = r.state.pending_approvals().find(|a| a.call == call) {
                         let answer = if rng.chance(50) {
                             Answer::Approve {
@@ -475,6 +498,9 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
             .and_then(|o| o.pointer(&c.lineage.path));
         assert_eq!(at, Some(&*c.value), "seed {seed}: {name}");
     }
+    // No effect was performed twice for one intent.
+    let duplicated = watch.effects.lock().unwrap().values().filter(|n| **n > 1).count();
+    assert_eq!(duplicated, 0, "seed {seed}: duplicated effects");
     // Every effect the provider performed is accounted for in the log.
     for key in watch.performed.lock().unwrap().iter() {
         let accounted = state.calls.iter().any(|c| {

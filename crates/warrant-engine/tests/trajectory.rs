@@ -118,9 +118,21 @@ async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_
     assert_eq!(missing[0].requirement, "commit");
     assert_eq!(missing[0].fault.layer, Layer::Model);
     assert_eq!(missing[0].fault.code, "no_commit");
-    // The dependent step never ran and carries the model's blame; the cafe placed no order.
-    assert_eq!(missing[1].step.0, "drift");
-    assert_eq!(missing[1].fault.layer, Layer::Model);
+    // Each requirement is its own row: `order` is neither committed nor attained, both on the
+    // model; the dependent step never ran and carries the model's blame; the cafe placed no
+    // order.
+    let rows: Vec<(&str, &str, Layer)> = missing
+        .iter()
+        .map(|m| (m.step.0.as_str(), m.requirement.as_str(), m.fault.layer))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("order", "commit", Layer::Model),
+            ("order", "attained", Layer::Model),
+            ("drift", "attained", Layer::Model),
+        ]
+    );
     assert!(w.cafe.orders().is_empty());
     assert!(
         !w.events

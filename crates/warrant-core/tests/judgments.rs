@@ -1,0 +1,289 @@
+//! The fold's judgments and the report built from them: each terminal row says what was found
+//! and blames the layer that failed, a step whose every call failed is not called attained,
+//! and the decider's final words are kept. The rendered report is pinned as text.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use warrant_core::event::{
+    ActionRecord, CallStatus, DeciderIdentity, Decision, EVENTS_FORMAT, Effect, Event, EventKind,
+    Fault, Layer, StepEnd,
+};
+use warrant_core::ids::{CallId, HandleId, RunId, StepId};
+use warrant_core::report::RunReport;
+use warrant_core::spec::{Format, Spec};
+use warrant_core::{Code, Outcome, RunState};
+
+const SPEC: &str = "
+version: warrant/v1
+id: order
+objective: Order a latte.
+providers:
+  cafe: {reference: cafe}
+steps:
+  - id: order
+    provider: cafe
+    tools: [order_latte]
+    commit: required
+    required: true
+    publishes:
+      color: {from: order_latte, path: /colour}
+";
+
+/// Builds a log event by event, folding as it goes, the way the engine does.
+struct Log {
+    state: RunState,
+    events: Vec<Arc<Event>>,
+}
+
+impl Log {
+    fn new(spec_yaml: &str) -> Log {
+        let spec = Arc::new(Spec::parse(spec_yaml, Format::Yaml, "spec.yaml").unwrap());
+        let mut log = Log {
+            state: RunState::default(),
+            events: Vec::new(),
+        };
+        log.push(EventKind::RunStarted {
+            format: EVENTS_FORMAT.into(),
+            run_id: RunId("r1".into()),
+            spec_hash: spec.hash(),
+            spec,
+            decider: DeciderIdentity {
+                kind: "scripted".into(),
+                name: "script.yaml".into(),
+                digest: None,
+            },
+            authority: None,
+            execution_control: None,
+            principal: None,
+            setup_ms: Some(40),
+        });
+        log
+    }
+
+    fn push(&mut self, kind: EventKind) {
+        let seq = self.state.last_seq + 1;
+        let event = Event {
+            seq,
+            at_ms: 1_000 + seq * 10,
+            kind,
+        };
+        self.state.apply(&event).unwrap();
+        self.events.push(Arc::new(event));
+    }
+
+    fn start(&mut self) {
+        self.push(EventKind::StepStarted {
+            step: StepId("order".into()),
+            provider: "cafe".into(),
+        });
+        self.push(EventKind::Observed {
+            step: StepId("order".into()),
+            provider: "cafe".into(),
+            version: "v1".into(),
+            actions: Arc::from(vec![ActionRecord {
+                name: "order_latte".into(),
+                effect: Effect::Commit,
+                description: String::new(),
+                input_schema: Arc::new(json!({"type": "object"})),
+                hints: None,
+            }]),
+        });
+    }
+
+    fn decide(&mut self, decision: Decision) {
+        let n = self.state.decisions + 1;
+        self.push(EventKind::Decided {
+            step: StepId("order".into()),
+            decision_no: n,
+            version: "v1".into(),
+            decision,
+            usage: None,
+            exchange: None,
+        });
+    }
+
+    /// A call of `order_latte` that ends `status` with `output` / `fault`.
+    fn call(&mut self, status: CallStatus, output: Option<Value>, fault: Option<Fault>) {
+        self.decide(Decision::Call {
+            tool: "order_latte".into(),
+            handle: None,
+            args: Arc::new(json!({"size": "medium"})),
+            claims: Vec::new(),
+        });
+        let call = self.state.next_call_id();
+        let decision = self.state.decisions;
+        self.push(EventKind::CallStarted {
+            call,
+            step: StepId("order".into()),
+            tool: "order_latte".into(),
+            handle: Some(HandleId {
+                decision,
+                action: 0,
+            }),
+            args: Arc::new(json!({"size": "medium"})),
+            resend_of: None,
+        });
+        if matches!(status, CallStatus::Ok | CallStatus::ProviderError) {
+            self.push(EventKind::CallDispatched {
+                call,
+                effect: Effect::Commit,
+                args: Arc::new(json!({"size": "medium"})),
+                args_digest: "sha256:a".into(),
+                idempotency_key: format!("wk-r1-{call}"),
+                provenance: Vec::new(),
+                narrowed: Vec::new(),
+            });
+        }
+        self.push(EventKind::CallFinished {
+            call,
+            status,
+            ruled_args_digest: None,
+            narrowed: Vec::new(),
+            narrowed_args: None,
+            output: output.map(Arc::new),
+            fault,
+        });
+    }
+
+    /// The decider says it is done; the fold judges it, and the run ends as judged.
+    fn done(&mut self, summary: &str) {
+        self.decide(Decision::Done {
+            summary: summary.into(),
+        });
+        let end = self.state.judge_done(0);
+        self.push(EventKind::StepFinished {
+            step: StepId("order".into()),
+            end,
+        });
+        let outcome = self.state.terminal();
+        self.push(EventKind::RunFinished { outcome });
+    }
+}
+
+#[test]
+fn a_wrong_publishes_path_is_the_specs_fault_and_the_rows_say_what_was_found() {
+    let mut log = Log::new(SPEC);
+    log.start();
+    log.call(
+        CallStatus::Ok,
+        Some(json!({"order_id": "ord-1", "color": "#d2b48c"})),
+        None,
+    );
+    log.done("ordered it");
+    let StepEnd::NotAttained { fault } = log.state.judge_done(0) else {
+        panic!("attained without its published output")
+    };
+    assert_eq!(fault.code, Code::PublishPathMissing.as_str());
+    assert_eq!(fault.layer, Layer::Spec);
+    let report = RunReport::from_events(&log.events).unwrap();
+    // The commit happened: its row is met; the attainment is missing, on the spec.
+    let rows: Vec<(String, bool, Option<Layer>)> = report
+        .terminal
+        .iter()
+        .map(|r| (r.requirement.clone(), r.satisfied, r.fault.as_ref().map(|f| f.layer)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("commit".into(), true, None),
+            ("attained".into(), false, Some(Layer::Spec)),
+        ]
+    );
+    assert_eq!(
+        report.render(),
+        "\
+run      r1
+spec     order (919dadebe7ce)
+decider  scripted:script.yaml
+outcome  not_attained
+route    cafe/commit:order_latte
+elapsed  130 ms (40 ms starting providers), 2 decisions, 1 calls
+answer   ordered it (done)
+steps
+  order    not_attained  cafe (1 calls)  [spec] `order_latte` succeeded (c1), but its result has nothing at `/colour`: check `steps.order.publishes.color.path`
+terminal
+  met     order commit
+  MISSING order attained  [spec] `order_latte` succeeded (c1), but its result has nothing at `/colour`: check `steps.order.publishes.color.path`
+"
+    );
+}
+
+#[test]
+fn a_step_whose_every_call_failed_is_not_attained_whatever_it_requires() {
+    let optional = SPEC
+        .replace("    commit: required\n    required: true\n", "")
+        .replace("/colour", "/color");
+    let mut log = Log::new(&optional);
+    log.start();
+    log.call(
+        CallStatus::StoppedByPolicy,
+        None,
+        Some(Fault::of(Code::PolicyDenied, "no policy permits it")),
+    );
+    log.done("could not");
+    let StepEnd::NotAttained { fault } = log.state.judge_done(0) else {
+        panic!("a step that did nothing reported attained")
+    };
+    assert_eq!(fault.code, "policy_denied");
+    // It was not required: the run is attained, and the report says what happened to it.
+    assert_eq!(log.state.outcome, Some(Outcome::Attained));
+    let report = RunReport::from_events(&log.events).unwrap();
+    assert_eq!(report.steps[0].status, "not_attained");
+    assert!(report.render().contains("[policy] no policy permits it"));
+}
+
+#[test]
+fn the_deciders_final_answer_is_kept_and_reported() {
+    let mut log = Log::new(&SPEC.replace("/colour", "/color"));
+    log.start();
+    log.call(
+        CallStatus::Ok,
+        Some(json!({"order_id": "ord-1", "color": "#d2b48c"})),
+        None,
+    );
+    log.push(EventKind::Carried {
+        name: "order.color".into(),
+        value: Arc::new(json!("#d2b48c")),
+        lineage: warrant_core::event::Lineage {
+            run: RunId("r1".into()),
+            step: StepId("order".into()),
+            call: CallId(1),
+            tool: "order_latte".into(),
+            path: "/color".into(),
+        },
+    });
+    log.done("the latte is #d2b48c");
+    assert_eq!(log.state.outcome, Some(Outcome::Attained));
+    let report = RunReport::from_events(&log.events).unwrap();
+    let answer = report.answer.as_ref().unwrap();
+    assert_eq!((answer.kind.as_str(), answer.text.as_str()), ("done", "the latte is #d2b48c"));
+    assert_eq!(
+        report.steps[0].answer.as_ref().unwrap().text,
+        "the latte is #d2b48c"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["answer"]["text"], "the latte is #d2b48c");
+}
+
+#[test]
+fn nothing_may_follow_the_end_of_a_run() {
+    let mut log = Log::new(&SPEC.replace("/colour", "/color"));
+    log.start();
+    log.done("nothing to do");
+    let after = Event {
+        seq: log.state.last_seq + 1,
+        at_ms: 5_000,
+        kind: EventKind::CallReconciled {
+            call: CallId(1),
+            happened: true,
+            by: "ops".into(),
+            note: String::new(),
+            resend: false,
+        },
+    };
+    let err = log.state.apply(&after).unwrap_err();
+    assert!(err.message.contains("already finished"), "{err}");
+}
