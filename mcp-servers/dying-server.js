@@ -1,7 +1,10 @@
 // A minimal MCP server over stdio (raw JSON-RPC, no SDK) that dies in the middle of a call:
-// it answers the handshake and the tool list, then exits when `crash` is called. Used to test
-// that a server dying mid-call is a provider fault, the run ends cleanly, and nothing hangs.
-// Its `odd` tool has a schema that cannot be compiled (calling it would also kill the server).
+// it answers the handshake and the tool list, then exits when `crash` is called, or when
+// `record` is called after appending a line to the file named by $DYING_LOG (the effect
+// happened; its answer never comes). Used to test that a server dying mid-call leaves a commit
+// in doubt (never recorded as failed, so never repeated), and that nothing hangs. Its `odd`
+// tool has a schema that cannot be compiled (calling it would also kill the server).
+const fs = require("fs");
 const readline = require("readline");
 const rl = readline.createInterface({ input: process.stdin });
 const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
@@ -18,12 +21,16 @@ rl.on("line", (line) => {
     send({ jsonrpc: "2.0", id: msg.id, result: { tools: [
       { name: "ping", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
       { name: "crash", inputSchema: { type: "object" } },
+      { name: "record", inputSchema: { type: "object", properties: { note: { type: "string" } } } },
       // A schema no JSON Schema validator can compile (an unbalanced regex): Warrant must
       // refuse the tool, never call it.
       { name: "odd", inputSchema: { type: "object", properties: { q: { type: "string", pattern: "((" } } } },
     ] } });
   } else if (msg.method === "tools/call" && msg.params.name === "ping") {
     send({ jsonrpc: "2.0", id: msg.id, result: { content: [{ type: "text", text: "pong" }] } });
+  } else if (msg.method === "tools/call" && msg.params.name === "record") {
+    fs.appendFileSync(process.env.DYING_LOG, JSON.stringify(msg.params.arguments) + "\n");
+    process.exit(3);
   } else if (msg.method === "tools/call") {
     process.exit(3);
   } else if (msg.id !== undefined && msg.method === "ping") {

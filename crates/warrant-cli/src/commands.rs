@@ -16,7 +16,7 @@ use warrant_core::spec::Format;
 use warrant_core::validate;
 use warrant_core::{Outcome, Spec};
 use warrant_deciders::{Script, ScriptedDecider};
-use warrant_engine::SystemClock;
+use warrant_engine::{SystemClock, lease};
 use warrant_engine::{AllOf, AllowAll, Answer, Answered, Engine, RuleList, RunResult};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
@@ -332,8 +332,11 @@ pub fn load_spec(path: &Path) -> Result<Spec> {
     let catalog = ReferenceCatalog::default();
     let mut spec = validate::load(&text, Format::of_path(&shown), &shown, &catalog)
         .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
-    let base = std::path::absolute(path.parent().unwrap_or(Path::new("")))
-        .map_err(|e| Failure::invalid(anyhow!("{shown}: cannot resolve its folder: {e}")))?;
+    let base = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(folder) => std::path::absolute(folder),
+        None => std::env::current_dir(),
+    }
+    .map_err(|e| Failure::invalid(anyhow!("{shown}: cannot resolve its folder: {e}")))?;
     validate::normalise_paths(&mut spec, &base, &catalog);
     Ok(spec)
 }
@@ -911,7 +914,7 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
             .iter()
             .map(|r| {
                 let mut v = json!(r);
-                v["status"] = json!(r.shown_status(now));
+                v["status"] = json!(lease::shown_status(r, now));
                 v
             })
             .collect();
@@ -925,7 +928,7 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
         outln!(
             "{:<22} {:<13} {:<16} {:>5} events  {}",
             r.run_id,
-            r.shown_status(now),
+            lease::shown_status(r, now),
             r.spec_id,
             r.events,
             r.decider
@@ -954,7 +957,7 @@ fn shown_status(store: &SqliteStore, id: &RunId, report: &RunReport) -> String {
         .summary(id)
         .ok()
         .flatten()
-        .filter(|r| r.interrupted(SystemClock.now_ms()) && report.status == "running")
+        .filter(|r| lease::interrupted(r, SystemClock.now_ms()) && report.status == "running")
         .map_or_else(|| report.status.clone(), |_| "interrupted".to_owned())
 }
 
@@ -1210,7 +1213,7 @@ async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: boo
             "ready" => Some(format!(
                 "{id} was answered and waits to be resumed: `warrant resume {id}`; still following"
             )),
-            _ if !summary.driven(now) => Some(format!(
+            _ if !lease::driven(&summary, now) => Some(format!(
                 "the process driving {id} is gone{}: `warrant resume {id}` carries it on; still following",
                 summary
                     .heartbeat_ms
@@ -1487,7 +1490,7 @@ async fn resume(
             .runs()
             .map_err(|e| Failure::failed(anyhow!("{e}")))?
             .into_iter()
-            .filter(|r| r.resumable(now))
+            .filter(|r| lease::resumable(r, now))
             .map(|r| r.run_id)
             .collect(),
         _ => return Err(Failure::invalid(anyhow!("give a RUN or --all, not both"))),
@@ -1604,7 +1607,8 @@ async fn cancel(
     // A process driving the run ends it at its next check; wait for that, as long as that
     // process is alive.
     let mut waited_ms = 0;
-    while summary(&store)?.driven(SystemClock.now_ms()) && waited_ms < wait_s.saturating_mul(1000)
+    while lease::driven(&summary(&store)?, SystemClock.now_ms())
+        && waited_ms < wait_s.saturating_mul(1000)
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
         waited_ms += 100;
@@ -1621,7 +1625,7 @@ async fn cancel(
         );
         return Ok(exit::NOT_ATTAINED);
     }
-    if now.driven(SystemClock.now_ms()) {
+    if lease::driven(&now, SystemClock.now_ms()) {
         outln!(
             "the cancellation of {id} is recorded; the process driving it ({}) has not acted on it within {wait_s} s",
             now.holder.unwrap_or_default()

@@ -87,6 +87,17 @@ fn a_killed_run_waits_in_doubt_is_reconciled_and_resumed_to_its_outcome() {
         "{}",
         text(&waiting)
     );
+    // What is known, exactly, and what to do, with the real call and its arguments.
+    for expected in [
+        "the intent was recorded, then the process stopped before a result was",
+        r#"arguments {"entry":"one"}"#,
+        "warrant reconcile r",
+        " c2 --happened",
+    ] {
+        assert!(text(&waiting).contains(expected), "{expected}: {}", text(&waiting));
+    }
+    let show = text(&warrant(&d.path, &["show", "last"], None));
+    assert!(show.contains("in doubt") && show.contains(r#"{"entry":"one"}"#), "{show}");
     assert_eq!(ledger_lines(&d.path), 1, "never silently repeated");
     let runs: Value =
         serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
@@ -180,6 +191,18 @@ fn cancel_ends_a_waiting_run_and_refuses_a_finished_one() {
             .unwrap();
     assert_eq!(report["outcome"]["outcome"], "cancelled");
     assert_eq!(report["outcome"]["by"], "bob");
+    // Nothing follows the end of a run: not a reconciliation either.
+    let events = |d: &Path| text(&warrant(d, &["events", "last"], None)).lines().count();
+    let before = events(&d.path);
+    let late = warrant(&d.path, &["reconcile", "last", "c2", "--happened"], None);
+    assert_eq!(late.status.code(), Some(2), "{}", text(&late));
+    assert!(text(&late).contains("already ended cancelled"), "{}", text(&late));
+    assert_eq!(events(&d.path), before);
+    let runs: Value =
+        serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "cancelled");
+    // The report names the effect that was never settled.
+    assert_eq!(report["unsettled"][0]["state"], "in_doubt");
     let again = warrant(&d.path, &["cancel", "last"], None);
     assert_eq!(again.status.code(), Some(1));
     assert!(
@@ -215,6 +238,62 @@ fn a_follower_that_reconnects_after_the_writer_restarts_sees_every_event_once_in
     let last = *seqs.last().unwrap();
     assert_eq!(seqs, (3..=last).collect::<Vec<_>>());
     assert!(String::from_utf8_lossy(&out.stdout).contains("run_resumed"));
+}
+
+#[test]
+fn a_call_that_did_not_happen_is_sent_again_once_when_the_operator_asks() {
+    let d = world();
+    // Killed after the intent, before the ledger was called: nothing happened.
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-intent:2"));
+    assert_eq!(killed.status.code(), None, "{}", text(&killed));
+    assert_eq!(ledger_lines(&d.path), 0);
+    let waiting = warrant(&d.path, &["resume", "last", "-q"], None);
+    assert_eq!(waiting.status.code(), Some(3), "{}", text(&waiting));
+    let said = warrant(
+        &d.path,
+        &["reconcile", "last", "c2", "--did-not-happen", "--resend", "--as", "ops"],
+        None,
+    );
+    assert_eq!(said.status.code(), Some(0), "{}", text(&said));
+    let runs: Value =
+        serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "ready");
+    let done = warrant(&d.path, &["resume", "--all", "-q"], None);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(ledger_lines(&d.path), 1, "sent again, once");
+    let report = text(&warrant(&d.path, &["report", "last"], None));
+    assert!(report.contains("did not happen; sent again as c3"), "{report}");
+    let replay = warrant(&d.path, &["replay", "last", "--verify"], None);
+    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
+    // `--resend` without `--did-not-happen` is a usage error.
+    let odd = warrant(&d.path, &["reconcile", "last", "c2", "--happened", "--resend"], None);
+    assert_eq!(odd.status.code(), Some(2));
+}
+
+#[test]
+fn a_follower_says_when_the_writer_is_gone_and_follows_its_successor() {
+    use std::io::BufRead;
+    let d = world();
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:1"));
+    assert_eq!(killed.status.code(), None);
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(&d.path)
+        .env("WARRANT_STORE", d.path.join("w.db"))
+        .args(["events", "last", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(follower.stderr.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert!(line.contains("is gone"), "{line}");
+    assert!(line.contains("warrant resume"), "{line}");
+    let resumed = warrant(&d.path, &["resume", "last", "-q"], None);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let out = follower.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run_finished"));
 }
 
 #[test]

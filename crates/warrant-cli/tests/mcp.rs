@@ -23,15 +23,6 @@ use warrant_core::ports::{Invocation, Surface};
 use warrant_surfaces::mcp::McpSurface;
 
 /// Runs the `warrant` binary in `cwd` against `store`.
-fn warrant_in(cwd: &Path, store: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(cwd)
-        .env("WARRANT_STORE", store)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn everything() -> Vec<String> {
     let server = root()
         .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -218,42 +209,81 @@ fn the_filesystem_server_writes_and_reads_a_file_that_is_really_on_disk() {
     assert!(!Path::new("/etc/warrant-escape.txt").exists());
 }
 
+/// A server that dies mid-call: whether or not it did the work first, the call's answer is
+/// lost. A commit is then in doubt, never recorded as failed (so never retried by the decider),
+/// and the operator settles it; nothing hangs.
 #[test]
-fn a_server_that_dies_mid_call_is_a_provider_fault_and_the_run_ends_cleanly() {
+fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
     let dir = tempfile::tempdir().unwrap();
     let server = root().join("mcp-servers/dying-server.js");
+    let effects = dir.path().join("effects.jsonl");
     let spec = format!(
-        "version: warrant/v1\nid: dying\nobjective: Ping, then crash.\nproviders:\n  d:\n    mcp: {{command: [node, {}]}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: d\n    tools: [ping, crash]\n    commit: required\n",
+        "version: warrant/v1\nid: dying\nobjective: Ping, then record.\nproviders:\n  d:\n    mcp: {{command: [node, {}], env: {{DYING_LOG: {}}}}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: d\n    tools: [ping, record]\n    commit: required\n",
+        server.display(),
+        effects.display()
+    );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    // A decider that retries: a failed commit would be sent twice.
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  s:\n    - call: ping\n    - call: record\n      args: {note: one}\n    - call: record\n      args: {note: one}\n    - done: done\n",
+    )
+    .unwrap();
+    let store = dir.path().join("w.db");
+    let run = warrant_in(
+        dir.path(),
+        &store,
+        &["run", "spec.yaml", "--decider", "scripted:script.yaml", "--json", "-q"],
+    );
+    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(out["route_key"], "d/read:ping");
+    let waiting = &out["waiting_on"][0];
+    assert_eq!(waiting["call"], "c2");
+    assert_eq!(waiting["args"], json!({"note": "one"}));
+    assert_eq!(waiting["known"], "it was sent and its answer was lost");
+    // It happened once (the server wrote it before dying), and was not sent again.
+    let lines = std::fs::read_to_string(&effects).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    // The operator, having looked at the file, says it happened; the run is judged on that.
+    let settled = warrant_in(dir.path(), &store, &["reconcile", "last", "c2", "--happened"]);
+    assert_eq!(settled.status.code(), Some(0), "{}", stderr(&settled));
+    let resumed = warrant_in(dir.path(), &store, &["resume", "last", "--json", "-q"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(std::fs::read_to_string(&effects).unwrap().lines().count(), 1);
+}
+
+/// Whatever a stdio server prints on stderr reaches the terminal labelled and sanitised, and a
+/// server gets only a minimal environment plus what the spec names: not Warrant's secrets.
+#[test]
+fn a_stdio_server_inherits_no_secret_and_prints_nothing_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = root()
+        .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let spec = format!(
+        "version: warrant/v1\nid: env\nobjective: Read the environment.\nproviders:\n  e:\n    mcp: {{command: [node, {}, stdio], env: {{NAMED_FOR_IT: $NAMED_SOURCE}}}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: e\n    tools: [get-env]\n    required: true\n",
         server.display()
     );
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
     std::fs::write(
         dir.path().join("script.yaml"),
-        "steps:\n  s:\n    - call: ping\n    - call: crash\n    - done: done\n",
+        "steps:\n  s:\n    - call: get-env\n    - done: read\n",
     )
     .unwrap();
-    let run = warrant_in(
-        dir.path(),
-        &dir.path().join("w.db"),
-        &[
-            "run",
-            "spec.yaml",
-            "--decider",
-            "scripted:script.yaml",
-            "--json",
-            "-q",
-        ],
-    );
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
-    assert_eq!(out["route_key"], "d/read:ping");
-    let fault = &out["outcome_detail"]["missing"][0]["fault"];
-    assert_eq!(fault["layer"], "provider", "{fault}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir.path())
+        .env("WARRANT_STORE", dir.path().join("w.db"))
+        .env("OPENAI_API_KEY", "sk-secret-that-must-not-leak")
+        .env("NAMED_SOURCE", "passed-on-purpose")
+        .args(["run", "spec.yaml", "--decider", "scripted:script.yaml", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = warrant_in(dir.path(), &dir.path().join("w.db"), &["events", "last", "--json"]);
+    let log = stdout(&events);
+    assert!(!log.contains("sk-secret-that-must-not-leak"), "the key leaked");
+    assert!(log.contains("passed-on-purpose"), "what the spec names is passed");
+    assert!(log.contains("PATH"), "the minimal environment is there");
 }
 
 #[tokio::test]

@@ -38,8 +38,9 @@ struct Seen {
 }
 
 /// A small HTTP service on loopback: serves `document` at `/openapi.json`, `POST /things`
-/// (201, echoing the body with an id), `GET /things/{id}`, `POST /broken` (500), and records
-/// every request.
+/// (201, echoing the body with an id), `GET /things/{id}`, `POST /broken` (500), `POST /taken`
+/// (409 with a long body, the reason at its end), `POST /lost` (does the work, then closes the
+/// connection without answering), and records every request.
 struct Service {
     url: String,
     document: Arc<Mutex<Value>>,
@@ -61,7 +62,9 @@ fn document() -> Value {
                 "get": {"operationId": "get_thing", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}], "responses": {"200": {"description": "ok"}}},
                 "delete": {"operationId": "delete_thing", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}], "responses": {"204": {"description": "gone"}}}
             },
-            "/broken": {"post": {"operationId": "broken", "responses": {"200": {"description": "never"}}}}
+            "/broken": {"post": {"operationId": "broken", "responses": {"200": {"description": "never"}}}},
+            "/lost": {"post": {"operationId": "lose_thing", "responses": {"201": {"description": "never seen"}}}},
+            "/taken": {"post": {"operationId": "take_name", "responses": {"201": {"description": "never"}}}}
         },
         "components": {"schemas": {"Thing": {"type": "object", "required": ["name"], "additionalProperties": false, "properties": {"name": {"type": "string", "maxLength": 40}}}}}
     })
@@ -80,8 +83,13 @@ async fn service() -> Service {
                 let Some(request) = read_request(&mut stream).await else {
                     return;
                 };
+                let lost = request.target.starts_with("/lost");
                 let (status, body) = answer(&request, &doc);
                 log.lock().unwrap().push(request);
+                // The work is done (recorded); the answer never leaves.
+                if lost {
+                    return;
+                }
                 let body = body.to_string();
                 let head = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -151,7 +159,25 @@ fn answer(r: &Seen, doc: &Mutex<Value>) -> (&'static str, Value) {
             "200 OK",
             json!({"id": &path["/things/".len()..], "name": "kept"}),
         ),
+        ("POST", "/taken") => (
+            "409 Conflict",
+            json!({"trace": "x".repeat(900), "detail": "the name `lamp` is taken"}),
+        ),
         _ => ("500 Internal Server Error", json!({"detail": "boom"})),
+    }
+}
+
+/// An OpenAPI entry with nothing but its document set.
+fn api_defaults() -> OpenApiSpec {
+    OpenApiSpec {
+        document: String::new(),
+        base_url: None,
+        headers: BTreeMap::new(),
+        inputs: BTreeMap::new(),
+        include: Vec::new(),
+        effects: BTreeMap::new(),
+        operations_max: None,
+        output_bytes_max: None,
     }
 }
 
@@ -192,8 +218,17 @@ steps:
 ";
 
 async fn run(surface: OpenApiSurface, script: &str) -> (RunResult, Arc<MemoryStore>) {
+    run_spec(SPEC, surface, script).await
+}
+
+/// Runs `spec_text` (whose provider is a placeholder) over `surface`.
+async fn run_spec(
+    spec_text: &str,
+    surface: OpenApiSurface,
+    script: &str,
+) -> (RunResult, Arc<MemoryStore>) {
     // The spec names a placeholder provider; the test hands the engine its own surface.
-    let spec = validate::load(SPEC, Format::Yaml, "spec.yaml", &Everything).unwrap();
+    let spec = validate::load(spec_text, Format::Yaml, "spec.yaml", &Everything).unwrap();
     let script = Script::parse(script, Format::Yaml, "script.yaml").unwrap();
     let decider = ScriptedDecider::new(script, "script.yaml");
     let store = Arc::new(MemoryStore::new());
@@ -343,24 +378,97 @@ steps:
     - done: gave up
 ";
     let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, broken]");
-    let spec = validate::load(&spec_text, Format::Yaml, "spec.yaml", &Everything).unwrap();
-    let decider = ScriptedDecider::new(
-        Script::parse(script, Format::Yaml, "script.yaml").unwrap(),
-        "s",
-    );
-    let store = Arc::new(MemoryStore::new());
-    let surfaces: HashMap<String, Arc<dyn Surface>> =
-        HashMap::from([("api".to_owned(), Arc::new(surface) as Arc<dyn Surface>)]);
-    let result = Engine::new(store)
-        .run(Arc::new(spec), &decider, &surfaces)
-        .await
-        .unwrap();
+    let (result, _) = run_spec(&spec_text, surface, script).await;
     let call = &result.state.calls[0];
     assert_eq!(call.status, Some(CallStatus::ProviderError));
     let output = call.output.as_ref().unwrap();
     assert_eq!(output["status"], 500);
     assert_eq!(output["body"]["detail"], "boom");
     assert_eq!(call.fault.as_ref().unwrap().layer, Layer::Provider);
+}
+
+#[tokio::test]
+async fn a_provider_error_leads_with_the_providers_own_message() {
+    let service = service().await;
+    let surface = OpenApiSurface::new(&api(&service), Path::new("")).unwrap();
+    let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, take_name]");
+    let script = "
+steps:
+  create:
+    - call: take_name
+    - done: gave up
+";
+    let (result, _) = run_spec(&spec_text, surface, script).await;
+    let call = &result.state.calls[0];
+    let fault = call.fault.as_ref().unwrap();
+    assert_eq!(
+        fault.message,
+        "`take_name` failed: HTTP 409 Conflict: the name `lamp` is taken"
+    );
+    // The whole answer stays in the record.
+    let output = call.output.as_ref().unwrap();
+    assert_eq!(output["body"]["trace"].as_str().unwrap().len(), 900);
+}
+
+/// The service does the work and the connection closes before its answer: the commit is in
+/// doubt, never a provider error a retry would repeat.
+#[tokio::test]
+async fn a_commit_done_but_cut_off_before_its_answer_is_in_doubt_and_not_repeated() {
+    let service = service().await;
+    let surface = OpenApiSurface::new(&api(&service), Path::new("")).unwrap();
+    let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, lose_thing]");
+    // A decider that retries what failed.
+    let script = "
+steps:
+  create:
+    - call: lose_thing
+    - call: lose_thing
+    - done: made it
+";
+    let (result, _) = run_spec(&spec_text, surface, script).await;
+    assert_eq!(result.outcome, None, "the run waits for an operator");
+    let call = &result.state.calls[0];
+    assert!(call.in_doubt, "{:?}", call);
+    assert_eq!(
+        call.doubt,
+        Some(warrant_core::event::DoubtStage::AnswerLost)
+    );
+    let sent = service
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.target.starts_with("/lost"))
+        .count();
+    assert_eq!(sent, 1, "sent once, never repeated");
+}
+
+/// A document URL that accepts the connection and never answers: the observation is bounded
+/// by the call timeout, and the run ends, attributed to the provider.
+#[tokio::test]
+async fn a_document_that_never_arrives_ends_the_step_within_the_call_timeout() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            open.push(stream);
+        }
+    });
+    let spec = OpenApiSpec {
+        document: format!("{url}/openapi.json"),
+        base_url: Some(url.clone()),
+        ..api_defaults()
+    };
+    let surface = OpenApiSurface::new(&spec, Path::new("")).unwrap();
+    let spec_text = format!("{SPEC}limits: {{call_timeout_ms: 300}}\n");
+    let (result, _) = run_spec(&spec_text, surface, CREATE_THEN_READ).await;
+    let Some(Outcome::NotAttained { missing }) = &result.outcome else {
+        panic!("{:?}", result.outcome)
+    };
+    assert_eq!(missing[0].fault.code, "timeout");
+    assert_eq!(missing[0].fault.layer, Layer::Provider);
+    held.abort();
 }
 
 #[tokio::test]

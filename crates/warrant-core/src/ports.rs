@@ -395,7 +395,7 @@ pub struct RunSummary {
     pub decider: String,
     /// `running`, `waiting` (for an approval or a reconciliation), `ready` (answered, to be
     /// resumed) or the outcome's name. A `running` run whose driver is gone is interrupted
-    /// ([`RunSummary::interrupted`]).
+    /// (`warrant_engine::lease::interrupted`).
     pub status: String,
     /// When it started.
     pub started_at_ms: u64,
@@ -414,34 +414,13 @@ pub struct RunSummary {
 pub const LEASE_TTL_MS: u64 = 10_000;
 
 impl RunSummary {
-    /// Whether a process drives the run now: it holds the lease and was heard from within
-    /// [`LEASE_TTL_MS`] of `now_ms`.
+    /// Whether a process holds the run's lease and was heard from within [`LEASE_TTL_MS`] of
+    /// `now_ms` (`warrant_engine::lease` also knows a local process that is gone).
     pub fn driven(&self, now_ms: u64) -> bool {
         self.holder.is_some()
             && self
                 .heartbeat_ms
                 .is_some_and(|h| now_ms.saturating_sub(h) < LEASE_TTL_MS)
-    }
-
-    /// Whether the run is `running` but no process drives it (its process died): resuming it
-    /// carries it on.
-    pub fn interrupted(&self, now_ms: u64) -> bool {
-        self.status == "running" && !self.driven(now_ms)
-    }
-
-    /// Whether resuming the run carries it on: it is interrupted, or a person's answer made it
-    /// ready.
-    pub fn resumable(&self, now_ms: u64) -> bool {
-        self.status == "ready" || self.interrupted(now_ms)
-    }
-
-    /// The status as a person needs it: `interrupted` for a running run no process drives.
-    pub fn shown_status(&self, now_ms: u64) -> &str {
-        if self.interrupted(now_ms) {
-            "interrupted"
-        } else {
-            &self.status
-        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod authority;
 mod cache;
 pub mod hub;
 pub mod intercept;
+pub mod lease;
 pub mod replay;
 mod run;
 pub mod time;
@@ -155,11 +156,11 @@ impl Engine {
             interceptors: Arc::new(Vec::new()),
             control: None,
             acting_for: ("local".to_owned(), "local".to_owned()),
-            holder: Arc::from(format!("pid {}", std::process::id())),
+            holder: Arc::from(format!("pid {}@{}", std::process::id(), lease::host())),
         }
     }
 
-    /// Names this process in the leases of the runs it drives (default `pid <pid>`).
+    /// Names this process in the leases of the runs it drives (default `pid <pid>@<host>`).
     pub fn with_holder(mut self, holder: &str) -> Engine {
         self.holder = Arc::from(holder);
         self
@@ -444,11 +445,24 @@ impl Engine {
             now_ms: self.clock.now_ms(),
         };
         if let Some(held) = self.store.claim(run_id, &driver)? {
-            return Err(EngineError::Held {
-                run: run_id.clone(),
-                holder: held.holder,
-                age_ms: driver.now_ms.saturating_sub(held.heartbeat_ms),
-            });
+            // A holder that was a process on this machine and is gone holds nothing: take the
+            // lease over at once rather than wait for it to lapse.
+            let gone = lease::alive(&held.holder) == Some(false);
+            let taken = gone && {
+                let dead = warrant_core::ports::Driver {
+                    holder: Arc::from(held.holder.as_str()),
+                    now_ms: driver.now_ms,
+                };
+                self.store.release(run_id, &dead)?;
+                self.store.claim(run_id, &driver)?.is_none()
+            };
+            if !taken {
+                return Err(EngineError::Held {
+                    run: run_id.clone(),
+                    holder: held.holder,
+                    age_ms: driver.now_ms.saturating_sub(held.heartbeat_ms),
+                });
+            }
         }
         let mut run = run::Run::from_state(
             self,

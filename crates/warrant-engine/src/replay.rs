@@ -111,6 +111,13 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
         let time = TimeSource::replaying(events);
         let stop_at = starts.get(k + 1).map(|&i| i as u64 + 1);
+        // The time the recorded process spent before it started (or re-entered) the run.
+        let setup_ms = match segment.first().map(|e| &e.kind) {
+            Some(
+                EventKind::RunStarted { setup_ms, .. } | EventKind::RunResumed { setup_ms, .. },
+            ) => *setup_ms,
+            _ => None,
+        };
         let outcome = if k == 0 {
             let mut run = crate::run::Run::start(
                 &engine,
@@ -121,6 +128,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                 time,
             );
             run.stop_at = stop_at;
+            run.setup_ms = setup_ms;
             run.drive().await
         } else {
             let so_far = store.events();
@@ -135,6 +143,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                         time,
                     );
                     run.stop_at = stop_at;
+                    run.setup_ms = setup_ms;
                     run.reenter().await
                 }
                 Err(e) => Err(EngineError::Invariant(e)),

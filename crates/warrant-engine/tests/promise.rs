@@ -19,7 +19,6 @@ use warrant_core::event::{CallStatus, DoubtStage, EventKind, Layer};
 use warrant_core::ids::CallId;
 use warrant_core::ports::{
     BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-    SurfaceErrorKind,
 };
 use warrant_core::report::RunReport;
 use warrant_core::{Outcome, Spec};
@@ -141,7 +140,6 @@ struct Ran {
     store: Arc<MemoryStore>,
     cafe: Arc<Cafe>,
     surface: Arc<Faulty>,
-    spec: Arc<Spec>,
     result: warrant_engine::RunResult,
 }
 
@@ -164,7 +162,7 @@ async fn run_faulty(
     let mut surfaces: warrant_engine::Surfaces = std::collections::HashMap::new();
     surfaces.insert("cafe".into(), surface.clone());
     let result = engine
-        .run(spec.clone(), &script(script_yaml), &surfaces)
+        .run(spec, &script(script_yaml), &surfaces)
         .await
         .unwrap();
     Ran {
@@ -172,7 +170,6 @@ async fn run_faulty(
         store,
         cafe,
         surface,
-        spec,
         result,
     }
 }

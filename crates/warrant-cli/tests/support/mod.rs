@@ -1,6 +1,6 @@
 //! What the `warrant` binary's test files share.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 #![allow(dead_code, reason = "each test file uses part of it")]
 
 use std::path::{Path, PathBuf};
@@ -17,4 +17,63 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// A fresh directory and the path of a store file in it (created by the first command that
+/// writes).
+pub fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    (dir, store)
+}
+
+/// Runs `warrant ARGS` in the repository's root against `store`.
+pub fn warrant(store: &Path, args: &[&str]) -> std::process::Output {
+    warrant_in(&root(), store, args)
+}
+
+/// Runs `warrant ARGS` in `cwd` against `store`.
+pub fn warrant_in(cwd: &Path, store: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(cwd)
+        .env("WARRANT_STORE", store)
+        .env_remove("WARRANT_FAULT")
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `warrant ARGS` in the repository's root with `input` on its standard input.
+pub fn warrant_with_stdin(store: &Path, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", store)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Stdout parsed as one JSON document.
+pub fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
 }

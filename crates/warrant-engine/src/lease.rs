@@ -1,0 +1,75 @@
+//! Who drives a run: the holder names a run's lease carries, and whether that holder is still
+//! alive when it is a process on this machine.
+//!
+//! A lease lapses when its holder has not been heard from for `LEASE_TTL_MS`; a holder that was
+//! a process on this machine and no longer exists is known to be gone at once, so a run whose
+//! process was killed is re-entered without waiting for its lease to lapse.
+
+/// This machine's name (`/proc/sys/kernel/hostname`, `/etc/hostname`, else `localhost`).
+pub fn host() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Whether the process a holder names (`pid <pid>@<host>`) is alive: `Some` when it was a
+/// process on this machine and its liveness can be read, `None` when that cannot be known
+/// (another machine, another naming, no `/proc`). A reused pid reads as alive: the lease then
+/// lapses on its own.
+pub fn alive(holder: &str) -> Option<bool> {
+    let rest = holder.strip_prefix("pid ")?;
+    let (pid, on) = rest.split_once('@')?;
+    let pid: u32 = pid.parse().ok()?;
+    if on != host() || !std::path::Path::new("/proc/self").exists() {
+        return None;
+    }
+    Some(std::path::Path::new("/proc").join(pid.to_string()).exists())
+}
+
+/// Whether a process drives the run `summary` describes, at `now_ms`: it holds the lease, was
+/// heard from lately, and is not a process of this machine that is gone.
+pub fn driven(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
+    summary.driven(now_ms) && summary.holder.as_deref().and_then(alive) != Some(false)
+}
+
+/// Whether the run is `running` but no process drives it (its process died): resuming it
+/// carries it on.
+pub fn interrupted(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
+    summary.status == "running" && !driven(summary, now_ms)
+}
+
+/// Whether resuming the run carries it on: it is interrupted, or a person's answer made it
+/// ready.
+pub fn resumable(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
+    summary.status == "ready" || interrupted(summary, now_ms)
+}
+
+/// The status as a person needs it: `interrupted` for a running run no process drives.
+pub fn shown_status(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> &str {
+    if interrupted(summary, now_ms) {
+        "interrupted"
+    } else {
+        &summary.status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    #[test]
+    fn this_process_is_alive_and_a_finished_one_is_not() {
+        let me = format!("pid {}@{}", std::process::id(), super::host());
+        assert_eq!(super::alive(&me), Some(true));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let gone = format!("pid {pid}@{}", super::host());
+        assert_eq!(super::alive(&gone), Some(false));
+        assert_eq!(super::alive("pid 1@some-other-machine"), None);
+        assert_eq!(super::alive("worker-7"), None);
+    }
+}
