@@ -174,14 +174,18 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
             let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
                 break;
             };
-            let pending = logs(&store, |status| status == "running" || status == "waiting");
+            let pending = logs(&store, |status| {
+                matches!(status, "running" | "waiting" | "ready")
+            });
             drop(store);
             if pending.is_empty() {
                 break;
             }
             for (run, status, events) in pending {
                 if status == "waiting" {
-                    reconcile(&mut w, &run, &events);
+                    // What did not happen is sometimes sent again.
+                    let resend = rng.below(2) == 0;
+                    reconcile(&mut w, &run, &events, resend);
                 }
                 let f = fault(&mut rng);
                 #[expect(
@@ -281,8 +285,9 @@ fn key_is_append(logs: &[(String, String, Vec<Arc<Event>>)], key: &str) -> bool 
         })
 }
 
-/// Reconciles each in-doubt call by looking at the ledger, as an operator would.
-fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>]) {
+/// Reconciles each in-doubt call by looking at the ledger, as an operator would; with
+/// `resend`, one that did not happen is sent again.
+fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>], resend: bool) {
     let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e)).unwrap();
     let doubted: Vec<_> = state
         .in_doubt()
@@ -302,17 +307,18 @@ fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>]) {
             "--did-not-happen"
         };
         let call = call.to_string();
-        let code = w.warrant(
-            &[
-                "reconcile",
-                run,
-                &call,
-                flag,
-                "--note",
-                "checked the ledger",
-            ],
-            None,
-        );
+        let mut args = vec![
+            "reconcile",
+            run,
+            &call,
+            flag,
+            "--note",
+            "checked the ledger",
+        ];
+        if resend && !happened {
+            args.push("--resend");
+        }
+        let code = w.warrant(&args, None);
         assert_eq!(code, Some(0), "reconcile {run} {call}");
     }
 }

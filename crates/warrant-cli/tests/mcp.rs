@@ -108,6 +108,66 @@ async fn calls_return_the_servers_result_and_errors_are_errors() {
     assert!(bad.is_err() || bad.as_ref().unwrap().is_error, "{bad:?}");
 }
 
+/// The spec's author is the authority on effects, whatever the server's trust; host-supplied
+/// inputs are never offered to the decider, never settable by it, and always sent; and what the
+/// server declares reaches policies as hints marked by its trust.
+#[tokio::test]
+async fn the_spec_sets_effects_and_host_inputs_the_decider_never_sees() {
+    let spec = warrant_core::spec::McpSpec {
+        command: everything(),
+        effects: BTreeMap::from([("get-sum".to_owned(), Effect::Read)]),
+        inputs: BTreeMap::from([("a".to_owned(), json!(2))]),
+        ..warrant_core::spec::McpSpec::default()
+    };
+    let s = McpSurface::connect("e", &spec, false).await.unwrap();
+    let o = s.observe().await.unwrap();
+    let sum = o.actions.iter().find(|a| a.name == "get-sum").unwrap();
+    assert_eq!(sum.effect, Effect::Read, "an untrusted server, and the spec says read");
+    assert!(sum.input_schema["properties"].get("a").is_none(), "{}", sum.input_schema);
+    assert!(sum.input_schema["properties"].get("b").is_some());
+    assert!(
+        !sum.input_schema["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("a"))
+    );
+    let echo = o.actions.iter().find(|a| a.name == "echo").unwrap();
+    assert_eq!(echo.effect, Effect::Commit, "not named: the untrusted default");
+    let hints = echo.hints.as_ref().unwrap();
+    assert_eq!((hints.read_only, hints.trusted), (Some(true), false));
+    let out = s
+        .invoke(invocation("get-sum", json!({"b": 3}), Effect::Read, &o.version))
+        .await
+        .unwrap();
+    assert!(out.output.to_string().contains('5'), "{}", out.output);
+    let set = s
+        .invoke(invocation("get-sum", json!({"a": 40, "b": 3}), Effect::Read, &o.version))
+        .await
+        .unwrap_err();
+    assert_eq!(set.kind, warrant_core::ports::SurfaceErrorKind::Invalid);
+    assert!(set.message.contains("supplied by the host"), "{}", set.message);
+}
+
+#[test]
+fn the_mcp_examples_run_from_any_folder_and_count_their_start_up() {
+    everything();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = elsewhere.path().join("w.db");
+    for example in ["mcp-everything", "mcp-filesystem"] {
+        let spec = root().join("examples").join(example).join("spec.yaml");
+        let run = warrant_in(
+            elsewhere.path(),
+            &store,
+            &["run", spec.to_str().unwrap(), "--json", "-q"],
+        );
+        assert_eq!(run.status.code(), Some(0), "{example}: {}", stderr(&run));
+        let out = json(&run);
+        // Starting the server is part of what the run took.
+        assert!(out["setup_ms"].as_u64().unwrap() > 0, "{out}");
+        assert!(out["elapsed_ms"].as_u64() >= out["setup_ms"].as_u64());
+    }
+}
+
 #[test]
 fn a_spec_over_an_mcp_server_runs_end_to_end_and_replays() {
     let dir = tempfile::tempdir().unwrap();
@@ -223,10 +283,9 @@ fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
         effects.display()
     );
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    // A decider that retries: a failed commit would be sent twice.
     std::fs::write(
         dir.path().join("script.yaml"),
-        "steps:\n  s:\n    - call: ping\n    - call: record\n      args: {note: one}\n    - call: record\n      args: {note: one}\n    - done: done\n",
+        "steps:\n  s:\n    - call: ping\n    - call: record\n      args: {note: one}\n    - done: done\n",
     )
     .unwrap();
     let store = dir.path().join("w.db");
@@ -242,7 +301,8 @@ fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
     assert_eq!(waiting["call"], "c2");
     assert_eq!(waiting["args"], json!({"note": "one"}));
     assert_eq!(waiting["known"], "it was sent and its answer was lost");
-    // It happened once (the server wrote it before dying), and was not sent again.
+    // It happened once (the server wrote it before dying); the run stopped there, so no
+    // decider could send it again before an operator says what happened.
     let lines = std::fs::read_to_string(&effects).unwrap();
     assert_eq!(lines.lines().count(), 1, "{lines}");
     // The operator, having looked at the file, says it happened; the run is judged on that.

@@ -291,13 +291,7 @@ fn approvals_show_provenance_and_expiry_and_codes_explain_themselves() {
     let (_dir, store) = scratch();
     let run = warrant(
         &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--policy",
-            "examples/policies/payments.cedar",
-            "-q",
-        ],
+        &["run", "examples/pay-rent/spec.yaml", "--ask-tool", "transfer", "-q"],
     );
     assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
     let text = stdout(&warrant(&store, &["approvals"]));
@@ -319,10 +313,10 @@ fn the_final_answer_is_in_the_json_the_show_and_the_report() {
     let run = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "--json", "-q"]);
     assert_eq!(run.status.code(), Some(0));
     let out = json(&run);
-    assert_eq!(out["answer"]["text"], "the color is within the palette");
+    assert_eq!(out["answer"]["text"], "the latte's color is within the palette");
     assert!(out["setup_ms"].is_u64());
     let show = stdout(&warrant(&store, &["show", "last"]));
-    assert!(show.contains("answer   the color is within the palette"), "{show}");
+    assert!(show.contains("answer   the latte's color is within the palette"), "{show}");
     let report = json(&warrant(&store, &["report", "last", "--json"]));
     assert_eq!(report["answer"]["kind"], "done");
 }

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use warrant_core::event::Effect;
+use warrant_core::event::{Effect, ToolHints};
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::ports::{Authority, CapabilityRequest, Verdict};
 use warrant_core::provenance::{ArgLabel, Source};
@@ -40,6 +40,17 @@ fn rule(
     args: Value,
     labels: &[(&str, Source)],
 ) -> Verdict {
+    rule_hinted(a, effect, tool, args, labels, None)
+}
+
+fn rule_hinted(
+    a: &CedarAuthority,
+    effect: Effect,
+    tool: &str,
+    args: Value,
+    labels: &[(&str, Source)],
+    hints: Option<&ToolHints>,
+) -> Verdict {
     let run = RunId("r1".into());
     let step = StepId("pay".into());
     let provenance: Vec<ArgLabel> = labels
@@ -66,7 +77,7 @@ fn rule(
         args: &args,
         args_digest: "sha256:x",
         provenance: &provenance,
-        hints: None,
+        hints,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -231,6 +242,82 @@ fn policies_see_the_principal_and_the_handle_age() {
     );
     assert!(matches!(
         rule(&stale, Effect::Read, "balance", json!({}), &[]),
+        Verdict::Deny { .. }
+    ));
+}
+
+#[test]
+fn every_message_names_a_policy_by_its_id() {
+    let err = CedarAuthority::new(
+        vec![PolicyFile {
+            name: "caps.cedar".into(),
+            text: "@id(\"pay-cap\")\npermit (principal, action, resource) when { context.no_such_thing };\n".into(),
+        }],
+        BTreeSet::new(),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("pay-cap"), "{err}");
+    assert!(!err.to_string().contains("policy0"), "{err}");
+}
+
+#[test]
+fn a_file_with_no_policies_is_refused() {
+    let err = CedarAuthority::new(
+        vec![PolicyFile {
+            name: "empty.cedar".into(),
+            text: "// to do\n".into(),
+        }],
+        BTreeSet::new(),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("holds no policies"), "{err}");
+}
+
+#[test]
+fn a_recorded_authority_that_does_not_rebuild_exactly_is_an_error_not_a_weaker_one() {
+    let a = authority(PAYMENTS, &["bank"]);
+    let mut d = a.describe().unwrap();
+    d["cedar"]["files"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("text");
+    let rebuilt = CedarAuthority::from_description(&d).unwrap();
+    assert!(rebuilt.is_err(), "a file entry without its text was skipped");
+    let mut d = a.describe().unwrap();
+    d["cedar"]["trusted"] = json!([1]);
+    assert!(CedarAuthority::from_description(&d).unwrap().is_err());
+}
+
+#[test]
+fn a_servers_annotations_reach_policies_marked_by_its_trust() {
+    let a = authority(
+        "@id(\"declared-reads\") permit (principal, action == Warrant::Action::\"commit\", resource) when { context.hints.read_only && context.hints.trusted };",
+        &[],
+    );
+    let trusted = ToolHints {
+        read_only: Some(true),
+        trusted: true,
+        ..ToolHints::default()
+    };
+    assert!(matches!(
+        rule_hinted(&a, Effect::Commit, "list", json!({}), &[], Some(&trusted)),
+        Verdict::Allow { .. }
+    ));
+    let claimed = ToolHints {
+        trusted: false,
+        ..trusted
+    };
+    let Verdict::Deny { reasons } =
+        rule_hinted(&a, Effect::Commit, "list", json!({}), &[], Some(&claimed))
+    else {
+        panic!("an untrusted server's claim was believed")
+    };
+    assert!(reasons[0].contains("only its claim"), "{reasons:?}");
+    // No annotations: MCP's defaults (not read-only, destructive).
+    assert!(matches!(
+        rule_hinted(&a, Effect::Commit, "list", json!({}), &[], None),
         Verdict::Deny { .. }
     ));
 }
