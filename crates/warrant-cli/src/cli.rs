@@ -407,7 +407,11 @@ fn parse_until(text: &str) -> Result<Until, String> {
         "m" => 60_000,
         "h" => 3_600_000,
         "d" => 86_400_000,
-        other => return Err(format!("`{text}`: unknown unit `{other}` (ms, s, m, h or d)")),
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}` (ms, s, m, h or d)"
+            ));
+        }
     };
     if n == 0 {
         return Err(format!("`{text}` is no time at all"));

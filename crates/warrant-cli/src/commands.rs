@@ -16,8 +16,8 @@ use warrant_core::spec::Format;
 use warrant_core::validate;
 use warrant_core::{Outcome, Spec};
 use warrant_deciders::{Script, ScriptedDecider};
-use warrant_engine::{SystemClock, lease};
 use warrant_engine::{AllOf, AllowAll, Answer, Answered, Engine, RuleList, RunResult};
+use warrant_engine::{SystemClock, lease};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
 
@@ -1159,19 +1159,21 @@ fn render_event(e: &StoredEvent) -> String {
 /// How often `--follow` looks for new events.
 const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
-/// One stored event as a JSON line: as it is stored (an unrecognized one exactly as written).
+/// One stored event as a JSON line: the event as it is stored (an unrecognized one exactly as
+/// written), with its global position and its run, each key once.
 fn event_json(e: &StoredEvent) -> Result<String> {
-    match &e.event.kind {
-        EventKind::Unrecognized { raw, .. } => {
-            let mut v = (**raw).clone();
-            if let Value::Object(m) = &mut v {
-                m.insert("position".into(), json!(e.position));
-                m.insert("run_id".into(), json!(e.run_id));
-            }
-            Ok(v.to_string())
+    let mut v: Value =
+        serde_json::from_str(&warrant_core::event::encode(&e.event)).map_err(Failure::failed)?;
+    if let Value::Object(m) = &mut v {
+        let mut line = serde_json::Map::with_capacity(m.len() + 2);
+        line.insert("position".into(), json!(e.position));
+        line.insert("run_id".into(), json!(e.run_id));
+        for (k, value) in std::mem::take(m) {
+            line.insert(k, value);
         }
-        _ => serde_json::to_string(e).map_err(Failure::failed),
+        v = Value::Object(line);
     }
+    Ok(v.to_string())
 }
 
 async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: bool) -> Result<u8> {
@@ -1370,12 +1372,19 @@ fn explain(code: Option<&str>) -> Result<u8> {
     use warrant_core::codes::Code;
     match code {
         Some(c) => {
-            let code: Code = c.parse().map_err(|e: String| Failure::invalid(anyhow!(e)))?;
+            let code: Code = c
+                .parse()
+                .map_err(|e: String| Failure::invalid(anyhow!(e)))?;
             outln!("{code} [{}]: {}", code.layer(), code.explain());
         }
         None => {
             for code in Code::ALL {
-                outln!("{:<32} {:<13} {}", code.as_str(), code.layer().to_string(), code.explain());
+                outln!(
+                    "{:<32} {:<13} {}",
+                    code.as_str(),
+                    code.layer().to_string(),
+                    code.explain()
+                );
             }
         }
     }

@@ -94,10 +94,17 @@ fn a_killed_run_waits_in_doubt_is_reconciled_and_resumed_to_its_outcome() {
         "warrant reconcile r",
         " c2 --happened",
     ] {
-        assert!(text(&waiting).contains(expected), "{expected}: {}", text(&waiting));
+        assert!(
+            text(&waiting).contains(expected),
+            "{expected}: {}",
+            text(&waiting)
+        );
     }
     let show = text(&warrant(&d.path, &["show", "last"], None));
-    assert!(show.contains("in doubt") && show.contains(r#"{"entry":"one"}"#), "{show}");
+    assert!(
+        show.contains("in doubt") && show.contains(r#"{"entry":"one"}"#),
+        "{show}"
+    );
     assert_eq!(ledger_lines(&d.path), 1, "never silently repeated");
     let runs: Value =
         serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
@@ -196,7 +203,11 @@ fn cancel_ends_a_waiting_run_and_refuses_a_finished_one() {
     let before = events(&d.path);
     let late = warrant(&d.path, &["reconcile", "last", "c2", "--happened"], None);
     assert_eq!(late.status.code(), Some(2), "{}", text(&late));
-    assert!(text(&late).contains("already ended cancelled"), "{}", text(&late));
+    assert!(
+        text(&late).contains("already ended cancelled"),
+        "{}",
+        text(&late)
+    );
     assert_eq!(events(&d.path), before);
     let runs: Value =
         serde_json::from_slice(&warrant(&d.path, &["runs", "--json"], None).stdout).unwrap();
@@ -251,7 +262,15 @@ fn a_call_that_did_not_happen_is_sent_again_once_when_the_operator_asks() {
     assert_eq!(waiting.status.code(), Some(3), "{}", text(&waiting));
     let said = warrant(
         &d.path,
-        &["reconcile", "last", "c2", "--did-not-happen", "--resend", "--as", "ops"],
+        &[
+            "reconcile",
+            "last",
+            "c2",
+            "--did-not-happen",
+            "--resend",
+            "--as",
+            "ops",
+        ],
         None,
     );
     assert_eq!(said.status.code(), Some(0), "{}", text(&said));
@@ -262,11 +281,18 @@ fn a_call_that_did_not_happen_is_sent_again_once_when_the_operator_asks() {
     assert_eq!(done.status.code(), Some(0), "{}", text(&done));
     assert_eq!(ledger_lines(&d.path), 1, "sent again, once");
     let report = text(&warrant(&d.path, &["report", "last"], None));
-    assert!(report.contains("did not happen; sent again as c3"), "{report}");
+    assert!(
+        report.contains("did not happen; sent again as c3"),
+        "{report}"
+    );
     let replay = warrant(&d.path, &["replay", "last", "--verify"], None);
     assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
     // `--resend` without `--did-not-happen` is a usage error.
-    let odd = warrant(&d.path, &["reconcile", "last", "c2", "--happened", "--resend"], None);
+    let odd = warrant(
+        &d.path,
+        &["reconcile", "last", "c2", "--happened", "--resend"],
+        None,
+    );
     assert_eq!(odd.status.code(), Some(2));
 }
 

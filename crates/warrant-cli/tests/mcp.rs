@@ -122,8 +122,16 @@ async fn the_spec_sets_effects_and_host_inputs_the_decider_never_sees() {
     let s = McpSurface::connect("e", &spec, false).await.unwrap();
     let o = s.observe().await.unwrap();
     let sum = o.actions.iter().find(|a| a.name == "get-sum").unwrap();
-    assert_eq!(sum.effect, Effect::Read, "an untrusted server, and the spec says read");
-    assert!(sum.input_schema["properties"].get("a").is_none(), "{}", sum.input_schema);
+    assert_eq!(
+        sum.effect,
+        Effect::Read,
+        "an untrusted server, and the spec says read"
+    );
+    assert!(
+        sum.input_schema["properties"].get("a").is_none(),
+        "{}",
+        sum.input_schema
+    );
     assert!(sum.input_schema["properties"].get("b").is_some());
     assert!(
         !sum.input_schema["required"]
@@ -132,20 +140,38 @@ async fn the_spec_sets_effects_and_host_inputs_the_decider_never_sees() {
             .contains(&json!("a"))
     );
     let echo = o.actions.iter().find(|a| a.name == "echo").unwrap();
-    assert_eq!(echo.effect, Effect::Commit, "not named: the untrusted default");
+    assert_eq!(
+        echo.effect,
+        Effect::Commit,
+        "not named: the untrusted default"
+    );
     let hints = echo.hints.as_ref().unwrap();
     assert_eq!((hints.read_only, hints.trusted), (Some(true), false));
     let out = s
-        .invoke(invocation("get-sum", json!({"b": 3}), Effect::Read, &o.version))
+        .invoke(invocation(
+            "get-sum",
+            json!({"b": 3}),
+            Effect::Read,
+            &o.version,
+        ))
         .await
         .unwrap();
     assert!(out.output.to_string().contains('5'), "{}", out.output);
     let set = s
-        .invoke(invocation("get-sum", json!({"a": 40, "b": 3}), Effect::Read, &o.version))
+        .invoke(invocation(
+            "get-sum",
+            json!({"a": 40, "b": 3}),
+            Effect::Read,
+            &o.version,
+        ))
         .await
         .unwrap_err();
     assert_eq!(set.kind, warrant_core::ports::SurfaceErrorKind::Invalid);
-    assert!(set.message.contains("supplied by the host"), "{}", set.message);
+    assert!(
+        set.message.contains("supplied by the host"),
+        "{}",
+        set.message
+    );
 }
 
 #[test]
@@ -292,7 +318,14 @@ fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
     let run = warrant_in(
         dir.path(),
         &store,
-        &["run", "spec.yaml", "--decider", "scripted:script.yaml", "--json", "-q"],
+        &[
+            "run",
+            "spec.yaml",
+            "--decider",
+            "scripted:script.yaml",
+            "--json",
+            "-q",
+        ],
     );
     assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
     let out: Value = serde_json::from_slice(&run.stdout).unwrap();
@@ -306,11 +339,18 @@ fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
     let lines = std::fs::read_to_string(&effects).unwrap();
     assert_eq!(lines.lines().count(), 1, "{lines}");
     // The operator, having looked at the file, says it happened; the run is judged on that.
-    let settled = warrant_in(dir.path(), &store, &["reconcile", "last", "c2", "--happened"]);
+    let settled = warrant_in(
+        dir.path(),
+        &store,
+        &["reconcile", "last", "c2", "--happened"],
+    );
     assert_eq!(settled.status.code(), Some(0), "{}", stderr(&settled));
     let resumed = warrant_in(dir.path(), &store, &["resume", "last", "--json", "-q"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
-    assert_eq!(std::fs::read_to_string(&effects).unwrap().lines().count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&effects).unwrap().lines().count(),
+        1
+    );
 }
 
 /// Whatever a stdio server prints on stderr reaches the terminal labelled and sanitised, and a
@@ -335,14 +375,31 @@ fn a_stdio_server_inherits_no_secret_and_prints_nothing_raw() {
         .env("WARRANT_STORE", dir.path().join("w.db"))
         .env("OPENAI_API_KEY", "sk-secret-that-must-not-leak")
         .env("NAMED_SOURCE", "passed-on-purpose")
-        .args(["run", "spec.yaml", "--decider", "scripted:script.yaml", "--json", "-q"])
+        .args([
+            "run",
+            "spec.yaml",
+            "--decider",
+            "scripted:script.yaml",
+            "--json",
+            "-q",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let events = warrant_in(dir.path(), &dir.path().join("w.db"), &["events", "last", "--json"]);
+    let events = warrant_in(
+        dir.path(),
+        &dir.path().join("w.db"),
+        &["events", "last", "--json"],
+    );
     let log = stdout(&events);
-    assert!(!log.contains("sk-secret-that-must-not-leak"), "the key leaked");
-    assert!(log.contains("passed-on-purpose"), "what the spec names is passed");
+    assert!(
+        !log.contains("sk-secret-that-must-not-leak"),
+        "the key leaked"
+    );
+    assert!(
+        log.contains("passed-on-purpose"),
+        "what the spec names is passed"
+    );
     assert!(log.contains("PATH"), "the minimal environment is there");
 }
 
@@ -910,4 +967,53 @@ fn a_join_offers_an_mcp_server_and_a_reference_provider_in_one_step() {
         err.contains("providers.both.join") && err.contains("`nowhere`"),
         "{err}"
     );
+}
+
+/// A step tool an MCP server does not offer is the spec's error, found by `validate --connect`
+/// (and `providers`) before any run blames a model for it; a server that never completes its
+/// start is a clear error that names no library internals.
+#[test]
+fn validate_connect_finds_a_step_tool_the_server_does_not_offer() {
+    everything();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
+        .unwrap()
+        .replace("tools: [get-sum]", "tools: [get-summ]")
+        .replace(
+            "../../mcp-servers",
+            &root().join("mcp-servers").display().to_string(),
+        )
+        .replace(
+            "scripted:script.yaml",
+            &format!(
+                "scripted:{}",
+                root().join("examples/mcp-everything/script.yaml").display()
+            ),
+        );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    let store = dir.path().join("w.db");
+    let plain = warrant_in(dir.path(), &store, &["validate", "spec.yaml"]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let connected = warrant_in(dir.path(), &store, &["validate", "spec.yaml", "--connect"]);
+    assert_eq!(connected.status.code(), Some(2), "{}", stdout(&connected));
+    assert!(
+        stderr(&connected).contains("steps[1].tools[0]: `everything` does not offer `get-summ`"),
+        "{}",
+        stderr(&connected)
+    );
+    let providers = warrant_in(dir.path(), &store, &["providers", "spec.yaml"]);
+    assert_eq!(providers.status.code(), Some(1));
+    assert!(stdout(&providers).contains("spec error: steps[1].tools[0]"));
+
+    let broken = "version: warrant/v1\nid: b\nobjective: o\nproviders:\n  x: {mcp: {command: [node, -e, 'process.exit(1)']}}\nsteps:\n  - {id: s, provider: x, tools: [t]}\n";
+    std::fs::write(dir.path().join("broken.yaml"), broken).unwrap();
+    let out = warrant_in(
+        dir.path(),
+        &store,
+        &["validate", "broken.yaml", "--connect"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("provider `x`"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("rmcp::"), "{}", stderr(&out));
+    assert!(!store.exists(), "nothing was written");
 }

@@ -104,7 +104,12 @@ fn nothing_printed_is_obeyed_by_the_terminal() {
     let decider = format!("scripted:{}", script.display());
     let run = warrant(
         &store,
-        &["run", "examples/cafe-gallery/spec.yaml", "--decider", &decider],
+        &[
+            "run",
+            "examples/cafe-gallery/spec.yaml",
+            "--decider",
+            &decider,
+        ],
     );
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
     for out in [
@@ -147,10 +152,19 @@ fn read_commands_never_write_and_refuse_what_is_not_a_store() {
         .unwrap();
     assert!(status.success());
     let before = std::fs::read(&other).unwrap();
-    for args in [vec!["runs"], vec!["show", "last"], vec!["approvals"], vec!["run", "examples/cafe-gallery/spec.yaml"]] {
+    for args in [
+        vec!["runs"],
+        vec!["show", "last"],
+        vec!["approvals"],
+        vec!["run", "examples/cafe-gallery/spec.yaml"],
+    ] {
         let out = warrant(&other, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("not a Warrant store"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not a Warrant store"),
+            "{}",
+            stderr(&out)
+        );
     }
     assert_eq!(std::fs::read(&other).unwrap(), before, "not a byte changed");
     // A real store: reading it changes nothing in it.
@@ -187,7 +201,11 @@ fn read_commands_never_write_and_refuse_what_is_not_a_store() {
             stderr(&out)
         );
     }
-    assert_eq!(std::fs::read(&store).unwrap(), before, "a read command wrote");
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "a read command wrote"
+    );
     // A missing store is not created by reading.
     let missing = dir.path().join("none.db");
     assert_eq!(warrant(&missing, &["runs"]).status.code(), Some(2));
@@ -210,21 +228,26 @@ fn a_waiting_run_is_waiting_everywhere_and_a_cancel_ends_it_at_once() {
     );
     assert_eq!(run.status.code(), Some(3));
     let id = json(&run)["run_id"].as_str().unwrap().to_owned();
-    assert_eq!(json(&warrant(&store, &["runs", "--json"]))[0]["status"], "waiting");
+    assert_eq!(
+        json(&warrant(&store, &["runs", "--json"]))[0]["status"],
+        "waiting"
+    );
     assert!(stdout(&warrant(&store, &["show", "last"])).contains("status   waiting"));
     // Resuming everything leaves it alone: it waits for a person, not for a process.
-    let events = |store: &Path| {
-        stdout(&warrant(store, &["events", "last"]))
-            .lines()
-            .count()
-    };
+    let events = |store: &Path| stdout(&warrant(store, &["events", "last"])).lines().count();
     let before = events(&store);
     let all = warrant(&store, &["resume", "--all"]);
     assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
     assert_eq!(events(&store), before, "nothing was appended");
     // Cancelling it ends it here, at once; its request is withdrawn with it.
     let cancel = warrant(&store, &["cancel", &id, "--reason", "not this month"]);
-    assert_eq!(cancel.status.code(), Some(0), "{}{}", stdout(&cancel), stderr(&cancel));
+    assert_eq!(
+        cancel.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&cancel),
+        stderr(&cancel)
+    );
     assert!(stdout(&cancel).contains("cancelled"), "{}", stdout(&cancel));
     let pending = json(&warrant(&store, &["approvals", "--json"]));
     assert_eq!(pending, Value::Array(Vec::new()));
@@ -237,27 +260,58 @@ fn input_that_would_silently_do_nothing_is_refused_by_name() {
     let (dir, store) = scratch();
     let typo = warrant(
         &store,
-        &["run", "examples/pay-rent/spec.yaml", "--deny-tool", "transfre"],
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--deny-tool",
+            "transfre",
+        ],
     );
     assert_eq!(typo.status.code(), Some(2));
-    assert!(stderr(&typo).contains("`transfre` names no tool"), "{}", stderr(&typo));
+    assert!(
+        stderr(&typo).contains("`transfre` names no tool"),
+        "{}",
+        stderr(&typo)
+    );
     let empty = dir.path().join("empty.cedar");
     std::fs::write(&empty, "// nothing yet\n").unwrap();
     let out = warrant(
         &store,
-        &["run", "examples/pay-rent/spec.yaml", "--policy", empty.to_str().unwrap()],
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--policy",
+            empty.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("holds no policies"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds no policies"),
+        "{}",
+        stderr(&out)
+    );
     let spec = std::fs::read_to_string(root().join("examples/cafe-gallery/spec.yaml"))
         .unwrap()
-        .replace("deadline_ms: 60000", "deadline_ms: 60000\n  handle_ttl_ms: 0")
-        .replace("script.yaml", &root().join("examples/cafe-gallery/script.yaml").display().to_string());
+        .replace(
+            "deadline_ms: 60000",
+            "deadline_ms: 60000\n  handle_ttl_ms: 0",
+        )
+        .replace(
+            "script.yaml",
+            &root()
+                .join("examples/cafe-gallery/script.yaml")
+                .display()
+                .to_string(),
+        );
     let zero = dir.path().join("zero.yaml");
     std::fs::write(&zero, spec).unwrap();
     let out = warrant(&store, &["validate", zero.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("limits.handle_ttl_ms"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("limits.handle_ttl_ms"),
+        "{}",
+        stderr(&out)
+    );
     let unknown = std::fs::read_to_string(&zero)
         .unwrap()
         .replace("  handle_ttl_ms: 0\n", "  handle_ttl: 5\n");
@@ -274,12 +328,26 @@ fn input_that_would_silently_do_nothing_is_refused_by_name() {
     // An approval that would hold for no time.
     let run = warrant(
         &store,
-        &["run", "examples/pay-rent/spec.yaml", "--ask-tool", "transfer", "--json", "-q"],
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "--json",
+            "-q",
+        ],
     );
-    let request = json(&run)["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let request = json(&run)["approvals"][0]["request"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let past = warrant(&store, &["approve", &request, "--until", "1000"]);
     assert_eq!(past.status.code(), Some(2));
-    assert!(stderr(&past).contains("not later than now"), "{}", stderr(&past));
+    assert!(
+        stderr(&past).contains("not later than now"),
+        "{}",
+        stderr(&past)
+    );
     let odd = warrant(&store, &["approve", &request, "--until", "+3 weeks"]);
     assert_eq!(odd.status.code(), Some(2));
     let later = warrant(&store, &["approve", &request, "--until", "+30m"]);
@@ -291,7 +359,13 @@ fn approvals_show_provenance_and_expiry_and_codes_explain_themselves() {
     let (_dir, store) = scratch();
     let run = warrant(
         &store,
-        &["run", "examples/pay-rent/spec.yaml", "--ask-tool", "transfer", "-q"],
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "-q",
+        ],
     );
     assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
     let text = stdout(&warrant(&store, &["approvals"]));
@@ -301,7 +375,11 @@ fn approvals_show_provenance_and_expiry_and_codes_explain_themselves() {
     assert!(text.contains("<- "), "{text}");
     let explain = warrant(&store, &["explain", "approval_denied"]);
     assert_eq!(explain.status.code(), Some(0));
-    assert!(stdout(&explain).contains("[policy]"), "{}", stdout(&explain));
+    assert!(
+        stdout(&explain).contains("[policy]"),
+        "{}",
+        stdout(&explain)
+    );
     let all = stdout(&warrant(&store, &["explain"]));
     assert!(all.contains("answer_lost") && all.contains("publish_path_missing"));
     assert_eq!(warrant(&store, &["explain", "nope"]).status.code(), Some(2));
@@ -310,13 +388,22 @@ fn approvals_show_provenance_and_expiry_and_codes_explain_themselves() {
 #[test]
 fn the_final_answer_is_in_the_json_the_show_and_the_report() {
     let (_dir, store) = scratch();
-    let run = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml", "--json", "-q"]);
+    let run = warrant(
+        &store,
+        &["run", "examples/cafe-gallery/spec.yaml", "--json", "-q"],
+    );
     assert_eq!(run.status.code(), Some(0));
     let out = json(&run);
-    assert_eq!(out["answer"]["text"], "the latte's color is within the palette");
+    assert_eq!(
+        out["answer"]["text"],
+        "the latte's color is within the palette"
+    );
     assert!(out["setup_ms"].is_u64());
     let show = stdout(&warrant(&store, &["show", "last"]));
-    assert!(show.contains("answer   the latte's color is within the palette"), "{show}");
+    assert!(
+        show.contains("answer   the latte's color is within the palette"),
+        "{show}"
+    );
     let report = json(&warrant(&store, &["report", "last", "--json"]));
     assert_eq!(report["answer"]["kind"], "done");
 }
@@ -324,7 +411,10 @@ fn the_final_answer_is_in_the_json_the_show_and_the_report() {
 /// A run waiting at its prompt while another terminal answers: both agree, nothing fails.
 #[test]
 fn an_approval_answered_from_another_terminal_while_the_prompt_waits() {
-    for (elsewhere, mine, outcome) in [("approve", "y\n", "attained"), ("deny", "y\n", "not_attained")] {
+    for (elsewhere, mine, outcome) in [
+        ("approve", "y\n", "attained"),
+        ("deny", "y\n", "not_attained"),
+    ] {
         let (_dir, store) = scratch();
         let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
             .current_dir(root())
@@ -366,7 +456,12 @@ fn an_approval_answered_from_another_terminal_while_the_prompt_waits() {
             args.extend(["--reason", "not from here"]);
         }
         assert_eq!(warrant(&store, &args).status.code(), Some(0));
-        child.stdin.take().unwrap().write_all(mine.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(mine.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         let mut rest = String::new();
         let _ = std::io::Read::read_to_string(&mut err, &mut rest);

@@ -827,7 +827,9 @@ pub fn decode(text: &str) -> Result<Event, String> {
             }
             let number = |k: &str| raw.get(k).and_then(Value::as_u64);
             let (Some(seq), Some(at_ms)) = (number("seq"), number("at_ms")) else {
-                return Err(format!("event of type `{type_name}` has no `seq` or `at_ms`"));
+                return Err(format!(
+                    "event of type `{type_name}` has no `seq` or `at_ms`"
+                ));
             };
             Ok(Event {
                 seq,

@@ -63,7 +63,9 @@ pub struct StepState {
 }
 
 /// What a decider said when it ended a step.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct StepAnswer {
     /// `done` or `decline`.
     pub kind: String,
@@ -1112,7 +1114,11 @@ impl RunState {
                         "`{}` succeeded ({}), but its result has nothing at `{}`: check `steps.{}.publishes.{name}.path`",
                         publish.from,
                         c.id,
-                        if publish.path.is_empty() { "/" } else { &publish.path },
+                        if publish.path.is_empty() {
+                            "/"
+                        } else {
+                            &publish.path
+                        },
                         step.id
                     ),
                 ),

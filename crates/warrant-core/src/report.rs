@@ -555,7 +555,12 @@ fn unsettled(state: &RunState) -> Vec<UnsettledReport> {
                 provider: state.provider_of(c.step).to_owned(),
                 tool: c.tool.clone(),
                 args: c.executed.clone().unwrap_or_else(|| c.proposed.clone()),
-                state: if c.in_doubt { "in_doubt" } else { "not_performed" }.to_owned(),
+                state: if c.in_doubt {
+                    "in_doubt"
+                } else {
+                    "not_performed"
+                }
+                .to_owned(),
                 known: c
                     .in_doubt
                     .then(|| c.doubt.map(|d| d.describe().to_owned()))

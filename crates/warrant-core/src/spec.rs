@@ -375,7 +375,11 @@ pub fn parse_document<T: serde::de::DeserializeOwned>(
             let tracked = serde_ignored::Deserializer::new(&mut de, &mut note);
             match serde_path_to_error::deserialize(tracked) {
                 Ok(v) => de.end().map(|()| v).map_err(|e| {
-                    (strip_position(&e.to_string()), Some(e.line() as u64), Some(e.column() as u64))
+                    (
+                        strip_position(&e.to_string()),
+                        Some(e.line() as u64),
+                        Some(e.column() as u64),
+                    )
                 }),
                 Err(e) => {
                     failed_at = e.path().to_string();
@@ -403,7 +407,13 @@ pub fn parse_document<T: serde::de::DeserializeOwned>(
             })
         }
     };
-    let field = |path: &str| if path == "." { String::new() } else { path.to_owned() };
+    let field = |path: &str| {
+        if path == "." {
+            String::new()
+        } else {
+            path.to_owned()
+        }
+    };
     match parsed {
         Ok(value) => match unknown.first() {
             None => Ok(value),

@@ -67,9 +67,16 @@ pub fn provider_message(output: &serde_json::Value) -> String {
         }
     }
     let found = match output {
-        Value::Object(m) => ["error", "message", "detail", "title", "errors", "description"]
-            .iter()
-            .find_map(|k| m.get(*k).and_then(text)),
+        Value::Object(m) => [
+            "error",
+            "message",
+            "detail",
+            "title",
+            "errors",
+            "description",
+        ]
+        .iter()
+        .find_map(|k| m.get(*k).and_then(text)),
         other => text(other),
     };
     let shown = found.unwrap_or_else(|| output.to_string());
@@ -88,7 +95,10 @@ mod tests {
     #[test]
     fn escape_sequences_are_shown_not_obeyed() {
         assert_eq!(sanitize("plain text\n\tok"), "plain text\n\tok");
-        assert_eq!(sanitize("\u{1b}[2J\u{1b}]0;title\u{7}"), "\\u001b[2J\\u001b]0;title\\u0007");
+        assert_eq!(
+            sanitize("\u{1b}[2J\u{1b}]0;title\u{7}"),
+            "\\u001b[2J\\u001b]0;title\\u0007"
+        );
         assert_eq!(sanitize("a\rb"), "a\\u000db");
         assert_eq!(sanitize("\u{9b}31m"), "\\u009b31m");
         assert_eq!(sanitize("pay \u{202e}321"), "pay \\u202e321");
@@ -116,7 +126,10 @@ mod tests {
             "field required"
         );
         let long = provider_message(&json!({"unknown": padding}));
-        assert!(long.chars().count() <= super::PROVIDER_MESSAGE_MAX + 1, "{long}");
+        assert!(
+            long.chars().count() <= super::PROVIDER_MESSAGE_MAX + 1,
+            "{long}"
+        );
     }
 
     #[test]

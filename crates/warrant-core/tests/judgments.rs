@@ -2,7 +2,12 @@
 //! and blames the layer that failed, a step whose every call failed is not called attained,
 //! and the decider's final words are kept. The rendered report is pinned as text.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
 
 use std::sync::Arc;
 
@@ -183,7 +188,13 @@ fn a_wrong_publishes_path_is_the_specs_fault_and_the_rows_say_what_was_found() {
     let rows: Vec<(String, bool, Option<Layer>)> = report
         .terminal
         .iter()
-        .map(|r| (r.requirement.clone(), r.satisfied, r.fault.as_ref().map(|f| f.layer)))
+        .map(|r| {
+            (
+                r.requirement.clone(),
+                r.satisfied,
+                r.fault.as_ref().map(|f| f.layer),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -259,7 +270,10 @@ fn the_deciders_final_answer_is_kept_and_reported() {
     assert_eq!(log.state.outcome, Some(Outcome::Attained));
     let report = RunReport::from_events(&log.events).unwrap();
     let answer = report.answer.as_ref().unwrap();
-    assert_eq!((answer.kind.as_str(), answer.text.as_str()), ("done", "the latte is #d2b48c"));
+    assert_eq!(
+        (answer.kind.as_str(), answer.text.as_str()),
+        ("done", "the latte is #d2b48c")
+    );
     assert_eq!(
         report.steps[0].answer.as_ref().unwrap().text,
         "the latte is #d2b48c"

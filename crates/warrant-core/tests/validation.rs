@@ -243,3 +243,60 @@ fn a_join_names_declared_plain_providers_and_is_trusted_only_when_all_members_ar
         "cannot join itself",
     );
 }
+
+#[test]
+fn errors_name_the_problem_and_the_field_not_the_parsers_internals() {
+    let e = errors(&format!("{VALID}limits: {{decisions_max: -1}}\n"));
+    let text = e.to_string();
+    assert!(text.contains("limits.decisions_max"), "{text}");
+    let e = errors(&VALID.replace("    required: true\n", "    requird: true\n"));
+    assert!(
+        e.to_string().contains("unknown field `steps[1].requird`")
+            || e.to_string().contains("unknown field `steps.1.requird`"),
+        "{e}"
+    );
+    // Every field of a person's spec is checked, however deep.
+    let e = errors(&VALID.replace(
+        "cafe: {reference: cafe}",
+        "cafe: {reference: cafe, trusst: trusted}",
+    ));
+    assert!(e.to_string().contains("trusst"), "{e}");
+    // A document past the reader's size limits says so in words.
+    let mut huge =
+        String::from("version: warrant/v1\nid: t\nobjective: o\nproviders: {}\nsteps: []\nx:\n");
+    for _ in 0..260_000 {
+        huge.push_str("- 1\n");
+    }
+    let e = load(&huge, Format::Yaml, "huge.yaml", &Catalog).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("over a size limit"), "{text}");
+    assert!(!text.contains("Nodes {"), "{text}");
+}
+
+#[test]
+fn a_zero_limit_is_refused() {
+    for limit in [
+        "deadline_ms",
+        "handle_ttl_ms",
+        "call_timeout_ms",
+        "approval_ttl_ms",
+    ] {
+        let e = errors(&format!("{VALID}limits: {{{limit}: 0}}\n"));
+        assert!(e.to_string().contains(&format!("limits.{limit}")), "{e}");
+    }
+}
+
+#[test]
+fn a_spec_read_back_from_a_log_tolerates_fields_it_does_not_know() {
+    // A newer build froze a spec with a field this one does not know: reading the log (not a
+    // person's file) must not fail on it.
+    let v: serde_json::Value = serde_json::json!({
+        "version": "warrant/v1", "id": "t", "objective": "o",
+        "providers": {"cafe": {"reference": "cafe", "pool_size": 4}},
+        "steps": [{"id": "a", "provider": "cafe", "tools": ["read_menu"], "priority": 2}],
+        "limits": {"decisions_max": 5, "gpu_seconds_max": 9},
+        "labels": {"team": "x"}
+    });
+    let spec: warrant_core::Spec = serde_json::from_value(v).unwrap();
+    assert_eq!(spec.limits.decisions_max, 5);
+}

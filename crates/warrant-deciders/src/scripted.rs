@@ -23,11 +23,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 use warrant_core::canon;
+use warrant_core::codes::Code;
 use warrant_core::event::{Claim, DeciderIdentity, Decision};
 use warrant_core::ids::HandleId;
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
-use warrant_core::codes::Code;
 use warrant_core::spec::{Format, ParseError, parse_document};
 
 /// One entry of a script, as written.

@@ -87,9 +87,9 @@ impl RuleList {
                 Some(serde_json::Value::Array(a)) => a
                     .iter()
                     .map(|x| {
-                        x.as_str()
-                            .map(str::to_owned)
-                            .ok_or_else(|| format!("the recorded `{k}` rule {x} is not a tool name"))
+                        x.as_str().map(str::to_owned).ok_or_else(|| {
+                            format!("the recorded `{k}` rule {x} is not a tool name")
+                        })
                     })
                     .collect(),
                 Some(other) => Err(format!("the recorded `{k}` rules are {other}, not a list")),

@@ -54,7 +54,9 @@ pub enum EngineError {
     #[error("stopped at event {0}")]
     Stopped(u64),
     /// Another process drives the run.
-    #[error("run `{run}` is driven by another process ({holder}, heard from {age_ms} ms ago): not re-entering it")]
+    #[error(
+        "run `{run}` is driven by another process ({holder}, heard from {age_ms} ms ago): not re-entering it"
+    )]
     Held {
         /// The run.
         run: RunId,

@@ -713,8 +713,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 observations.entry(p).or_default().push_back(Ok(o));
             }
             EventKind::CallStarted {
-                resend_of: Some(_),
-                ..
+                resend_of: Some(_), ..
             } => {
                 if let Some((p, v)) = resent_at.get(&e.seq) {
                     let o = observation(p, v);

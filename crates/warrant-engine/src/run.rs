@@ -1202,7 +1202,10 @@ impl<'a> Run<'a> {
                 reason: "execution control is required, but none is configured".into(),
             },
             Some(control) => match self
-                .bounded(Bound::Within(setting.timeout_ms), control.evaluate(&request))
+                .bounded(
+                    Bound::Within(setting.timeout_ms),
+                    control.evaluate(&request),
+                )
                 .await
             {
                 Ok(v) => v,
@@ -1751,7 +1754,9 @@ impl<'a> Run<'a> {
         };
         let refusal = match verdict {
             Verdict::Allow { .. } => return Ok(None),
-            Verdict::Deny { reasons } => refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; ")),
+            Verdict::Deny { reasons } => {
+                refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; "))
+            }
             Verdict::Indeterminate { reason } => {
                 refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
             }

@@ -74,7 +74,10 @@ impl Surface for Faulty {
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        self.invoked.lock().unwrap().push(call.idempotency_key.clone());
+        self.invoked
+            .lock()
+            .unwrap()
+            .push(call.idempotency_key.clone());
         if call.tool != self.tool {
             return self.inner.invoke(call);
         }
@@ -144,11 +147,7 @@ struct Ran {
 }
 
 /// Runs `spec` over a faulty cafe, on tokio's paused clock (timeouts fire without waiting).
-async fn run_faulty(
-    spec_yaml: &str,
-    script_yaml: &str,
-    shape: impl FnOnce(&mut Faulty),
-) -> Ran {
+async fn run_faulty(spec_yaml: &str, script_yaml: &str, shape: impl FnOnce(&mut Faulty)) -> Ran {
     let spec = spec(spec_yaml);
     let store = Arc::new(MemoryStore::new());
     let engine = Engine::new(store.clone())
@@ -297,7 +296,11 @@ async fn a_waiting_run_resumed_with_nothing_changed_records_nothing() {
             .unwrap();
         assert_eq!(again.outcome, None);
     }
-    assert_eq!(log(&*r.store, &r.result).len(), before, "no run_resumed piles up");
+    assert_eq!(
+        log(&*r.store, &r.result).len(),
+        before,
+        "no run_resumed piles up"
+    );
     assert_eq!(r.store.runs().unwrap()[0].status, "waiting");
 }
 
@@ -310,7 +313,14 @@ async fn a_call_reconciled_as_not_performed_can_be_sent_again_and_is_ruled_on_ag
     healthy.invoke = Fault::None;
     r.surface = Arc::new(healthy);
     r.engine
-        .reconcile(&r.result.run_id, CallId(1), false, true, "ops", "not on the till")
+        .reconcile(
+            &r.result.run_id,
+            CallId(1),
+            false,
+            true,
+            "ops",
+            "not on the till",
+        )
         .await
         .unwrap();
     assert_eq!(r.store.runs().unwrap()[0].status, "ready");
@@ -389,7 +399,8 @@ async fn a_step_tool_the_provider_does_not_offer_is_the_specs_fault() {
     // Validation catches this for providers whose tools are known before the run; an MCP or
     // OpenAPI provider's are known only once it runs, so the Bridge must say it too.
     let spec_yaml = ORDER.replace("[read_menu, order_latte]", "[read_menu, order_mocha]");
-    let spec = Arc::new(Spec::parse(&spec_yaml, warrant_core::spec::Format::Yaml, "s.yaml").unwrap());
+    let spec =
+        Arc::new(Spec::parse(&spec_yaml, warrant_core::spec::Format::Yaml, "s.yaml").unwrap());
     let script_yaml = "
 steps:
   order:
@@ -434,8 +445,58 @@ async fn an_unknown_event_type_makes_resume_refuse() {
         .resume(&w.result.run_id, &script(SCRIPT), &surfaces)
         .await
         .unwrap_err();
+    assert!(err.to_string().contains("`budget_granted`"), "{err}");
+}
+
+#[tokio::test]
+async fn an_input_bound_to_a_carried_value_is_not_asked_of_the_decider() {
+    let watching = Watching::new(script(SCRIPT));
+    let w = run_with(CAFE_GALLERY, &watching, Arc::new(AllowAll)).await;
+    assert_eq!(w.result.outcome, Some(Outcome::Attained));
+    let seen = watching.seen.lock().unwrap();
+    let drift = seen.iter().find(|p| p.step.0 == "drift").unwrap();
+    let action = drift
+        .actions
+        .iter()
+        .find(|a| a.name == "check_design_drift")
+        .unwrap();
+    // Warrant fills `color` from the evidence and checks it; the decider is not asked for it.
     assert!(
-        err.to_string().contains("`budget_granted`"),
-        "{err}"
+        action.input_schema["properties"].get("color").is_none(),
+        "{}",
+        action.input_schema
     );
+    let required = action.input_schema["required"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!required.contains(&serde_json::json!("color")));
+    // The call still carried it, from the evidence.
+    let drift_call = w.result.state.calls.last().unwrap();
+    assert_eq!(
+        drift_call.executed.as_ref().unwrap()["color"],
+        w.result.state.carried["order.color"].value.as_ref().clone()
+    );
+}
+
+/// The recorded logs every later build must read (warrant-core's fixtures) replay byte for
+/// byte: the engine regenerates exactly what an earlier build wrote.
+#[tokio::test]
+async fn every_recorded_fixture_replays_byte_for_byte() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../warrant-core/tests/fixtures");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let events: Vec<Arc<warrant_core::Event>> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| Arc::new(warrant_core::event::decode(l).unwrap()))
+            .collect();
+        let check = replay(&events).await.unwrap();
+        assert_eq!(check.error, None, "{}", path.display());
+        assert_eq!(check.divergence, None, "{}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 3);
 }

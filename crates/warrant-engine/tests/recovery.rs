@@ -375,14 +375,13 @@ async fn a_crash_before_the_intent_is_durable_loses_nothing_and_repeats_nothing(
         .unwrap();
     assert_eq!(result.outcome, Some(Outcome::Attained));
     assert_eq!(s.cafe.orders().len(), 1);
-    assert!(
-        events(&s.store, &run)
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::RunResumed {
-                    in_flight: None,
-                    ..
-                }))
-    );
+    assert!(events(&s.store, &run).iter().any(|e| matches!(
+        e.kind,
+        EventKind::RunResumed {
+            in_flight: None,
+            ..
+        }
+    )));
     assert_replays(&s.store, &run).await;
 }
 

@@ -202,7 +202,9 @@ impl Surface for SimSurface {
                 // server dies after doing it); or the server dies before doing it.
                 19..23 => {
                     let _ = self.perform(&call).await;
-                    Err(SurfaceError::answer_lost("sim: connection closed after the effect"))
+                    Err(SurfaceError::answer_lost(
+                        "sim: connection closed after the effect",
+                    ))
                 }
                 23..25 => Err(SurfaceError::answer_lost(
                     "sim: server died before doing it",
@@ -499,7 +501,13 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
         assert_eq!(at, Some(&*c.value), "seed {seed}: {name}");
     }
     // No effect was performed twice for one intent.
-    let duplicated = watch.effects.lock().unwrap().values().filter(|n| **n > 1).count();
+    let duplicated = watch
+        .effects
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|n| **n > 1)
+        .count();
     assert_eq!(duplicated, 0, "seed {seed}: duplicated effects");
     // Every effect the provider performed is accounted for in the log.
     for key in watch.performed.lock().unwrap().iter() {

@@ -68,7 +68,9 @@ impl HttpControl {
         {
             bytes.extend_from_slice(&chunk);
             if bytes.len() > ANSWER_BYTES_MAX {
-                return Err(format!("`{url}` answered more than {ANSWER_BYTES_MAX} bytes"));
+                return Err(format!(
+                    "`{url}` answered more than {ANSWER_BYTES_MAX} bytes"
+                ));
             }
         }
         if status != reqwest::StatusCode::OK {

@@ -58,7 +58,11 @@ async fn serve(answer: Answer) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
                 if let Some((head, body)) = text.split_once("\r\n\r\n") {
                     let len = head
                         .lines()
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
                         .and_then(|v| v.trim().parse::<usize>().ok())
                         .unwrap_or(0);
                     if body.len() >= len {

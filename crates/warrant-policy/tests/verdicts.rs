@@ -284,7 +284,10 @@ fn a_recorded_authority_that_does_not_rebuild_exactly_is_an_error_not_a_weaker_o
         .unwrap()
         .remove("text");
     let rebuilt = CedarAuthority::from_description(&d).unwrap();
-    assert!(rebuilt.is_err(), "a file entry without its text was skipped");
+    assert!(
+        rebuilt.is_err(),
+        "a file entry without its text was skipped"
+    );
     let mut d = a.describe().unwrap();
     d["cedar"]["trusted"] = json!([1]);
     assert!(CedarAuthority::from_description(&d).unwrap().is_err());

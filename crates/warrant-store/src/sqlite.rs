@@ -238,10 +238,7 @@ impl SqliteStore {
     /// not a Warrant store is refused, and a store on read-only media can be read.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore, StoreError> {
         if !path.is_file() {
-            return Err(StoreError::Io(format!(
-                "no store at `{}`",
-                path.display()
-            )));
+            return Err(StoreError::Io(format!("no store at `{}`", path.display())));
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
         let attempt = |uri: &str| -> Result<(Connection, Identity), StoreError> {
@@ -617,9 +614,7 @@ impl EventStore for SqliteStore {
             summary_columns(&conn)
         );
         let mut stmt = conn.prepare_cached(&sql).map_err(io)?;
-        stmt.query_row([&run.0], summary_row)
-            .optional()
-            .map_err(io)
+        stmt.query_row([&run.0], summary_row).optional().map_err(io)
     }
 
     fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError> {

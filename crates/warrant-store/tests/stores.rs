@@ -72,7 +72,10 @@ async fn contract(store: &dyn EventStore) {
         .unwrap();
     // Optimistic concurrency: a writer that expected an older sequence is refused, and
     // nothing of its batch is written.
-    let err = store.append(&run, 1, vec![step(2)], None).await.unwrap_err();
+    let err = store
+        .append(&run, 1, vec![step(2)], None)
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         StoreError::Conflict {
@@ -83,7 +86,10 @@ async fn contract(store: &dyn EventStore) {
     );
     // A batch whose sequences do not continue the run is refused.
     assert!(store.append(&run, 2, vec![step(4)], None).await.is_err());
-    store.append(&run, 2, vec![finished(3)], None).await.unwrap();
+    store
+        .append(&run, 2, vec![finished(3)], None)
+        .await
+        .unwrap();
     let events = store.read(&run, 1).unwrap();
     assert_eq!(
         events.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
@@ -138,9 +144,15 @@ async fn concurrent_runs_share_commits_and_each_sees_its_own() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let run = RunId(format!("run-{r}"));
-            store.append(&run, 0, vec![started(&run.0)], None).await.unwrap();
+            store
+                .append(&run, 0, vec![started(&run.0)], None)
+                .await
+                .unwrap();
             for seq in 2..=20 {
-                store.append(&run, seq - 1, vec![step(seq)], None).await.unwrap();
+                store
+                    .append(&run, seq - 1, vec![step(seq)], None)
+                    .await
+                    .unwrap();
             }
             run
         }));
@@ -229,7 +241,11 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
         by: "x".into(),
         reason: "y".into(),
     };
-    assert!(reading.request_cancel(&RunId("r1".into()), request).is_err());
+    assert!(
+        reading
+            .request_cancel(&RunId("r1".into()), request)
+            .is_err()
+    );
     assert!(
         SqliteStore::open_read_only(&dir.path().join("missing.db"))
             .err()
@@ -304,12 +320,18 @@ async fn leases(store: &dyn EventStore) {
     assert!(!s.driven(later.now_ms));
     assert_eq!(store.claim(&run, &later).unwrap(), None);
     store
-        .heartbeat(&run, &Driver {
-            holder: "pid 2".into(),
-            now_ms: 20_000,
-        })
+        .heartbeat(
+            &run,
+            &Driver {
+                holder: "pid 2".into(),
+                now_ms: 20_000,
+            },
+        )
         .unwrap();
-    assert_eq!(store.summary(&run).unwrap().unwrap().heartbeat_ms, Some(20_000));
+    assert_eq!(
+        store.summary(&run).unwrap().unwrap().heartbeat_ms,
+        Some(20_000)
+    );
     // The append that ends the run gives the lease back.
     store
         .append(&run, 1, vec![finished(2)], Some(&later))

@@ -92,9 +92,7 @@ pub async fn connect(
         )
         .await
         .map_err(|_| {
-            format!(
-                "provider `{name}`: not ready within {limit_ms} ms (`limits.call_timeout_ms`)"
-            )
+            format!("provider `{name}`: not ready within {limit_ms} ms (`limits.call_timeout_ms`)")
         })?
         .map_err(|e| format!("provider `{name}`: {e}"))?;
         out.insert(name.clone(), surface);

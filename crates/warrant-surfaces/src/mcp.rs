@@ -39,8 +39,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
-use warrant_core::canon;
 use tokio::io::AsyncReadExt as _;
+use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect, ToolHints};
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
@@ -99,7 +99,9 @@ fn lifecycle() -> ClientLifecycleMode {
 /// The variables of Warrant's own environment a stdio server gets without the spec naming
 /// them: what the official SDKs pass by default, the temporary folder, the time zone and the
 /// locale.
-const INHERITED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE"];
+const INHERITED: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+];
 
 /// Longest line of a server's stderr shown; the rest of it is cut.
 const STDERR_LINE_MAX: usize = 4096;
@@ -180,7 +182,9 @@ impl McpSurface {
         let surface = McpSurface {
             effects: spec.effects.clone(),
             inputs: spec.inputs.clone(),
-            output_bytes_max: spec.output_bytes_max.unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
+            output_bytes_max: spec
+                .output_bytes_max
+                .unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
             ..surface
         };
         surface.listed().await

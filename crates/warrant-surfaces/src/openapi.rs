@@ -186,8 +186,9 @@ impl OpenApiSurface {
             Source::File(path) => {
                 use tokio::io::AsyncReadExt as _;
                 let name = path.display().to_string();
-                let cannot =
-                    |e: std::io::Error| unavailable(format!("cannot read the OpenAPI document {name}: {e}"));
+                let cannot = |e: std::io::Error| {
+                    unavailable(format!("cannot read the OpenAPI document {name}: {e}"))
+                };
                 let file = tokio::fs::File::open(path).await.map_err(cannot)?;
                 let mut bytes = Vec::new();
                 file.take(DOCUMENT_BYTES_MAX as u64 + 1)

@@ -226,8 +226,10 @@ impl ReferenceCatalog {
     /// Says which keys of the `config` of the provider registered as `name` hold file paths:
     /// a relative one is resolved against the spec's folder when the spec is read.
     pub fn declare_paths(&mut self, name: &str, keys: &[&str]) {
-        self.paths
-            .insert(name.to_owned(), keys.iter().map(|k| (*k).to_owned()).collect());
+        self.paths.insert(
+            name.to_owned(),
+            keys.iter().map(|k| (*k).to_owned()).collect(),
+        );
     }
 
     /// A fresh instance of the provider registered as `name`, configured with `config`.

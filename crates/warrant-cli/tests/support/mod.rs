@@ -1,6 +1,11 @@
 //! What the `warrant` binary's test files share.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
 #![allow(dead_code, reason = "each test file uses part of it")]
 
 use std::path::{Path, PathBuf};

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use warrant_core::codes::Code;
 use serde_json::{Value, json};
+use warrant_core::codes::Code;
 use warrant_core::event::{Decision, Usage};
 use warrant_core::projection::Projection;
 
@@ -398,7 +398,10 @@ mod tests {
 
         let mut cut = Reply::new();
         cut.stop = Stop::Length;
-        assert_eq!(decisions(&cut, &names).unwrap_err().0, Code::TruncatedOutput);
+        assert_eq!(
+            decisions(&cut, &names).unwrap_err().0,
+            Code::TruncatedOutput
+        );
         assert_eq!(
             decisions(&Reply::new(), &names).unwrap_err().0,
             Code::EmptyOutput

@@ -5,8 +5,8 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use warrant_core::codes::Code;
 use serde_json::{Value, json};
+use warrant_core::codes::Code;
 
 /// Most bytes of an answer kept in the recorded exchange.
 pub const RECORDED_BYTES_MAX: usize = 256 * 1024;

@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warrant_core::canon;
-use warrant_core::event::{DeciderIdentity, Decision};
 use warrant_core::codes::Code;
+use warrant_core::event::{DeciderIdentity, Decision};
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
 

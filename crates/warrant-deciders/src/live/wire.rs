@@ -3,8 +3,8 @@
 //! [`Reply`]. A streamed answer is first folded into the document the same request would have
 //! returned unstreamed, then read by the same code.
 
-use warrant_core::codes::Code;
 use serde_json::{Map, Value, json};
+use warrant_core::codes::Code;
 
 use super::conversation::{Conversation, Reply, Stop, Turn};
 use super::http::events;
@@ -54,8 +54,12 @@ pub fn parse(api: Api, text: &str, stream: bool) -> Result<Reply, Unreadable> {
             Api::Gemini => fold_gemini(text)?,
         }
     } else {
-        serde_json::from_str(text)
-            .map_err(|e| unreadable(Code::UnreadableAnswer, format!("the answer is not JSON: {e}")))?
+        serde_json::from_str(text).map_err(|e| {
+            unreadable(
+                Code::UnreadableAnswer,
+                format!("the answer is not JSON: {e}"),
+            )
+        })?
     };
     match api {
         Api::OpenaiChat => read_chat(&document),
