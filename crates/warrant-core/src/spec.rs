@@ -467,8 +467,23 @@ fn yaml_error(rendered: &str, file: &str) -> ParseError {
         file: file.to_owned(),
         line,
         column,
-        message: readable_budget(&message).unwrap_or(message),
+        message: readable_budget(&message)
+            .or_else(|| readable_number(&message))
+            .unwrap_or(message),
     }
+}
+
+/// `invalid u32` and the like, in words.
+fn readable_number(message: &str) -> Option<String> {
+    let kind = message.strip_prefix("invalid ")?;
+    let what = match kind {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "bool" => "true or false",
+        _ => return None,
+    };
+    Some(format!("expected {what}"))
 }
 
 /// The YAML reader's limits (against alias bombs and runaway documents), in words.
