@@ -318,19 +318,7 @@ fn bench_prints_one_json_line_per_cell() {
 #[test]
 fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
     let (_dir, store) = scratch();
-    let run = warrant(
-        &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--ask-tool",
-            "transfer",
-            "--json",
-            "-q",
-        ],
-    );
-    assert_eq!(run.status.code(), Some(3), "waiting: {}", stderr(&run));
-    let out = json(&run);
+    let out = ask_transfer(&store);
     assert_eq!(out["outcome"], "waiting");
     let request = out["approvals"][0]["request"].as_str().unwrap().to_owned();
     let listed = json(&warrant(&store, &["approvals", "--json"]));
@@ -367,18 +355,7 @@ fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
 #[test]
 fn a_denied_transfer_is_stopped_by_policy() {
     let (_dir, store) = scratch();
-    let run = warrant(
-        &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--ask-tool",
-            "transfer",
-            "--json",
-            "-q",
-        ],
-    );
-    let request = json(&run)["approvals"][0]["request"]
+    let request = ask_transfer(&store)["approvals"][0]["request"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -23,6 +23,12 @@ use warrant_core::ports::{Invocation, Surface};
 use warrant_surfaces::mcp::McpSurface;
 
 /// Runs the `warrant` binary in `cwd` against `store`.
+/// Writes `spec.yaml` and `script.yaml` into `dir`.
+fn write_project(dir: &Path, spec: &str, script: &str) {
+    std::fs::write(dir.join("spec.yaml"), spec).unwrap();
+    std::fs::write(dir.join("script.yaml"), script).unwrap();
+}
+
 fn everything() -> Vec<String> {
     let server = root()
         .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -308,12 +314,11 @@ fn a_server_that_dies_mid_call_leaves_its_commit_in_doubt_and_nothing_hangs() {
         server.display(),
         effects.display()
     );
-    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
+    write_project(
+        dir.path(),
+        &spec,
         "steps:\n  s:\n    - call: ping\n    - call: record\n      args: {note: one}\n    - done: done\n",
-    )
-    .unwrap();
+    );
     let store = dir.path().join("w.db");
     let run = warrant_in(
         dir.path(),
@@ -364,12 +369,11 @@ fn a_stdio_server_inherits_no_secret_and_prints_nothing_raw() {
         "version: warrant/v1\nid: env\nobjective: Read the environment.\nproviders:\n  e:\n    mcp: {{command: [node, {}, stdio], env: {{NAMED_FOR_IT: $NAMED_SOURCE}}}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: e\n    tools: [get-env]\n    required: true\n",
         server.display()
     );
-    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
+    write_project(
+        dir.path(),
+        &spec,
         "steps:\n  s:\n    - call: get-env\n    - done: read\n",
-    )
-    .unwrap();
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(dir.path())
         .env("WARRANT_STORE", dir.path().join("w.db"))
@@ -851,12 +855,11 @@ fn a_tool_whose_schema_cannot_be_compiled_is_refused_and_never_called() {
         "version: warrant/v1\nid: odd\nobjective: Try the odd tool, then ping.\nproviders:\n  d:\n    mcp: {{command: [node, {}]}}\n    trust: trusted\nsteps:\n  - id: s\n    provider: d\n    tools: [odd, ping]\n    required: true\n",
         server.display()
     );
-    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
+    write_project(
+        dir.path(),
+        &spec,
         "steps:\n  s:\n    - call: odd\n      args: {q: x}\n    - call: ping\n    - done: pinged\n",
-    )
-    .unwrap();
+    );
     let store = dir.path().join("w.db");
     let run = warrant_in(
         dir.path(),

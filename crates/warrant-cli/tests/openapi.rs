@@ -167,20 +167,6 @@ fn answer(r: &Seen, doc: &Mutex<Value>) -> (&'static str, Value) {
     }
 }
 
-/// An OpenAPI entry with nothing but its document set.
-fn api_defaults() -> OpenApiSpec {
-    OpenApiSpec {
-        document: String::new(),
-        base_url: None,
-        headers: BTreeMap::new(),
-        inputs: BTreeMap::new(),
-        include: Vec::new(),
-        effects: BTreeMap::new(),
-        operations_max: None,
-        output_bytes_max: None,
-    }
-}
-
 fn api(service: &Service) -> OpenApiSpec {
     OpenApiSpec {
         document: format!("{}/openapi.json", service.url),
@@ -240,6 +226,16 @@ async fn run_spec(
         .await
         .unwrap();
     (result, store)
+}
+
+/// Runs `script` over `service` with `tool` allowed in the `create` step too.
+async fn run_with_tool(service: &Service, tool: &str, script: &str) -> RunResult {
+    let surface = OpenApiSurface::new(&api(service), Path::new("")).unwrap();
+    let spec_text = SPEC.replace(
+        "tools: [create_thing]",
+        &format!("tools: [create_thing, {tool}]"),
+    );
+    run_spec(&spec_text, surface, script).await.0
 }
 
 /// Validation that lets every provider entry through (its tools are known at run time).
@@ -390,15 +386,13 @@ steps:
 #[tokio::test]
 async fn a_provider_error_leads_with_the_providers_own_message() {
     let service = service().await;
-    let surface = OpenApiSurface::new(&api(&service), Path::new("")).unwrap();
-    let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, take_name]");
     let script = "
 steps:
   create:
     - call: take_name
     - done: gave up
 ";
-    let (result, _) = run_spec(&spec_text, surface, script).await;
+    let result = run_with_tool(&service, "take_name", script).await;
     let call = &result.state.calls[0];
     let fault = call.fault.as_ref().unwrap();
     assert_eq!(
@@ -415,8 +409,6 @@ steps:
 #[tokio::test]
 async fn a_commit_done_but_cut_off_before_its_answer_is_in_doubt_and_not_repeated() {
     let service = service().await;
-    let surface = OpenApiSurface::new(&api(&service), Path::new("")).unwrap();
-    let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, lose_thing]");
     // A decider that retries what failed.
     let script = "
 steps:
@@ -425,7 +417,7 @@ steps:
     - call: lose_thing
     - done: made it
 ";
-    let (result, _) = run_spec(&spec_text, surface, script).await;
+    let result = run_with_tool(&service, "lose_thing", script).await;
     assert_eq!(result.outcome, None, "the run waits for an operator");
     let call = &result.state.calls[0];
     assert!(call.in_doubt, "{:?}", call);
@@ -458,7 +450,7 @@ async fn a_document_that_never_arrives_ends_the_step_within_the_call_timeout() {
     let spec = OpenApiSpec {
         document: format!("{url}/openapi.json"),
         base_url: Some(url.clone()),
-        ..api_defaults()
+        ..OpenApiSpec::default()
     };
     let surface = OpenApiSurface::new(&spec, Path::new("")).unwrap();
     let spec_text = format!("{SPEC}limits: {{call_timeout_ms: 300}}\n");
@@ -602,13 +594,7 @@ async fn a_trajectory_over_prefect_creates_a_flow_that_prefect_itself_then_has()
     // The whole document: every operation is offered or named as a gap; the cap holds.
     let whole = OpenApiSpec {
         document: document.clone(),
-        base_url: None,
-        headers: BTreeMap::new(),
-        inputs: BTreeMap::new(),
-        include: Vec::new(),
-        effects: BTreeMap::new(),
-        operations_max: None,
-        output_bytes_max: None,
+        ..OpenApiSpec::default()
     };
     let surface = OpenApiSurface::new(&whole, Path::new("")).unwrap();
     let offered = surface.observe().await.unwrap();

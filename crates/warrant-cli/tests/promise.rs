@@ -215,19 +215,7 @@ fn read_commands_never_write_and_refuse_what_is_not_a_store() {
 #[test]
 fn a_waiting_run_is_waiting_everywhere_and_a_cancel_ends_it_at_once() {
     let (_dir, store) = scratch();
-    let run = warrant(
-        &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--ask-tool",
-            "transfer",
-            "--json",
-            "-q",
-        ],
-    );
-    assert_eq!(run.status.code(), Some(3));
-    let id = json(&run)["run_id"].as_str().unwrap().to_owned();
+    let id = ask_transfer(&store)["run_id"].as_str().unwrap().to_owned();
     assert_eq!(
         json(&warrant(&store, &["runs", "--json"]))[0]["status"],
         "waiting"
@@ -326,18 +314,7 @@ fn input_that_would_silently_do_nothing_is_refused_by_name() {
     assert!(stderr(&out).contains("zero.yaml:"), "{}", stderr(&out));
     assert!(!store.exists(), "nothing was written");
     // An approval that would hold for no time.
-    let run = warrant(
-        &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--ask-tool",
-            "transfer",
-            "--json",
-            "-q",
-        ],
-    );
-    let request = json(&run)["approvals"][0]["request"]
+    let request = ask_transfer(&store)["approvals"][0]["request"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -357,17 +334,7 @@ fn input_that_would_silently_do_nothing_is_refused_by_name() {
 #[test]
 fn approvals_show_provenance_and_expiry_and_codes_explain_themselves() {
     let (_dir, store) = scratch();
-    let run = warrant(
-        &store,
-        &[
-            "run",
-            "examples/pay-rent/spec.yaml",
-            "--ask-tool",
-            "transfer",
-            "-q",
-        ],
-    );
-    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    ask_transfer(&store);
     let text = stdout(&warrant(&store, &["approvals"]));
     assert!(text.contains("expires"), "{text}");
     assert!(text.contains(" UTC"), "{text}");

@@ -120,7 +120,7 @@ pub struct McpSpec {
 
 /// An HTTP API described by an OpenAPI document: each operation is a tool named by its
 /// `operationId`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OpenApiSpec {
     /// The document (JSON or YAML): a file relative to the spec, or an `http(s)://` URL. It is
     /// read again at each observation; a changed document invalidates older handles.

@@ -293,17 +293,13 @@ impl Engine {
         answer: Answer,
         by: &str,
     ) -> Result<Answered, EngineError> {
-        // Another process may append between reading the log and appending the answer (the
-        // run itself, another approver): read again and judge again.
-        for _ in 0..OPERATOR_ATTEMPTS_MAX {
-            match self.answer_once(request, &answer, by).await {
-                Err(EngineError::Store(StoreError::Conflict { .. })) => continue,
-                other => return other,
-            }
-        }
-        Err(EngineError::Answer(format!(
-            "`{request}`: the run's log kept changing while the answer was recorded; try again"
-        )))
+        operator_input(|| self.answer_once(request, &answer, by))
+            .await
+            .unwrap_or_else(|| {
+                Err(EngineError::Answer(format!(
+                    "`{request}`: the run's log kept changing while the answer was recorded; try again"
+                )))
+            })
     }
 
     async fn answer_once(
@@ -508,18 +504,13 @@ impl Engine {
         by: &str,
         note: &str,
     ) -> Result<(), EngineError> {
-        for _ in 0..OPERATOR_ATTEMPTS_MAX {
-            match self
-                .reconcile_once(run_id, call, happened, resend, by, note)
-                .await
-            {
-                Err(EngineError::Store(StoreError::Conflict { .. })) => continue,
-                other => return other,
-            }
-        }
-        Err(EngineError::Refused(format!(
-            "run `{run_id}`: its log kept changing while the reconciliation was recorded; try again"
-        )))
+        operator_input(|| self.reconcile_once(run_id, call, happened, resend, by, note))
+            .await
+            .unwrap_or_else(|| {
+                Err(EngineError::Refused(format!(
+                    "run `{run_id}`: its log kept changing while the reconciliation was recorded; try again"
+                )))
+            })
     }
 
     async fn reconcile_once(
@@ -565,6 +556,24 @@ impl Engine {
             .await?;
         Ok(())
     }
+}
+
+/// Records an operator's input (`attempt` reads the log, judges and appends). Another process
+/// may append between the reading and the appending (the run itself, another operator): then it
+/// is read and judged again, up to [`OPERATOR_ATTEMPTS_MAX`] times; `None` when every attempt
+/// met a conflict.
+async fn operator_input<T, F, Fut>(mut attempt: F) -> Option<Result<T, EngineError>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, EngineError>>,
+{
+    for _ in 0..OPERATOR_ATTEMPTS_MAX {
+        match attempt().await {
+            Err(EngineError::Store(StoreError::Conflict { .. })) => continue,
+            other => return Some(other),
+        }
+    }
+    None
 }
 
 /// Refuses a log this build cannot act on: events of types it does not know, or a format

@@ -347,6 +347,20 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The provider of step `i` and its surface.
+    fn surface_of(
+        &self,
+        i: usize,
+    ) -> Result<(String, Arc<dyn warrant_core::ports::Surface>), EngineError> {
+        let provider = self.spec.steps[i].provider.clone();
+        let surface = self
+            .surfaces
+            .get(&provider)
+            .cloned()
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        Ok((provider, surface))
+    }
+
     /// A call started earlier, with what carrying it on needs: its record, step, provider,
     /// surface and the observation version it was proposed against.
     fn reopen(&self, call: CallId) -> Result<Option<Reopened>, EngineError> {
@@ -354,12 +368,7 @@ impl<'a> Run<'a> {
             return Ok(None);
         };
         let i = record.step;
-        let provider = self.spec.steps[i].provider.clone();
-        let surface = self
-            .surfaces
-            .get(&provider)
-            .cloned()
-            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        let (provider, surface) = self.surface_of(i)?;
         let version = (record.decision as usize)
             .checked_sub(1)
             .and_then(|d| self.state.decision_log.get(d))
@@ -884,13 +893,7 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         let step_id = self.spec.steps[i].id.clone();
-        let provider = self.spec.steps[i].provider.clone();
-        let surface = self
-            .surfaces
-            .get(&provider)
-            .cloned()
-            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
-
+        let (_, surface) = self.surface_of(i)?;
         self.flush().await?;
         let Some(observation) = self.observe(i, &surface).await? else {
             return Ok(());

@@ -114,7 +114,12 @@ async fn serve(answer: Answer) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
     (format!("http://{addr}/decide"), seen)
 }
 
-async fn ask(control: &HttpControl, amount: f64) -> ControlVerdict {
+/// Asks `control` about a transfer of `amount`, within `within`.
+async fn ask_within(
+    control: &HttpControl,
+    amount: f64,
+    within: Duration,
+) -> Result<ControlVerdict, tokio::time::error::Elapsed> {
     let principal = Principal::default();
     let run = RunId("r1".into());
     let step = StepId("pay".into());
@@ -133,7 +138,11 @@ async fn ask(control: &HttpControl, amount: f64) -> ControlVerdict {
         handle_age_ms: None,
         hints: None,
     };
-    tokio::time::timeout(Duration::from_secs(20), control.evaluate(&request))
+    tokio::time::timeout(within, control.evaluate(&request)).await
+}
+
+async fn ask(control: &HttpControl, amount: f64) -> ControlVerdict {
+    ask_within(control, amount, Duration::from_secs(20))
         .await
         .expect("the adapter answers (the engine bounds it further)")
 }
@@ -192,23 +201,7 @@ async fn errors_oversized_answers_and_unreachable_controls_are_indeterminate() {
 async fn a_silent_control_is_bounded_by_the_caller() {
     let (url, _) = serve(Answer::Silent).await;
     let control = HttpControl::new(&url).unwrap();
-    let principal = Principal::default();
-    let (run, step, args) = (RunId("r".into()), StepId("s".into()), json!({}));
-    let request = CapabilityRequest {
-        principal: &principal,
-        run: &run,
-        step: &step,
-        call: CallId(1),
-        provider: "bank",
-        tool: "transfer",
-        effect: Effect::Commit,
-        args: &args,
-        args_digest: "sha256:x",
-        provenance: &[],
-        handle_age_ms: None,
-        hints: None,
-    };
-    let waited = tokio::time::timeout(Duration::from_millis(300), control.evaluate(&request)).await;
+    let waited = ask_within(&control, 1.0, Duration::from_millis(300)).await;
     assert!(waited.is_err(), "it had not answered");
 }
 

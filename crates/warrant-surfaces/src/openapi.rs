@@ -1141,12 +1141,7 @@ mod tests {
         OpenApiSpec {
             document: "doc.json".into(),
             base_url: Some("http://127.0.0.1:1".into()),
-            headers: BTreeMap::new(),
-            inputs: BTreeMap::new(),
-            include: Vec::new(),
-            effects: BTreeMap::new(),
-            operations_max: None,
-            output_bytes_max: None,
+            ..OpenApiSpec::default()
         }
     }
 

@@ -82,3 +82,21 @@ pub fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
 }
+
+/// Runs the pay-rent example with its transfer held for approval: the run waits (exit 3).
+/// Returns its `--json` summary (`run_id`, `approvals`, ...).
+pub fn ask_transfer(store: &Path) -> serde_json::Value {
+    let run = warrant(
+        store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(3), "waiting: {}", stderr(&run));
+    json(&run)
+}
