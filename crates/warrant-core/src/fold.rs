@@ -969,10 +969,12 @@ impl RunState {
         if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
             return Next::Wait(c.id);
         }
+        // A call to be sent again is sent within its step; if the step ended meanwhile (its
+        // provider could not be observed, say), it is not sent, and the report says so.
         if let Some(c) = self
             .calls
             .iter()
-            .find(|c| c.resend && c.resent_by.is_none())
+            .find(|c| c.resend && c.resent_by.is_none() && self.current == Some(c.step))
         {
             return Next::Resend(c.id);
         }

@@ -534,9 +534,10 @@ fn seeds() -> Vec<u64> {
         .unwrap_or(40);
     // Seeds that once found a bug run every time: 5014 (a run waiting for approval, answered by
     // the operator), 5119 (a held call let through by the authority on re-entry, replayed),
-    // 5708 (a run cancelled after its approved commit went in doubt).
+    // 5708 (a run cancelled after its approved commit went in doubt), 402 (a call to be sent
+    // again whose step ended when its provider could not be observed).
     let mut seeds: Vec<u64> = (first..first + n).collect();
-    for pinned in [5014, 5119, 5708] {
+    for pinned in [402, 5014, 5119, 5708] {
         if !seeds.contains(&pinned) {
             seeds.push(pinned);
         }
