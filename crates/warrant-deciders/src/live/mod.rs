@@ -224,7 +224,11 @@ impl LiveDecider {
             }
             .to_owned()
         });
+        // Connecting is bounded here, and so is a silence between two reads of an answer; the
+        // whole decision is bounded by the run's deadline.
         let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .read_timeout(std::time::Duration::from_secs(300))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(LiveDecider {
