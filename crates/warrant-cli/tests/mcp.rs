@@ -1020,3 +1020,155 @@ fn validate_connect_finds_a_step_tool_the_server_does_not_offer() {
     assert!(!stderr(&out).contains("rmcp::"), "{}", stderr(&out));
     assert!(!store.exists(), "nothing was written");
 }
+
+/// Over Streamable HTTP, a server that is gone when a call is made: the call ends at once with
+/// a transport failure, never taken for the server's refusal, in words (no library type
+/// names). Whether the request left cannot be told on a kept-alive connection the server
+/// closed: a commit is then in doubt, the safe side; a connection that cannot be made is
+/// "not sent" (pinned for HTTP services in `openapi.rs`).
+#[tokio::test]
+async fn a_call_to_a_server_that_is_gone_over_http_ends_as_a_transport_failure() {
+    let (server, url) = everything_http();
+    let s = McpSurface::connect_http(&url, &BTreeMap::new(), true)
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    drop(server);
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        s.invoke(invocation(
+            "echo",
+            json!({"message": "anyone?"}),
+            Effect::Read,
+            &obs.version,
+        )),
+    )
+    .await
+    .expect("the call ends")
+    .unwrap_err();
+    assert!(
+        matches!(
+            err.kind,
+            warrant_core::ports::SurfaceErrorKind::NotSent
+                | warrant_core::ports::SurfaceErrorKind::AnswerLost
+        ),
+        "{err:?}"
+    );
+    assert!(!err.message.contains("rmcp::"), "{}", err.message);
+}
+
+/// A fake MCP server over Streamable HTTP that records each `tools/call` it receives and then
+/// closes the connection without answering: the work may be done, the answer never comes.
+async fn hang_up_server() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    tokio::spawn(async move {
+        for _ in 0..64 {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head, body) = loop {
+                let n = s.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < i + 4 + len {
+                        let n = s.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    break (head, buf[i + 4..].to_vec());
+                }
+            };
+            if !head.starts_with("post") {
+                let _ = s
+                    .write_all(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                continue;
+            }
+            let msg: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let reply = match msg["method"].as_str() {
+                Some("initialize") => Some(json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                    "protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hang-up", "version": "1"}}})),
+                Some("tools/list") => Some(
+                    json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [
+                    {"name": "pay", "inputSchema": {"type": "object", "properties": {"amount": {"type": "number"}}}}]}}),
+                ),
+                Some("tools/call") => {
+                    seen.lock()
+                        .unwrap()
+                        .push(msg["params"]["arguments"].clone());
+                    // The work is done; the answer never leaves.
+                    drop(s);
+                    continue;
+                }
+                _ if msg.get("id").is_some() => Some(json!({"jsonrpc": "2.0", "id": msg["id"],
+                    "error": {"code": -32601, "message": "Method not found"}})),
+                _ => None,
+            };
+            let response = match reply {
+                Some(v) => {
+                    let body = v.to_string();
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                }
+                None => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned(),
+            };
+            let _ = s.write_all(response.as_bytes()).await;
+        }
+    });
+    (url, calls)
+}
+
+/// Over Streamable HTTP, a commit the server received whose answer never came is in doubt:
+/// the exchange broke off after the request went out, and nothing sends it again.
+#[tokio::test]
+async fn a_server_that_hangs_up_after_receiving_a_call_leaves_it_answer_lost() {
+    let (url, calls) = hang_up_server().await;
+    let s = McpSurface::connect_http(&url, &BTreeMap::new(), false)
+        .await
+        .unwrap();
+    let obs = s.observe().await.unwrap();
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        s.invoke(invocation(
+            "pay",
+            json!({"amount": 5}),
+            Effect::Commit,
+            &obs.version,
+        )),
+    )
+    .await
+    .expect("the call ends")
+    .unwrap_err();
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "the server received it once"
+    );
+    assert_eq!(
+        err.kind,
+        warrant_core::ports::SurfaceErrorKind::AnswerLost,
+        "{err:?}"
+    );
+}

@@ -64,7 +64,8 @@ fn document() -> Value {
             },
             "/broken": {"post": {"operationId": "broken", "responses": {"200": {"description": "never"}}}},
             "/lost": {"post": {"operationId": "lose_thing", "responses": {"201": {"description": "never seen"}}}},
-            "/taken": {"post": {"operationId": "take_name", "responses": {"201": {"description": "never"}}}}
+            "/taken": {"post": {"operationId": "take_name", "responses": {"201": {"description": "never"}}}},
+            "/gateway": {"post": {"operationId": "through_gateway", "responses": {"201": {"description": "never"}}}}
         },
         "components": {"schemas": {"Thing": {"type": "object", "required": ["name"], "additionalProperties": false, "properties": {"name": {"type": "string", "maxLength": 40}}}}}
     })
@@ -159,6 +160,7 @@ fn answer(r: &Seen, doc: &Mutex<Value>) -> (&'static str, Value) {
             "200 OK",
             json!({"id": &path["/things/".len()..], "name": "kept"}),
         ),
+        ("POST", "/gateway") => ("502 Bad Gateway", json!({"detail": "upstream went away"})),
         ("POST", "/taken") => (
             "409 Conflict",
             json!({"trace": "x".repeat(900), "detail": "the name `lamp` is taken"}),
@@ -655,4 +657,37 @@ async fn a_trajectory_over_prefect_creates_a_flow_that_prefect_itself_then_has()
     let id = flow["id"].as_str().unwrap();
     assert!(carried.contains(id), "carried {carried}, Prefect says {id}");
     assert_eq!(flow["tags"], json!(["warrant"]));
+}
+
+/// How each way an HTTP call can fail reaches the engine: a connection never made sent
+/// nothing (a provider error a retry may follow); a gateway that lost the service's answer
+/// (502) leaves a commit in doubt.
+#[tokio::test]
+async fn transport_failures_map_to_what_the_engine_must_know() {
+    let service = service().await;
+    let gateway = "
+steps:
+  create:
+    - call: through_gateway
+    - call: through_gateway
+    - done: tried
+";
+    let result = run_with_tool(&service, "through_gateway", gateway).await;
+    let call = &result.state.calls[0];
+    assert!(call.in_doubt, "{call:?}");
+    assert_eq!(result.state.calls.len(), 1, "not sent again");
+
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let spec = OpenApiSpec {
+        base_url: Some(nowhere),
+        ..api(&service)
+    };
+    let surface = OpenApiSurface::new(&spec, Path::new("")).unwrap();
+    let (result, _) = run(surface, CREATE_THEN_READ).await;
+    let call = &result.state.calls[0];
+    assert_eq!(call.status, Some(CallStatus::ProviderError));
+    assert_eq!(call.fault.as_ref().unwrap().code, "unavailable");
+    assert!(!call.in_doubt, "nothing was sent: nothing is in doubt");
 }

@@ -393,13 +393,7 @@ impl RunReport {
             failures,
             unsettled: unsettled(state),
             answer: state.final_answer().cloned(),
-            warnings: state
-                .unrecognized
-                .iter()
-                .map(|(seq, t)| {
-                    format!("event {seq} has type `{t}`, which this build does not know: what it recorded is not shown")
-                })
-                .collect(),
+            warnings: warnings(state),
             timings: Timings {
                 started_at_ms: state.started_at_ms,
                 finished_at_ms: state.finished_at_ms,
@@ -534,6 +528,22 @@ impl RunReport {
         }
         out
     }
+}
+
+/// What this build cannot show of the log: a format it does not write, events it does not know.
+fn warnings(state: &RunState) -> Vec<String> {
+    let mut out = Vec::new();
+    if !state.format.is_empty() && state.format != crate::event::EVENTS_FORMAT {
+        out.push(format!(
+            "the log is `{}`; this build writes `{}`: what it does not know is not shown",
+            state.format,
+            crate::event::EVENTS_FORMAT
+        ));
+    }
+    out.extend(state.unrecognized.iter().map(|(seq, t)| {
+        format!("event {seq} has type `{t}`, which this build does not know: what it recorded is not shown")
+    }));
+    out
 }
 
 /// Commits not settled as happened: in doubt, or reconciled as not performed.

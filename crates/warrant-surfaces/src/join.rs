@@ -175,6 +175,64 @@ mod tests {
         (JoinedSurface::new(members), cafe)
     }
 
+    /// A member whose provider is down: the join passes its error on with its kind (nothing
+    /// was sent), naming the member.
+    #[tokio::test]
+    async fn a_members_failure_keeps_its_kind() {
+        struct Down;
+        impl crate::Provider for Down {
+            fn actions(&self) -> Vec<crate::ActionSpec> {
+                vec![crate::ActionSpec {
+                    name: "t".into(),
+                    effect: Effect::Commit,
+                    description: String::new(),
+                    input_schema: json!({"type": "object"}),
+                }]
+            }
+            fn state_version(&self) -> u64 {
+                0
+            }
+            fn call(
+                &self,
+                _: &str,
+                _: &serde_json::Value,
+                _: &str,
+            ) -> Result<serde_json::Value, crate::ProviderError> {
+                Err(crate::ProviderError::Unavailable("down".into()))
+            }
+        }
+        let members: Vec<(String, Arc<dyn Surface>)> =
+            vec![("d".into(), Arc::new(ReferenceSurface::new(Arc::new(Down))))];
+        let j = JoinedSurface::new(members);
+        let seen = j.observe().await.unwrap();
+        let err = j
+            .invoke(Invocation {
+                run: RunId("r".into()),
+                call: CallId(1),
+                tool: "d.t".into(),
+                args: Arc::new(json!({})),
+                effect: Effect::Commit,
+                idempotency_key: "k".into(),
+                version: seen.version,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, warrant_core::ports::SurfaceErrorKind::NotSent);
+        let bad = j
+            .invoke(Invocation {
+                run: RunId("r".into()),
+                call: CallId(2),
+                tool: "nobody.t".into(),
+                args: Arc::new(json!({})),
+                effect: Effect::Commit,
+                idempotency_key: "k2".into(),
+                version: String::new(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.kind, warrant_core::ports::SurfaceErrorKind::Invalid);
+    }
+
     #[tokio::test]
     async fn members_tools_are_offered_together_and_calls_reach_their_member() {
         let (j, cafe) = joined();

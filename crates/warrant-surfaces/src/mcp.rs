@@ -144,15 +144,56 @@ fn handshake_error(e: &ClientInitializeError) -> String {
     }
 }
 
+/// Whether a request that failed in the transport may have reached the server. Only what is
+/// known not to have left is "not sent": a connection never made, a pipe to a child that is
+/// gone, the transport's own queue closed. Anything else (an exchange broken after the request
+/// went out, a server error status, an answer that cannot be read) may have delivered it.
+fn send_failure(error: &rmcp::transport::DynamicTransportError) -> SurfaceErrorKind {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    if let Some(http) = error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return match http {
+            StreamableHttpError::Client(e) if e.is_connect() => SurfaceErrorKind::NotSent,
+            StreamableHttpError::TransportChannelClosed => SurfaceErrorKind::NotSent,
+            StreamableHttpError::HttpStatus(s) if (400..500).contains(&s.status) => {
+                SurfaceErrorKind::Rejected
+            }
+            _ => SurfaceErrorKind::AnswerLost,
+        };
+    }
+    match error
+        .error
+        .downcast_ref::<std::io::Error>()
+        .map(std::io::Error::kind)
+    {
+        Some(
+            std::io::ErrorKind::BrokenPipe
+            | std::io::ErrorKind::NotConnected
+            | std::io::ErrorKind::ConnectionRefused,
+        ) => SurfaceErrorKind::NotSent,
+        _ => SurfaceErrorKind::AnswerLost,
+    }
+}
+
 /// A failed request, typed for the engine: whether the request went out, and whether its
 /// answer was lost.
 fn request_error(e: ServiceError, what: &str) -> SurfaceError {
     match e {
         ServiceError::McpError(data) => SurfaceError::rejected(data.message.to_string()),
-        ServiceError::TransportSend(error) => SurfaceError::not_sent(format!(
-            "cannot send {what} to the server: {}",
-            root_cause(&error)
-        )),
+        ServiceError::TransportSend(error) => {
+            let kind = send_failure(&error);
+            let text = if kind == SurfaceErrorKind::NotSent {
+                format!("cannot send {what} to the server: {}", root_cause(&error))
+            } else {
+                format!(
+                    "the exchange for {what} broke off after it was sent: {}",
+                    root_cause(&error)
+                )
+            };
+            SurfaceError::new(kind, text)
+        }
         ServiceError::Timeout { timeout } => SurfaceError::new(
             SurfaceErrorKind::TimedOut,
             format!("{what}: no answer within {} ms", timeout.as_millis()),
