@@ -6,17 +6,14 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use serde_json::{Value, json};
-use warrant_core::event::DeciderIdentity;
+use warrant_app::{App, AppError, ApprovalRow, Cancelled, Deciders, DoubtRow, Waiting};
+use warrant_core::Outcome;
+use warrant_core::Spec;
 use warrant_core::event::{Event, EventKind, StoredEvent};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::Clock;
-use warrant_core::ports::{Authority, Decider, EventStore, resolve_run_prefix};
+use warrant_core::ports::{Clock, RunQuery};
 use warrant_core::report::RunReport;
-use warrant_core::spec::Format;
-use warrant_core::validate;
-use warrant_core::{Outcome, Spec};
-use warrant_deciders::{Script, ScriptedDecider};
-use warrant_engine::{AllOf, AllowAll, Answer, Answered, Engine, RuleList, RunResult};
+use warrant_engine::{Answer, Answered, Engine, RunResult};
 use warrant_engine::{SystemClock, lease};
 use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
@@ -29,48 +26,26 @@ type Result<T> = std::result::Result<T, Failure>;
 /// The user's model table file (`--models`), read when a live decider is built.
 static MODELS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
 
-/// Largest spec, model table or policy file read (a spec is a page, not a database).
-const DOCUMENT_BYTES_MAX: u64 = 4 << 20;
-/// Largest script read.
-const SCRIPT_BYTES_MAX: u64 = 16 << 20;
 /// Longest answer read at an approval prompt.
 const ANSWER_BYTES_MAX: u64 = 4096;
 
-/// The text of `path`, at most `max` bytes of UTF-8: a larger file (or an endless one, like
-/// `/dev/zero`) is refused by name, never read whole.
-pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
-    use std::io::Read as _;
-    let shown = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Failure::invalid(anyhow!("cannot read {what} `{shown}`: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Failure::invalid(anyhow!("cannot read {what} `{shown}`: {e}")))?;
-    if bytes.len() as u64 > max {
-        return Err(Failure::invalid(anyhow!(
-            "{what} `{shown}` is over {} MiB: too large to be one",
-            max >> 20
-        )));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| Failure::invalid(anyhow!("{what} `{shown}` is not UTF-8 text")))
-}
-
-/// The model capability table: built in, with the user's file applied.
-fn model_table() -> Result<warrant_deciders::live::models::Table> {
-    let table = warrant_deciders::live::models::Table::builtin()
-        .map_err(|e| Failure::failed(anyhow!("the built-in model table: {e}")))?;
-    match MODELS.get().and_then(Option::as_ref) {
-        None => Ok(table),
-        Some(path) => {
-            let shown = path.display().to_string();
-            let text = read_text(path, DOCUMENT_BYTES_MAX, "model table")?;
-            table
-                .with_overrides(&text, &shown)
-                .map_err(|e| Failure::invalid(anyhow!(e)))
+impl From<AppError> for Failure {
+    fn from(e: AppError) -> Failure {
+        match e {
+            AppError::Invalid(m) => Failure::invalid(anyhow!(m)),
+            AppError::Failed(m) => Failure::failed(anyhow!(m)),
         }
     }
+}
+
+/// How deciders are built: with the user's model table.
+fn deciders() -> Deciders {
+    Deciders::new(MODELS.get().cloned().flatten())
+}
+
+/// The operations over the store at `path`, opened to write (created if missing).
+fn app(store: SqliteStore) -> App {
+    App::new(Arc::new(store), deciders())
 }
 
 pub async fn dispatch(cli: Cli) -> Result<u8> {
@@ -78,15 +53,15 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
     let store_path = cli.store;
     match cli.command {
         Command::Run(args) => run(&store_path, args).await,
-        Command::Runs { json } => runs(&store_path, json),
-        Command::Show { run, json } => show(&store_path, &run, json),
+        Command::Runs { json } => runs(&store_path, json).await,
+        Command::Show { run, json } => show(&store_path, &run, json).await,
         Command::Events {
             run,
             follow,
             from,
             json,
         } => events(&store_path, &run, follow, from, json).await,
-        Command::Report { run, json } => report(&store_path, &run, json),
+        Command::Report { run, json } => report(&store_path, &run, json).await,
         Command::Replay { run, verify } => replay(&store_path, &run, verify).await,
         Command::Compare {
             spec,
@@ -101,7 +76,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             json,
             quiet,
         } => resume(&store_path, run.as_deref(), all, json, quiet).await,
-        Command::Approvals { run, json } => approvals(&store_path, run.as_deref(), json),
+        Command::Approvals { run, json } => approvals(&store_path, run.as_deref(), json).await,
         Command::Approve {
             request,
             scope,
@@ -158,13 +133,14 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             http,
         } => mcp_serve(&provider, config.as_deref(), http.as_deref()).await,
         Command::Models => {
-            model_table()?;
-            match MODELS.get().and_then(Option::as_ref) {
+            let deciders = deciders();
+            deciders.model_table()?;
+            match deciders.models() {
                 Some(path) => outln!(
                     "{}\n# overridden by {}:\n{}",
                     warrant_deciders::live::models::BUILTIN,
                     path.display(),
-                    read_text(path, DOCUMENT_BYTES_MAX, "model table")?
+                    warrant_app::read_text(path, warrant_app::DOCUMENT_BYTES_MAX, "model table")?
                 ),
                 None => outln!("{}", warrant_deciders::live::models::BUILTIN),
             }
@@ -178,9 +154,9 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 /// `warrant providers SPEC`: what each provider offers, and what it has but does not offer;
 /// and, per step, the tools it allows that its provider does not offer.
 async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
-    let spec = load_spec(spec_path)?;
-    let surfaces = connect(&spec).await?;
-    let offered = observe_all(&spec, &surfaces).await?;
+    let spec = warrant_app::load_spec(spec_path)?;
+    let surfaces = warrant_app::connect(&spec).await?;
+    let offered = warrant_app::observe_all(&spec, &surfaces).await?;
     let mut out = serde_json::Map::new();
     for name in spec.providers.keys() {
         let (Some(surface), Some(observed)) = (surfaces.get(name), offered.get(name)) else {
@@ -216,7 +192,7 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
             json!({"version": observed.version, "tools": tools, "not_offered": unsupported}),
         );
     }
-    let missing = missing_tools(&spec, &offered);
+    let missing = warrant_app::missing_tools(&spec, &offered);
     if json {
         out.insert("missing".into(), json!(missing));
         outln!("{}", Value::Object(out));
@@ -230,63 +206,6 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
     } else {
         exit::NOT_ATTAINED
     })
-}
-
-/// Starts or reaches every provider of `spec` (relative paths were resolved when it was read).
-async fn connect(spec: &Spec) -> Result<warrant_engine::Surfaces> {
-    warrant_surfaces::connect(&ReferenceCatalog::default(), spec, Path::new(""))
-        .await
-        .map_err(|e| Failure::invalid(anyhow!(e)))
-}
-
-/// What each provider offers now, observed within the spec's call timeout.
-async fn observe_all(
-    spec: &Spec,
-    surfaces: &warrant_engine::Surfaces,
-) -> Result<std::collections::BTreeMap<String, warrant_core::ports::Observation>> {
-    let limit = Duration::from_millis(spec.limits.call_timeout_ms);
-    let mut out = std::collections::BTreeMap::new();
-    for (name, surface) in surfaces {
-        let observed = tokio::time::timeout(limit, surface.observe())
-            .await
-            .map_err(|_| {
-                Failure::failed(anyhow!(
-                    "provider `{name}` did not say what it offers within {} ms",
-                    limit.as_millis()
-                ))
-            })?
-            .map_err(|e| Failure::failed(anyhow!("provider `{name}`: {e}")))?;
-        out.insert(name.clone(), observed);
-    }
-    Ok(out)
-}
-
-/// Each tool a step allows that its provider does not offer: the spec's error, said before a
-/// run blames anyone for it.
-fn missing_tools(
-    spec: &Spec,
-    offered: &std::collections::BTreeMap<String, warrant_core::ports::Observation>,
-) -> Vec<String> {
-    let mut missing = Vec::new();
-    for (i, step) in spec.steps.iter().enumerate() {
-        let Some(o) = offered.get(&step.provider) else {
-            continue;
-        };
-        for (t, tool) in step.tools.iter().enumerate() {
-            if !o.actions.iter().any(|a| &a.name == tool) {
-                missing.push(format!(
-                    "steps[{i}].tools[{t}]: `{}` does not offer `{tool}` (it offers: {})",
-                    step.provider,
-                    o.actions
-                        .iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-    }
-    missing
 }
 
 /// `warrant mcp-serve PROVIDER`: one of Warrant's providers as an MCP server on stdio.
@@ -323,83 +242,6 @@ async fn mcp_serve(provider: &str, config: Option<&str>, http: Option<&str>) -> 
     Ok(0)
 }
 
-/// Reads and validates a spec file. Errors name the file, field and line (exit 2). Every
-/// relative path in it is resolved against its folder and frozen as an absolute path, so the
-/// run means the same thing from any working directory, and when it is resumed from another.
-pub fn load_spec(path: &Path) -> Result<Spec> {
-    let shown = path.display().to_string();
-    let text = read_text(path, DOCUMENT_BYTES_MAX, "spec")?;
-    let catalog = ReferenceCatalog::default();
-    let mut spec = validate::load(&text, Format::of_path(&shown), &shown, &catalog)
-        .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
-    let base = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(folder) => std::path::absolute(folder),
-        None => std::env::current_dir(),
-    }
-    .map_err(|e| Failure::invalid(anyhow!("{shown}: cannot resolve its folder: {e}")))?;
-    validate::normalise_paths(&mut spec, &base, &catalog);
-    Ok(spec)
-}
-
-/// Builds a decider from `kind:argument`. A spec's default decider resolves paths against
-/// the spec's folder; the command line's against the working directory.
-pub fn load_decider(text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<dyn Decider>> {
-    let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
-    match kind {
-        "scripted" => {
-            if arg.is_empty() {
-                return Err(Failure::invalid(anyhow!(
-                    "`scripted` needs a path: `scripted:PATH`"
-                )));
-            }
-            let path = match base {
-                Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
-                _ => PathBuf::from(arg),
-            };
-            // Recorded as an absolute path: `warrant resume` works from any folder.
-            let path = std::path::absolute(&path).unwrap_or(path);
-            let shown = path.display().to_string();
-            let text = read_text(&path, SCRIPT_BYTES_MAX, "script")?;
-            let script =
-                Script::parse(&text, Format::of_path(&shown), &shown).map_err(Failure::invalid)?;
-            let unknown: Vec<&str> = script
-                .steps()
-                .filter(|s| spec.steps.iter().all(|st| st.id.0 != *s))
-                .collect();
-            if !unknown.is_empty() {
-                return Err(Failure::invalid(anyhow!(
-                    "{shown}: steps: the spec has no step {}",
-                    unknown
-                        .iter()
-                        .map(|s| format!("`{s}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            Ok(Box::new(ScriptedDecider::new(script, &shown)))
-        }
-        live if warrant_deciders::live::is_live(live) => {
-            let decider = warrant_deciders::live::LiveDecider::parse(text, &model_table()?)
-                .map_err(|e| Failure::invalid(anyhow!("decider `{text}`: {e}")))?;
-            Ok(Box::new(decider))
-        }
-        other => Err(Failure::invalid(anyhow!(
-            "unknown decider `{other}` (this build knows: scripted:PATH, openai:MODEL, \
-             anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL)"
-        ))),
-    }
-}
-
-fn default_decider(spec: &Spec, spec_path: &Path) -> Result<Box<dyn Decider>> {
-    let Some(d) = spec.decider.as_deref() else {
-        return Err(Failure::invalid(anyhow!(
-            "`{}` names no default decider: pass `--decider scripted:PATH`",
-            spec_path.display()
-        )));
-    };
-    load_decider(d, spec_path.parent(), spec)
-}
-
 /// Opens (creating if needed) the store for a command that writes.
 fn open_store(path: &Path) -> Result<SqliteStore> {
     SqliteStore::open(path, Durability::Fsync).map_err(|e| Failure::invalid(anyhow!("{e}")))
@@ -430,24 +272,6 @@ fn open_reading(path: &Path) -> Result<SqliteStore> {
     SqliteStore::open_read_only(path).map_err(|e| Failure::invalid(anyhow!("{e}")))
 }
 
-fn resolve_run(store: &dyn EventStore, run: &str) -> Result<RunId> {
-    let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    if run == "last" {
-        return runs
-            .first()
-            .map(|r| r.run_id.clone())
-            .ok_or_else(|| Failure::invalid(anyhow!("the store has no runs")));
-    }
-    resolve_run_prefix(&runs, run).map_err(|e| Failure::invalid(anyhow!(e)))
-}
-
-fn read_log(store: &dyn EventStore, run: &RunId) -> Result<Vec<Arc<Event>>> {
-    let events = store
-        .read(run, 1)
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    Ok(events.into_iter().map(|s| s.event).collect())
-}
-
 fn outcome_code(outcome: &Outcome) -> u8 {
     match outcome {
         Outcome::Attained => exit::ATTAINED,
@@ -461,162 +285,29 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-/// The authority a run starts with: the rule-list flags and the Cedar policies (the spec's,
-/// relative to it, and `--policy`), composed so that any answer but allow wins.
-fn authority(
-    spec: &Spec,
-    spec_path: &Path,
-    deny: &[String],
-    ask: &[String],
-    extra: &[PathBuf],
-) -> Result<Arc<dyn Authority>> {
-    let mut parts: Vec<Arc<dyn Authority>> = Vec::new();
-    if !deny.is_empty() || !ask.is_empty() {
-        parts.push(Arc::new(RuleList::new(
-            deny.iter().cloned(),
-            ask.iter().cloned(),
-        )));
-    }
-    // The spec's policy paths were made absolute when it was read.
-    let base = spec_path.parent().unwrap_or(Path::new(""));
-    let mut paths: Vec<PathBuf> = spec.policy.iter().map(|p| base.join(p)).collect();
-    paths.extend(extra.iter().cloned());
-    if !paths.is_empty() {
-        let files = warrant_policy::policy_files(&paths).map_err(Failure::invalid)?;
-        let cedar = warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
-            .map_err(Failure::invalid)?;
-        parts.push(Arc::new(cedar));
-    }
-    Ok(match parts.len() {
-        0 => Arc::new(AllowAll),
-        1 => parts.remove(0),
-        _ => Arc::new(AllOf::new(parts)),
-    })
-}
-
-/// The execution control a run requires, from the spec and `--execution-control`.
-type ControlSetting = (Option<Arc<dyn warrant_core::ports::ExecutionControl>>, u64);
-
-fn execution_control(spec: &Spec, url: Option<&str>) -> Result<Option<ControlSetting>> {
-    let timeout_ms = spec
-        .execution_control
-        .as_ref()
-        .map_or(2_000, |c| c.timeout_ms);
-    let url = url
-        .map(str::to_owned)
-        .or_else(|| spec.execution_control.as_ref().and_then(|c| c.url.clone()));
-    match (url, &spec.execution_control) {
-        (Some(url), _) => {
-            let control =
-                warrant_policy::HttpControl::new(&url).map_err(|e| Failure::invalid(anyhow!(e)))?;
-            Ok(Some((Some(Arc::new(control)), timeout_ms)))
-        }
-        (None, Some(_)) => Ok(Some((None, timeout_ms))),
-        (None, None) => Ok(None),
-    }
-}
-
-/// Rebuilds the execution control a run recorded. Fails closed on one this build cannot
-/// rebuild.
-fn rebuild_control(id: &RunId, d: Option<&serde_json::Value>) -> Result<Option<ControlSetting>> {
-    let Some(d) = d else { return Ok(None) };
-    let timeout_ms = d
-        .get("timeout_ms")
-        .and_then(|t| t.as_u64())
-        .unwrap_or(2_000);
-    if d.get("configured").and_then(|c| c.as_bool()) != Some(true) {
-        return Ok(Some((None, timeout_ms)));
-    }
-    match d.pointer("/control/http/url").and_then(|u| u.as_str()) {
-        Some(url) => {
-            let control =
-                warrant_policy::HttpControl::new(url).map_err(|e| Failure::invalid(anyhow!(e)))?;
-            Ok(Some((Some(Arc::new(control)), timeout_ms)))
-        }
-        None => Err(Failure::invalid(anyhow!(
-            "run `{id}` required an execution control this build cannot rebuild ({d}): not resuming it"
-        ))),
-    }
-}
-
-/// Rebuilds the authority a run recorded in `run_started`. Fails closed: an authority this
-/// build cannot rebuild is an error, never a silent allow-all.
-fn rebuild_authority(id: &RunId, d: Option<&serde_json::Value>) -> Result<Arc<dyn Authority>> {
-    let Some(d) = d else {
-        return Ok(Arc::new(AllowAll));
-    };
-    if d.get("allow_all").is_some() {
-        return Ok(Arc::new(AllowAll));
-    }
-    if let Some(rules) = RuleList::from_description(d) {
-        let rules = rules.map_err(|e| {
-            Failure::invalid(anyhow!(
-                "run `{id}` was ruled by a rule list that cannot be rebuilt ({e}): not resuming it"
-            ))
-        })?;
-        return Ok(Arc::new(rules));
-    }
-    if let Some(cedar) = warrant_policy::CedarAuthority::from_description(d) {
-        let cedar = cedar.map_err(|e| {
-            Failure::invalid(anyhow!(
-                "run `{id}` was ruled by Cedar policies that cannot be rebuilt ({e}): not resuming it under a weaker authority"
-            ))
-        })?;
-        return Ok(Arc::new(cedar));
-    }
-    if let Some(parts) = d.get("all_of").and_then(|p| p.as_array()) {
-        let parts = parts
-            .iter()
-            .map(|p| rebuild_authority(id, Some(p)))
-            .collect::<Result<Vec<_>>>()?;
-        return Ok(Arc::new(AllOf::new(parts)));
-    }
-    Err(Failure::invalid(anyhow!(
-        "run `{id}` was ruled by an authority this build cannot rebuild ({d}): not resuming it"
-    )))
-}
-
 async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
-    let begun_ms = SystemClock.now_ms();
     // Everything the user gave is checked before the store is touched: invalid input writes
     // nothing.
-    let mut spec = load_spec(&args.spec)?;
+    let mut spec = warrant_app::load_spec(&args.spec)?;
     args.limits
         .apply(&mut spec.limits)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
-    let decider = match &args.decider {
-        Some(d) => load_decider(d, None, &spec)?,
-        None => default_decider(&spec, &args.spec)?,
+    let options = warrant_app::RunOptions {
+        decider: args.decider.clone(),
+        deny_tools: args.deny_tools.clone(),
+        ask_tools: args.ask_tools.clone(),
+        policies: args.policies.clone(),
+        execution_control: args.execution_control.clone(),
+        tenant: args.tenant.clone(),
+        user: args.user.clone().unwrap_or_else(|| operator(None)),
     };
-    let surfaces = connect(&spec).await?;
-    if !args.deny_tools.is_empty() || !args.ask_tools.is_empty() {
-        let offered = observe_all(&spec, &surfaces).await?;
-        check_rule_tools(&offered, &args.deny_tools, &args.ask_tools)?;
-    }
-    let authority = authority(
-        &spec,
-        &args.spec,
-        &args.deny_tools,
-        &args.ask_tools,
-        &args.policies,
-    )?;
-    let control = execution_control(&spec, args.execution_control.as_deref())?;
-    let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let user = args.user.clone().unwrap_or_else(|| operator(None));
-    let mut engine = Engine::new(store.clone())
-        .with_authority(authority)
-        .acting_for(&args.tenant, &user);
-    if let Some((control, timeout_ms)) = control {
-        engine = engine.with_execution_control(control, timeout_ms);
-    }
+    let prepared = warrant_app::Prepared::new(&deciders(), spec, &args.spec, options).await?;
+    let app = app(open_store(store_path)?);
+    let engine = app.engine_for(&prepared);
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let setup_ms = SystemClock.now_ms().saturating_sub(begun_ms);
-    let mut result = engine
-        .run_with_setup(Arc::new(spec), decider.as_ref(), &surfaces, Some(setup_ms))
-        .await
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    let mut result = prepared.drive(&engine).await?;
     // In a terminal, approvals are asked for in place; elsewhere the run waits durably.
     let interactive =
         !args.no_prompt && (args.prompt || std::io::IsTerminal::is_terminal(&std::io::stdin()));
@@ -625,48 +316,22 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
             if result.outcome.is_some() || result.state.pending_approvals().next().is_none() {
                 break;
             }
-            for f in engine.drain_subscribers().await {
-                errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
-            }
-            if !ask_in_place(&engine, &result).await? {
+            drain(&engine).await;
+            if !ask_in_place(&app, &result).await? {
                 break;
             }
-            result = engine
-                .resume(&result.run_id, decider.as_ref(), &surfaces)
-                .await
-                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            result = prepared.resume(&engine, &result.run_id).await?;
         }
     }
+    drain(&engine).await;
+    print_result(&app, &result, args.json, store_path).await
+}
+
+/// Waits for the engine's subscribers to see every event, and says which of them failed.
+async fn drain(engine: &Engine) {
     for f in engine.drain_subscribers().await {
         errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
     }
-    print_result(&result, args.json, store_path)
-}
-
-/// Refuses a `--deny-tool` or `--ask-tool` that names no tool any provider offers: a typo
-/// there would silently rule on nothing.
-fn check_rule_tools(
-    offered: &std::collections::BTreeMap<String, warrant_core::ports::Observation>,
-    deny: &[String],
-    ask: &[String],
-) -> Result<()> {
-    let known: std::collections::BTreeSet<&str> = offered
-        .values()
-        .flat_map(|o| o.actions.iter().map(|a| a.name.as_str()))
-        .collect();
-    let flags = deny
-        .iter()
-        .map(|t| ("--deny-tool", t))
-        .chain(ask.iter().map(|t| ("--ask-tool", t)));
-    for (flag, tool) in flags {
-        if !known.contains(tool.as_str()) {
-            return Err(Failure::invalid(anyhow!(
-                "{flag} `{tool}` names no tool any provider of this spec offers (they offer: {})",
-                known.iter().copied().collect::<Vec<_>>().join(", ")
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Most rounds of in-place approval prompts in one `warrant run`.
@@ -688,52 +353,31 @@ fn read_answer(question: &str) -> Result<String> {
     }
 }
 
-/// The approval request `id` as recorded, when it is still pending now: another terminal may
-/// have answered it meanwhile.
-fn still_pending(engine: &Engine, run: &RunId, id: &str) -> Result<Option<String>> {
-    let state = engine
-        .fold(run)
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    Ok(match state.approval(id).map(|a| &a.status) {
-        Some(warrant_core::fold::ApprovalStatus::Pending) => None,
-        Some(other) => Some(approval_status_name(other).to_owned()),
-        None => Some("gone".to_owned()),
-    })
-}
-
 /// Shows each pending approval request and records the person's answer. Returns whether the
 /// run can go on: an answer was given here, or another terminal answered meanwhile.
-async fn ask_in_place(engine: &Engine, result: &RunResult) -> Result<bool> {
-    let events = read_log(engine.store().as_ref(), &result.run_id)?;
+async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
     let by = operator(None);
     let mut answered = false;
-    for a in result.state.pending_approvals() {
-        if let Some(status) = still_pending(engine, &result.run_id, &a.id)? {
-            errln!("\napproval {}: already {status} elsewhere", a.id);
+    for a in app.approvals(Some(&result.run_id)).await? {
+        if a.status != "pending" {
+            continue;
+        }
+        if let Some(status) = app.answered_elsewhere(&result.run_id, &a.request).await? {
+            errln!("\napproval {}: already {status} elsewhere", a.request);
             answered = true;
             continue;
         }
-        let Some(EventKind::ApprovalRequested {
-            tool,
-            provider,
-            args,
-            provenance,
-            reason,
-            expires_at_ms,
-            ..
-        }) = events.iter().map(|e| &e.kind).find(
-            |k| matches!(k, EventKind::ApprovalRequested { request, .. } if *request == a.id),
-        )
-        else {
-            continue;
-        };
         errln!(
-            "\napproval {}: `{tool}` on {provider}\n  why:  {reason}\n  args: {args}\n  expires at {}",
-            a.id,
-            when(*expires_at_ms)
+            "\napproval {}: `{}` on {}\n  why:  {}\n  args: {}\n  expires at {}",
+            a.request,
+            a.tool,
+            a.provider,
+            a.reason,
+            a.args,
+            when(a.expires_at_ms)
         );
-        for label in provenance {
-            errln!("    {} <- {}", label.pointer, label_source(label));
+        for label in &a.provenance {
+            errln!("    {} <- {}", label.pointer, label.source);
         }
         loop {
             let answer = read_answer(
@@ -762,18 +406,18 @@ async fn ask_in_place(engine: &Engine, result: &RunResult) -> Result<bool> {
                 _ => continue,
             };
             if let Some(decision) = decision {
-                match engine.answer(&a.id, decision, &by).await {
+                match app.answer(&a.request, decision, &by).await {
                     Ok(_) => answered = true,
                     // Answered in another terminal while this one asked: that answer stands.
-                    Err(e) => match still_pending(engine, &result.run_id, &a.id)? {
+                    Err(e) => match app.answered_elsewhere(&result.run_id, &a.request).await? {
                         Some(status) => {
                             errln!(
                                 "approval {} was {status} elsewhere meanwhile; that answer stands",
-                                a.id
+                                a.request
                             );
                             answered = true;
                         }
-                        None => return Err(Failure::failed(anyhow!("{e}"))),
+                        None => return Err(e.into()),
                     },
                 }
             }
@@ -801,91 +445,52 @@ pub fn when(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02} UTC")
 }
 
-/// Where an argument's value came from, in words.
-fn label_source(label: &warrant_core::provenance::ArgLabel) -> String {
-    label.source.to_string()
-}
-
-fn approval_status_name(status: &warrant_core::fold::ApprovalStatus) -> &'static str {
-    use warrant_core::fold::ApprovalStatus;
-    match status {
-        ApprovalStatus::Pending => "pending",
-        ApprovalStatus::Approved { .. } => "approved",
-        ApprovalStatus::Denied { .. } => "denied",
-        ApprovalStatus::Expired => "expired",
-        ApprovalStatus::Withdrawn => "withdrawn",
-    }
-}
-
-/// The calls a run waits on, as the operator needs them to act: each in-doubt call with its
-/// real id, tool, provider, arguments and what is known; each pending approval.
-fn waiting_rows(state: &warrant_core::RunState) -> (Vec<Value>, Vec<Value>) {
-    let doubts = state
-        .in_doubt()
-        .map(|c| {
-            json!({
-                "call": c.id,
-                "tool": c.tool,
-                "provider": state.provider_of(c.step),
-                "args": c.executed,
-                "args_digest": c.executed.as_ref().map(|a| warrant_core::canon::digest(a)),
-                "known": c.doubt.map(|d| d.describe()),
-            })
-        })
-        .collect();
-    let approvals = state
-        .pending_approvals()
-        .map(|a| {
-            let args = state.call(a.call).map(|c| c.proposed.clone());
-            json!({"request": a.id, "call": a.call, "tool": a.tool, "provider": a.provider,
-                   "args": args, "args_digest": a.args_digest, "expires_at_ms": a.expires_at_ms})
-        })
-        .collect();
-    (doubts, approvals)
-}
-
 /// What an operator does about what a run waits on, with the real ids.
-fn waiting_hints(run: &RunId, doubts: &[Value], approvals: &[Value]) {
-    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_owned();
-    for w in doubts {
+fn waiting_hints(run: &RunId, waiting: &Waiting) {
+    for DoubtRow {
+        call,
+        tool,
+        provider,
+        args,
+        known,
+        ..
+    } in &waiting.waiting_on
+    {
+        let args = args.as_ref().map_or_else(String::new, |a| a.to_string());
         outln!(
-            "waiting  {} `{}` on {} is in doubt: {}\n         arguments {}",
-            text(w, "call"),
-            text(w, "tool"),
-            text(w, "provider"),
-            text(w, "known"),
-            w["args"]
+            "waiting  {call} `{tool}` on {provider} is in doubt: {}\n         arguments {args}",
+            known.as_deref().unwrap_or("")
         );
         outln!(
-            "         find out whether it happened, then: warrant reconcile {run} {} --happened (or --did-not-happen [--resend]), and warrant resume {run}",
-            text(w, "call")
+            "         find out whether it happened, then: warrant reconcile {run} {call} --happened (or --did-not-happen [--resend]), and warrant resume {run}"
         );
     }
-    for a in approvals {
+    for a in &waiting.approvals {
         outln!(
             "approval {}: `{}` on {} needs approval (arguments {}); warrant approve {} (or warrant deny {} --reason ...), then warrant resume {run}",
-            text(a, "request"),
-            text(a, "tool"),
-            text(a, "provider"),
-            a["args"],
-            text(a, "request"),
-            text(a, "request")
+            a.request,
+            a.tool,
+            a.provider,
+            a.args,
+            a.request,
+            a.request
         );
     }
 }
 
 /// Prints how a run ended (or why it waits) and returns the exit code.
-fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8> {
+async fn print_result(app: &App, result: &RunResult, json: bool, store_path: &Path) -> Result<u8> {
     let report = RunReport::from_state(&result.state);
-    let (doubts, approvals) = waiting_rows(&result.state);
+    let events = app.log(&result.run_id).await?;
+    let waiting = Waiting::of(&result.state, &events);
     if json {
         print_json(&json!({
             "run_id": result.run_id,
             "outcome": result.outcome.as_ref().map_or("waiting", Outcome::name),
             "outcome_detail": result.outcome,
             "answer": report.answer,
-            "waiting_on": doubts,
-            "approvals": approvals,
+            "waiting_on": waiting.waiting_on,
+            "approvals": waiting.approvals,
             "route": report.route,
             "route_key": report.route_key,
             "conformant": report.conformant,
@@ -897,7 +502,7 @@ fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8>
         }))?;
     } else {
         out!("{}", report.render());
-        waiting_hints(&result.run_id, &doubts, &approvals);
+        waiting_hints(&result.run_id, &waiting);
     }
     Ok(match &result.outcome {
         Some(o) => outcome_code(o),
@@ -905,20 +510,11 @@ fn print_result(result: &RunResult, json: bool, store_path: &Path) -> Result<u8>
     })
 }
 
-fn runs(store_path: &Path, json: bool) -> Result<u8> {
-    let store = open_reading(store_path)?;
-    let runs = store.runs().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    let now = SystemClock.now_ms();
+async fn runs(store_path: &Path, json: bool) -> Result<u8> {
+    let app = app(open_reading(store_path)?);
+    let runs = app.runs(RunQuery::default()).await?.runs;
     if json {
-        let rows: Vec<Value> = runs
-            .iter()
-            .map(|r| {
-                let mut v = json!(r);
-                v["status"] = json!(lease::shown_status(r, now));
-                v
-            })
-            .collect();
-        print_json(&rows)?;
+        print_json(&runs)?;
         return Ok(exit::ATTAINED);
     }
     if runs.is_empty() {
@@ -928,7 +524,7 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
         outln!(
             "{:<22} {:<13} {:<16} {:>5} events  {}",
             r.run_id,
-            lease::shown_status(r, now),
+            r.status,
             r.spec_id,
             r.events,
             r.decider
@@ -937,90 +533,42 @@ fn runs(store_path: &Path, json: bool) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-/// A run's log, its state and its report, from a store opened read-only.
-fn load_report(
-    store_path: &Path,
-    run: &str,
-) -> Result<(SqliteStore, RunId, Vec<Arc<Event>>, RunReport)> {
-    let store = open_reading(store_path)?;
-    let id = resolve_run(&store, run)?;
-    let events = read_log(&store, &id)?;
-    let report =
-        RunReport::from_events(&events).map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
-    Ok((store, id, events, report))
-}
-
-/// The status `show` and `runs` print: the report's, or `interrupted` when the run is running
-/// and no process drives it.
-fn shown_status(store: &SqliteStore, id: &RunId, report: &RunReport) -> String {
-    store
-        .summary(id)
-        .ok()
-        .flatten()
-        .filter(|r| lease::interrupted(r, SystemClock.now_ms()) && report.status == "running")
-        .map_or_else(|| report.status.clone(), |_| "interrupted".to_owned())
-}
-
-fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
-    let (store, id, events, report) = load_report(store_path, run)?;
-    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
-        .map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
-    let status = shown_status(&store, &id, &report);
-    let last = events
-        .last()
-        .map(|e| (e.seq, e.kind.name()))
-        .unwrap_or((0, "none"));
-    let (doubts, approvals) = waiting_rows(&state);
+async fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+    let app = app(open_reading(store_path)?);
+    let id = app.resolve(run).await?;
+    let view = app.show(&id).await?;
     if json {
-        print_json(&json!({
-            "run_id": report.run_id,
-            "status": status,
-            "outcome": report.outcome.as_ref().map(Outcome::name),
-            "spec": report.spec,
-            "decider": report.decider,
-            "answer": report.answer,
-            "steps": report.steps.iter().map(|s| json!({
-                "id": s.id, "status": s.status, "decisions": s.decisions, "calls": s.calls.len(),
-                "answer": s.answer,
-            })).collect::<Vec<_>>(),
-            "waiting_on": doubts,
-            "approvals": approvals,
-            "unsettled": report.unsettled,
-            "warnings": report.warnings,
-            "last_event": {"seq": last.0, "type": last.1},
-        }))?;
+        print_json(&view)?;
         return Ok(exit::ATTAINED);
     }
-    outln!("run      {}", report.run_id);
-    outln!("spec     {} ({})", report.spec.id, report.spec.hash);
-    outln!("decider  {}", report.decider);
-    outln!("status   {status}");
-    if let Some(a) = &report.answer {
+    outln!("run      {}", view.run_id);
+    outln!("spec     {} ({})", view.spec.id, view.spec.hash);
+    outln!("decider  {}", view.decider);
+    outln!("status   {}", view.status);
+    if let Some(a) = &view.answer {
         outln!("answer   {} ({})", a.text, a.kind);
     }
-    outln!("last     event {} `{}`", last.0, last.1);
-    for s in &report.steps {
+    outln!(
+        "last     event {} `{}`",
+        view.last_event.seq,
+        view.last_event.kind
+    );
+    for s in &view.steps {
         outln!(
             "  {:<10} {:<13} {} decisions, {} calls",
             s.id.0,
             s.status,
             s.decisions,
-            s.calls.len()
+            s.call_rows.len()
         );
-        for c in &s.calls {
-            let status = match (c.status, state.call(c.call)) {
-                (Some(st), _) => st.to_string(),
-                (None, Some(r)) if r.in_doubt => "in doubt".to_owned(),
-                (None, Some(r)) if r.awaiting.is_some() => "held for approval".to_owned(),
-                _ => "in flight".to_owned(),
-            };
-            outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, status);
+        for c in &s.call_rows {
+            outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, c.status);
         }
     }
-    for w in &report.warnings {
+    for w in &view.warnings {
         outln!("warning  {w}");
     }
-    waiting_hints(&id, &doubts, &approvals);
+    waiting_hints(&id, &view.waiting);
     Ok(exit::ATTAINED)
 }
 
@@ -1156,8 +704,8 @@ fn render_event(e: &StoredEvent) -> String {
     )
 }
 
-/// How often `--follow` looks for new events.
-const FOLLOW_POLL: Duration = Duration::from_millis(200);
+/// How long `--follow` waits for an event before it looks at who drives the run.
+const FOLLOW_QUIET: Duration = Duration::from_secs(1);
 
 /// One stored event as a JSON line: the event as it is stored (an unrecognized one exactly as
 /// written), with its global position and its run, each key once.
@@ -1177,66 +725,86 @@ fn event_json(e: &StoredEvent) -> Result<String> {
 }
 
 async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: bool) -> Result<u8> {
-    let store = open_reading(store_path)?;
-    let id = resolve_run(&store, run)?;
-    let mut next = from.max(1);
+    let app = app(open_reading(store_path)?);
+    let id = app.resolve(run).await?;
+    let print = |e: &StoredEvent| -> Result<()> {
+        if json {
+            outln!("{}", event_json(e)?);
+        } else {
+            outln!("{}", render_event(e));
+        }
+        Ok(())
+    };
+    if !follow {
+        let events = app
+            .store()
+            .read(&id, from.max(1))
+            .await
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        for e in &events {
+            print(e)?;
+        }
+        return Ok(exit::ATTAINED);
+    }
+    // Every event once, in order, as any process appends it; it ends after `run_finished`.
+    let mut feed = app.store().subscribe(&id, from.max(1));
     // What was last said about who drives the run, so it is said once per change.
     let mut said: Option<String> = None;
     loop {
-        let batch = store
-            .read(&id, next)
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-        let mut ended = false;
-        for e in &batch {
-            if json {
-                outln!("{}", event_json(e)?);
-            } else {
-                outln!("{}", render_event(e));
+        // The feed loses nothing when a wait is cut short: it is read again where it was.
+        match tokio::time::timeout(FOLLOW_QUIET, feed.next()).await {
+            Ok(Ok(Some(e))) => {
+                print(&e)?;
+                continue;
             }
-            next = e.event.seq + 1;
-            ended |= matches!(e.event.kind, EventKind::RunFinished { .. });
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return Err(Failure::failed(anyhow!("{e}"))),
+            Err(_quiet) => {}
         }
-        if !follow || ended {
-            break;
-        }
-        let summary = store
-            .summary(&id)
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-        let Some(summary) = summary else { break };
-        if !matches!(summary.status.as_str(), "running" | "waiting" | "ready") {
-            // Ended before `from`: nothing more will come.
-            break;
-        }
-        let now = SystemClock.now_ms();
-        let note = match summary.status.as_str() {
-            "waiting" => Some(format!(
-                "{id} is waiting for a person (`warrant show {id}` says for what); still following"
-            )),
-            "ready" => Some(format!(
-                "{id} was answered and waits to be resumed: `warrant resume {id}`; still following"
-            )),
-            _ if !lease::driven(&summary, now) => Some(format!(
-                "the process driving {id} is gone{}: `warrant resume {id}` carries it on; still following",
-                summary
-                    .heartbeat_ms
-                    .map(|h| format!(" (last heard from {} s ago)", now.saturating_sub(h) / 1000))
-                    .unwrap_or_default()
-            )),
-            _ => None,
-        };
+        let note = follow_note(&app, &id).await?;
         if note != said {
             if let Some(n) = &note {
                 errln!("{n}");
             }
             said = note;
         }
-        tokio::time::sleep(FOLLOW_POLL).await;
     }
     Ok(exit::ATTAINED)
 }
 
-fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
-    let (_, _, _, report) = load_report(store_path, run)?;
+/// What a follower is told while a run is quiet: that it waits for a person, or that the
+/// process driving it is gone.
+async fn follow_note(app: &App, id: &RunId) -> Result<Option<String>> {
+    let Some(summary) = app
+        .store()
+        .summary(id)
+        .await
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?
+    else {
+        return Ok(None);
+    };
+    let now = SystemClock.now_ms();
+    Ok(match summary.status.as_str() {
+        "waiting" => Some(format!(
+            "{id} is waiting for a person (`warrant show {id}` says for what); still following"
+        )),
+        "ready" => Some(format!(
+            "{id} was answered and waits to be resumed: `warrant resume {id}`; still following"
+        )),
+        "running" if !lease::driven(&summary, now) => Some(format!(
+            "the process driving {id} is gone{}: `warrant resume {id}` carries it on; still following",
+            summary
+                .heartbeat_ms
+                .map(|h| format!(" (last heard from {} s ago)", now.saturating_sub(h) / 1000))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    })
+}
+
+async fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
+    let app = app(open_reading(store_path)?);
+    let report = app.report(&app.resolve(run).await?).await?;
     if json {
         print_json(&report)?;
     } else {
@@ -1249,9 +817,9 @@ fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
 }
 
 async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
-    let store = open_reading(store_path)?;
-    let id = resolve_run(&store, run)?;
-    let events = read_log(&store, &id)?;
+    let app = app(open_reading(store_path)?);
+    let id = app.resolve(run).await?;
+    let events = app.log(&id).await?;
     let check = warrant_engine::replay::replay(&events)
         .await
         .map_err(|e| Failure::failed(anyhow!("{e}")))?;
@@ -1295,29 +863,28 @@ async fn compare(
     deciders: &[String],
     json: bool,
 ) -> Result<u8> {
-    let spec = load_spec(spec_path)?;
+    let spec = warrant_app::load_spec(spec_path)?;
     if deciders.len() < 2 {
         return Err(Failure::invalid(anyhow!(
             "compare needs two or more `--decider`"
         )));
     }
-    let loaded: Vec<Box<dyn Decider>> = deciders
-        .iter()
-        .map(|d| load_decider(d, None, &spec))
-        .collect::<Result<_>>()?;
-    let spec = Arc::new(spec);
-    let store: Arc<SqliteStore> = Arc::new(open_store(store_path)?);
-    let engine =
-        Engine::new(store.clone()).with_authority(authority(&spec, spec_path, &[], &[], &[])?);
+    // Every decider is checked before any route runs.
+    for d in deciders {
+        self::deciders().load(d, None, &spec)?;
+    }
+    let app = app(open_store(store_path)?);
     let mut reports = Vec::new();
-    for decider in &loaded {
+    for decider in deciders {
         // Fresh providers for each route: the same frozen world.
-        let surfaces = connect(&spec).await?;
-        errln!("running {} ...", decider.identity());
-        let result = engine
-            .run(spec.clone(), decider.as_ref(), &surfaces)
-            .await
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let options = warrant_app::RunOptions {
+            decider: Some(decider.clone()),
+            ..warrant_app::RunOptions::default()
+        };
+        let prepared =
+            warrant_app::Prepared::new(&self::deciders(), spec.clone(), spec_path, options).await?;
+        errln!("running {} ...", prepared.decider.identity());
+        let result = prepared.drive(&app.engine_for(&prepared)).await?;
         reports.push(RunReport::from_state(&result.state));
     }
     let cmp = warrant_core::compare::Comparison::of(&reports);
@@ -1334,23 +901,8 @@ async fn compare(
 }
 
 async fn validate_cmd(spec_path: &Path, connect_providers: bool) -> Result<u8> {
-    let spec = load_spec(spec_path)?;
-    if spec.decider.is_some() {
-        default_decider(&spec, spec_path)?;
-    }
-    authority(&spec, spec_path, &[], &[], &[])?;
-    if connect_providers {
-        let surfaces = connect(&spec).await?;
-        let offered = observe_all(&spec, &surfaces).await?;
-        let missing = missing_tools(&spec, &offered);
-        if !missing.is_empty() {
-            return Err(Failure::invalid(anyhow!(
-                "{}: {}",
-                spec_path.display(),
-                missing.join(&format!("\n{}: ", spec_path.display()))
-            )));
-        }
-    }
+    let spec = warrant_app::load_spec(spec_path)?;
+    warrant_app::validate(&deciders(), &spec, spec_path, connect_providers).await?;
     outln!(
         "ok: `{}` is a valid {} spec ({} steps, {} providers{}, {})",
         spec.id,
@@ -1405,84 +957,6 @@ fn schema(which: SchemaKind) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-/// What re-entering a run needs: its recorded decider, fresh surfaces, and the authority and
-/// execution control it started with.
-struct Reentry {
-    decider: Box<dyn Decider>,
-    surfaces: warrant_engine::Surfaces,
-    authority: Arc<dyn Authority>,
-    control: Option<ControlSetting>,
-    /// Milliseconds spent getting here (connecting to the providers).
-    setup_ms: u64,
-}
-
-impl Reentry {
-    /// An engine over `store` ruling as the run's first process did.
-    fn engine(&self, store: Arc<SqliteStore>) -> Engine {
-        let engine = Engine::new(store).with_authority(self.authority.clone());
-        match &self.control {
-            Some((control, timeout_ms)) => {
-                engine.with_execution_control(control.clone(), *timeout_ms)
-            }
-            None => engine,
-        }
-    }
-}
-
-async fn reentry(id: &RunId, events: &[Arc<Event>]) -> Result<Reentry> {
-    let begun_ms = SystemClock.now_ms();
-    // A log this build cannot fully read is never acted on.
-    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
-        .map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
-    warrant_engine::understood(id, &state).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
-    let Some(EventKind::RunStarted {
-        spec,
-        decider,
-        authority,
-        execution_control,
-        ..
-    }) = events.first().map(|e| &e.kind)
-    else {
-        return Err(Failure::failed(anyhow!("run `{id}` has no `run_started`")));
-    };
-    let decider = recorded_decider(decider, spec)?;
-    // Fail closed: a run is re-entered only under the authority and control it started with.
-    let authority = rebuild_authority(id, authority.as_ref())?;
-    let control = rebuild_control(id, execution_control.as_ref())?;
-    let surfaces = connect(spec).await?;
-    Ok(Reentry {
-        decider,
-        surfaces,
-        authority,
-        control,
-        setup_ms: SystemClock.now_ms().saturating_sub(begun_ms),
-    })
-}
-
-/// The decider recorded in a run's log, loaded again. A script must not have changed since.
-fn recorded_decider(identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
-    let decider = match identity.kind.as_str() {
-        "scripted" => load_decider(&format!("scripted:{}", identity.name), None, spec)?,
-        live if warrant_deciders::live::is_live(live) => {
-            load_decider(&format!("{live}:{}", identity.name), None, spec)?
-        }
-        other => {
-            return Err(Failure::invalid(anyhow!(
-                "this build cannot resume a run decided by `{other}:{}`",
-                identity.name
-            )));
-        }
-    };
-    if decider.identity().digest != identity.digest {
-        return Err(Failure::invalid(anyhow!(
-            "the decider `{}:{}` is not configured as when the run started: its decisions would not be the ones recorded",
-            identity.kind,
-            identity.name
-        )));
-    }
-    Ok(decider)
-}
-
 async fn resume(
     store_path: &Path,
     run: Option<&str>,
@@ -1490,18 +964,11 @@ async fn resume(
     json: bool,
     quiet: bool,
 ) -> Result<u8> {
-    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
-    let now = SystemClock.now_ms();
+    let app = app(open_existing(store_path)?);
     let ids: Vec<RunId> = match (run, all) {
-        (Some(r), false) => vec![resolve_run(store.as_ref(), r)?],
+        (Some(r), false) => vec![app.resolve(r).await?],
         // Runs no process drives that can go on: interrupted ones, and ones a person answered.
-        (None, true) => store
-            .runs()
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?
-            .into_iter()
-            .filter(|r| lease::resumable(r, now))
-            .map(|r| r.run_id)
-            .collect(),
+        (None, true) => app.resumable().await?,
         _ => return Err(Failure::invalid(anyhow!("give a RUN or --all, not both"))),
     };
     if ids.is_empty() {
@@ -1513,8 +980,8 @@ async fn resume(
     }
     let mut worst = exit::ATTAINED;
     for id in ids {
-        let result = reenter(&store, &id, quiet).await?;
-        let code = print_result(&result, json, store_path)?;
+        let result = reenter(&app, &id, quiet).await?;
+        let code = print_result(&app, &result, json, store_path).await?;
         worst = match (worst, code) {
             (exit::WAITING, _) | (_, exit::WAITING) => exit::WAITING,
             (a, b) => a.max(b),
@@ -1525,21 +992,15 @@ async fn resume(
 
 /// Re-enters one run with what it recorded (decider, authority, execution control) and drives
 /// it as far as it goes.
-async fn reenter(store: &Arc<SqliteStore>, id: &RunId, quiet: bool) -> Result<RunResult> {
-    let events = read_log(store.as_ref(), id)?;
-    let re = reentry(id, &events).await?;
-    let engine = re.engine(store.clone());
+async fn reenter(app: &App, id: &RunId, quiet: bool) -> Result<RunResult> {
+    let prepared = app.reentry(id).await?;
+    let engine = app.engine_for(&prepared);
     if !quiet {
         errln!("resuming {id} ...");
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let result = engine
-        .resume_with_setup(id, re.decider.as_ref(), &re.surfaces, Some(re.setup_ms))
-        .await
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    for f in engine.drain_subscribers().await {
-        errln!("warning: subscriber `{}` stopped: {}", f.name, f.error);
-    }
+    let result = prepared.drive(&engine).await?;
+    drain(&engine).await;
     Ok(result)
 }
 
@@ -1563,14 +1024,15 @@ async fn reconcile(
             "say exactly one of --happened or --did-not-happen"
         )));
     }
-    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
-    let id = resolve_run(store.as_ref(), run)?;
+    let app = app(open_existing(store_path)?);
+    let id = app.resolve(run).await?;
     let call: CallId = call.parse().map_err(|e| Failure::invalid(anyhow!("{e}")))?;
     let by = operator(by);
-    Engine::new(store)
-        .reconcile(&id, call, said.happened, said.resend, &by, note)
-        .await
-        .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+    let found = warrant_app::Reconciled {
+        happened: said.happened,
+        resend: said.resend,
+    };
+    app.reconcile(&id, call, found, &by, note).await?;
     let what = match (said.happened, said.resend) {
         (true, _) => "happened",
         (false, true) => "did not happen, and is to be sent again",
@@ -1592,120 +1054,38 @@ async fn cancel(
     by: Option<String>,
     wait_s: u64,
 ) -> Result<u8> {
-    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
-    let id = resolve_run(store.as_ref(), run)?;
-    let summary = |store: &SqliteStore| -> Result<warrant_core::ports::RunSummary> {
-        store
-            .summary(&id)
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?
-            .ok_or_else(|| Failure::invalid(anyhow!("no run `{id}` in the store")))
-    };
-    let before = summary(&store)?;
-    if !matches!(before.status.as_str(), "running" | "waiting" | "ready") {
-        outln!("{id} already ended {}: nothing to cancel", before.status);
-        return Ok(exit::NOT_ATTAINED);
-    }
+    let app = app(open_existing(store_path)?);
+    let id = app.resolve(run).await?;
     let by = operator(by);
-    let request = warrant_core::ports::CancelRequest {
-        by: by.clone(),
-        reason: reason.to_owned(),
-    };
-    store
-        .request_cancel(&id, request)
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    // A process driving the run ends it at its next check; wait for that, as long as that
-    // process is alive.
-    let mut waited_ms = 0;
-    while lease::driven(&summary(&store)?, SystemClock.now_ms())
-        && waited_ms < wait_s.saturating_mul(1000)
-    {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        waited_ms += 100;
-    }
-    let now = summary(&store)?;
-    if now.status == "cancelled" {
-        outln!("{id} cancelled (by {by}: {reason})");
-        return Ok(exit::ATTAINED);
-    }
-    if !matches!(now.status.as_str(), "running" | "waiting" | "ready") {
-        outln!(
-            "{id} ended {} before the cancellation took effect",
-            now.status
-        );
-        return Ok(exit::NOT_ATTAINED);
-    }
-    if lease::driven(&now, SystemClock.now_ms()) {
-        outln!(
-            "the cancellation of {id} is recorded; the process driving it ({}) has not acted on it within {wait_s} s",
-            now.holder.unwrap_or_default()
-        );
-        return Ok(exit::NOT_ATTAINED);
-    }
-    // No process drives it (it waits for a person, or its process died): end it here,
-    // through the same re-entry path.
-    let result = reenter(&store, &id, true).await?;
-    let ended = result.outcome.as_ref().map_or("waiting", Outcome::name);
-    outln!("{id} {ended} (by {by}: {reason})");
-    Ok(if ended == "cancelled" {
-        exit::ATTAINED
-    } else {
-        exit::NOT_ATTAINED
+    let wait = Duration::from_secs(wait_s);
+    Ok(match app.cancel(&id, &by, reason, wait).await? {
+        Cancelled::AlreadyEnded(status) => {
+            outln!("{id} already ended {status}: nothing to cancel");
+            exit::NOT_ATTAINED
+        }
+        Cancelled::Cancelled => {
+            outln!("{id} cancelled (by {by}: {reason})");
+            exit::ATTAINED
+        }
+        Cancelled::EndedFirst(status) => {
+            outln!("{id} ended {status} before the cancellation took effect");
+            exit::NOT_ATTAINED
+        }
+        Cancelled::Pending { holder } => {
+            outln!(
+                "the cancellation of {id} is recorded; the process driving it ({holder}) has not acted on it within {wait_s} s"
+            );
+            exit::NOT_ATTAINED
+        }
     })
 }
 
-fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u8> {
-    let store = open_reading(store_path)?;
-    let runs: Vec<RunId> = match run {
-        Some(r) => vec![resolve_run(&store, r)?],
-        // Only runs that have not ended can have a pending request.
-        None => store
-            .runs()
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?
-            .into_iter()
-            .filter(|r| matches!(r.status.as_str(), "running" | "waiting" | "ready"))
-            .map(|r| r.run_id)
-            .collect(),
+async fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u8> {
+    let app = app(open_reading(store_path)?);
+    let rows: Vec<ApprovalRow> = match run {
+        Some(r) => app.approvals(Some(&app.resolve(r).await?)).await?,
+        None => app.approvals(None).await?,
     };
-    let now = SystemClock.now_ms();
-    let mut rows = Vec::new();
-    for id in runs {
-        let events = read_log(&store, &id)?;
-        let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
-            .map_err(|e| Failure::failed(anyhow!("run `{id}`: {e}")))?;
-        for e in &events {
-            let EventKind::ApprovalRequested {
-                request,
-                call,
-                tool,
-                provider,
-                args,
-                args_digest,
-                provenance,
-                reason,
-                expires_at_ms,
-                ..
-            } = &e.kind
-            else {
-                continue;
-            };
-            let status = match state.approval(request).map(|a| &a.status) {
-                // Unanswered past its time: expired, whether or not a process recorded it yet.
-                Some(warrant_core::fold::ApprovalStatus::Pending) if now >= *expires_at_ms => {
-                    "expired"
-                }
-                Some(s) => approval_status_name(s),
-                None => "expired",
-            };
-            if run.is_none() && status != "pending" {
-                continue;
-            }
-            rows.push(json!({
-                "request": request, "run": id, "call": call, "tool": tool, "provider": provider,
-                "status": status, "reason": reason, "args": args, "args_digest": args_digest,
-                "provenance": provenance, "expires_at_ms": expires_at_ms,
-            }));
-        }
-    }
     if json {
         print_json(&rows)?;
         return Ok(exit::ATTAINED);
@@ -1714,22 +1094,19 @@ fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u8> {
         errln!("no pending approval requests");
     }
     for r in &rows {
-        let text = |k: &str| r[k].as_str().unwrap_or("").to_owned();
         outln!(
             "{}  {}  `{}` on {}  {}\n    args     {}\n    digest   {}\n    expires  {}",
-            text("request"),
-            text("status"),
-            text("tool"),
-            text("provider"),
-            text("reason"),
-            r["args"],
-            text("args_digest"),
-            when(r["expires_at_ms"].as_u64().unwrap_or(0))
+            r.request,
+            r.status,
+            r.tool,
+            r.provider,
+            r.reason,
+            r.args,
+            r.args_digest,
+            when(r.expires_at_ms)
         );
-        let labels: Vec<warrant_core::provenance::ArgLabel> =
-            serde_json::from_value(r["provenance"].clone()).unwrap_or_default();
-        for label in &labels {
-            outln!("    {:<8} <- {}", label.pointer, label_source(label));
+        for label in &r.provenance {
+            outln!("    {:<8} <- {}", label.pointer, label.source);
         }
     }
     Ok(exit::ATTAINED)
@@ -1741,13 +1118,10 @@ async fn answer(
     answer: Answer,
     by: Option<String>,
 ) -> Result<u8> {
-    let store: Arc<SqliteStore> = Arc::new(open_existing(store_path)?);
+    let app = app(open_existing(store_path)?);
     let by = operator(by);
     let approving = matches!(answer, Answer::Approve { .. });
-    let done = Engine::new(store)
-        .answer(request, answer, &by)
-        .await
-        .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+    let done = app.answer(request, answer, &by).await?;
     let verb = if approving { "approved" } else { "denied" };
     let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);
     match done {

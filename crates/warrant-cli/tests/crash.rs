@@ -132,21 +132,29 @@ fn logs(
     store: &SqliteStore,
     keep: impl Fn(&str) -> bool,
 ) -> Vec<(String, String, Vec<Arc<Event>>)> {
-    store
-        .runs()
-        .unwrap()
-        .into_iter()
-        .filter(|r| keep(&r.status))
-        .map(|r| {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let runs = store
+            .runs(warrant_core::ports::RunQuery::default())
+            .await
+            .unwrap()
+            .runs;
+        let mut out = Vec::new();
+        for r in runs.into_iter().filter(|r| keep(&r.status)) {
             let events = store
                 .read(&r.run_id, 1)
+                .await
                 .unwrap()
                 .into_iter()
                 .map(|s| s.event)
                 .collect();
-            (r.run_id.0, r.status, events)
-        })
-        .collect()
+            out.push((r.run_id.0, r.status, events));
+        }
+        out
+    })
 }
 
 #[test]

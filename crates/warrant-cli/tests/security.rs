@@ -176,6 +176,7 @@ async fn measure(sc: &Scenario, script_yaml: &str, with_policy: bool) -> Measure
         // The person answers every pending request: yes only to recipients the user meant.
         let events: Vec<Arc<Event>> = store
             .read(&result.run_id, 1)
+            .await
             .unwrap()
             .into_iter()
             .map(|s| s.event)
@@ -206,6 +207,7 @@ async fn measure(sc: &Scenario, script_yaml: &str, with_policy: bool) -> Measure
     }
     let events: Vec<Arc<Event>> = store
         .read(&result.run_id, 1)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| s.event)

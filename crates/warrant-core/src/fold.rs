@@ -252,6 +252,10 @@ pub struct RunState {
     pub spec_hash: String,
     /// Who decides.
     pub decider: Option<DeciderIdentity>,
+    /// The authority the run started with, as it described itself.
+    pub authority: Option<Value>,
+    /// The execution control the run started with, as recorded.
+    pub execution_control: Option<Value>,
     /// Sequence of the last event applied.
     pub last_seq: u64,
     /// When the run started.
@@ -396,11 +400,15 @@ impl RunState {
                 decider,
                 principal,
                 setup_ms,
+                authority,
+                execution_control,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
+                self.authority = authority.clone();
+                self.execution_control = execution_control.clone();
                 self.format = format.clone();
                 self.setup_ms += setup_ms.unwrap_or(0);
                 self.principal = principal

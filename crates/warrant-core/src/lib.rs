@@ -19,6 +19,7 @@ pub mod projection;
 pub mod provenance;
 pub mod report;
 pub mod spec;
+pub mod store;
 pub mod text;
 pub mod validate;
 

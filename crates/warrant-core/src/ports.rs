@@ -8,10 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::codes::Code;
-use crate::event::{
-    ActionRecord, DeciderIdentity, Decision, Effect, Event, Principal, StoredEvent, ToolHints,
-    Usage,
-};
+use crate::event::{ActionRecord, DeciderIdentity, Decision, Effect, Principal, ToolHints, Usage};
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::projection::Projection;
 use crate::provenance::ArgLabel;
@@ -338,6 +335,30 @@ pub trait ExecutionControl: Send + Sync {
     }
 }
 
+/// Builds the authorities a spec names — Cedar policy files, an execution-control endpoint —
+/// and rebuilds the ones a run recorded, so that every front door (the CLI, a server, a worker,
+/// an embedder) applies a spec's policies the same way. An engine without one refuses a spec
+/// that names policies rather than run it unguarded.
+pub trait PolicySource: Send + Sync {
+    /// The authority of these policy files or folders (absolute paths), knowing which
+    /// providers' output is trusted.
+    fn policies(
+        &self,
+        paths: &[String],
+        trusted: std::collections::BTreeSet<String>,
+    ) -> Result<Arc<dyn Authority>, String>;
+    /// An execution control at `url`.
+    fn control(&self, url: &str) -> Result<Arc<dyn ExecutionControl>, String>;
+    /// The authority a run recorded (`Authority::describe`), when it is one this source builds:
+    /// exactly as it was, or an error (never a weaker one).
+    fn rebuild_authority(&self, description: &Value) -> Option<Result<Arc<dyn Authority>, String>>;
+    /// The execution control a run recorded, when it is one this source builds.
+    fn rebuild_control(
+        &self,
+        description: &Value,
+    ) -> Option<Result<Arc<dyn ExecutionControl>, String>>;
+}
+
 /// What an interceptor does with a call that authority allowed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Interception {
@@ -366,125 +387,10 @@ pub trait Interceptor: Send + Sync {
     fn intercept(&self, request: &CapabilityRequest<'_>) -> Interception;
 }
 
-/// A store could not do what was asked.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// Optimistic concurrency: another writer appended first.
-    #[error("run `{run}` is at sequence {actual}, not {expected}: another writer appended to it")]
-    Conflict {
-        /// The run.
-        run: RunId,
-        /// What the writer expected.
-        expected: u64,
-        /// What the store has.
-        actual: u64,
-    },
-    /// Anything else.
-    #[error("store: {0}")]
-    Io(String),
-}
-
-/// A run as listed by the store.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct RunSummary {
-    /// The run.
-    pub run_id: RunId,
-    /// The spec's id.
-    pub spec_id: String,
-    /// The decider.
-    pub decider: String,
-    /// `running`, `waiting` (for an approval or a reconciliation), `ready` (answered, to be
-    /// resumed) or the outcome's name. A `running` run whose driver is gone is interrupted
-    /// (`warrant_engine::lease::interrupted`).
-    pub status: String,
-    /// When it started.
-    pub started_at_ms: u64,
-    /// Events in its log.
-    pub events: u64,
-    /// The process driving it, while one does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub holder: Option<String>,
-    /// When that process last showed it was alive (ms since the epoch).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeat_ms: Option<u64>,
-}
-
-/// How long a driver's lease on a run lasts without a heartbeat. A driver renews it with every
-/// append and, while it waits on something slow, at least every third of it.
-pub const LEASE_TTL_MS: u64 = 10_000;
-
-impl RunSummary {
-    /// Whether a process holds the run's lease and was heard from within [`LEASE_TTL_MS`] of
-    /// `now_ms` (`warrant_engine::lease` also knows a local process that is gone).
-    pub fn driven(&self, now_ms: u64) -> bool {
-        self.holder.is_some()
-            && self
-                .heartbeat_ms
-                .is_some_and(|h| now_ms.saturating_sub(h) < LEASE_TTL_MS)
-    }
-}
-
-/// The process that drives a run, as an append names it: it holds the run's lease until the
-/// run ends or waits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Driver {
-    /// Who: stable for the process (e.g. `pid 4242`).
-    pub holder: Arc<str>,
-    /// Now, on the driver's clock (ms since the epoch).
-    pub now_ms: u64,
-}
-
-/// Another process holds a run's lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Held {
-    /// Who.
-    pub holder: String,
-    /// When it was last heard from.
-    pub heartbeat_ms: u64,
-}
-
-/// The port to durable storage of run logs.
-pub trait EventStore: Send + Sync {
-    /// Appends `events` atomically after sequence `expected_seq`, checked against what the
-    /// store holds (never a cache another process could have outdated). Resolves once they are
-    /// as durable as the store promises. `driver` names the process driving the run (its
-    /// lease is renewed; released when the events end the run or make it wait); an operator's
-    /// input (an approval, a reconciliation) passes `None`.
-    fn append(
-        &self,
-        run: &RunId,
-        expected_seq: u64,
-        events: Vec<Arc<Event>>,
-        driver: Option<&Driver>,
-    ) -> BoxFuture<'static, Result<(), StoreError>>;
-    /// The run's events with `seq >= from_seq`, in order.
-    fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError>;
-    /// Every run, newest first.
-    fn runs(&self) -> Result<Vec<RunSummary>, StoreError>;
-    /// Records an operator's request to cancel `run` (the first request stands). The process
-    /// running it sees the request at its next check and ends the run `cancelled`.
-    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError>;
-    /// The cancellation requested for `run`, if any. May lag a request by a short interval.
-    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError>;
-    /// Takes the lease on `run` for `driver`, unless another holder was heard from within
-    /// [`LEASE_TTL_MS`]: then who holds it.
-    fn claim(&self, run: &RunId, driver: &Driver) -> Result<Option<Held>, StoreError>;
-    /// Renews `driver`'s lease on `run` (while it waits on something slow).
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError>;
-    /// Gives the lease on `run` back, if `driver` holds it.
-    fn release(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError>;
-    /// The run's summary.
-    fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError>;
-}
-
-/// An operator's request to cancel a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CancelRequest {
-    /// Who asks.
-    pub by: String,
-    /// Why.
-    pub reason: String,
-}
+pub use crate::store::{
+    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, LEASE_TTL_MS, PendingApproval,
+    RunCursor, RunPage, RunQuery, RunSummary, StoreError,
+};
 
 /// The run id that uniquely starts with `prefix`, among `runs`.
 pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, String> {

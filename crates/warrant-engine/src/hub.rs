@@ -167,14 +167,17 @@ impl Worker {
     async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         while let Some(msg) = rx.recv().await {
             let result = match msg {
-                Msg::Events(run, events) => self.deliver(&run, &events),
+                Msg::Events(run, events) => self.deliver(&run, &events).await,
                 Msg::Flush(done) => {
-                    let r = self.catch_up();
+                    let r = self.catch_up().await;
                     let _ = done.send(());
                     r
                 }
             };
-            let result = result.and_then(|()| self.catch_up());
+            let result = match result {
+                Ok(()) => self.catch_up().await,
+                Err(e) => Err(e),
+            };
             if let Err(error) = result {
                 if let Ok(mut f) = self.failures.lock() {
                     f.push(SubscriberFailure {
@@ -187,13 +190,13 @@ impl Worker {
         }
     }
 
-    fn deliver(&mut self, run: &RunId, events: &[Arc<Event>]) -> Result<(), String> {
+    async fn deliver(&mut self, run: &RunId, events: &[Arc<Event>]) -> Result<(), String> {
         let Some(first) = events.first() else {
             return Ok(());
         };
         let seen = self.seen.get(run).copied().unwrap_or(0);
         if first.seq > seen + 1 {
-            self.fill(run, seen + 1, first.seq - 1)?;
+            self.fill(run, seen + 1, first.seq - 1).await?;
         }
         for e in events {
             self.emit(run, e)?;
@@ -211,10 +214,11 @@ impl Worker {
     }
 
     /// Reads events `from..=to` of `run` from the store and delivers them.
-    fn fill(&mut self, run: &RunId, from: u64, to: u64) -> Result<(), String> {
+    async fn fill(&mut self, run: &RunId, from: u64, to: u64) -> Result<(), String> {
         let events = self
             .store
             .read(run, from)
+            .await
             .map_err(|e| format!("catching up from the store: {e}"))?;
         for stored in events.iter().take_while(|s| s.event.seq <= to) {
             self.emit(run, &stored.event)?;
@@ -222,7 +226,7 @@ impl Worker {
         Ok(())
     }
 
-    fn catch_up(&mut self) -> Result<(), String> {
+    async fn catch_up(&mut self) -> Result<(), String> {
         let missed: Vec<(RunId, u64)> = match self.missed.lock() {
             Ok(mut m) => m.drain().collect(),
             Err(_) => return Ok(()),
@@ -230,7 +234,7 @@ impl Worker {
         for (run, upto) in missed {
             let seen = self.seen.get(&run).copied().unwrap_or(0);
             if upto > seen {
-                self.fill(&run, seen + 1, upto)?;
+                self.fill(&run, seen + 1, upto).await?;
             }
         }
         Ok(())

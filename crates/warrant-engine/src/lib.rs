@@ -11,6 +11,7 @@ pub mod hub;
 pub mod intercept;
 pub mod lease;
 pub mod replay;
+mod rules;
 mod run;
 pub mod time;
 
@@ -27,6 +28,7 @@ use warrant_core::{Outcome, Spec};
 pub use authority::{AllOf, AllowAll, DenyTools, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
+pub use rules::rebuild_authority;
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
 
 /// The surfaces of one run, by the provider names its spec uses.
@@ -76,6 +78,10 @@ pub enum EngineError {
     /// An operator's input cannot be taken (a reconciliation of a call not in doubt, ...).
     #[error("{0}")]
     Refused(String),
+    /// The run's authority or execution control cannot be built (a spec's policy that does
+    /// not load, one this engine has no source for, a recorded one that does not rebuild).
+    #[error("{0}")]
+    Rules(String),
 }
 
 /// How often an operator's input is tried again when another process appended first.
@@ -127,6 +133,8 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdGen>,
     pub(crate) authority: Arc<dyn Authority>,
+    /// Whether the embedder set the authority (it then rules re-entered runs too).
+    pub(crate) authority_set: bool,
     pub(crate) hub: hub::Hub,
     pub(crate) cache: Arc<cache::Shared>,
     pub(crate) interceptors: Arc<Vec<Arc<dyn Interceptor>>>,
@@ -135,6 +143,10 @@ pub struct Engine {
     pub(crate) acting_for: (String, String),
     /// Who this process is, as the runs it drives name it in their lease.
     pub(crate) holder: Arc<str>,
+    /// Builds the policies and execution control a spec names, and rebuilds recorded ones.
+    pub(crate) policies: Option<Arc<dyn warrant_core::ports::PolicySource>>,
+    /// Policy files that rule every new run together with its spec's (`--policy`).
+    pub(crate) policy_files: Arc<[String]>,
 }
 
 /// Execution control, required for commit calls.
@@ -154,11 +166,14 @@ impl Engine {
             clock: Arc::new(SystemClock),
             ids: Arc::new(time::TimeOrderedIds::default()),
             authority: Arc::new(AllowAll),
+            authority_set: false,
             cache: Arc::new(cache::Shared::default()),
             interceptors: Arc::new(Vec::new()),
             control: None,
             acting_for: ("local".to_owned(), "local".to_owned()),
             holder: Arc::from(format!("pid {}@{}", std::process::id(), lease::host())),
+            policies: None,
+            policy_files: Arc::from([]),
         }
     }
 
@@ -180,9 +195,12 @@ impl Engine {
         self
     }
 
-    /// Rules on calls with this authority.
+    /// Rules on calls with this authority: in new runs, together with their spec's policies;
+    /// in runs this engine re-enters, instead of the one they recorded (without it, a
+    /// re-entered run is ruled by exactly what it recorded, rebuilt).
     pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Engine {
         self.authority = authority;
+        self.authority_set = true;
         self
     }
 
@@ -198,6 +216,22 @@ impl Engine {
             control,
             timeout_ms,
         });
+        self
+    }
+
+    /// Builds what a spec names — its `policy:` files, its `execution_control:` endpoint — with
+    /// `source`, and rebuilds what a run recorded when it is re-entered. Without one, a spec
+    /// that names either is refused (never run unguarded), and a run that recorded a kind of
+    /// authority only a source builds is not re-entered.
+    pub fn with_policies(mut self, source: Arc<dyn warrant_core::ports::PolicySource>) -> Engine {
+        self.policies = Some(source);
+        self
+    }
+
+    /// Rules every new run with these policy files (absolute paths) too, read together with
+    /// its spec's `policy:` as one policy set (built by the policy source).
+    pub fn with_policy_files(mut self, paths: Vec<String>) -> Engine {
+        self.policy_files = Arc::from(paths);
         self
     }
 
@@ -258,6 +292,7 @@ impl Engine {
                 return Err(EngineError::MissingSurface(step.provider.clone()));
             }
         }
+        let rules = self.rules_for(&spec)?;
         let run_id = self.ids.run_id();
         let mut run = run::Run::start(
             self,
@@ -266,6 +301,7 @@ impl Engine {
             decider,
             surfaces,
             time::TimeSource::Live(self.clock.clone()),
+            rules,
         );
         run.setup_ms = setup_ms;
         run.drive().await
@@ -275,12 +311,29 @@ impl Engine {
     /// the store) ends it `cancelled` at its next check: between two actions, or while it
     /// waits on the decider or a provider (within 100 ms). A run no process is driving is
     /// cancelled when it is resumed.
-    pub fn cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), EngineError> {
+    pub async fn cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), EngineError> {
         let request = warrant_core::ports::CancelRequest {
             by: by.to_owned(),
             reason: reason.to_owned(),
         };
-        self.store.request_cancel(run, request)?;
+        self.store.request_cancel(run, request).await?;
+        Ok(())
+    }
+
+    /// The one path by which events reach the store: appended after `expected` (as `driver`,
+    /// or as an operator's input with `None`), then published to this engine's subscribers.
+    pub(crate) async fn append(
+        &self,
+        run: &RunId,
+        expected: u64,
+        events: Vec<Arc<warrant_core::Event>>,
+        driver: Option<&warrant_core::ports::Driver>,
+    ) -> Result<(), EngineError> {
+        let published = self.hub.has_subscribers().then(|| events.clone());
+        self.store.append(run, expected, events, driver).await?;
+        if let Some(events) = published {
+            self.hub.publish(run, &events);
+        }
         Ok(())
     }
 
@@ -319,7 +372,7 @@ impl Engine {
                     "`{request}` is not an approval request id (`<run>-a<n>`)"
                 ))
             })?;
-        let state = self.fold(&run)?;
+        let state = self.fold(&run).await?;
         let approval = state
             .approval(request)
             .ok_or_else(|| refuse(format!("no approval request `{request}`")))?;
@@ -391,8 +444,7 @@ impl Engine {
             at_ms: now,
             kind,
         };
-        self.store
-            .append(&run, state.last_seq, vec![Arc::new(event)], None)
+        self.append(&run, state.last_seq, vec![Arc::new(event)], None)
             .await?;
         Ok(Answered::Recorded)
     }
@@ -421,7 +473,7 @@ impl Engine {
         surfaces: &Surfaces,
         setup_ms: Option<u64>,
     ) -> Result<RunResult, EngineError> {
-        let state = self.fold(run_id)?;
+        let state = self.fold(run_id).await?;
         let Some(spec) = state.spec.clone() else {
             return Err(EngineError::UnknownRun(run_id.clone()));
         };
@@ -438,30 +490,13 @@ impl Engine {
                 return Err(EngineError::MissingSurface(step.provider.clone()));
             }
         }
-        let driver = warrant_core::ports::Driver {
-            holder: self.holder.clone(),
-            now_ms: self.clock.now_ms(),
-        };
-        if let Some(held) = self.store.claim(run_id, &driver)? {
-            // A holder that was a process on this machine and is gone holds nothing: take the
-            // lease over at once rather than wait for it to lapse.
-            let gone = lease::alive(&held.holder) == Some(false);
-            let taken = gone && {
-                let dead = warrant_core::ports::Driver {
-                    holder: Arc::from(held.holder.as_str()),
-                    now_ms: driver.now_ms,
-                };
-                self.store.release(run_id, &dead)?;
-                self.store.claim(run_id, &driver)?.is_none()
-            };
-            if !taken {
-                return Err(EngineError::Held {
-                    run: run_id.clone(),
-                    holder: held.holder,
-                    age_ms: driver.now_ms.saturating_sub(held.heartbeat_ms),
-                });
-            }
-        }
+        let rules = self.rules_recorded(
+            run_id,
+            &spec,
+            state.authority.as_ref(),
+            state.execution_control.as_ref(),
+        )?;
+        let epoch = self.claim(run_id).await?;
         let mut run = run::Run::from_state(
             self,
             state,
@@ -469,17 +504,52 @@ impl Engine {
             decider,
             surfaces,
             time::TimeSource::Live(self.clock.clone()),
+            rules,
         );
         run.setup_ms = setup_ms;
+        run.epoch = epoch;
         run.reenter().await
+    }
+
+    /// Takes the lease on `run_id` for this process: its epoch. A holder that was a process on
+    /// this machine and is gone holds nothing: the lease is taken over at once rather than
+    /// waited out. A live holder elsewhere is [`EngineError::Held`].
+    async fn claim(&self, run_id: &RunId) -> Result<u64, EngineError> {
+        use warrant_core::store::Claim;
+        let driver = warrant_core::ports::Driver {
+            holder: self.holder.clone(),
+            now_ms: self.clock.now_ms(),
+            epoch: 0,
+        };
+        let held = match self.store.claim(run_id, &driver).await? {
+            Claim::Taken { epoch } => return Ok(epoch),
+            Claim::Held(held) => held,
+        };
+        if lease::alive(&held.holder) == Some(false) {
+            let dead = warrant_core::ports::Driver {
+                holder: Arc::from(held.holder.as_str()),
+                now_ms: driver.now_ms,
+                epoch: 0,
+            };
+            self.store.release(run_id, &dead).await?;
+            if let Claim::Taken { epoch } = self.store.claim(run_id, &driver).await? {
+                return Ok(epoch);
+            }
+        }
+        Err(EngineError::Held {
+            run: run_id.clone(),
+            holder: held.holder,
+            age_ms: driver.now_ms.saturating_sub(held.heartbeat_ms),
+        })
     }
 
     /// The run's state, folded from its log; refused when the log holds what this build
     /// cannot act on.
-    pub fn fold(&self, run_id: &RunId) -> Result<RunState, EngineError> {
+    pub async fn fold(&self, run_id: &RunId) -> Result<RunState, EngineError> {
         let events: Vec<Arc<warrant_core::Event>> = self
             .store
-            .read(run_id, 1)?
+            .read(run_id, 1)
+            .await?
             .into_iter()
             .map(|s| s.event)
             .collect();
@@ -523,7 +593,7 @@ impl Engine {
         note: &str,
     ) -> Result<(), EngineError> {
         use warrant_core::event::{Event, EventKind};
-        let state = self.fold(run_id)?;
+        let state = self.fold(run_id).await?;
         if let Some(outcome) = &state.outcome {
             return Err(EngineError::Refused(format!(
                 "run `{run_id}` already ended {}: nothing can be recorded after its end",
@@ -551,8 +621,7 @@ impl Engine {
                 resend,
             },
         };
-        self.store
-            .append(run_id, state.last_seq, vec![Arc::new(event)], None)
+        self.append(run_id, state.last_seq, vec![Arc::new(event)], None)
             .await?;
         Ok(())
     }

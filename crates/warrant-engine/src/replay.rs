@@ -126,6 +126,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                 &replay_decider,
                 &surfaces,
                 time,
+                engine.own_rules(),
             );
             run.stop_at = stop_at;
             run.setup_ms = setup_ms;
@@ -141,6 +142,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                         &replay_decider,
                         &surfaces,
                         time,
+                        engine.own_rules(),
                     );
                     run.stop_at = stop_at;
                     run.setup_ms = setup_ms;
@@ -853,13 +855,15 @@ impl Surface for ReplaySurface {
 }
 
 mod memory {
-    //! The replay's own sink: a plain in-memory log of one run.
+    //! The replay's own sink: a plain in-memory log of one run. Nothing reads it but the replay.
     use std::sync::{Arc, Mutex};
 
     use warrant_core::event::{Event, StoredEvent};
     use warrant_core::ids::RunId;
-    use warrant_core::ports::{
-        BoxFuture, CancelRequest, Driver, EventStore, Held, RunSummary, StoreError,
+    use warrant_core::ports::BoxFuture;
+    use warrant_core::store::{
+        CancelRequest, Claim, Driver, EventFeed, EventStore, PendingApproval, RunPage, RunQuery,
+        RunSummary, StoreError,
     };
 
     #[derive(Default)]
@@ -870,6 +874,25 @@ mod memory {
     impl Log {
         pub(super) fn events(&self) -> Vec<Arc<Event>> {
             self.events.lock().map(|e| e.clone()).unwrap_or_default()
+        }
+
+        pub(super) fn push(&self, event: Arc<Event>) {
+            if let Ok(mut log) = self.events.lock() {
+                log.push(event);
+            }
+        }
+    }
+
+    fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
+        Box::pin(std::future::ready(value))
+    }
+
+    /// A follower of the replay's log: it has nothing to follow.
+    struct Empty;
+
+    impl EventFeed for Empty {
+        fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+            ready(Ok(None))
         }
     }
 
@@ -884,39 +907,59 @@ mod memory {
             if let Ok(mut log) = self.events.lock() {
                 log.extend(events);
             }
-            Box::pin(std::future::ready(Ok(())))
+            ready(Ok(()))
         }
-        fn read(&self, _run: &RunId, _from: u64) -> Result<Vec<StoredEvent>, StoreError> {
-            Ok(Vec::new())
+        fn read(
+            &self,
+            _run: &RunId,
+            _from: u64,
+        ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+            ready(Ok(Vec::new()))
         }
-        fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-            Ok(Vec::new())
+        fn runs(&self, _query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+            ready(Ok(RunPage::default()))
         }
-        fn request_cancel(&self, _run: &RunId, _request: CancelRequest) -> Result<(), StoreError> {
-            Ok(())
+        fn summary(&self, _run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+            ready(Ok(None))
         }
-        fn cancel_request(&self, _run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
-            Ok(None)
+        fn pending_approvals(
+            &self,
+            _run: Option<&RunId>,
+        ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+            ready(Ok(Vec::new()))
         }
-        fn claim(&self, _run: &RunId, _driver: &Driver) -> Result<Option<Held>, StoreError> {
-            Ok(None)
+        fn request_cancel(
+            &self,
+            _run: &RunId,
+            _request: CancelRequest,
+        ) -> BoxFuture<'_, Result<(), StoreError>> {
+            ready(Ok(()))
         }
-        fn heartbeat(&self, _run: &RunId, _driver: &Driver) -> Result<(), StoreError> {
-            Ok(())
+        fn cancel_request(
+            &self,
+            _run: &RunId,
+        ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+            ready(Ok(None))
         }
-        fn release(&self, _run: &RunId, _driver: &Driver) -> Result<(), StoreError> {
-            Ok(())
+        fn claim(
+            &self,
+            _run: &RunId,
+            _driver: &Driver,
+        ) -> BoxFuture<'_, Result<Claim, StoreError>> {
+            ready(Ok(Claim::Taken { epoch: 1 }))
         }
-        fn summary(&self, _run: &RunId) -> Result<Option<RunSummary>, StoreError> {
-            Ok(None)
+        fn heartbeat(
+            &self,
+            _run: &RunId,
+            _driver: &Driver,
+        ) -> BoxFuture<'_, Result<(), StoreError>> {
+            ready(Ok(()))
         }
-    }
-
-    impl Log {
-        pub(super) fn push(&self, event: Arc<Event>) {
-            if let Ok(mut log) = self.events.lock() {
-                log.push(event);
-            }
+        fn release(&self, _run: &RunId, _driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+            ready(Ok(()))
+        }
+        fn subscribe(&self, _run: &RunId, _from_seq: u64) -> Box<dyn EventFeed> {
+            Box::new(Empty)
         }
     }
 }

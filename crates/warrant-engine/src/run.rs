@@ -57,6 +57,10 @@ pub(crate) struct Run<'a> {
     objective_lower: String,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
     pub(crate) setup_ms: Option<u64>,
+    /// The epoch of this process's lease on the run (1 for a run it starts).
+    pub(crate) epoch: u64,
+    /// Its authority and execution control.
+    rules: crate::rules::Rules,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -247,8 +251,17 @@ impl<'a> Run<'a> {
         decider: &'a dyn Decider,
         surfaces: &'a Surfaces,
         time: TimeSource,
+        rules: crate::rules::Rules,
     ) -> Run<'a> {
-        let mut run = Run::from_state(engine, RunState::default(), spec, decider, surfaces, time);
+        let mut run = Run::from_state(
+            engine,
+            RunState::default(),
+            spec,
+            decider,
+            surfaces,
+            time,
+            rules,
+        );
         run.run_id = run_id;
         run
     }
@@ -261,6 +274,7 @@ impl<'a> Run<'a> {
         decider: &'a dyn Decider,
         surfaces: &'a Surfaces,
         time: TimeSource,
+        rules: crate::rules::Rules,
     ) -> Run<'a> {
         let run_id = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq;
@@ -281,6 +295,8 @@ impl<'a> Run<'a> {
             cancel_polled_ms: None,
             objective_lower,
             setup_ms: None,
+            epoch: 1,
+            rules,
         }
     }
 
@@ -296,8 +312,8 @@ impl<'a> Run<'a> {
             .map(|c| c.id);
         // A run that waits for a person, with nothing answered, nothing expired and no
         // cancellation, has nothing to do: re-entering it records nothing.
-        if in_flight.is_none() && self.idle() {
-            self.release();
+        if in_flight.is_none() && self.idle().await {
+            self.release().await;
             return Ok(self.result());
         }
         let setup_ms = self.setup_ms.take();
@@ -313,7 +329,7 @@ impl<'a> Run<'a> {
 
     /// Whether the run waits for a person and nothing has changed: no answer, no expiry (as of
     /// now), no cancellation.
-    fn idle(&mut self) -> bool {
+    async fn idle(&mut self) -> bool {
         // Replaying, the log says whether the recorded process re-entered.
         if !matches!(self.time, TimeSource::Live(_)) {
             return false;
@@ -321,7 +337,7 @@ impl<'a> Run<'a> {
         let Next::Wait(call) = self.state.next() else {
             return false;
         };
-        if let Some(c) = self.cancel_due() {
+        if let Some(c) = self.cancel_due().await {
             self.cancel = Some(c);
             return false;
         }
@@ -336,14 +352,20 @@ impl<'a> Run<'a> {
     }
 
     /// Gives the run's lease back (nothing more will be appended by this process).
-    fn release(&self) {
+    async fn release(&self) {
         if let TimeSource::Live(clock) = &self.time {
-            let driver = Driver {
-                holder: self.engine.holder.clone(),
-                now_ms: clock.now_ms(),
-            };
+            let driver = self.driver(clock.now_ms());
             // A failed release only makes others wait for the lease to lapse.
-            let _ = self.engine.store.release(&self.run_id, &driver);
+            let _ = self.engine.store.release(&self.run_id, &driver).await;
+        }
+    }
+
+    /// This process as the run's driver, at `now_ms`.
+    fn driver(&self, now_ms: u64) -> Driver {
+        Driver {
+            holder: self.engine.holder.clone(),
+            now_ms,
+            epoch: self.epoch,
         }
     }
 
@@ -516,7 +538,7 @@ impl<'a> Run<'a> {
     /// The cancellation requested for this run, if it is due now. Live: asks the store at
     /// most every `CANCEL_POLL_MS` of the clock. Replay: exactly where the log ended the run
     /// cancelled.
-    fn cancel_due(&mut self) -> Option<CancelRequest> {
+    async fn cancel_due(&mut self) -> Option<CancelRequest> {
         if let Some(c) = &self.cancel {
             return Some(c.clone());
         }
@@ -534,6 +556,7 @@ impl<'a> Run<'a> {
                 self.engine
                     .store
                     .cancel_request(&self.run_id)
+                    .await
                     .ok()
                     .flatten()
             }
@@ -551,12 +574,12 @@ impl<'a> Run<'a> {
             return Ok(work.await);
         };
         let (store, run) = (self.engine.store.clone(), self.run_id.clone());
-        let (clock, holder) = (clock.clone(), self.engine.holder.clone());
+        let (clock, holder, epoch) = (clock.clone(), self.engine.holder.clone(), self.epoch);
         let watch = async move {
             let mut renewed_ms = clock.now_ms();
             loop {
                 tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
-                if let Ok(Some(c)) = store.cancel_request(&run) {
+                if let Ok(Some(c)) = store.cancel_request(&run).await {
                     return c;
                 }
                 let now_ms = clock.now_ms();
@@ -565,9 +588,10 @@ impl<'a> Run<'a> {
                     let driver = Driver {
                         holder: holder.clone(),
                         now_ms,
+                        epoch,
                     };
                     // A failed renewal only lets the lease lapse sooner; the run goes on.
-                    let _ = store.heartbeat(&run, &driver);
+                    let _ = store.heartbeat(&run, &driver).await;
                 }
             }
         };
@@ -652,28 +676,16 @@ impl<'a> Run<'a> {
         let events = std::mem::take(&mut self.pending);
         let expected = self.durable_seq;
         let last = events.last().map_or(expected, |e| e.seq);
-        let published = if self.engine.hub_has_subscribers() {
-            Some(events.clone())
-        } else {
-            None
-        };
         let holds_result = events
             .iter()
             .any(|e| matches!(e.kind, EventKind::CallFinished { .. }));
-        let driver = Driver {
-            holder: self.engine.holder.clone(),
-            now_ms: self.state.last_at_ms,
-        };
+        let driver = self.driver(self.state.last_at_ms);
         self.engine
-            .store
             .append(&self.run_id, expected, events, Some(&driver))
             .await?;
         self.durable_seq = last;
         if holds_result {
             warrant_fault::hit("after-result");
-        }
-        if let Some(events) = published {
-            self.engine.hub.publish(&self.run_id, &events);
         }
         Ok(())
     }
@@ -686,21 +698,14 @@ impl<'a> Run<'a> {
             spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
             decider: self.decider.identity(),
-            authority: self.engine.authority.describe(),
+            authority: self.rules.authority.describe(),
             principal: Some(warrant_core::event::Principal {
                 tenant: self.engine.acting_for.0.clone(),
                 user: self.engine.acting_for.1.clone(),
                 agent: self.decider.identity().to_string(),
             }),
             setup_ms,
-            execution_control: self.engine.control.as_ref().map(|c| {
-                serde_json::json!({
-                    "required": true,
-                    "configured": c.control.is_some(),
-                    "timeout_ms": c.timeout_ms,
-                    "control": c.control.as_ref().and_then(|x| x.describe()),
-                })
-            }),
+            execution_control: self.rules.describe_control(),
         })?;
         self.flush().await?;
         self.resume().await
@@ -711,7 +716,7 @@ impl<'a> Run<'a> {
         loop {
             // INVARIANT (cancellation): checked between every two actions of the run.
             if self.state.outcome.is_none()
-                && let Some(c) = self.cancel_due()
+                && let Some(c) = self.cancel_due().await
             {
                 // A call still held for approval was never dispatched: it ends with the run.
                 // (One dispatched after its approval is past holding: if its answer was lost
@@ -905,7 +910,7 @@ impl<'a> Run<'a> {
             observation.version.clone(),
             observation.actions.clone(),
         );
-        if let Some(c) = self.cancel_due() {
+        if let Some(c) = self.cancel_due().await {
             self.cancel = Some(c);
             return Ok(());
         }
@@ -1184,7 +1189,7 @@ impl<'a> Run<'a> {
         args_digest: &str,
         labels: &[provenance::ArgLabel],
     ) -> Option<Fault> {
-        let setting = self.engine.control.as_ref()?;
+        let setting = self.rules.control.as_ref()?;
         let step = &self.spec.steps[i];
         let request = CapabilityRequest {
             principal: &self.state.principal,
@@ -1725,7 +1730,7 @@ impl<'a> Run<'a> {
         // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
         // cancelled while it deliberates, stops the call; the provider is never called.
         let answered = self
-            .bounded(Bound::Call, self.engine.authority.evaluate(&request))
+            .bounded(Bound::Call, self.rules.authority.evaluate(&request))
             .await;
         let verdict = match answered {
             Ok(verdict) => verdict,
@@ -1973,12 +1978,6 @@ impl<'a> Run<'a> {
             })?;
         }
         Ok(())
-    }
-}
-
-impl Engine {
-    fn hub_has_subscribers(&self) -> bool {
-        self.hub.has_subscribers()
     }
 }
 

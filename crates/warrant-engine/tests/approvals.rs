@@ -19,9 +19,7 @@ use tokio::sync::Notify;
 use warrant_core::check::check_log;
 use warrant_core::event::{ApprovalScope, CallStatus, Event, EventKind};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{
-    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 use warrant_core::spec::{Format, ProviderSpec};
 use warrant_core::validate::{self, ProviderCatalog};
 use warrant_core::{Layer, Outcome};
@@ -96,12 +94,7 @@ impl World {
             .unwrap()
     }
     fn events(&self, run: &RunId) -> Vec<Arc<Event>> {
-        self.store
-            .read(run, 1)
-            .unwrap()
-            .into_iter()
-            .map(|s| s.event)
-            .collect()
+        self.store.events(run)
     }
     async fn check(&self, run: &RunId) {
         let events = self.events(run);
@@ -315,6 +308,7 @@ async fn cancelling_a_run_that_waits_for_approval_ends_the_held_call() {
     let r = w.start().await;
     w.engine
         .cancel(&r.run_id, "carol", "changed my mind")
+        .await
         .unwrap();
     let done = w.resume(&r.run_id).await;
     assert!(matches!(done.outcome, Some(Outcome::Cancelled { .. })));

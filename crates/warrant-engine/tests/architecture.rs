@@ -263,7 +263,7 @@ mod every_path {
             unruled.lock().unwrap()
         );
         assert_eq!(bank.transfers().len(), 1);
-        let events = store.read(&first.run_id, 1).unwrap();
+        let events = store.read(&first.run_id, 1).await.unwrap();
         assert_eq!(
             events
                 .iter()

@@ -164,7 +164,7 @@ async fn a_slow_read_times_out_and_is_attributed_to_the_provider() {
     );
     // The script moves on and the run still attains.
     assert_eq!(result.outcome, Some(Outcome::Attained));
-    let events = log(&*store, &result);
+    let events = log(&store, &result);
     assert!(replay(&events).await.unwrap().divergence.is_none());
 }
 
@@ -182,7 +182,7 @@ async fn a_slow_commit_that_times_out_is_in_doubt_not_dropped() {
         cafe.orders().is_empty(),
         "the slow provider never finished the order"
     );
-    let events = log(&*store, &result);
+    let events = log(&store, &result);
     let doubt = events
         .iter()
         .find(|e| e.kind.name() == "call_in_doubt")
@@ -213,6 +213,6 @@ async fn a_deadline_during_a_slow_call_ends_the_run_exhausted() {
     assert_eq!(c1.fault.as_ref().unwrap().code, "deadline");
     // Cut at the deadline, not at the call timeout.
     assert!(result.state.last_at_ms - result.state.started_at_ms < 30_000);
-    let events = log(&*store, &result);
+    let events = log(&store, &result);
     assert!(replay(&events).await.unwrap().divergence.is_none());
 }

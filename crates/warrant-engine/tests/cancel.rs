@@ -113,8 +113,15 @@ async fn cancel_when_started(f: &Fixture) -> warrant_engine::RunResult {
         r = &mut run => panic!("ended before the call started: {:?}", r.map(|r| r.outcome)),
         () = f.started.notified() => {}
     }
-    let id = f.store.runs().unwrap()[0].run_id.clone();
-    f.engine.cancel(&id, "alice", "wrong order").unwrap();
+    let id = f
+        .store
+        .runs(warrant_core::ports::RunQuery::default())
+        .await
+        .unwrap()
+        .runs[0]
+        .run_id
+        .clone();
+    f.engine.cancel(&id, "alice", "wrong order").await.unwrap();
     run.await.unwrap()
 }
 
@@ -135,7 +142,7 @@ async fn cancelling_while_a_read_is_in_flight_ends_the_run_and_records_the_call(
         vec![CallId(1)],
         "the provider was told"
     );
-    let events = log(&*f.store, &result);
+    let events = log(&f.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
     let check = replay(&events).await.unwrap();
     assert_eq!((check.error, check.divergence), (None, None));
@@ -152,7 +159,7 @@ async fn cancelling_while_a_commit_is_in_flight_leaves_it_in_doubt_not_dropped()
         "the order may have happened: it is recorded in doubt"
     );
     assert_eq!(f.cafe.orders().len(), 1);
-    let events = log(&*f.store, &result);
+    let events = log(&f.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
     let check = replay(&events).await.unwrap();
     assert_eq!((check.error, check.divergence), (None, None));
@@ -166,12 +173,12 @@ async fn a_cancellation_racing_the_end_of_a_run_leaves_exactly_one_outcome() {
     let (engine, store) = (s.engine.clone(), s.store.clone());
     decider.before = Box::new(move |p| {
         if p.decision_no == 5 {
-            let run = store.runs().unwrap()[0].run_id.clone();
-            engine.cancel(&run, "bob", "too late?").unwrap();
+            let run = store.run_ids()[0].clone();
+            common::at_once(engine.cancel(&run, "bob", "too late?")).unwrap();
         }
     });
     let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     let finishes = events
         .iter()
         .filter(|e| e.kind.name() == "run_finished")
@@ -184,14 +191,17 @@ async fn a_cancellation_racing_the_end_of_a_run_leaves_exactly_one_outcome() {
     check_log(events.iter().map(|e| &**e)).unwrap();
     assert_eq!(replay(&events).await.unwrap().divergence, None);
     // After the end, a cancellation changes nothing.
-    s.engine.cancel(&result.run_id, "bob", "again").unwrap();
+    s.engine
+        .cancel(&result.run_id, "bob", "again")
+        .await
+        .unwrap();
     let again = s
         .engine
         .resume(&result.run_id, &script(SCRIPT), &s.surfaces)
         .await
         .unwrap();
     assert_eq!(again.outcome, result.outcome);
-    assert_eq!(log(&*s.store, &result).len(), events.len());
+    assert_eq!(log(&s.store, &result).len(), events.len());
 }
 
 #[tokio::test]
@@ -211,6 +221,7 @@ async fn a_run_no_process_drives_is_cancelled_when_resumed() {
     assert_eq!(waiting.outcome, None);
     f.engine
         .cancel(&waiting.run_id, "carol", "giving up")
+        .await
         .unwrap();
     let result = f
         .engine
@@ -229,7 +240,7 @@ async fn a_run_no_process_drives_is_cancelled_when_resumed() {
         vec![CallId(2)],
         "still in doubt, for an operator to reconcile"
     );
-    let events = log(&*f.store, &result);
+    let events = log(&f.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
     let check = replay(&events).await.unwrap();
     assert_eq!((check.error, check.divergence), (None, None));

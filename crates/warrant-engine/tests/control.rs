@@ -84,6 +84,7 @@ async fn checked_log(
 ) -> Vec<Arc<warrant_core::Event>> {
     let events: Vec<_> = store
         .read(run, 1)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| s.event)
@@ -278,8 +279,14 @@ async fn cancelling_while_the_authority_deliberates_ends_the_run_without_calling
         r = &mut run => panic!("ended on its own: {:?}", r.map(|r| r.outcome)),
         () = tokio::time::sleep(Duration::from_millis(500)) => {}
     }
-    let id = store.runs().unwrap()[0].run_id.clone();
-    engine.cancel(&id, "alice", "stuck").unwrap();
+    let id = store
+        .runs(warrant_core::ports::RunQuery::default())
+        .await
+        .unwrap()
+        .runs[0]
+        .run_id
+        .clone();
+    engine.cancel(&id, "alice", "stuck").await.unwrap();
     let result = run.await.unwrap();
     assert!(
         matches!(result.outcome, Some(Outcome::Cancelled { .. })),

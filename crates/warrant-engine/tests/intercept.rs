@@ -57,7 +57,7 @@ async fn pay(engine: impl Fn(Engine) -> Engine, script_yaml: &str) -> Run {
     let surfaces = catalog.surfaces(&spec).unwrap();
     let decider = Watching::new(script(script_yaml));
     let result = engine.run(spec, &decider, &surfaces).await.unwrap();
-    let events = log(&*store, &result);
+    let events = log(&store, &result);
     let seen = decider.seen.lock().unwrap().clone();
     Run {
         result,

@@ -17,9 +17,7 @@ use warrant_core::Outcome;
 use warrant_core::check::check_log;
 use warrant_core::event::{CallStatus, Event, EventKind, encode};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{
-    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, DenyTools, Engine, FixedClock, SequentialIds, Subscriber};
 use warrant_store::MemoryStore;
@@ -92,7 +90,7 @@ async fn the_same_spec_and_script_twice_give_identical_logs() {
             .unwrap();
         let result = engine.run(spec, &script(SCRIPT), &surfaces).await.unwrap();
         logs.push(
-            log(&*store, &result)
+            log(&store, &result)
                 .iter()
                 .map(|e| encode(e))
                 .collect::<Vec<_>>(),
@@ -116,8 +114,8 @@ impl Surface for IntentChecking {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        let durable = self.store.read(&call.run, 1).unwrap().iter().any(|s| {
-            matches!(&s.event.kind, EventKind::CallDispatched { call: c, idempotency_key, .. }
+        let durable = self.store.events(&call.run).iter().any(|e| {
+            matches!(&e.kind, EventKind::CallDispatched { call: c, idempotency_key, .. }
                 if *c == call.call && *idempotency_key == call.idempotency_key)
         });
         if !durable {
@@ -197,7 +195,7 @@ async fn a_state_change_between_observe_and_dispatch_stops_the_call() {
         .run(spec, &common::script(script), &surfaces)
         .await
         .unwrap();
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     assert_eq!(
         call_faults(&events),
         vec![("stale_observation".to_owned(), "orchestration".to_owned())]
@@ -249,7 +247,7 @@ async fn an_unreachable_provider_is_attributed_to_the_provider() {
             "unavailable".into()
         ))
     );
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
@@ -304,7 +302,7 @@ async fn a_failing_or_slow_subscriber_stops_neither_the_run_nor_the_others() {
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].name, "failing");
     assert_eq!(failures[0].error, "disk full");
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     let expected: Vec<u64> = events.iter().map(|e| e.seq).collect();
     let got: Vec<u64> = seen.lock().unwrap().iter().map(|(_, s)| *s).collect();
     assert_eq!(
@@ -357,14 +355,14 @@ async fn a_lagging_subscriber_catches_up_from_the_store_without_gaps() {
         runs.push(t.await.unwrap());
     }
     assert!(engine.drain_subscribers().await.is_empty());
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     for run in runs {
         let got: Vec<u64> = seen
             .iter()
             .filter(|(r, _)| r == &run)
             .map(|(_, s)| *s)
             .collect();
-        let n = store.read(&run, 1).unwrap().len() as u64;
+        let n = store.events(&run).len() as u64;
         assert_eq!(got, (1..=n).collect::<Vec<_>>(), "run {run}");
     }
 }

@@ -191,7 +191,7 @@ async fn a_commit_whose_answer_was_lost_is_in_doubt_and_never_repeated() {
     assert!(call.in_doubt);
     assert_eq!(call.doubt, Some(DoubtStage::AnswerLost));
     assert_eq!(r.surface.invoked.lock().unwrap().len(), 1);
-    let events = log(&*r.store, &r.result);
+    let events = log(&r.store, &r.result);
     let doubt = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -243,7 +243,7 @@ async fn a_hung_observation_ends_the_step_within_the_call_timeout() {
     assert_eq!(missing[0].fault.code, "timeout");
     assert_eq!(missing[0].fault.layer, Layer::Provider);
     assert!(missing[0].fault.message.contains("no answer within 200 ms"));
-    let events = log(&*r.store, &r.result);
+    let events = log(&r.store, &r.result);
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
@@ -272,7 +272,7 @@ async fn a_hung_freshness_check_stops_the_call_before_anything_is_sent() {
     assert_eq!(c1.status, Some(CallStatus::Rejected));
     assert_eq!(c1.fault.as_ref().unwrap().code, "freshness_timeout");
     assert!(c1.executed.is_none(), "no intent was recorded");
-    let events = log(&*r.store, &r.result);
+    let events = log(&r.store, &r.result);
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
@@ -287,7 +287,7 @@ async fn a_hung_commit_is_in_doubt_within_the_call_timeout() {
 #[tokio::test(start_paused = true)]
 async fn a_waiting_run_resumed_with_nothing_changed_records_nothing() {
     let r = run_faulty(ORDER, RETRYING, |f| f.invoke = Fault::PerformThenLose).await;
-    let before = log(&*r.store, &r.result).len();
+    let before = log(&r.store, &r.result).len();
     for _ in 0..3 {
         let again = r
             .engine
@@ -297,11 +297,19 @@ async fn a_waiting_run_resumed_with_nothing_changed_records_nothing() {
         assert_eq!(again.outcome, None);
     }
     assert_eq!(
-        log(&*r.store, &r.result).len(),
+        log(&r.store, &r.result).len(),
         before,
         "no run_resumed piles up"
     );
-    assert_eq!(r.store.runs().unwrap()[0].status, "waiting");
+    assert_eq!(
+        r.store
+            .runs(warrant_core::ports::RunQuery::default())
+            .await
+            .unwrap()
+            .runs[0]
+            .status,
+        "waiting"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -323,7 +331,15 @@ async fn a_call_reconciled_as_not_performed_can_be_sent_again_and_is_ruled_on_ag
         )
         .await
         .unwrap();
-    assert_eq!(r.store.runs().unwrap()[0].status, "ready");
+    assert_eq!(
+        r.store
+            .runs(warrant_core::ports::RunQuery::default())
+            .await
+            .unwrap()
+            .runs[0]
+            .status,
+        "ready"
+    );
     let done = r
         .engine
         .resume(&r.result.run_id, &script(ONCE), &surfaces_of(&r))
@@ -340,7 +356,7 @@ async fn a_call_reconciled_as_not_performed_can_be_sent_again_and_is_ruled_on_ag
         c1.idempotency_key, c2.idempotency_key,
         "a new intent, under a new key"
     );
-    let events = log(&*r.store, &done);
+    let events = log(&r.store, &done);
     assert_eq!(replay(&events).await.unwrap().divergence, None);
     let report = RunReport::from_state(&done.state);
     assert_eq!(report.unsettled.len(), 1);
@@ -374,6 +390,7 @@ async fn nothing_is_recorded_after_a_run_ends() {
     let r = run_faulty(ORDER, RETRYING, |f| f.invoke = Fault::PerformThenLose).await;
     r.engine
         .cancel(&r.result.run_id, "ops", "giving up")
+        .await
         .unwrap();
     let ended = r
         .engine
@@ -381,14 +398,14 @@ async fn nothing_is_recorded_after_a_run_ends() {
         .await
         .unwrap();
     assert!(matches!(ended.outcome, Some(Outcome::Cancelled { .. })));
-    let before = log(&*r.store, &ended).len();
+    let before = log(&r.store, &ended).len();
     let refused = r
         .engine
         .reconcile(&r.result.run_id, CallId(1), true, false, "ops", "")
         .await
         .unwrap_err();
     assert!(matches!(refused, EngineError::Refused(_)), "{refused}");
-    assert_eq!(log(&*r.store, &ended).len(), before);
+    assert_eq!(log(&r.store, &ended).len(), before);
     // The report says the effect was never settled.
     let report = RunReport::from_state(&ended.state);
     assert_eq!(report.unsettled[0].state, "in_doubt");
@@ -414,7 +431,7 @@ steps:
         .run(spec, &script(script_yaml), &s.surfaces)
         .await
         .unwrap();
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     let faults = call_faults(&events);
     assert_eq!(faults[0], ("tool_not_offered".into(), "spec".into()));
     let Some(Outcome::NotAttained { missing }) = &result.outcome else {

@@ -152,7 +152,13 @@ async fn crash_at(
         r = engine.run(spec, &decider, &surfaces) => panic!("the run ended before the crash point: {:?}", r.map(|r| r.outcome)),
         () = reached.notified() => {}
     }
-    let run = store.runs().unwrap()[0].run_id.clone();
+    let run = store
+        .runs(warrant_core::ports::RunQuery::default())
+        .await
+        .unwrap()
+        .runs[0]
+        .run_id
+        .clone();
     Crashed {
         store,
         engine,
@@ -185,12 +191,7 @@ async fn resume(
 }
 
 fn events(store: &MemoryStore, run: &warrant_core::ids::RunId) -> Vec<Arc<Event>> {
-    store
-        .read(run, 1)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.event)
-        .collect()
+    store.events(run)
 }
 
 async fn assert_replays(store: &MemoryStore, run: &warrant_core::ids::RunId) {
@@ -262,7 +263,15 @@ async fn an_unkeyed_commit_whose_result_was_lost_waits_in_doubt_until_reconciled
     assert_eq!(result.outcome, None, "the run waits");
     assert_eq!(result.waiting_on, vec![CallId(1)]);
     assert_eq!(c.cafe.orders().len(), 1, "never silently repeated");
-    assert_eq!(c.store.runs().unwrap()[0].status, "waiting");
+    assert_eq!(
+        c.store
+            .runs(warrant_core::ports::RunQuery::default())
+            .await
+            .unwrap()
+            .runs[0]
+            .status,
+        "waiting"
+    );
     let doubt = events(&c.store, &c.run)
         .into_iter()
         .find(|e| e.kind.name() == "call_in_doubt")
@@ -367,7 +376,14 @@ async fn a_crash_before_the_intent_is_durable_loses_nothing_and_repeats_nothing(
         r = s.engine.run(spec.clone(), &hang, &s.surfaces) => panic!("ended: {:?}", r.map(|r| r.outcome)),
         () = reached.notified() => {}
     }
-    let run = s.store.runs().unwrap()[0].run_id.clone();
+    let run = s
+        .store
+        .runs(warrant_core::ports::RunQuery::default())
+        .await
+        .unwrap()
+        .runs[0]
+        .run_id
+        .clone();
     let result = s
         .engine
         .resume(&run, &script(SCRIPT), &s.surfaces)
@@ -554,7 +570,13 @@ async fn a_surface_that_can_look_up_effects_settles_a_lost_commit_without_repeat
             () = reached.notified() => {}
         }
         assert_eq!(register.performed.load(Ordering::SeqCst), performed_before);
-        let run = store.runs().unwrap()[0].run_id.clone();
+        let run = store
+            .runs(warrant_core::ports::RunQuery::default())
+            .await
+            .unwrap()
+            .runs[0]
+            .run_id
+            .clone();
         surfaces.insert(
             "till".into(),
             Arc::new(LookupSurface {

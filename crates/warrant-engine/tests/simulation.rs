@@ -145,7 +145,7 @@ impl Surface for SimSurface {
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(async move {
             // INVARIANT checks at the provider's door.
-            let log = self.store.read(&call.run, 1).unwrap();
+            let log = self.store.read(&call.run, 1).await.unwrap();
             let durable = log.iter().any(|s| {
                 matches!(&s.event.kind, EventKind::CallDispatched { call: c, .. } if *c == call.call)
             });
@@ -410,7 +410,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
         if let Some(id) = &run
             && rng.chance(10)
         {
-            engine.cancel(id, "sim", "operator gave up").unwrap();
+            engine.cancel(id, "sim", "operator gave up").await.unwrap();
         }
         let result = {
             let work = async {
@@ -426,7 +426,13 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
             }
         };
         if run.is_none() {
-            run = store.runs().unwrap().first().map(|r| r.run_id.clone());
+            run = store
+                .runs(warrant_core::ports::RunQuery::default())
+                .await
+                .unwrap()
+                .runs
+                .first()
+                .map(|r| r.run_id.clone());
         }
         let Some(id) = run.clone() else {
             panic!("seed {seed}: no run recorded")
@@ -473,6 +479,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
     let id = run.unwrap();
     let events: Vec<Arc<Event>> = store
         .read(&id, 1)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| s.event)

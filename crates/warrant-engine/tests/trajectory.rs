@@ -255,7 +255,7 @@ async fn an_expired_handle_is_rejected() {
         }
     });
     let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     assert_eq!(
         call_faults(&events),
         vec![("handle_expired".to_owned(), "model".to_owned())]
@@ -307,7 +307,7 @@ async fn passing_the_deadline_ends_exhausted() {
             value: 60_000
         })
     );
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     check_log(events.iter().map(|e| &**e)).unwrap();
 }
 

@@ -26,8 +26,10 @@
 //! request, or a missing entity is *indeterminate* (which stops the call).
 
 pub mod control;
+mod source;
 
 pub use control::HttpControl;
+pub use source::Policies;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,9 @@
-//! Store implementations behind [`warrant_core::ports::EventStore`]: memory (tests, the
+//! Store implementations behind [`warrant_core::store::EventStore`]: memory (tests, the
 //! benchmark's memory mode) and SQLite (the embedded default: one file, WAL, group commit on a
-//! dedicated writer thread).
+//! dedicated writer thread, reads on tokio's blocking pool).
 
+#[cfg(feature = "contract")]
+pub mod contract;
 pub mod memory;
 pub mod sqlite;
 
@@ -10,23 +12,57 @@ pub use sqlite::{Durability, SqliteStore};
 
 use warrant_core::event::{Event, EventKind};
 
-/// What the runs table needs to know from a batch of events.
+/// What the runs table and the approvals index need to know from a batch of events.
 pub(crate) struct RunFacts {
     pub(crate) started: Option<(String, String, u64)>,
     pub(crate) status: Option<String>,
+    /// Changes to the run's pending approvals, in order.
+    pub(crate) approvals: Vec<ApprovalChange>,
 }
 
-pub(crate) fn run_facts(events: &[std::sync::Arc<Event>]) -> RunFacts {
+/// A change to the index of pending approvals.
+pub(crate) enum ApprovalChange {
+    /// A request was made.
+    Asked(Box<warrant_core::store::PendingApproval>),
+    /// A request was answered, expired or used.
+    Settled(String),
+    /// The run ended: none of its requests is pending any more.
+    Ended,
+}
+
+pub(crate) fn run_facts(
+    run: &warrant_core::ids::RunId,
+    events: &[std::sync::Arc<Event>],
+) -> RunFacts {
     let mut facts = RunFacts {
         started: None,
         status: None,
+        approvals: Vec::new(),
     };
     for e in events {
+        match &e.kind {
+            EventKind::ApprovalRequested { .. } => {
+                if let Some(asked) = warrant_core::store::PendingApproval::asked(run, e) {
+                    facts.approvals.push(ApprovalChange::Asked(Box::new(asked)));
+                }
+            }
+            EventKind::ApprovalResolved { request, .. }
+            | EventKind::ApprovalExpired { request }
+            | EventKind::ApprovalConsumed { request, .. } => {
+                facts
+                    .approvals
+                    .push(ApprovalChange::Settled(request.clone()));
+            }
+            _ => {}
+        }
         match &e.kind {
             EventKind::RunStarted { spec, decider, .. } => {
                 facts.started = Some((spec.id.clone(), decider.to_string(), e.at_ms));
             }
-            EventKind::RunFinished { outcome } => facts.status = Some(outcome.name().to_owned()),
+            EventKind::RunFinished { outcome } => {
+                facts.status = Some(outcome.name().to_owned());
+                facts.approvals.push(ApprovalChange::Ended);
+            }
             // The run waits for a person: an effect in doubt, a call held for approval.
             EventKind::CallInDoubt { .. } | EventKind::ApprovalRequested { .. } => {
                 facts.status = Some("waiting".to_owned())
@@ -77,4 +113,43 @@ pub(crate) fn check_contiguous(
         }
     }
     Ok(())
+}
+
+/// Whether a run with this status has ended.
+pub(crate) fn ended(status: &str) -> bool {
+    !matches!(status, "running" | "waiting" | "ready")
+}
+
+/// The page of `all` that `query` asks for; `all` is in listing order (newest first, runs
+/// started in the same millisecond in the reverse of the order they were recorded), and
+/// `listed_after_cursor` says whether a run comes after the query's cursor in that order.
+pub(crate) fn page(
+    all: Vec<warrant_core::store::RunSummary>,
+    query: &warrant_core::store::RunQuery,
+    listed_after_cursor: impl Fn(&warrant_core::store::RunSummary) -> bool,
+) -> warrant_core::store::RunPage {
+    let matching = all
+        .into_iter()
+        .filter(|r| query.status.as_ref().is_none_or(|s| r.status == *s))
+        .filter(|r| query.spec_id.as_ref().is_none_or(|s| r.spec_id == *s))
+        .filter(|r| {
+            query
+                .id_prefix
+                .as_ref()
+                .is_none_or(|p| r.run_id.0.starts_with(p.as_str()))
+        })
+        .filter(|r| query.since_ms.is_none_or(|t| r.started_at_ms >= t));
+    let mut runs: Vec<warrant_core::store::RunSummary> = matching
+        .filter(|r| query.after.is_none() || listed_after_cursor(r))
+        .collect();
+    let next = if query.limit > 0 && runs.len() > query.limit {
+        runs.truncate(query.limit);
+        runs.last().map(|r| warrant_core::store::RunCursor {
+            started_at_ms: r.started_at_ms,
+            run_id: r.run_id.clone(),
+        })
+    } else {
+        None
+    };
+    warrant_core::store::RunPage { runs, next }
 }

@@ -1,13 +1,18 @@
 //! An in-memory store: nothing survives the process. For tests and the memory benchmark.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use warrant_core::event::{Event, StoredEvent};
+use tokio::sync::watch;
+use warrant_core::event::{Event, EventKind, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{
-    BoxFuture, CancelRequest, Driver, EventStore, Held, LEASE_TTL_MS, RunSummary, StoreError,
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, LEASE_TTL_MS, PendingApproval,
+    RunPage, RunQuery, RunSummary, StoreError,
 };
+
+use crate::ApprovalChange;
 
 #[derive(Default)]
 struct Inner {
@@ -15,6 +20,7 @@ struct Inner {
     order: Vec<RunId>,
     position: u64,
     cancels: HashMap<RunId, CancelRequest>,
+    pending: BTreeMap<String, PendingApproval>,
 }
 
 struct RunLog {
@@ -23,9 +29,29 @@ struct RunLog {
 }
 
 /// Runs' logs in memory.
-#[derive(Default)]
 pub struct MemoryStore {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
+    /// Bumped by every append: what followers wait on.
+    appended: watch::Sender<u64>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            inner: Arc::new(Mutex::new(Inner::default())),
+            appended: watch::Sender::new(0),
+        }
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> Result<MutexGuard<'_, Inner>, StoreError> {
+    inner
+        .lock()
+        .map_err(|_| StoreError::Io("memory store poisoned".into()))
+}
+
+fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
+    Box::pin(std::future::ready(value))
 }
 
 impl MemoryStore {
@@ -34,10 +60,21 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
-        self.inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))
+    /// `run`'s events as they are now: memory is read at once, so synchronous code (a test's
+    /// fake provider, an embedder's inspection) can look without awaiting the port.
+    pub fn events(&self, run: &RunId) -> Vec<Arc<Event>> {
+        read_now(&self.inner, run, 1)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.event)
+            .collect()
+    }
+
+    /// Every run's id, in the order they were started.
+    pub fn run_ids(&self) -> Vec<RunId> {
+        lock(&self.inner)
+            .map(|inner| inner.order.clone())
+            .unwrap_or_default()
     }
 
     fn append_now(
@@ -47,7 +84,7 @@ impl MemoryStore {
         events: Vec<Arc<Event>>,
         driver: Option<&Driver>,
     ) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = lock(&self.inner)?;
         let actual = inner.logs.get(run).map_or(0, |l| l.summary.events);
         if actual != expected {
             return Err(StoreError::Conflict {
@@ -56,8 +93,17 @@ impl MemoryStore {
                 actual,
             });
         }
+        if let (Some(log), Some(d)) = (inner.logs.get(run), driver)
+            && log.summary.epoch != d.epoch
+        {
+            return Err(StoreError::Fenced {
+                run: run.clone(),
+                holder: log.summary.holder.clone().unwrap_or_default(),
+                epoch: log.summary.epoch,
+            });
+        }
         crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
-        let facts = crate::run_facts(&events);
+        let facts = crate::run_facts(run, &events);
         let inner = &mut *inner;
         if !inner.logs.contains_key(run) {
             let Some((spec_id, decider, started)) = facts.started.clone() else {
@@ -78,6 +124,7 @@ impl MemoryStore {
                         events: 0,
                         holder: None,
                         heartbeat_ms: None,
+                        epoch: driver.map_or(1, |d| d.epoch.max(1)),
                     },
                     events: Vec::new(),
                 },
@@ -102,6 +149,17 @@ impl MemoryStore {
         let after = crate::lease_after(&log.summary.status, driver, before);
         log.summary.holder = after.as_ref().map(|(h, _)| h.clone());
         log.summary.heartbeat_ms = after.map(|(_, t)| t);
+        for change in facts.approvals {
+            match change {
+                ApprovalChange::Asked(p) => {
+                    inner.pending.insert(p.request.clone(), *p);
+                }
+                ApprovalChange::Settled(request) => {
+                    inner.pending.remove(&request);
+                }
+                ApprovalChange::Ended => inner.pending.retain(|_, p| p.run_id != *run),
+            }
+        }
         Ok(())
     }
 }
@@ -115,98 +173,205 @@ impl EventStore for MemoryStore {
         driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
         let result = self.append_now(run, expected_seq, events, driver);
-        Box::pin(std::future::ready(result))
+        if result.is_ok() {
+            self.appended.send_modify(|n| *n += 1);
+        }
+        ready(result)
     }
 
-    fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
-        Ok(inner
-            .logs
-            .get(run)
-            .map(|l| {
-                l.events
-                    .iter()
-                    .filter(|e| e.event.seq >= from_seq)
-                    .cloned()
-                    .collect()
+    fn read(
+        &self,
+        run: &RunId,
+        from_seq: u64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        ready(read_now(&self.inner, run, from_seq))
+    }
+
+    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        let page = lock(&self.inner).map(|inner| {
+            let mut all: Vec<RunSummary> = inner
+                .order
+                .iter()
+                .rev()
+                .filter_map(|id| inner.logs.get(id))
+                .map(|l| l.summary.clone())
+                .collect();
+            // Newest first; a stable sort keeps the later-recorded first among equals.
+            all.sort_by_key(|r| std::cmp::Reverse(r.started_at_ms));
+            let ordinal = |id: &RunId| inner.order.iter().position(|o| o == id).unwrap_or(0);
+            let cursor = query
+                .after
+                .as_ref()
+                .map(|c| (c.started_at_ms, ordinal(&c.run_id)));
+            crate::page(all, &query, |r| {
+                cursor.is_some_and(|c| (r.started_at_ms, ordinal(&r.run_id)) < c)
             })
-            .unwrap_or_default())
+        });
+        ready(page)
     }
 
-    fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
-        Ok(inner
-            .order
-            .iter()
-            .rev()
-            .filter_map(|id| inner.logs.get(id))
-            .map(|l| l.summary.clone())
-            .collect())
+    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+        ready(lock(&self.inner).map(|inner| inner.logs.get(run).map(|l| l.summary.clone())))
     }
 
-    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError> {
-        let mut inner = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::Io("memory store poisoned".into()))?;
-        inner.cancels.entry(run.clone()).or_insert(request);
-        Ok(())
+    fn pending_approvals(
+        &self,
+        run: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+        let rows = lock(&self.inner).map(|inner| {
+            let mut rows: Vec<PendingApproval> = inner
+                .pending
+                .values()
+                .filter(|p| run.is_none_or(|r| p.run_id == *r))
+                .cloned()
+                .collect();
+            rows.sort_by_key(|p| p.requested_at_ms);
+            rows
+        });
+        ready(rows)
     }
 
-    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
-        let inner = self.lock()?;
-        Ok(inner.cancels.get(run).cloned())
+    fn request_cancel(
+        &self,
+        run: &RunId,
+        request: CancelRequest,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            inner.cancels.entry(run.clone()).or_insert(request);
+        });
+        ready(done)
     }
 
-    fn claim(&self, run: &RunId, driver: &Driver) -> Result<Option<Held>, StoreError> {
-        let mut inner = self.lock()?;
-        let Some(log) = inner.logs.get_mut(run) else {
-            return Err(StoreError::Io(format!("no run `{run}` in the store")));
-        };
-        let s = &mut log.summary;
-        if let (Some(holder), Some(at)) = (&s.holder, s.heartbeat_ms)
-            && **holder != *driver.holder
-            && driver.now_ms.saturating_sub(at) < LEASE_TTL_MS
-        {
-            return Ok(Some(Held {
-                holder: holder.clone(),
-                heartbeat_ms: at,
-            }));
-        }
-        s.holder = Some(driver.holder.to_string());
-        s.heartbeat_ms = Some(driver.now_ms);
-        Ok(None)
+    fn cancel_request(
+        &self,
+        run: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        ready(lock(&self.inner).map(|inner| inner.cancels.get(run).cloned()))
     }
 
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
-        if let Some(log) = inner.logs.get_mut(run)
-            && log.summary.holder.as_deref() == Some(&*driver.holder)
-        {
-            log.summary.heartbeat_ms = Some(driver.now_ms);
-        }
-        Ok(())
+    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        let claimed = lock(&self.inner).and_then(|mut inner| {
+            let Some(log) = inner.logs.get_mut(run) else {
+                return Err(StoreError::Io(format!("no run `{run}` in the store")));
+            };
+            let s = &mut log.summary;
+            if let (Some(holder), Some(at)) = (&s.holder, s.heartbeat_ms)
+                && **holder != *driver.holder
+                && driver.now_ms.saturating_sub(at) < LEASE_TTL_MS
+            {
+                return Ok(Claim::Held(Held {
+                    holder: holder.clone(),
+                    heartbeat_ms: at,
+                }));
+            }
+            s.holder = Some(driver.holder.to_string());
+            s.heartbeat_ms = Some(driver.now_ms);
+            s.epoch += 1;
+            Ok(Claim::Taken { epoch: s.epoch })
+        });
+        ready(claimed)
     }
 
-    fn release(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
-        if let Some(log) = inner.logs.get_mut(run)
-            && log.summary.holder.as_deref() == Some(&*driver.holder)
-        {
-            log.summary.holder = None;
-            log.summary.heartbeat_ms = None;
-        }
-        Ok(())
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            if let Some(log) = inner.logs.get_mut(run)
+                && log.summary.holder.as_deref() == Some(&*driver.holder)
+                && log.summary.epoch == driver.epoch
+            {
+                log.summary.heartbeat_ms = Some(driver.now_ms);
+            }
+        });
+        ready(done)
     }
 
-    fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
-        let inner = self.lock()?;
-        Ok(inner.logs.get(run).map(|l| l.summary.clone()))
+    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            if let Some(log) = inner.logs.get_mut(run)
+                && log.summary.holder.as_deref() == Some(&*driver.holder)
+            {
+                log.summary.holder = None;
+                log.summary.heartbeat_ms = None;
+            }
+        });
+        ready(done)
+    }
+
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        Box::new(Feed {
+            inner: self.inner.clone(),
+            appended: self.appended.subscribe(),
+            run: run.clone(),
+            next: from_seq.max(1),
+            queue: std::collections::VecDeque::new(),
+            done: false,
+        })
+    }
+}
+
+fn read_now(
+    inner: &Mutex<Inner>,
+    run: &RunId,
+    from_seq: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let inner = lock(inner)?;
+    Ok(inner
+        .logs
+        .get(run)
+        .map(|l| {
+            l.events
+                .iter()
+                .filter(|e| e.event.seq >= from_seq)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// A follower of one run in memory: woken by every append.
+struct Feed {
+    inner: Arc<Mutex<Inner>>,
+    appended: watch::Receiver<u64>,
+    run: RunId,
+    next: u64,
+    queue: std::collections::VecDeque<StoredEvent>,
+    done: bool,
+}
+
+impl EventFeed for Feed {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            loop {
+                if let Some(e) = self.queue.pop_front() {
+                    self.next = e.event.seq + 1;
+                    if matches!(e.event.kind, EventKind::RunFinished { .. }) {
+                        self.done = true;
+                    }
+                    return Ok(Some(e));
+                }
+                if self.done {
+                    return Ok(None);
+                }
+                // Mark what was seen before reading, so an append in between wakes us.
+                self.appended.borrow_and_update();
+                let fresh = read_now(&self.inner, &self.run, self.next)?;
+                if fresh.is_empty() {
+                    let status = lock(&self.inner)?
+                        .logs
+                        .get(&self.run)
+                        .map(|l| l.summary.status.clone());
+                    match status {
+                        None => return Err(StoreError::Io(format!("no run `{}`", self.run))),
+                        // Ended before the sequence asked for: nothing more will come.
+                        Some(s) if crate::ended(&s) => return Ok(None),
+                        Some(_) => {}
+                    }
+                    if self.appended.changed().await.is_err() {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                self.queue.extend(fresh);
+            }
+        })
     }
 }

@@ -10,20 +10,28 @@
 //! A file is a Warrant store when it carries Warrant's SQLite `application_id` (or, for stores
 //! made before it was set, Warrant's `meta` table). Anything else is refused by name and left
 //! untouched. Read commands open the file read-only ([`SqliteStore::open_read_only`]).
+//!
+//! Reads run on tokio's blocking pool. A follower ([`EventStore::subscribe`]) is woken by this
+//! store's own commits at once, and notices another process's within `FOLLOW_POLL_MS` by
+//! watching SQLite's `data_version`: it reads the log only when something was committed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use tokio::sync::oneshot;
-use warrant_core::event::{self, Event, StoredEvent};
+use tokio::sync::{oneshot, watch};
+use warrant_core::event::{self, Event, EventKind, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::ports::{
-    BoxFuture, CancelRequest, Driver, EventStore, Held, LEASE_TTL_MS, RunSummary, StoreError,
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, LEASE_TTL_MS, PendingApproval,
+    RunPage, RunQuery, RunSummary, StoreError,
 };
+
+use crate::ApprovalChange;
 
 /// The SQLite library version linked in.
 pub fn sqlite_version() -> &'static str {
@@ -33,8 +41,12 @@ pub fn sqlite_version() -> &'static str {
 /// Most append requests folded into one transaction.
 pub const GROUP_COMMIT_MAX: usize = 2048;
 
-/// The store's schema: 2 added the runs' lease (`holder`, `heartbeat_ms`).
-const SCHEMA_VERSION: i64 = 2;
+/// The store's schema: 2 added the runs' lease (`holder`, `heartbeat_ms`); 3 its `epoch` and
+/// the index of pending approvals.
+const SCHEMA_VERSION: i64 = 3;
+
+/// How often a follower with nothing new looks whether another process committed.
+const FOLLOW_POLL_MS: u64 = 25;
 
 /// SQLite's `application_id` of a Warrant store (`WRNT`).
 const APPLICATION_ID: i64 = 0x5752_4e54;
@@ -55,15 +67,23 @@ struct Request {
     rows: Vec<(u64, String)>,
     started: Option<(String, String, u64)>,
     status: Option<String>,
+    approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
 /// The SQLite store.
 pub struct SqliteStore {
+    inner: Arc<Inner>,
+    writer: Mutex<Option<mpsc::Sender<Request>>>,
+    /// Bumped after each of this store's commits: what its followers wait on.
+    appended: Arc<watch::Sender<u64>>,
+}
+
+/// What reads share with the blocking pool.
+struct Inner {
     cancels: Mutex<CancelSnapshot>,
     path: PathBuf,
-    writer: Mutex<Option<mpsc::Sender<Request>>>,
     reader: Mutex<Connection>,
     durability: Durability,
     read_only: bool,
@@ -189,7 +209,7 @@ impl SqliteStore {
              CREATE TABLE IF NOT EXISTS runs (
                  run_id TEXT PRIMARY KEY, spec_id TEXT NOT NULL, decider TEXT NOT NULL,
                  status TEXT NOT NULL, started_at_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL,
-                 holder TEXT, heartbeat_ms INTEGER);
+                 holder TEXT, heartbeat_ms INTEGER, epoch INTEGER NOT NULL DEFAULT 1);
              CREATE TABLE IF NOT EXISTS cancels (
                  run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS events (
@@ -208,29 +228,35 @@ impl SqliteStore {
             .map_err(io)?;
         match version.and_then(|v| v.parse::<i64>().ok()) {
             None => {
+                conn.execute_batch(APPROVALS_TABLE).map_err(io)?;
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
                     [SCHEMA_VERSION.to_string()],
                 )
                 .map_err(io)?;
             }
-            Some(1) => migrate_1_to_2(&conn)?,
+            Some(v) if v < SCHEMA_VERSION => migrate(&conn, v)?,
             Some(v) if v == SCHEMA_VERSION => {}
             Some(v) => return Err(newer(path, v)),
         }
         let writer_conn = open_connection(path, durability)?;
+        let appended = Arc::new(watch::Sender::new(0u64));
         let (tx, rx) = mpsc::channel::<Request>();
+        let signal = appended.clone();
         thread::Builder::new()
             .name("warrant-store-writer".into())
-            .spawn(move || writer_loop(writer_conn, rx))
+            .spawn(move || writer_loop(writer_conn, rx, &signal))
             .map_err(|e| StoreError::Io(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteStore {
-            cancels: Mutex::new(CancelSnapshot::default()),
-            path: path.to_owned(),
+            inner: Arc::new(Inner {
+                cancels: Mutex::new(CancelSnapshot::default()),
+                path: path.to_owned(),
+                reader: Mutex::new(conn),
+                durability,
+                read_only: false,
+            }),
             writer: Mutex::new(Some(tx)),
-            reader: Mutex::new(conn),
-            durability,
-            read_only: false,
+            appended,
         })
     }
 
@@ -240,48 +266,63 @@ impl SqliteStore {
         if !path.is_file() {
             return Err(StoreError::Io(format!("no store at `{}`", path.display())));
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-        let attempt = |uri: &str| -> Result<(Connection, Identity), StoreError> {
-            let conn = Connection::open_with_flags(uri, flags)
-                .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
-            conn.busy_timeout(std::time::Duration::from_secs(10))
-                .map_err(io)?;
-            let id = identity(&conn, path)?;
-            Ok((conn, id))
-        };
-        let file = uri_path(path);
-        // On read-only media a WAL file cannot be opened for shared access: read it as
-        // immutable (nobody can be writing to it there).
-        let (conn, id) = match attempt(&format!("file:{file}")) {
-            Ok(found) => found,
-            Err(first) => attempt(&format!("file:{file}?immutable=1")).map_err(|_| first)?,
-        };
+        let (conn, id) = read_only_connection(path)?;
         match id {
             Identity::Foreign | Identity::Empty => return Err(foreign(path)),
             Identity::Warrant(v) if v > SCHEMA_VERSION => return Err(newer(path, v)),
             Identity::Warrant(_) => {}
         }
         Ok(SqliteStore {
-            cancels: Mutex::new(CancelSnapshot::default()),
-            path: path.to_owned(),
+            inner: Arc::new(Inner {
+                cancels: Mutex::new(CancelSnapshot::default()),
+                path: path.to_owned(),
+                reader: Mutex::new(conn),
+                durability: Durability::Fsync,
+                read_only: true,
+            }),
             writer: Mutex::new(None),
-            reader: Mutex::new(conn),
-            durability: Durability::Fsync,
-            read_only: true,
+            appended: Arc::new(watch::Sender::new(0)),
         })
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.inner.path
     }
 
     /// What a commit survives.
     pub fn durability(&self) -> Durability {
-        self.durability
+        self.inner.durability
     }
 
-    fn reader(&self) -> Result<std::sync::MutexGuard<'_, Connection>, StoreError> {
+    /// Runs `read` with the reader connection on tokio's blocking pool.
+    fn reading<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || read(&inner))
+                .await
+                .unwrap_or_else(|e| Err(StoreError::Io(format!("a store read stopped: {e}"))))
+        })
+    }
+
+    /// Runs `write` with the reader connection (small writes an operator makes: a cancel, a
+    /// lease) on tokio's blocking pool.
+    fn writing<T: Send + 'static>(
+        &self,
+        write: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
+        if let Err(e) = self.inner.writable() {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        self.reading(write)
+    }
+}
+
+impl Inner {
+    fn reader(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         self.reader
             .lock()
             .map_err(|_| StoreError::Io("store reader poisoned".into()))
@@ -296,13 +337,31 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
 
-    /// Whether the runs table has the lease columns (a schema-1 store opened read-only does
-    /// not).
-    fn has_leases(conn: &Connection) -> bool {
-        conn.prepare_cached("SELECT holder, heartbeat_ms FROM runs LIMIT 0")
-            .is_ok()
+/// A read-only connection to `path` and what the file is; on read-only media, where a WAL file
+/// cannot be opened for shared access, read as immutable (nobody can be writing to it there).
+fn read_only_connection(path: &Path) -> Result<(Connection, Identity), StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let attempt = |uri: &str| -> Result<(Connection, Identity), StoreError> {
+        let conn = Connection::open_with_flags(uri, flags)
+            .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(io)?;
+        let id = identity(&conn, path)?;
+        Ok((conn, id))
+    };
+    let file = uri_path(path);
+    match attempt(&format!("file:{file}")) {
+        Ok(found) => Ok(found),
+        Err(first) => attempt(&format!("file:{file}?immutable=1")).map_err(|_| first),
     }
+}
+
+/// Whether `table` has `column` (an older store opened read-only may lack one).
+fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
+    conn.prepare_cached(&format!("SELECT {column} FROM {table} LIMIT 0"))
+        .is_ok()
 }
 
 /// A path as the path part of a SQLite URI (`%`, `?` and `#` escaped).
@@ -320,15 +379,91 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
-fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(
-        "BEGIN IMMEDIATE;
-         ALTER TABLE runs ADD COLUMN holder TEXT;
-         ALTER TABLE runs ADD COLUMN heartbeat_ms INTEGER;
-         UPDATE meta SET value = '2' WHERE key = 'schema_version';
-         COMMIT;",
+const APPROVALS_TABLE: &str = "CREATE TABLE IF NOT EXISTS approvals (
+    request TEXT PRIMARY KEY, run_id TEXT NOT NULL, requested_at_ms INTEGER NOT NULL,
+    body TEXT NOT NULL);
+ CREATE INDEX IF NOT EXISTS approvals_by_run ON approvals (run_id);";
+
+/// Brings a store of schema `from` up to this build's, in one transaction.
+fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
+    let failed = |e: rusqlite::Error| {
+        StoreError::Io(format!(
+            "upgrading the store from schema {from} to {SCHEMA_VERSION}: {e}"
+        ))
+    };
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(failed)?;
+    let steps = || -> Result<(), StoreError> {
+        if from < 2 {
+            conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN holder TEXT;
+                 ALTER TABLE runs ADD COLUMN heartbeat_ms INTEGER;",
+            )
+            .map_err(failed)?;
+        }
+        if from < 3 {
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;")
+                .map_err(failed)?;
+            conn.execute_batch(APPROVALS_TABLE).map_err(failed)?;
+            for p in pending_by_folding(conn)? {
+                insert_pending(conn, &p)?;
+            }
+        }
+        conn.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [SCHEMA_VERSION.to_string()],
+        )
+        .map_err(failed)?;
+        Ok(())
+    };
+    match steps() {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(failed),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// The pending approvals of every run that has not ended, from their logs (for a store made
+/// before the index existed).
+fn pending_by_folding(conn: &Connection) -> Result<Vec<PendingApproval>, StoreError> {
+    let mut runs = conn
+        .prepare("SELECT run_id FROM runs WHERE status IN ('running', 'waiting', 'ready')")
+        .map_err(io)?;
+    let ids: Vec<RunId> = runs
+        .query_map([], |r| Ok(RunId(r.get(0)?)))
+        .map_err(io)?
+        .collect::<Result<_, _>>()
+        .map_err(io)?;
+    let mut out = Vec::new();
+    for id in ids {
+        let events: Vec<Arc<Event>> = read_events(conn, &id, 1)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        let facts = crate::run_facts(&id, &events);
+        let mut pending: Vec<PendingApproval> = Vec::new();
+        for change in facts.approvals {
+            match change {
+                ApprovalChange::Asked(p) => pending.push(*p),
+                ApprovalChange::Settled(r) => pending.retain(|p| p.request != r),
+                ApprovalChange::Ended => pending.clear(),
+            }
+        }
+        out.extend(pending);
+    }
+    Ok(out)
+}
+
+fn insert_pending(conn: &Connection, p: &PendingApproval) -> Result<(), StoreError> {
+    let body = serde_json::to_string(p).map_err(io)?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO approvals (request, run_id, requested_at_ms, body) VALUES (?1, ?2, ?3, ?4)",
     )
-    .map_err(|e| StoreError::Io(format!("upgrading the store to schema 2: {e}")))
+    .map_err(io)?
+    .execute(params![p.request, p.run_id.0, p.requested_at_ms as i64, body])
+    .map_err(io)?;
+    Ok(())
 }
 
 /// How often the cancellation table is re-read: checks in between are answered from memory,
@@ -341,18 +476,19 @@ struct CancelSnapshot {
     requests: HashMap<RunId, CancelRequest>,
 }
 
-/// The sequences the writer committed, valid while no other connection wrote to the file.
+/// What the writer remembers of the runs it committed to, valid while no other connection
+/// wrote to the file: each run's last sequence and lease epoch.
 #[derive(Default)]
 struct Sequences {
-    last_seq: HashMap<RunId, u64>,
+    runs: HashMap<RunId, (u64, u64)>,
     /// SQLite's `data_version` when they were last known to be the file's.
     data_version: Option<i64>,
 }
 
-/// The writer: takes every request waiting, commits them in one transaction, answers each.
-/// If the thread ends, pending and later appends fail with an error (their reply channel
-/// closes): no append is lost silently.
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>) {
+/// The writer: takes every request waiting, commits them in one transaction, answers each, and
+/// wakes this store's followers. If the thread ends, pending and later appends fail with an
+/// error (their reply channel closes): no append is lost silently.
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, appended: &watch::Sender<u64>) {
     let mut known = Sequences::default();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -365,6 +501,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>) {
         let results = commit_batch(&mut conn, &mut known, &batch);
         match results {
             Ok(per_request) => {
+                appended.send_modify(|n| *n += 1);
                 for (req, result) in batch.into_iter().zip(per_request) {
                     let _ = req.reply.send(result);
                 }
@@ -387,15 +524,15 @@ fn commit_batch(
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(io)?;
-    // INVARIANT (one order): the expected sequence is checked against the file. Under the
-    // write lock, `data_version` tells whether another connection (another process, or this
-    // store's reader) committed since the writer last looked; if one did, what it remembers
-    // may be stale.
+    // INVARIANT (one order): the expected sequence (and the lease's epoch) is checked against
+    // the file. Under the write lock, `data_version` tells whether another connection (another
+    // process, or this store's reader) committed since the writer last looked; if one did,
+    // what it remembers may be stale.
     let version: i64 = tx
         .query_row("PRAGMA data_version", [], |r| r.get(0))
         .map_err(io)?;
     if known.data_version != Some(version) {
-        known.last_seq.clear();
+        known.runs.clear();
         known.data_version = Some(version);
     }
     let mut results = Vec::with_capacity(batch.len());
@@ -404,11 +541,11 @@ fn commit_batch(
             .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
             .map_err(io)?;
         let mut current = tx
-            .prepare_cached("SELECT last_seq FROM runs WHERE run_id = ?1")
+            .prepare_cached("SELECT last_seq, epoch, holder FROM runs WHERE run_id = ?1")
             .map_err(io)?;
         let mut new_run = tx
             .prepare_cached(
-                "INSERT INTO runs (run_id, spec_id, decider, status, started_at_ms, last_seq) VALUES (?1, ?2, ?3, 'running', ?4, 0)",
+                "INSERT INTO runs (run_id, spec_id, decider, status, started_at_ms, last_seq, epoch) VALUES (?1, ?2, ?3, 'running', ?4, 0, ?5)",
             )
             .map_err(io)?;
         let mut advance = tx
@@ -433,16 +570,22 @@ fn commit_batch(
             )
             .map_err(io)?;
         for req in batch {
-            let actual = match known.last_seq.get(&req.run) {
-                Some(s) => *s,
+            let (actual, epoch, holder) = match known.runs.get(&req.run) {
+                Some((seq, epoch)) => (*seq, *epoch, None),
                 None => current
-                    .query_row([&req.run.0], |r| r.get::<_, i64>(0))
+                    .query_row([&req.run.0], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)? as u64,
+                            r.get::<_, i64>(1)? as u64,
+                            r.get::<_, Option<String>>(2)?,
+                        ))
+                    })
                     .optional()
                     .map_err(io)?
-                    .map_or(0, |s| s as u64),
+                    .unwrap_or((0, 0, None)),
             };
             if actual != req.expected {
-                known.last_seq.insert(req.run.clone(), actual);
+                known.runs.insert(req.run.clone(), (actual, epoch));
                 results.push(Err(StoreError::Conflict {
                     run: req.run.clone(),
                     expected: req.expected,
@@ -450,6 +593,19 @@ fn commit_batch(
                 }));
                 continue;
             }
+            // INVARIANT (fencing): a driver whose lease was taken over appends nothing.
+            if let Some(d) = &req.driver
+                && actual > 0
+                && d.epoch != epoch
+            {
+                results.push(Err(StoreError::Fenced {
+                    run: req.run.clone(),
+                    holder: holder.unwrap_or_default(),
+                    epoch,
+                }));
+                continue;
+            }
+            let mut epoch = epoch;
             if actual == 0 {
                 let Some((spec_id, decider, started)) = &req.started else {
                     results.push(Err(StoreError::Io(format!(
@@ -458,8 +614,15 @@ fn commit_batch(
                     ))));
                     continue;
                 };
+                epoch = req.driver.as_ref().map_or(1, |d| d.epoch.max(1));
                 new_run
-                    .execute(params![req.run.0, spec_id, decider, *started as i64])
+                    .execute(params![
+                        req.run.0,
+                        spec_id,
+                        decider,
+                        *started as i64,
+                        epoch as i64
+                    ])
                     .map_err(io)?;
             }
             for (seq, body) in &req.rows {
@@ -492,12 +655,46 @@ fn commit_batch(
                     }
                 }
             }
-            known.last_seq.insert(req.run.clone(), new_last);
+            for change in &req.approvals {
+                match change {
+                    ApprovalChange::Asked(p) => insert_pending(&tx, p)?,
+                    ApprovalChange::Settled(request) => {
+                        tx.prepare_cached("DELETE FROM approvals WHERE request = ?1")
+                            .map_err(io)?
+                            .execute([request])
+                            .map_err(io)?;
+                    }
+                    ApprovalChange::Ended => {
+                        tx.prepare_cached("DELETE FROM approvals WHERE run_id = ?1")
+                            .map_err(io)?
+                            .execute([&req.run.0])
+                            .map_err(io)?;
+                    }
+                }
+            }
+            known.runs.insert(req.run.clone(), (new_last, epoch));
             results.push(Ok(()));
         }
     }
     tx.commit().map_err(io)?;
     Ok(results)
+}
+
+/// The columns of a run summary, in `summary_row`'s order; an older store lacks some.
+fn summary_columns(conn: &Connection) -> String {
+    let or_null = |c: &str| {
+        if has_column(conn, "runs", c) {
+            c.to_owned()
+        } else {
+            "NULL".to_owned()
+        }
+    };
+    format!(
+        "run_id, spec_id, decider, status, started_at_ms, last_seq, {}, {}, {}",
+        or_null("holder"),
+        or_null("heartbeat_ms"),
+        or_null("epoch")
+    )
 }
 
 fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
@@ -510,16 +707,119 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         events: r.get::<_, i64>(5)? as u64,
         holder: r.get(6)?,
         heartbeat_ms: r.get::<_, Option<i64>>(7)?.map(|t| t as u64),
+        epoch: r.get::<_, Option<i64>>(8)?.map_or(1, |e| e as u64),
     })
 }
 
-/// The columns of a run summary; a store without leases reads them as absent.
-fn summary_columns(conn: &Connection) -> &'static str {
-    if SqliteStore::has_leases(conn) {
-        "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms"
-    } else {
-        "run_id, spec_id, decider, status, started_at_ms, last_seq, NULL, NULL"
+fn read_events(
+    conn: &Connection,
+    run: &RunId,
+    from_seq: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT position, seq, body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq",
+        )
+        .map_err(io)?;
+    let rows = stmt
+        .query_map(params![run.0, from_seq as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(io)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (position, seq, body) = row.map_err(io)?;
+        let event = event::decode(&body)
+            .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
+        out.push(StoredEvent {
+            position: position as u64,
+            run_id: run.clone(),
+            event: Arc::new(event),
+        });
     }
+    Ok(out)
+}
+
+fn summary_of(conn: &Connection, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {} FROM runs WHERE run_id = ?1",
+        summary_columns(conn)
+    );
+    conn.prepare_cached(&sql)
+        .map_err(io)?
+        .query_row([&run.0], summary_row)
+        .optional()
+        .map_err(io)
+}
+
+fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, StoreError> {
+    let sql = format!(
+        "SELECT {} FROM runs
+         WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR spec_id = ?2)
+           AND (?3 IS NULL OR substr(run_id, 1, length(?3)) = ?3)
+           AND (?4 IS NULL OR started_at_ms >= ?4)
+           AND (?5 IS NULL OR started_at_ms < ?5 OR (started_at_ms = ?5
+                AND rowid < (SELECT rowid FROM runs WHERE run_id = ?6)))
+         ORDER BY started_at_ms DESC, rowid DESC LIMIT ?7",
+        summary_columns(conn)
+    );
+    let limit: i64 = if query.limit == 0 {
+        -1
+    } else {
+        query.limit as i64 + 1
+    };
+    let mut stmt = conn.prepare_cached(&sql).map_err(io)?;
+    let rows = stmt
+        .query_map(
+            params![
+                query.status,
+                query.spec_id,
+                query.id_prefix,
+                query.since_ms.map(|t| t as i64),
+                query.after.as_ref().map(|c| c.started_at_ms as i64),
+                query.after.as_ref().map(|c| c.run_id.0.clone()),
+                limit
+            ],
+            summary_row,
+        )
+        .map_err(io)?;
+    let all: Vec<RunSummary> = rows.collect::<Result<_, _>>().map_err(io)?;
+    // The query did the filtering and the order; `page` cuts it and names the next cursor.
+    let unfiltered = RunQuery {
+        after: None,
+        ..query.clone()
+    };
+    Ok(crate::page(all, &unfiltered, |_| true))
+}
+
+fn pending_of(conn: &Connection, run: Option<&RunId>) -> Result<Vec<PendingApproval>, StoreError> {
+    if !has_column(conn, "approvals", "body") {
+        // A store made before the index: from the logs.
+        let mut all = pending_by_folding(conn)?;
+        all.retain(|p| run.is_none_or(|r| p.run_id == *r));
+        return Ok(all);
+    }
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT body FROM approvals WHERE (?1 IS NULL OR run_id = ?1) ORDER BY requested_at_ms, request",
+        )
+        .map_err(io)?;
+    let rows = stmt
+        .query_map([run.map(|r| r.0.clone())], |r| r.get::<_, String>(0))
+        .map_err(io)?;
+    let mut out = Vec::new();
+    for body in rows {
+        let body = body.map_err(io)?;
+        out.push(
+            serde_json::from_str(&body)
+                .map_err(|e| StoreError::Io(format!("a pending approval does not decode: {e}")))?,
+        );
+    }
+    Ok(out)
 }
 
 impl EventStore for SqliteStore {
@@ -530,13 +830,13 @@ impl EventStore for SqliteStore {
         events: Vec<Arc<Event>>,
         driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        if let Err(e) = self.writable() {
+        if let Err(e) = self.inner.writable() {
             return Box::pin(std::future::ready(Err(e)));
         }
         if let Err(e) = crate::check_contiguous(&events, expected_seq) {
             return Box::pin(std::future::ready(Err(StoreError::Io(e))));
         }
-        let facts = crate::run_facts(&events);
+        let facts = crate::run_facts(run, &events);
         let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
         let (reply, done) = oneshot::channel();
         let request = Request {
@@ -545,6 +845,7 @@ impl EventStore for SqliteStore {
             rows,
             started: facts.started,
             status: facts.status,
+            approvals: facts.approvals,
             driver: driver.cloned(),
             reply,
         };
@@ -567,158 +868,275 @@ impl EventStore for SqliteStore {
         })
     }
 
-    fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let conn = self.reader()?;
-        let mut stmt = conn
-            .prepare_cached("SELECT position, seq, body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq")
-            .map_err(io)?;
-        let rows = stmt
-            .query_map(params![run.0, from_seq as i64], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })
-            .map_err(io)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (position, seq, body) = row.map_err(io)?;
-            let event = event::decode(&body).map_err(|e| {
-                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
-            })?;
-            out.push(StoredEvent {
-                position: position as u64,
-                run_id: run.clone(),
-                event: Arc::new(event),
-            });
-        }
-        Ok(out)
+    fn read(
+        &self,
+        run: &RunId,
+        from_seq: u64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        let run = run.clone();
+        self.reading(move |inner| read_events(&*inner.reader()?, &run, from_seq))
     }
 
-    fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let conn = self.reader()?;
-        let sql = format!(
-            "SELECT {} FROM runs ORDER BY started_at_ms DESC, rowid DESC",
-            summary_columns(&conn)
-        );
-        let mut stmt = conn.prepare_cached(&sql).map_err(io)?;
-        let rows = stmt.query_map([], summary_row).map_err(io)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(io)
+    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        self.reading(move |inner| list_runs(&*inner.reader()?, &query))
     }
 
-    fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
-        let conn = self.reader()?;
-        let sql = format!(
-            "SELECT {} FROM runs WHERE run_id = ?1",
-            summary_columns(&conn)
-        );
-        let mut stmt = conn.prepare_cached(&sql).map_err(io)?;
-        stmt.query_row([&run.0], summary_row).optional().map_err(io)
+    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+        let run = run.clone();
+        self.reading(move |inner| summary_of(&*inner.reader()?, &run))
     }
 
-    fn request_cancel(&self, run: &RunId, request: CancelRequest) -> Result<(), StoreError> {
-        self.writable()?;
-        let conn = self.reader()?;
-        conn.execute(
-            "INSERT OR IGNORE INTO cancels (run_id, by, reason) VALUES (?1, ?2, ?3)",
-            params![run.0, request.by, request.reason],
-        )
-        .map_err(io)?;
-        drop(conn);
-        if let Ok(mut snap) = self.cancels.lock() {
-            snap.read_at = None;
-        }
-        Ok(())
+    fn pending_approvals(
+        &self,
+        run: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+        let run = run.cloned();
+        self.reading(move |inner| pending_of(&*inner.reader()?, run.as_ref()))
     }
 
-    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
-        let mut snap = self
-            .cancels
-            .lock()
-            .map_err(|_| StoreError::Io("cancel snapshot poisoned".into()))?;
+    fn request_cancel(
+        &self,
+        run: &RunId,
+        request: CancelRequest,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let run = run.clone();
+        self.writing(move |inner| {
+            inner
+                .reader()?
+                .execute(
+                    "INSERT OR IGNORE INTO cancels (run_id, by, reason) VALUES (?1, ?2, ?3)",
+                    params![run.0, request.by, request.reason],
+                )
+                .map_err(io)?;
+            if let Ok(mut snap) = inner.cancels.lock() {
+                snap.read_at = None;
+            }
+            Ok(())
+        })
+    }
+
+    fn cancel_request(
+        &self,
+        run: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        // Answered from memory while the snapshot is fresh: a thousand runs checking cost one
+        // query per interval.
         #[expect(
             clippy::disallowed_methods,
             reason = "rate-limits a poll; never recorded"
         )]
         let now = std::time::Instant::now();
-        if snap
-            .read_at
-            .is_none_or(|t| now.duration_since(t).as_millis() >= CANCEL_POLL_MS)
+        if let Ok(snap) = self.inner.cancels.lock()
+            && snap
+                .read_at
+                .is_some_and(|t| now.duration_since(t).as_millis() < CANCEL_POLL_MS)
         {
-            let conn = self.reader()?;
-            let mut stmt = conn
-                .prepare_cached("SELECT run_id, by, reason FROM cancels")
+            return Box::pin(std::future::ready(Ok(snap.requests.get(run).cloned())));
+        }
+        let run = run.clone();
+        self.reading(move |inner| {
+            let requests = {
+                let conn = inner.reader()?;
+                let mut stmt = conn
+                    .prepare_cached("SELECT run_id, by, reason FROM cancels")
+                    .map_err(io)?;
+                let rows = stmt
+                    .query_map([], |r| {
+                        Ok((
+                            RunId(r.get(0)?),
+                            CancelRequest {
+                                by: r.get(1)?,
+                                reason: r.get(2)?,
+                            },
+                        ))
+                    })
+                    .map_err(io)?;
+                rows.collect::<Result<HashMap<_, _>, _>>().map_err(io)?
+            };
+            let found = requests.get(&run).cloned();
+            if let Ok(mut snap) = inner.cancels.lock() {
+                snap.requests = requests;
+                snap.read_at = Some(now);
+            }
+            Ok(found)
+        })
+    }
+
+    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        self.writing(move |inner| {
+            let conn = inner.reader()?;
+            let stale_before = driver.now_ms.saturating_sub(LEASE_TTL_MS) as i64;
+            // One statement: the lease is taken only if nobody else was heard from lately, and
+            // taking it starts a new epoch that fences its previous holder.
+            let taken = conn
+                .execute(
+                    "UPDATE runs SET holder = ?2, heartbeat_ms = ?3, epoch = epoch + 1 WHERE run_id = ?1
+                     AND (holder IS NULL OR holder = ?2 OR heartbeat_ms IS NULL OR heartbeat_ms <= ?4)",
+                    params![run.0, &*driver.holder, driver.now_ms as i64, stale_before],
+                )
                 .map_err(io)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok((
-                        RunId(r.get(0)?),
-                        CancelRequest {
-                            by: r.get(1)?,
-                            reason: r.get(2)?,
-                        },
-                    ))
-                })
+            let row: Option<(Option<String>, Option<i64>, i64)> = conn
+                .query_row(
+                    "SELECT holder, heartbeat_ms, epoch FROM runs WHERE run_id = ?1",
+                    [&run.0],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()
                 .map_err(io)?;
-            snap.requests = rows.collect::<Result<HashMap<_, _>, _>>().map_err(io)?;
-            snap.read_at = Some(now);
-        }
-        Ok(snap.requests.get(run).cloned())
+            match (row, taken) {
+                (None, _) => Err(StoreError::Io(format!("no run `{run}` in the store"))),
+                (Some((_, _, epoch)), 1) => Ok(Claim::Taken {
+                    epoch: epoch as u64,
+                }),
+                (Some((holder, at, _)), _) => Ok(Claim::Held(Held {
+                    holder: holder.unwrap_or_default(),
+                    heartbeat_ms: at.unwrap_or(0) as u64,
+                })),
+            }
+        })
     }
 
-    fn claim(&self, run: &RunId, driver: &Driver) -> Result<Option<Held>, StoreError> {
-        self.writable()?;
-        let conn = self.reader()?;
-        let stale_before = driver.now_ms.saturating_sub(LEASE_TTL_MS) as i64;
-        // One statement: the lease is taken only if nobody else was heard from lately.
-        let taken = conn
-            .execute(
-                "UPDATE runs SET holder = ?2, heartbeat_ms = ?3 WHERE run_id = ?1
-                 AND (holder IS NULL OR holder = ?2 OR heartbeat_ms IS NULL OR heartbeat_ms <= ?4)",
-                params![run.0, &*driver.holder, driver.now_ms as i64, stale_before],
-            )
-            .map_err(io)?;
-        if taken == 1 {
-            return Ok(None);
-        }
-        let held: Option<(Option<String>, Option<i64>)> = conn
-            .query_row(
-                "SELECT holder, heartbeat_ms FROM runs WHERE run_id = ?1",
-                [&run.0],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(io)?;
-        match held {
-            None => Err(StoreError::Io(format!("no run `{run}` in the store"))),
-            Some((holder, at)) => Ok(Some(Held {
-                holder: holder.unwrap_or_default(),
-                heartbeat_ms: at.unwrap_or(0) as u64,
-            })),
-        }
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        self.writing(move |inner| {
+            inner
+                .reader()?
+                .execute(
+                    "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2 AND epoch = ?4",
+                    params![run.0, &*driver.holder, driver.now_ms as i64, driver.epoch as i64],
+                )
+                .map_err(io)?;
+            Ok(())
+        })
     }
 
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
-        self.writable()?;
-        let conn = self.reader()?;
-        conn.execute(
-            "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2",
-            params![run.0, &*driver.holder, driver.now_ms as i64],
-        )
+    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        self.writing(move |inner| {
+            inner
+                .reader()?
+                .execute(
+                    "UPDATE runs SET holder = NULL, heartbeat_ms = NULL WHERE run_id = ?1 AND holder = ?2",
+                    params![run.0, &*driver.holder],
+                )
+                .map_err(io)?;
+            Ok(())
+        })
+    }
+
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        Box::new(Feed {
+            path: self.inner.path.clone(),
+            conn: Arc::new(Mutex::new(None)),
+            appended: self.appended.subscribe(),
+            run: run.clone(),
+            next: from_seq.max(1),
+            queue: VecDeque::new(),
+            done: false,
+            seen_version: None,
+        })
+    }
+}
+
+/// A follower of one run: reads the log when a commit happened — one of this store's (it is
+/// woken at once) or another process's (seen in SQLite's `data_version` within
+/// `FOLLOW_POLL_MS`) — and never otherwise.
+struct Feed {
+    path: PathBuf,
+    /// Its own read-only connection, opened on first use.
+    conn: Arc<Mutex<Option<Connection>>>,
+    appended: watch::Receiver<u64>,
+    run: RunId,
+    next: u64,
+    queue: VecDeque<StoredEvent>,
+    done: bool,
+    /// `data_version` at the last read of the log.
+    seen_version: Option<i64>,
+}
+
+/// What one look at the file found: the run's new events (when something was committed since
+/// `seen`), the `data_version`, and the run's status.
+type Look = (Option<Vec<StoredEvent>>, i64, Option<String>);
+
+fn look(
+    path: &Path,
+    slot: &Mutex<Option<Connection>>,
+    run: &RunId,
+    from_seq: u64,
+    seen: Option<i64>,
+) -> Result<Look, StoreError> {
+    let mut slot = slot
+        .lock()
+        .map_err(|_| StoreError::Io("follower connection poisoned".into()))?;
+    if slot.is_none() {
+        *slot = Some(read_only_connection(path)?.0);
+    }
+    let Some(conn) = slot.as_ref() else {
+        return Err(StoreError::Io("no follower connection".into()));
+    };
+    let version: i64 = conn
+        .query_row("PRAGMA data_version", [], |r| r.get(0))
         .map_err(io)?;
-        Ok(())
+    if seen == Some(version) {
+        return Ok((None, version, None));
     }
+    let events = read_events(conn, run, from_seq)?;
+    let status = summary_of(conn, run)?.map(|s| s.status);
+    Ok((Some(events), version, status))
+}
 
-    fn release(&self, run: &RunId, driver: &Driver) -> Result<(), StoreError> {
-        self.writable()?;
-        let conn = self.reader()?;
-        conn.execute(
-            "UPDATE runs SET holder = NULL, heartbeat_ms = NULL WHERE run_id = ?1 AND holder = ?2",
-            params![run.0, &*driver.holder],
-        )
-        .map_err(io)?;
-        Ok(())
+impl EventFeed for Feed {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            loop {
+                if let Some(e) = self.queue.pop_front() {
+                    self.next = e.event.seq + 1;
+                    if matches!(e.event.kind, EventKind::RunFinished { .. }) {
+                        self.done = true;
+                    }
+                    return Ok(Some(e));
+                }
+                if self.done {
+                    return Ok(None);
+                }
+                self.appended.borrow_and_update();
+                let (path, slot, run) = (self.path.clone(), self.conn.clone(), self.run.clone());
+                let (from, seen) = (self.next, self.seen_version);
+                let (events, version, status) =
+                    tokio::task::spawn_blocking(move || look(&path, &slot, &run, from, seen))
+                        .await
+                        .map_err(|e| StoreError::Io(format!("a store read stopped: {e}")))??;
+                self.seen_version = Some(version);
+                match events {
+                    Some(events) if !events.is_empty() => {
+                        self.queue.extend(events);
+                        continue;
+                    }
+                    Some(_) => match status {
+                        None => {
+                            return Err(StoreError::Io(format!("no run `{}`", self.run)));
+                        }
+                        // Ended before the sequence asked for: nothing more will come.
+                        Some(s) if crate::ended(&s) => return Ok(None),
+                        Some(_) => {}
+                    },
+                    None => {}
+                }
+                // Nothing new: wait for this store's next commit, or look again shortly for
+                // another process's.
+                let pause = std::time::Duration::from_millis(FOLLOW_POLL_MS);
+                tokio::select! {
+                    woken = self.appended.changed() => {
+                        // The store was dropped: only other processes' commits remain.
+                        if woken.is_err() {
+                            tokio::time::sleep(pause).await;
+                        }
+                    }
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        })
     }
 }
 

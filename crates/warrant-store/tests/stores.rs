@@ -10,104 +10,30 @@
 
 use std::sync::Arc;
 
-use warrant_core::event::{DeciderIdentity, EVENTS_FORMAT, Event, EventKind, Outcome};
-use warrant_core::ids::{RunId, StepId};
-use warrant_core::ports::{EventStore, StoreError};
-use warrant_core::spec::{Format, Spec};
+use warrant_core::ids::RunId;
+use warrant_core::ports::{EventStore, RunQuery, StoreError};
 use warrant_store::{Durability, MemoryStore, SqliteStore};
 
-fn spec() -> Arc<Spec> {
-    let yaml = "version: warrant/v1\nid: s\nobjective: o\nproviders: {p: {reference: cafe}}\nsteps: [{id: a, provider: p, tools: [t]}]\n";
-    Arc::new(Spec::parse(yaml, Format::Yaml, "s.yaml").unwrap())
-}
-
-fn started(run: &str) -> Arc<Event> {
-    Arc::new(Event {
-        seq: 1,
-        at_ms: 10,
-        kind: EventKind::RunStarted {
-            format: EVENTS_FORMAT.into(),
-            run_id: RunId(run.into()),
-            spec: spec(),
-            spec_hash: "h".into(),
-            decider: DeciderIdentity {
-                kind: "scripted".into(),
-                name: "x".into(),
-                digest: None,
-            },
-            authority: None,
-            execution_control: None,
-            principal: None,
-            setup_ms: None,
-        },
-    })
-}
-
-fn step(seq: u64) -> Arc<Event> {
-    Arc::new(Event {
-        seq,
-        at_ms: 10 + seq,
-        kind: EventKind::StepStarted {
-            step: StepId("a".into()),
-            provider: "p".into(),
-        },
-    })
-}
-
-fn finished(seq: u64) -> Arc<Event> {
-    Arc::new(Event {
-        seq,
-        at_ms: 99,
-        kind: EventKind::RunFinished {
-            outcome: Outcome::Attained,
-        },
-    })
-}
+use warrant_store::contract::{self, asked, started, step};
 
 async fn contract(store: &dyn EventStore) {
-    let run = RunId("r1".into());
-    store
-        .append(&run, 0, vec![started("r1"), step(2)], None)
-        .await
-        .unwrap();
-    // Optimistic concurrency: a writer that expected an older sequence is refused, and
-    // nothing of its batch is written.
-    let err = store
-        .append(&run, 1, vec![step(2)], None)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        StoreError::Conflict {
-            run: run.clone(),
-            expected: 1,
-            actual: 2
-        }
-    );
-    // A batch whose sequences do not continue the run is refused.
-    assert!(store.append(&run, 2, vec![step(4)], None).await.is_err());
-    store
-        .append(&run, 2, vec![finished(3)], None)
-        .await
-        .unwrap();
-    let events = store.read(&run, 1).unwrap();
-    assert_eq!(
-        events.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
-    assert!(events.windows(2).all(|w| w[0].position < w[1].position));
-    assert_eq!(store.read(&run, 3).unwrap().len(), 1);
-    let runs = store.runs().unwrap();
-    assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].status, "attained");
-    assert_eq!(runs[0].events, 3);
-    // A run must begin with `run_started`.
-    assert!(
-        store
-            .append(&RunId("r2".into()), 0, vec![step(1)], None)
-            .await
-            .is_err()
-    );
+    contract::appends_are_atomic_ordered_and_optimistic(store).await;
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_the_whole_contract() {
+    contract::all(MemoryStore::new).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_store_keeps_the_whole_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = std::sync::atomic::AtomicU32::new(0);
+    contract::all(|| {
+        let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SqliteStore::open(&dir.path().join(format!("c{i}.db")), Durability::Fsync).unwrap()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -124,7 +50,7 @@ async fn the_sqlite_store_honours_the_port_and_persists() {
         contract(&store).await;
     }
     let reopened = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    let events = reopened.read(&RunId("r1".into()), 1).unwrap();
+    let events = reopened.read(&RunId("r1".into()), 1).await.unwrap();
     assert_eq!(events.len(), 3);
     assert_eq!(*events[0].event, *started("r1"));
     // The sequence continues where it was after a reopen.
@@ -161,13 +87,21 @@ async fn concurrent_runs_share_commits_and_each_sees_its_own() {
         let run = t.await.unwrap();
         let seqs: Vec<u64> = store
             .read(&run, 1)
+            .await
             .unwrap()
             .iter()
             .map(|e| e.event.seq)
             .collect();
         assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
     }
-    let positions: Vec<u64> = store.runs().unwrap().iter().map(|r| r.events).collect();
+    let positions: Vec<u64> = store
+        .runs(RunQuery::default())
+        .await
+        .unwrap()
+        .runs
+        .iter()
+        .map(|r| r.events)
+        .collect();
     assert_eq!(positions.len(), 200);
     assert!(positions.iter().all(|n| *n == 20));
 }
@@ -229,8 +163,9 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
         contract(&store).await;
     }
     let reading = SqliteStore::open_read_only(&path).unwrap();
-    assert_eq!(reading.read(&RunId("r1".into()), 1).unwrap().len(), 3);
-    assert_eq!(reading.runs().unwrap()[0].status, "attained");
+    assert_eq!(reading.read(&RunId("r1".into()), 1).await.unwrap().len(), 3);
+    let r1 = reading.summary(&RunId("r1".into())).await.unwrap().unwrap();
+    assert_eq!(r1.status, "attained");
     assert!(
         reading
             .append(&RunId("r1".into()), 3, vec![step(4)], None)
@@ -244,6 +179,7 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
     assert!(
         reading
             .request_cancel(&RunId("r1".into()), request)
+            .await
             .is_err()
     );
     assert!(
@@ -287,88 +223,96 @@ async fn two_stores_on_one_file_check_sequences_against_the_file() {
         }
     );
     fine.unwrap();
-    assert_eq!(b.read(&run, 1).unwrap().len(), 4);
-    assert_eq!(b.read(&other, 1).unwrap().len(), 1);
-}
-
-async fn leases(store: &dyn EventStore) {
-    use warrant_core::ports::{Driver, LEASE_TTL_MS};
-    let run = RunId("r1".into());
-    let one = Driver {
-        holder: "pid 1".into(),
-        now_ms: 1_000,
-    };
-    store
-        .append(&run, 0, vec![started("r1")], Some(&one))
-        .await
-        .unwrap();
-    let s = store.summary(&run).unwrap().unwrap();
-    assert_eq!(s.holder.as_deref(), Some("pid 1"));
-    assert!(s.driven(1_500));
-    // Another process cannot take a lease its driver renewed lately...
-    let two = Driver {
-        holder: "pid 2".into(),
-        now_ms: 2_000,
-    };
-    let held = store.claim(&run, &two).unwrap().unwrap();
-    assert_eq!(held.holder, "pid 1");
-    // ...but can once the driver has been silent for the lease's length.
-    let later = Driver {
-        holder: "pid 2".into(),
-        now_ms: 1_000 + LEASE_TTL_MS,
-    };
-    assert!(!s.driven(later.now_ms));
-    assert_eq!(store.claim(&run, &later).unwrap(), None);
-    store
-        .heartbeat(
-            &run,
-            &Driver {
-                holder: "pid 2".into(),
-                now_ms: 20_000,
-            },
-        )
-        .unwrap();
-    assert_eq!(
-        store.summary(&run).unwrap().unwrap().heartbeat_ms,
-        Some(20_000)
-    );
-    // The append that ends the run gives the lease back.
-    store
-        .append(&run, 1, vec![finished(2)], Some(&later))
-        .await
-        .unwrap();
-    let s = store.summary(&run).unwrap().unwrap();
-    assert_eq!((s.status.as_str(), s.holder), ("attained", None));
-}
-
-#[tokio::test]
-async fn both_stores_keep_leases() {
-    leases(&MemoryStore::new()).await;
-    let dir = tempfile::tempdir().unwrap();
-    leases(&SqliteStore::open(&dir.path().join("l.db"), Durability::Fsync).unwrap()).await;
+    assert_eq!(b.read(&run, 1).await.unwrap().len(), 4);
+    assert_eq!(b.read(&other, 1).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn a_schema_1_store_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");
+    let waiting = RunId("w".into());
     {
         let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
         contract(&store).await;
+        store
+            .append(&waiting, 0, vec![started("w"), asked(2, "w-a1")], None)
+            .await
+            .unwrap();
     }
-    // Make it look like a store written before leases.
+    // Make it look like a store written before leases, epochs and the approvals index.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN holder; ALTER TABLE runs DROP COLUMN heartbeat_ms;
+         ALTER TABLE runs DROP COLUMN epoch; DROP TABLE approvals;
          UPDATE meta SET value = '1' WHERE key = 'schema_version'; PRAGMA application_id = 0;",
     )
     .unwrap();
     drop(conn);
     // Read-only, it reads as it is; opened to write, it is brought up to date.
     let reading = SqliteStore::open_read_only(&path).unwrap();
-    assert_eq!(reading.runs().unwrap()[0].holder, None);
+    let r1 = reading.summary(&RunId("r1".into())).await.unwrap().unwrap();
+    assert_eq!((r1.status.as_str(), r1.holder), ("attained", None));
     drop(reading);
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    assert_eq!(store.read(&RunId("r1".into()), 1).unwrap().len(), 3);
-    assert_eq!(store.runs().unwrap()[0].status, "attained");
+    assert_eq!(store.read(&RunId("r1".into()), 1).await.unwrap().len(), 3);
+    let r1 = store.summary(&RunId("r1".into())).await.unwrap().unwrap();
+    assert_eq!(r1.status, "attained");
+    // The approvals index is built from the logs.
+    let pending = store.pending_approvals(None).await.unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|p| p.request.as_str())
+            .collect::<Vec<_>>(),
+        vec!["w-a1"]
+    );
+}
+
+/// A follower in one process sees what another process appends to the same file (an
+/// approval answered from another terminal) without reading the log over and over, and keeps
+/// following when that writer goes away and another one takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_sees_other_processes_appends_across_writer_restarts() {
+    use warrant_store::contract::{answered, finished};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let run = RunId("r1".into());
+    let writer = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    writer
+        .append(&run, 0, vec![started("r1"), asked(2, "r1-a1")], None)
+        .await
+        .unwrap();
+    let follower = SqliteStore::open_read_only(&path).unwrap();
+    let mut feed = follower.subscribe(&run, 1);
+    assert_eq!(next(feed.as_mut()).await, Some(1));
+    assert_eq!(next(feed.as_mut()).await, Some(2));
+    // Another process answers the approval.
+    writer
+        .append(&run, 2, vec![answered(3, "r1-a1")], None)
+        .await
+        .unwrap();
+    assert_eq!(next(feed.as_mut()).await, Some(3));
+    // That process exits; a new one carries the run on and ends it.
+    drop(writer);
+    let again = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    again
+        .append(&run, 3, vec![step(4), finished(5)], None)
+        .await
+        .unwrap();
+    assert_eq!(next(feed.as_mut()).await, Some(4));
+    assert_eq!(next(feed.as_mut()).await, Some(5));
+    assert_eq!(
+        next(feed.as_mut()).await,
+        None,
+        "the feed ends with the run"
+    );
+}
+
+async fn next(feed: &mut dyn warrant_core::ports::EventFeed) -> Option<u64> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+        .await
+        .expect("the follower saw nothing")
+        .unwrap()
+        .map(|e| e.event.seq)
 }

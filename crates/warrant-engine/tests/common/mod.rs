@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use warrant_core::event::{Event, EventKind};
-use warrant_core::ports::{
-    Authority, BoxFuture, DecideError, Decided, Decider, EventStore, Surface,
-};
+use warrant_core::ports::{Authority, BoxFuture, DecideError, Decided, Decider, Surface};
 use warrant_core::projection::Projection;
 use warrant_core::spec::Format;
 use warrant_core::validate;
@@ -99,7 +97,7 @@ pub async fn run_with(
         .run(spec, decider, &s.surfaces)
         .await
         .expect("run records");
-    let events = log(&*s.store, &result);
+    let events = log(&s.store, &result);
     World {
         store: s.store,
         cafe: s.cafe,
@@ -112,13 +110,8 @@ pub async fn run(spec_yaml: &str, script_yaml: &str) -> World {
     run_with(spec_yaml, &script(script_yaml), Arc::new(AllowAll)).await
 }
 
-pub fn log(store: &dyn EventStore, result: &RunResult) -> Vec<Arc<Event>> {
-    store
-        .read(&result.run_id, 1)
-        .expect("read")
-        .into_iter()
-        .map(|s| s.event)
-        .collect()
+pub fn log(store: &MemoryStore, result: &RunResult) -> Vec<Arc<Event>> {
+    store.events(&result.run_id)
 }
 
 pub fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {
@@ -186,5 +179,15 @@ impl TokioClock {
 impl warrant_core::ports::Clock for TokioClock {
     fn now_ms(&self) -> u64 {
         1_700_000_000_000 + self.0.elapsed().as_millis() as u64
+    }
+}
+
+/// The value of a future that is ready at once (the memory store's), from synchronous code.
+pub fn at_once<T>(f: impl std::future::Future<Output = T>) -> T {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("the future was not ready at once"),
     }
 }

@@ -1,0 +1,50 @@
+//! Warrant's application layer: what every front door does — the `warrant` command today, a
+//! server, a worker or an embedder next — so that each drives the very same path. Reading a
+//! spec (bounded, paths resolved), building deciders (and rebuilding the one a run recorded),
+//! reaching providers, starting and re-entering runs, cancelling, answering, reconciling, and
+//! the queries over a store (runs, one run, approvals) with one status derivation.
+//!
+//! It never prints: results are typed rows that serialise for `--json` and that a front door
+//! renders as it likes. Errors say whether the input was at fault ([`AppError::Invalid`]:
+//! nothing was run or written) or something failed on the way ([`AppError::Failed`]).
+
+mod load;
+mod ops;
+mod providers;
+mod rows;
+
+pub use load::{Deciders, load_spec, read_text};
+pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, validate};
+pub use providers::{check_rule_tools, connect, missing_tools, observe_all};
+pub use rows::{
+    ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
+};
+
+/// Largest spec, model table or policy file read (a spec is a page, not a database).
+pub const DOCUMENT_BYTES_MAX: u64 = 4 << 20;
+/// Largest script read.
+pub const SCRIPT_BYTES_MAX: u64 = 16 << 20;
+
+/// Why an operation did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The input is at fault (a spec, a flag, a run id, an answer): nothing was run or written.
+    #[error("{0}")]
+    Invalid(String),
+    /// Something failed on the way (a provider, the store, a log this build cannot read).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl AppError {
+    pub(crate) fn invalid(e: impl std::fmt::Display) -> AppError {
+        AppError::Invalid(e.to_string())
+    }
+
+    pub(crate) fn failed(e: impl std::fmt::Display) -> AppError {
+        AppError::Failed(e.to_string())
+    }
+}
+
+/// What an operation returns.
+pub type Result<T, E = AppError> = std::result::Result<T, E>;

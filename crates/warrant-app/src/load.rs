@@ -1,0 +1,169 @@
+//! Reading what a person gives: spec files, scripts, model tables; and building deciders.
+
+use std::path::{Path, PathBuf};
+
+use warrant_core::event::DeciderIdentity;
+use warrant_core::ports::Decider;
+use warrant_core::spec::Format;
+use warrant_core::{Spec, validate};
+use warrant_deciders::live::models::Table;
+use warrant_deciders::{Script, ScriptedDecider};
+use warrant_surfaces::ReferenceCatalog;
+
+use crate::{AppError, DOCUMENT_BYTES_MAX, Result, SCRIPT_BYTES_MAX};
+
+/// The text of `path`, at most `max` bytes of UTF-8: a larger file (or an endless one, like
+/// `/dev/zero`) is refused by name, never read whole.
+pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
+    use std::io::Read as _;
+    let shown = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| AppError::invalid(format!("cannot read {what} `{shown}`: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| AppError::invalid(format!("cannot read {what} `{shown}`: {e}")))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
+        return Err(AppError::invalid(format!(
+            "{what} `{shown}` is over {} MiB: too large to be one",
+            max >> 20
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| AppError::invalid(format!("{what} `{shown}` is not UTF-8 text")))
+}
+
+/// Reads and validates a spec file. Errors name the file, field and line. Every relative path
+/// in it is resolved against its folder and frozen as an absolute path, so the run means the
+/// same thing from any working directory, and when it is resumed from another.
+pub fn load_spec(path: &Path) -> Result<Spec> {
+    let shown = path.display().to_string();
+    let text = read_text(path, DOCUMENT_BYTES_MAX, "spec")?;
+    let catalog = ReferenceCatalog::default();
+    let mut spec = validate::load(&text, Format::of_path(&shown), &shown, &catalog)
+        .map_err(AppError::invalid)?;
+    let base = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(folder) => std::path::absolute(folder),
+        None => std::env::current_dir(),
+    }
+    .map_err(|e| AppError::invalid(format!("{shown}: cannot resolve its folder: {e}")))?;
+    validate::normalise_paths(&mut spec, &base, &catalog);
+    Ok(spec)
+}
+
+/// Builds deciders: scripted ones from files, live ones with the model table (built in, with
+/// the user's file applied).
+#[derive(Clone, Debug, Default)]
+pub struct Deciders {
+    models: Option<PathBuf>,
+}
+
+impl Deciders {
+    /// Live deciders read the model table with the overrides in `models`, if given.
+    pub fn new(models: Option<PathBuf>) -> Deciders {
+        Deciders { models }
+    }
+
+    /// The model capability table: built in, with the user's file applied.
+    pub fn model_table(&self) -> Result<Table> {
+        let table = Table::builtin()
+            .map_err(|e| AppError::failed(format!("the built-in model table: {e}")))?;
+        match &self.models {
+            None => Ok(table),
+            Some(path) => {
+                let shown = path.display().to_string();
+                let text = read_text(path, DOCUMENT_BYTES_MAX, "model table")?;
+                table
+                    .with_overrides(&text, &shown)
+                    .map_err(AppError::invalid)
+            }
+        }
+    }
+
+    /// The model table file given, if any.
+    pub fn models(&self) -> Option<&Path> {
+        self.models.as_deref()
+    }
+
+    /// Builds a decider from `kind:argument`. A relative script path is resolved against
+    /// `base` (a spec's folder for its default decider), else the working directory.
+    pub fn load(&self, text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<dyn Decider>> {
+        let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
+        match kind {
+            "scripted" => {
+                if arg.is_empty() {
+                    return Err(AppError::invalid(
+                        "`scripted` needs a path: `scripted:PATH`",
+                    ));
+                }
+                let path = match base {
+                    Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
+                    _ => PathBuf::from(arg),
+                };
+                // Recorded as an absolute path: a resume works from any folder.
+                let path = std::path::absolute(&path).unwrap_or(path);
+                let shown = path.display().to_string();
+                let text = read_text(&path, SCRIPT_BYTES_MAX, "script")?;
+                let script = Script::parse(&text, Format::of_path(&shown), &shown)
+                    .map_err(AppError::invalid)?;
+                let unknown: Vec<String> = script
+                    .steps()
+                    .filter(|s| spec.steps.iter().all(|st| st.id.0 != *s))
+                    .map(|s| format!("`{s}`"))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(AppError::invalid(format!(
+                        "{shown}: steps: the spec has no step {}",
+                        unknown.join(", ")
+                    )));
+                }
+                Ok(Box::new(ScriptedDecider::new(script, &shown)))
+            }
+            live if warrant_deciders::live::is_live(live) => {
+                let decider =
+                    warrant_deciders::live::LiveDecider::parse(text, &self.model_table()?)
+                        .map_err(|e| AppError::invalid(format!("decider `{text}`: {e}")))?;
+                Ok(Box::new(decider))
+            }
+            other => Err(AppError::invalid(format!(
+                "unknown decider `{other}` (this build knows: scripted:PATH, openai:MODEL, \
+                 anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL)"
+            ))),
+        }
+    }
+
+    /// The decider a spec names as its default, resolved against the spec's folder.
+    pub fn default_for(&self, spec: &Spec, spec_path: &Path) -> Result<Box<dyn Decider>> {
+        let Some(d) = spec.decider.as_deref() else {
+            return Err(AppError::invalid(format!(
+                "`{}` names no default decider: pass `--decider scripted:PATH`",
+                spec_path.display()
+            )));
+        };
+        self.load(d, spec_path.parent(), spec)
+    }
+
+    /// The decider recorded in a run's log, built again. It must be configured as it was (a
+    /// script unchanged): its decisions would otherwise not be the ones recorded.
+    pub fn recorded(&self, identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
+        let decider = match identity.kind.as_str() {
+            "scripted" => self.load(&format!("scripted:{}", identity.name), None, spec)?,
+            live if warrant_deciders::live::is_live(live) => {
+                self.load(&format!("{live}:{}", identity.name), None, spec)?
+            }
+            other => {
+                return Err(AppError::invalid(format!(
+                    "this build cannot resume a run decided by `{other}:{}`",
+                    identity.name
+                )));
+            }
+        };
+        if decider.identity().digest != identity.digest {
+            return Err(AppError::invalid(format!(
+                "the decider `{}:{}` is not configured as when the run started: its decisions would not be the ones recorded",
+                identity.kind, identity.name
+            )));
+        }
+        Ok(decider)
+    }
+}

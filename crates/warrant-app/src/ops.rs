@@ -1,0 +1,504 @@
+//! The operations on runs: start, re-enter, cancel, answer, reconcile; and the queries.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use warrant_core::event::Event;
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{Clock, Decider, EventStore, RunPage, RunQuery, resolve_run_prefix};
+use warrant_core::report::RunReport;
+use warrant_core::store::PendingApproval;
+use warrant_core::{RunState, Spec};
+use warrant_engine::{Answer, Answered, Engine, RuleList, RunResult, Surfaces, SystemClock, lease};
+use warrant_policy::Policies;
+
+use crate::rows::{ApprovalRow, RunView, approval_status_name};
+use crate::{AppError, Deciders, Result, providers};
+
+/// How long execution control has to rule when neither the flag's spec says.
+const CONTROL_TIMEOUT_MS: u64 = 2_000;
+
+/// What a person adds to a new run beyond its spec.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `kind:argument`; the spec's default decider when `None`.
+    pub decider: Option<String>,
+    /// Tools every call to is denied.
+    pub deny_tools: Vec<String>,
+    /// Tools every call to needs a person's approval.
+    pub ask_tools: Vec<String>,
+    /// Policy files ruling together with the spec's.
+    pub policies: Vec<PathBuf>,
+    /// An execution control to require, instead of the spec's.
+    pub execution_control: Option<String>,
+    /// Who the run acts for.
+    pub tenant: String,
+    /// Who the run acts for.
+    pub user: String,
+}
+
+/// A run ready to go: its spec, decider and providers, checked before anything is written.
+pub struct Prepared {
+    /// The run being re-entered, or `None` for a new one.
+    pub run: Option<RunId>,
+    /// Its spec.
+    pub spec: Arc<Spec>,
+    /// Its decider.
+    pub decider: Box<dyn Decider>,
+    /// Its providers, reached.
+    pub surfaces: Surfaces,
+    options: RunOptions,
+    begun_ms: u64,
+}
+
+impl Prepared {
+    /// Everything a new run of `spec` needs, checked before any store is opened: the
+    /// decider, the policies (the spec's and `options.policies`), the execution control, the
+    /// providers reached and, for rules by tool name, that they offer the tools named.
+    pub async fn new(
+        deciders: &Deciders,
+        spec: Spec,
+        spec_path: &Path,
+        options: RunOptions,
+    ) -> Result<Prepared> {
+        let begun_ms = SystemClock.now_ms();
+        let decider = match &options.decider {
+            Some(d) => deciders.load(d, None, &spec)?,
+            None => deciders.default_for(&spec, spec_path)?,
+        };
+        check_policies(&spec, &options.policies)?;
+        if let Some(url) = &options.execution_control {
+            warrant_policy::HttpControl::new(url).map_err(AppError::invalid)?;
+        }
+        let surfaces = providers::connect(&spec).await?;
+        if !options.deny_tools.is_empty() || !options.ask_tools.is_empty() {
+            let offered = providers::observe_all(&spec, &surfaces).await?;
+            providers::check_rule_tools(&offered, &options.deny_tools, &options.ask_tools)?;
+        }
+        Ok(Prepared {
+            run: None,
+            spec: Arc::new(spec),
+            decider,
+            surfaces,
+            options,
+            begun_ms,
+        })
+    }
+
+    /// Starts the run (or re-enters it), recording the time spent getting here, and drives it
+    /// as far as it goes with `engine` (from [`App::engine_for`]).
+    pub async fn drive(&self, engine: &Engine) -> Result<RunResult> {
+        let setup_ms = Some(SystemClock.now_ms().saturating_sub(self.begun_ms));
+        match &self.run {
+            None => {
+                engine
+                    .run_with_setup(
+                        self.spec.clone(),
+                        self.decider.as_ref(),
+                        &self.surfaces,
+                        setup_ms,
+                    )
+                    .await
+            }
+            Some(id) => {
+                engine
+                    .resume_with_setup(id, self.decider.as_ref(), &self.surfaces, setup_ms)
+                    .await
+            }
+        }
+        .map_err(AppError::failed)
+    }
+
+    /// Carries `run` on after a person answered it here.
+    pub async fn resume(&self, engine: &Engine, run: &RunId) -> Result<RunResult> {
+        engine
+            .resume(run, self.decider.as_ref(), &self.surfaces)
+            .await
+            .map_err(AppError::failed)
+    }
+}
+
+/// What became of a cancellation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The run had ended already, with this status.
+    AlreadyEnded(String),
+    /// It is cancelled now.
+    Cancelled,
+    /// It ended otherwise (this status) before the cancellation took effect.
+    EndedFirst(String),
+    /// The request is recorded; the process driving it has not acted on it yet.
+    Pending {
+        /// That process.
+        holder: String,
+    },
+}
+
+/// What an operator found out about a call in doubt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reconciled {
+    /// It happened (else it did not).
+    pub happened: bool,
+    /// It did not happen and is to be sent again.
+    pub resend: bool,
+}
+
+/// The operations over one store.
+#[derive(Clone)]
+pub struct App {
+    store: Arc<dyn EventStore>,
+    deciders: Deciders,
+}
+
+impl App {
+    /// Operations over `store`, building deciders with `deciders`.
+    pub fn new(store: Arc<dyn EventStore>, deciders: Deciders) -> App {
+        App { store, deciders }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn EventStore> {
+        &self.store
+    }
+
+    /// An engine over the store that builds and rebuilds the policies runs name.
+    pub fn engine(&self) -> Engine {
+        Engine::new(self.store.clone()).with_policies(Arc::new(Policies))
+    }
+
+    /// The engine to drive `prepared` with: the person's rules for a new run on top of the
+    /// spec's; a re-entered run is ruled by what it recorded.
+    pub fn engine_for(&self, prepared: &Prepared) -> Engine {
+        let o = &prepared.options;
+        let mut engine = self.engine();
+        if prepared.run.is_some() {
+            return engine;
+        }
+        if !o.deny_tools.is_empty() || !o.ask_tools.is_empty() {
+            engine = engine.with_authority(Arc::new(RuleList::new(
+                o.deny_tools.iter().cloned(),
+                o.ask_tools.iter().cloned(),
+            )));
+        }
+        if !o.policies.is_empty() {
+            engine = engine
+                .with_policy_files(o.policies.iter().map(|p| p.display().to_string()).collect());
+        }
+        if let Some(url) = &o.execution_control {
+            let timeout_ms = prepared
+                .spec
+                .execution_control
+                .as_ref()
+                .map_or(CONTROL_TIMEOUT_MS, |c| c.timeout_ms);
+            // Checked when prepared: it builds.
+            if let Ok(control) = warrant_policy::HttpControl::new(url) {
+                engine = engine.with_execution_control(Some(Arc::new(control)), timeout_ms);
+            }
+        }
+        engine.acting_for(&o.tenant, &o.user)
+    }
+
+    /// What re-entering `run` needs: its recorded decider (built again, unchanged) and its
+    /// providers reached again. Refused for a log this build cannot fully read.
+    pub async fn reentry(&self, run: &RunId) -> Result<Prepared> {
+        let begun_ms = SystemClock.now_ms();
+        let events = self.log(run).await?;
+        let state = fold(run, &events)?;
+        warrant_engine::understood(run, &state).map_err(AppError::invalid)?;
+        let (Some(spec), Some(identity)) = (state.spec.clone(), state.decider.as_ref()) else {
+            return Err(AppError::failed(format!(
+                "run `{run}` has no `run_started`"
+            )));
+        };
+        let decider = self.deciders.recorded(identity, &spec)?;
+        let surfaces = providers::connect(&spec).await?;
+        Ok(Prepared {
+            run: Some(run.clone()),
+            spec,
+            decider,
+            surfaces,
+            options: RunOptions::default(),
+            begun_ms,
+        })
+    }
+
+    /// Re-enters `run` with what it recorded and drives it as far as it goes.
+    pub async fn reenter(&self, run: &RunId) -> Result<RunResult> {
+        let prepared = self.reentry(run).await?;
+        prepared.drive(&self.engine_for(&prepared)).await
+    }
+
+    /// The run `text` names: `last`, a full id or a prefix of one.
+    pub async fn resolve(&self, text: &str) -> Result<RunId> {
+        let query = RunQuery {
+            id_prefix: (text != "last").then(|| text.to_owned()),
+            limit: if text == "last" { 1 } else { 2 },
+            ..RunQuery::default()
+        };
+        let page = self.store.runs(query).await.map_err(AppError::failed)?;
+        if text == "last" {
+            return page
+                .runs
+                .first()
+                .map(|r| r.run_id.clone())
+                .ok_or_else(|| AppError::invalid("the store has no runs"));
+        }
+        resolve_run_prefix(&page.runs, text).map_err(AppError::invalid)
+    }
+
+    /// `run`'s log.
+    pub async fn log(&self, run: &RunId) -> Result<Vec<Arc<Event>>> {
+        let events = self.store.read(run, 1).await.map_err(AppError::failed)?;
+        if events.is_empty() {
+            return Err(AppError::invalid(format!("no run `{run}` in the store")));
+        }
+        Ok(events.into_iter().map(|s| s.event).collect())
+    }
+
+    /// The runs `query` asks for, each with the status every reader shows (`interrupted` for
+    /// a running one no process drives).
+    pub async fn runs(&self, query: RunQuery) -> Result<RunPage> {
+        let mut page = self.store.runs(query).await.map_err(AppError::failed)?;
+        let now = SystemClock.now_ms();
+        for r in &mut page.runs {
+            r.status = lease::shown_status(r, now).to_owned();
+        }
+        Ok(page)
+    }
+
+    /// The runs no process drives that can go on: interrupted ones and answered ones.
+    pub async fn resumable(&self) -> Result<Vec<RunId>> {
+        let now = SystemClock.now_ms();
+        let mut out = Vec::new();
+        let mut query = RunQuery {
+            limit: 500,
+            ..RunQuery::default()
+        };
+        loop {
+            let page = self
+                .store
+                .runs(query.clone())
+                .await
+                .map_err(AppError::failed)?;
+            out.extend(
+                page.runs
+                    .iter()
+                    .filter(|r| lease::resumable(r, now))
+                    .map(|r| r.run_id.clone()),
+            );
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// `run`'s report, from its log.
+    pub async fn report(&self, run: &RunId) -> Result<RunReport> {
+        let events = self.log(run).await?;
+        RunReport::from_events(&events).map_err(|e| AppError::failed(format!("run `{run}`: {e}")))
+    }
+
+    /// `run` as `show` gives it.
+    pub async fn show(&self, run: &RunId) -> Result<RunView> {
+        let events = self.log(run).await?;
+        let state = fold(run, &events)?;
+        let report = RunReport::from_events(&events)
+            .map_err(|e| AppError::failed(format!("run `{run}`: {e}")))?;
+        let status = self.status(run, &state).await;
+        Ok(RunView::new(report, &state, &events, status))
+    }
+
+    /// The status every reader shows for `run`: its log's, or `interrupted` when it runs and
+    /// no process drives it.
+    pub async fn status(&self, run: &RunId, state: &RunState) -> String {
+        let folded = state.status();
+        let summary = self.store.summary(run).await.ok().flatten();
+        match summary {
+            Some(s) if folded == "running" && lease::interrupted(&s, SystemClock.now_ms()) => {
+                "interrupted".to_owned()
+            }
+            _ => folded.to_owned(),
+        }
+    }
+
+    /// Approval requests: every one of `run` (answered or not); or, with `None`, the pending
+    /// ones of every run. A request unanswered past its time is `expired` whether or not a
+    /// process recorded that yet.
+    pub async fn approvals(&self, run: Option<&RunId>) -> Result<Vec<ApprovalRow>> {
+        let now = SystemClock.now_ms();
+        let Some(run) = run else {
+            let pending = self
+                .store
+                .pending_approvals(None)
+                .await
+                .map_err(AppError::failed)?;
+            return Ok(pending
+                .into_iter()
+                .filter(|a| now < a.expires_at_ms)
+                .map(|a| ApprovalRow::new(a, "pending"))
+                .collect());
+        };
+        let events = self.log(run).await?;
+        let state = fold(run, &events)?;
+        Ok(events
+            .iter()
+            .filter_map(|e| PendingApproval::asked(run, e))
+            .map(|asked| {
+                let status = match state.approval(&asked.request).map(|a| &a.status) {
+                    Some(warrant_core::fold::ApprovalStatus::Pending)
+                        if now >= asked.expires_at_ms =>
+                    {
+                        "expired"
+                    }
+                    Some(s) => approval_status_name(s),
+                    None => "expired",
+                };
+                ApprovalRow::new(asked, status)
+            })
+            .collect())
+    }
+
+    /// Where approval request `request` of `run` stands, when no longer pending: another
+    /// person may have answered it meanwhile. `None` while it is pending.
+    pub async fn answered_elsewhere(&self, run: &RunId, request: &str) -> Result<Option<String>> {
+        let state = fold(run, &self.log(run).await?)?;
+        Ok(match state.approval(request).map(|a| &a.status) {
+            Some(warrant_core::fold::ApprovalStatus::Pending) => None,
+            Some(other) => Some(approval_status_name(other).to_owned()),
+            None => Some("gone".to_owned()),
+        })
+    }
+
+    /// Answers approval request `request`, as `by`.
+    pub async fn answer(&self, request: &str, answer: Answer, by: &str) -> Result<Answered> {
+        self.engine()
+            .answer(request, answer, by)
+            .await
+            .map_err(AppError::invalid)
+    }
+
+    /// Records what `by` found out about call `call` of `run`, in doubt.
+    pub async fn reconcile(
+        &self,
+        run: &RunId,
+        call: CallId,
+        said: Reconciled,
+        by: &str,
+        note: &str,
+    ) -> Result<()> {
+        self.engine()
+            .reconcile(run, call, said.happened, said.resend, by, note)
+            .await
+            .map_err(AppError::invalid)
+    }
+
+    /// Cancels `run`, as `by`: the process driving it ends it at its next check (waited for
+    /// up to `wait`); one no process drives (it waits for a person, or its process died) is
+    /// ended here, through the same re-entry path.
+    pub async fn cancel(
+        &self,
+        run: &RunId,
+        by: &str,
+        reason: &str,
+        wait: Duration,
+    ) -> Result<Cancelled> {
+        let before = self.summary(run).await?;
+        if !live_status(&before.status) {
+            return Ok(Cancelled::AlreadyEnded(before.status));
+        }
+        self.engine()
+            .cancel(run, by, reason)
+            .await
+            .map_err(AppError::failed)?;
+        let step = Duration::from_millis(100);
+        let mut waited = Duration::ZERO;
+        while lease::driven(&self.summary(run).await?, SystemClock.now_ms()) && waited < wait {
+            tokio::time::sleep(step).await;
+            waited += step;
+        }
+        let now = self.summary(run).await?;
+        if now.status == "cancelled" {
+            return Ok(Cancelled::Cancelled);
+        }
+        if !live_status(&now.status) {
+            return Ok(Cancelled::EndedFirst(now.status));
+        }
+        if lease::driven(&now, SystemClock.now_ms()) {
+            return Ok(Cancelled::Pending {
+                holder: now.holder.unwrap_or_default(),
+            });
+        }
+        let result = self.reenter(run).await?;
+        Ok(
+            match result.outcome.as_ref().map(warrant_core::Outcome::name) {
+                Some("cancelled") => Cancelled::Cancelled,
+                Some(other) => Cancelled::EndedFirst(other.to_owned()),
+                None => Cancelled::EndedFirst("waiting".to_owned()),
+            },
+        )
+    }
+
+    async fn summary(&self, run: &RunId) -> Result<warrant_core::ports::RunSummary> {
+        self.store
+            .summary(run)
+            .await
+            .map_err(AppError::failed)?
+            .ok_or_else(|| AppError::invalid(format!("no run `{run}` in the store")))
+    }
+}
+
+/// Whether a run with this status has not ended.
+fn live_status(status: &str) -> bool {
+    matches!(status, "running" | "waiting" | "ready")
+}
+
+fn fold(run: &RunId, events: &[Arc<Event>]) -> Result<RunState> {
+    RunState::from_events(events.iter().map(|e| &**e))
+        .map_err(|e| AppError::failed(format!("run `{run}`: {e}")))
+}
+
+/// Checks that the spec's policies and `extra` load, before anything runs.
+fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
+    let paths: Vec<PathBuf> = spec
+        .policy
+        .iter()
+        .map(PathBuf::from)
+        .chain(extra.iter().cloned())
+        .collect();
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let files = warrant_policy::policy_files(&paths).map_err(AppError::invalid)?;
+    warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
+        .map_err(AppError::invalid)?;
+    Ok(())
+}
+
+/// Checks `spec` as `warrant validate` does: its default decider builds, its policies load,
+/// and, with `connect`, every step's tools are offered by its provider.
+pub async fn validate(
+    deciders: &Deciders,
+    spec: &Spec,
+    spec_path: &Path,
+    connect: bool,
+) -> Result<()> {
+    if spec.decider.is_some() {
+        deciders.default_for(spec, spec_path)?;
+    }
+    check_policies(spec, &[])?;
+    if connect {
+        let surfaces = providers::connect(spec).await?;
+        let offered = providers::observe_all(spec, &surfaces).await?;
+        let missing = providers::missing_tools(spec, &offered);
+        if !missing.is_empty() {
+            let shown = spec_path.display();
+            return Err(AppError::invalid(format!(
+                "{shown}: {}",
+                missing.join(&format!("\n{shown}: "))
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! What the queries return: typed rows that serialise for `--json` (and a server's answers)
+//! and that a front door renders for people.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use warrant_core::fold::ApprovalStatus;
+use warrant_core::fold::StepAnswer;
+use warrant_core::ids::{CallId, RunId, StepId};
+use warrant_core::provenance::ArgLabel;
+use warrant_core::report::{RunReport, SpecRef, UnsettledReport};
+use warrant_core::store::PendingApproval;
+use warrant_core::{Outcome, RunState};
+
+/// A call in doubt, as an operator needs it to find out whether it happened.
+#[derive(Clone, Debug, Serialize)]
+pub struct DoubtRow {
+    /// The call.
+    pub call: CallId,
+    /// Its tool.
+    pub tool: String,
+    /// Its provider.
+    pub provider: String,
+    /// The arguments it was sent with.
+    pub args: Option<Arc<Value>>,
+    /// Their digest.
+    pub args_digest: Option<String>,
+    /// What is known of whether it reached the provider.
+    pub known: Option<String>,
+}
+
+/// An approval request.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApprovalRow {
+    /// `<run>-a<n>`: what `approve` and `deny` take.
+    pub request: String,
+    /// The run.
+    pub run: RunId,
+    /// The call it holds.
+    pub call: CallId,
+    /// The step.
+    pub step: StepId,
+    /// The tool.
+    pub tool: String,
+    /// The provider.
+    pub provider: String,
+    /// `pending`, `approved`, `denied`, `expired` or `withdrawn`.
+    pub status: &'static str,
+    /// What the authority said needs approving.
+    pub reason: String,
+    /// The exact arguments an approval lets through.
+    pub args: Arc<Value>,
+    /// Their digest (an approval binds it).
+    pub args_digest: String,
+    /// Where each argument value was observed.
+    pub provenance: Vec<ArgLabel>,
+    /// Unanswered at this time, it expires.
+    pub expires_at_ms: u64,
+}
+
+impl ApprovalRow {
+    pub(crate) fn new(asked: PendingApproval, status: &'static str) -> ApprovalRow {
+        ApprovalRow {
+            request: asked.request,
+            run: asked.run_id,
+            call: asked.call,
+            step: asked.step,
+            tool: asked.tool,
+            provider: asked.provider,
+            status,
+            reason: asked.reason,
+            args: asked.args,
+            args_digest: asked.args_digest,
+            provenance: asked.provenance,
+            expires_at_ms: asked.expires_at_ms,
+        }
+    }
+}
+
+/// The name of an approval's status.
+pub fn approval_status_name(status: &ApprovalStatus) -> &'static str {
+    match status {
+        ApprovalStatus::Pending => "pending",
+        ApprovalStatus::Approved { .. } => "approved",
+        ApprovalStatus::Denied { .. } => "denied",
+        ApprovalStatus::Expired => "expired",
+        ApprovalStatus::Withdrawn => "withdrawn",
+    }
+}
+
+/// What a run waits on: calls in doubt, approval requests nobody answered.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Waiting {
+    /// Calls in doubt: reconcile them.
+    pub waiting_on: Vec<DoubtRow>,
+    /// Pending approval requests: approve or deny them.
+    pub approvals: Vec<ApprovalRow>,
+}
+
+impl Waiting {
+    /// What the run whose log is `events` (folded into `state`) waits on.
+    pub fn of(state: &RunState, events: &[Arc<warrant_core::Event>]) -> Waiting {
+        let waiting_on = state
+            .in_doubt()
+            .map(|c| DoubtRow {
+                call: c.id,
+                tool: c.tool.clone(),
+                provider: state.provider_of(c.step).to_owned(),
+                args: c.executed.clone(),
+                args_digest: c.executed.as_ref().map(|a| warrant_core::canon::digest(a)),
+                known: c.doubt.map(|d| d.describe().to_owned()),
+            })
+            .collect();
+        let run = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
+        let approvals = state
+            .pending_approvals()
+            .filter_map(|a| {
+                events
+                    .iter()
+                    .filter_map(|e| PendingApproval::asked(&run, e))
+                    .find(|asked| asked.request == a.id)
+            })
+            .map(|asked| ApprovalRow::new(asked, "pending"))
+            .collect();
+        Waiting {
+            waiting_on,
+            approvals,
+        }
+    }
+}
+
+/// One call of a step, as `show` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallRow {
+    /// The call.
+    pub call: CallId,
+    /// Its tool.
+    pub tool: String,
+    /// How it ended, or `in doubt`, `held for approval`, `in flight`.
+    pub status: String,
+}
+
+/// One step, as `show` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRow {
+    /// The step.
+    pub id: StepId,
+    /// Where it stands.
+    pub status: String,
+    /// Decisions taken in it.
+    pub decisions: u32,
+    /// Its calls (the JSON gives their number).
+    #[serde(rename = "calls", serialize_with = "count")]
+    pub call_rows: Vec<CallRow>,
+    /// Its answer, when it gave one.
+    pub answer: Option<StepAnswer>,
+}
+
+fn count<S: serde::Serializer>(calls: &[CallRow], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(calls.len()).unwrap_or(u64::MAX))
+}
+
+/// The last event of a run's log.
+#[derive(Clone, Debug, Serialize)]
+pub struct LastEvent {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+/// One run, as `show` gives it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    /// The run.
+    pub run_id: RunId,
+    /// Where it stands: the status every reader derives the same way (`interrupted` when it
+    /// runs and no process drives it).
+    pub status: String,
+    /// How it ended.
+    pub outcome: Option<&'static str>,
+    /// Its spec.
+    pub spec: SpecRef,
+    /// Its decider.
+    pub decider: warrant_core::event::DeciderIdentity,
+    /// Its answer, when its objective asked for one.
+    pub answer: Option<StepAnswer>,
+    /// Its steps.
+    pub steps: Vec<StepRow>,
+    /// What it waits on.
+    #[serde(flatten)]
+    pub waiting: Waiting,
+    /// Calls left unsettled.
+    pub unsettled: Vec<UnsettledReport>,
+    /// What the report warns of.
+    pub warnings: Vec<String>,
+    /// Its last event.
+    pub last_event: LastEvent,
+}
+
+impl RunView {
+    pub(crate) fn new(
+        report: RunReport,
+        state: &RunState,
+        events: &[Arc<warrant_core::Event>],
+        status: String,
+    ) -> RunView {
+        let steps = report
+            .steps
+            .iter()
+            .map(|s| StepRow {
+                id: s.id.clone(),
+                status: s.status.clone(),
+                decisions: s.decisions,
+                call_rows: s
+                    .calls
+                    .iter()
+                    .map(|c| CallRow {
+                        call: c.call,
+                        tool: c.tool.clone(),
+                        status: match (c.status, state.call(c.call)) {
+                            (Some(st), _) => st.to_string(),
+                            (None, Some(r)) if r.in_doubt => "in doubt".to_owned(),
+                            (None, Some(r)) if r.awaiting.is_some() => {
+                                "held for approval".to_owned()
+                            }
+                            _ => "in flight".to_owned(),
+                        },
+                    })
+                    .collect(),
+                answer: s.answer.clone(),
+            })
+            .collect();
+        let last_event = events.last().map_or(
+            LastEvent {
+                seq: 0,
+                kind: "none",
+            },
+            |e| LastEvent {
+                seq: e.seq,
+                kind: e.kind.name(),
+            },
+        );
+        RunView {
+            run_id: report.run_id,
+            status,
+            outcome: report.outcome.as_ref().map(Outcome::name),
+            spec: report.spec,
+            decider: report.decider,
+            answer: report.answer,
+            steps,
+            waiting: Waiting::of(state, events),
+            unsettled: report.unsettled,
+            warnings: report.warnings,
+            last_event,
+        }
+    }
+}

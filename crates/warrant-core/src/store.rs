@@ -1,0 +1,292 @@
+//! The Store port: durable run logs, the runs index, approvals, cancellations and leases. Every
+//! operation is async, so one contract fits an embedded file and a database server alike; the
+//! contract suite (`warrant-store`'s `tests/stores.rs`) runs against every implementation.
+//!
+//! Appends are optimistic: each names the sequence it continues, checked inside the store's
+//! own transaction, and a conflict fails only that run's append. The process driving a run
+//! holds its lease and names it on every append with the lease's epoch: an append from a
+//! holder whose lease another process has since taken is refused (`Fenced`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::event::{Event, StoredEvent};
+use crate::ids::{CallId, RunId, StepId};
+use crate::ports::BoxFuture;
+use crate::provenance::ArgLabel;
+
+/// A store could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Optimistic concurrency: another writer appended first.
+    #[error("run `{run}` is at sequence {actual}, not {expected}: another writer appended to it")]
+    Conflict {
+        /// The run.
+        run: RunId,
+        /// What the writer expected.
+        expected: u64,
+        /// What the store has.
+        actual: u64,
+    },
+    /// The appender's lease was taken over: another process drives the run now.
+    #[error(
+        "run `{run}` is driven by {holder} now (lease {epoch}): this process no longer may append to it"
+    )]
+    Fenced {
+        /// The run.
+        run: RunId,
+        /// Who holds the lease now.
+        holder: String,
+        /// The lease's epoch now.
+        epoch: u64,
+    },
+    /// Anything else.
+    #[error("store: {0}")]
+    Io(String),
+}
+
+/// A run as the store lists it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RunSummary {
+    /// The run.
+    pub run_id: RunId,
+    /// The spec's id.
+    pub spec_id: String,
+    /// The decider.
+    pub decider: String,
+    /// `running`, `waiting` (for an approval or a reconciliation), `ready` (answered, to be
+    /// resumed) or the outcome's name. A `running` run whose driver is gone is interrupted
+    /// (`warrant_engine::lease`).
+    pub status: String,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// Events in its log.
+    pub events: u64,
+    /// The process driving it, while one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// When that process last showed it was alive (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_ms: Option<u64>,
+    /// The lease's epoch: each claim of the run increments it.
+    pub epoch: u64,
+}
+
+/// How long a driver's lease on a run lasts without a heartbeat. A driver renews it with every
+/// append and, while it waits on something slow, at least every third of it.
+pub const LEASE_TTL_MS: u64 = 10_000;
+
+impl RunSummary {
+    /// Whether a process holds the run's lease and was heard from within [`LEASE_TTL_MS`] of
+    /// `now_ms` (`warrant_engine::lease` also knows a local process that is gone).
+    pub fn driven(&self, now_ms: u64) -> bool {
+        self.holder.is_some()
+            && self
+                .heartbeat_ms
+                .is_some_and(|h| now_ms.saturating_sub(h) < LEASE_TTL_MS)
+    }
+}
+
+/// The process that drives a run, as an append names it: it holds the run's lease (of this
+/// epoch) until the run ends or waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Driver {
+    /// Who: stable for the process (e.g. `pid 4242@host`).
+    pub holder: Arc<str>,
+    /// Now, on the driver's clock (ms since the epoch).
+    pub now_ms: u64,
+    /// The lease's epoch the driver holds (0 for a run it is starting).
+    pub epoch: u64,
+}
+
+/// Another process holds a run's lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// Who.
+    pub holder: String,
+    /// When it was last heard from.
+    pub heartbeat_ms: u64,
+}
+
+/// The answer to a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The lease is the claimant's, at this epoch.
+    Taken {
+        /// The new epoch, to name on every append.
+        epoch: u64,
+    },
+    /// Another live holder has it.
+    Held(Held),
+}
+
+/// Where a listing goes on from: the last run of the previous page.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunCursor {
+    /// Its start.
+    pub started_at_ms: u64,
+    /// Its id.
+    pub run_id: RunId,
+}
+
+/// Which runs to list, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunQuery {
+    /// Only runs with this status (`running`, `waiting`, `ready`, an outcome's name).
+    pub status: Option<String>,
+    /// Only runs of this spec.
+    pub spec_id: Option<String>,
+    /// Only runs whose id starts with this.
+    pub id_prefix: Option<String>,
+    /// Only runs started at or after this time.
+    pub since_ms: Option<u64>,
+    /// After this run (the previous page's cursor).
+    pub after: Option<RunCursor>,
+    /// Most runs on the page (0: no limit).
+    pub limit: usize,
+}
+
+/// One page of runs, and where the next one starts when there is more.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunPage {
+    /// The runs, newest first.
+    pub runs: Vec<RunSummary>,
+    /// Present when more runs match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<RunCursor>,
+}
+
+/// An approval request nobody has answered, as the store indexes it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingApproval {
+    /// `<run>-a<n>`.
+    pub request: String,
+    /// The run.
+    pub run_id: RunId,
+    /// The call it holds.
+    pub call: CallId,
+    /// The step.
+    pub step: StepId,
+    /// The provider.
+    pub provider: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments to execute.
+    pub args: Arc<Value>,
+    /// Their digest (the approval binds it).
+    pub args_digest: String,
+    /// Where each argument value was observed.
+    pub provenance: Vec<ArgLabel>,
+    /// What the authority said needs approving.
+    pub reason: String,
+    /// When it was asked.
+    pub requested_at_ms: u64,
+    /// Unanswered at this time, it expires.
+    pub expires_at_ms: u64,
+}
+
+impl PendingApproval {
+    /// The request an `approval_requested` event of `run` makes; `None` for any other event.
+    pub fn asked(run: &RunId, e: &Event) -> Option<PendingApproval> {
+        let crate::event::EventKind::ApprovalRequested {
+            request,
+            call,
+            step,
+            provider,
+            tool,
+            args,
+            args_digest,
+            provenance,
+            reason,
+            expires_at_ms,
+            ..
+        } = &e.kind
+        else {
+            return None;
+        };
+        Some(PendingApproval {
+            request: request.clone(),
+            run_id: run.clone(),
+            call: *call,
+            step: step.clone(),
+            provider: provider.clone(),
+            tool: tool.clone(),
+            args: args.clone(),
+            args_digest: args_digest.clone(),
+            provenance: provenance.clone(),
+            reason: reason.clone(),
+            requested_at_ms: e.at_ms,
+            expires_at_ms: *expires_at_ms,
+        })
+    }
+}
+
+/// An operator's request to cancel a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelRequest {
+    /// Who asks.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A run's events in order from a sequence number: each one once, waiting for the next, across
+/// appends by any process; it ends after the run's `run_finished`.
+pub trait EventFeed: Send {
+    /// The next event, waiting for it; `Ok(None)` once the run's last event was given.
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>>;
+}
+
+/// The port to durable storage of run logs.
+pub trait EventStore: Send + Sync {
+    /// Appends `events` atomically after sequence `expected_seq`, checked against what the
+    /// store holds inside its transaction (never a cache another process could have outdated):
+    /// a conflict fails only this append. Resolves once they are as durable as the store
+    /// promises. `driver` names the process driving the run and its lease's epoch (the lease
+    /// is renewed, and released when the events end the run or make it wait; a stale epoch is
+    /// `Fenced`); an operator's input (an approval, a reconciliation) passes `None`.
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
+    ) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// The run's events with `seq >= from_seq`, in order.
+    fn read(
+        &self,
+        run: &RunId,
+        from_seq: u64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>>;
+    /// The runs `query` asks for, newest first, a page at a time.
+    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>>;
+    /// The run's summary.
+    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>>;
+    /// Approval requests nobody has answered: of one run, or of every run that has not ended.
+    fn pending_approvals(
+        &self,
+        run: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>>;
+    /// Records an operator's request to cancel `run` (the first request stands). The process
+    /// running it sees the request at its next check and ends the run `cancelled`.
+    fn request_cancel(
+        &self,
+        run: &RunId,
+        request: CancelRequest,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The cancellation requested for `run`, if any. May lag a request by a short interval.
+    fn cancel_request(
+        &self,
+        run: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>>;
+    /// Takes the lease on `run` for `driver` (a new epoch), unless another holder was heard
+    /// from within [`LEASE_TTL_MS`].
+    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>>;
+    /// Renews `driver`'s lease on `run` (while it waits on something slow).
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Gives the lease on `run` back, if `driver` holds it.
+    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Follows `run` from `from_seq`: every event once, in order, as any process appends it.
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed>;
+}

@@ -1,0 +1,504 @@
+//! The store contract: what every implementation of the Store port must do, written once to
+//! run against any of them (`contract::all(|| make a fresh store)`). The memory and SQLite
+//! stores run it in this crate's tests; a new store (PostgreSQL for fleets) runs it in its own.
+//!
+//! Each check panics with what was wrong.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a test suite: a failed expectation is a panic naming it"
+)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use warrant_core::event::{
+    ApprovalScope, DeciderIdentity, EVENTS_FORMAT, Effect, Event, EventKind, Outcome,
+};
+use warrant_core::ids::{CallId, RunId, StepId};
+use warrant_core::spec::{Format, Spec};
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventStore, LEASE_TTL_MS, RunQuery, StoreError,
+};
+
+/// A spec for the runs the suite writes.
+pub fn spec() -> Arc<Spec> {
+    let yaml = "version: warrant/v1\nid: s\nobjective: o\nproviders: {p: {reference: cafe}}\nsteps: [{id: a, provider: p, tools: [t]}]\n";
+    Arc::new(Spec::parse(yaml, Format::Yaml, "s.yaml").unwrap())
+}
+
+/// `run_started` of `run`, at `at_ms`.
+pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
+    Arc::new(Event {
+        seq: 1,
+        at_ms,
+        kind: EventKind::RunStarted {
+            format: EVENTS_FORMAT.into(),
+            run_id: RunId(run.into()),
+            spec: spec(),
+            spec_hash: "h".into(),
+            decider: DeciderIdentity {
+                kind: "scripted".into(),
+                name: "x".into(),
+                digest: None,
+            },
+            authority: None,
+            execution_control: None,
+            principal: None,
+            setup_ms: None,
+        },
+    })
+}
+
+/// `run_started` of `run`.
+pub fn started(run: &str) -> Arc<Event> {
+    started_at(run, 10)
+}
+
+/// A `step_started` with sequence `seq`.
+pub fn step(seq: u64) -> Arc<Event> {
+    Arc::new(Event {
+        seq,
+        at_ms: 10 + seq,
+        kind: EventKind::StepStarted {
+            step: StepId("a".into()),
+            provider: "p".into(),
+        },
+    })
+}
+
+/// `run_finished` (attained) with sequence `seq`.
+pub fn finished(seq: u64) -> Arc<Event> {
+    Arc::new(Event {
+        seq,
+        at_ms: 99,
+        kind: EventKind::RunFinished {
+            outcome: Outcome::Attained,
+        },
+    })
+}
+
+/// An approval request `request` with sequence `seq`.
+pub fn asked(seq: u64, request: &str) -> Arc<Event> {
+    Arc::new(Event {
+        seq,
+        at_ms: 50,
+        kind: EventKind::ApprovalRequested {
+            request: request.into(),
+            call: CallId(1),
+            step: StepId("a".into()),
+            principal: "t/u/a".into(),
+            provider: "p".into(),
+            tool: "t".into(),
+            effect: Effect::Commit,
+            args_digest: "d".into(),
+            schema_digest: "s".into(),
+            args: Arc::new(json!({"amount": 5})),
+            provenance: Vec::new(),
+            reason: "a person must approve it".into(),
+            proposed_scope: ApprovalScope::Once,
+            expires_at_ms: 1_000_000,
+        },
+    })
+}
+
+/// An answer to `request` with sequence `seq`.
+pub fn answered(seq: u64, request: &str) -> Arc<Event> {
+    Arc::new(Event {
+        seq,
+        at_ms: 60,
+        kind: EventKind::ApprovalResolved {
+            request: request.into(),
+            approved: true,
+            scope: Some(ApprovalScope::Once),
+            until_ms: None,
+            by: "alice".into(),
+            reason: String::new(),
+        },
+    })
+}
+
+fn driver(holder: &str, now_ms: u64, epoch: u64) -> Driver {
+    Driver {
+        holder: holder.into(),
+        now_ms,
+        epoch,
+    }
+}
+
+fn seqs(events: &[warrant_core::event::StoredEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.event.seq).collect()
+}
+
+/// Runs every check, each against a fresh store from `make`.
+pub async fn all<S, F>(make: F)
+where
+    S: EventStore + 'static,
+    F: Fn() -> S,
+{
+    appends_are_atomic_ordered_and_optimistic(&make()).await;
+    listing_is_newest_first_filtered_and_paged(&make()).await;
+    pending_approvals_are_indexed(&make()).await;
+    a_subscription_sees_every_event_once_across_appends(make()).await;
+    leases_fence_a_driver_that_lost_its_run(&make()).await;
+    cancellations_are_recorded_once(&make()).await;
+}
+
+/// Batches are atomic; a writer that expected an older sequence is refused (nothing of its
+/// batch written) and only its own append fails; a run begins with `run_started`.
+pub async fn appends_are_atomic_ordered_and_optimistic(store: &dyn EventStore) {
+    let run = RunId("r1".into());
+    store
+        .append(&run, 0, vec![started("r1"), step(2)], None)
+        .await
+        .unwrap();
+    let err = store
+        .append(&run, 1, vec![step(2)], None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Conflict {
+            run: run.clone(),
+            expected: 1,
+            actual: 2
+        }
+    );
+    // A batch whose sequences do not continue the run is refused.
+    assert!(store.append(&run, 2, vec![step(4)], None).await.is_err());
+    // A conflict fails only its own run's append: another run's, at the same moment, lands.
+    let other = RunId("r2".into());
+    let (stale, fine) = tokio::join!(
+        store.append(&run, 1, vec![step(2)], None),
+        store.append(&other, 0, vec![started("r2")], None)
+    );
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
+    fine.unwrap();
+    store
+        .append(&run, 2, vec![finished(3)], None)
+        .await
+        .unwrap();
+    let events = store.read(&run, 1).await.unwrap();
+    assert_eq!(seqs(&events), vec![1, 2, 3]);
+    assert!(events.windows(2).all(|w| w[0].position < w[1].position));
+    assert_eq!(seqs(&store.read(&run, 3).await.unwrap()), vec![3]);
+    let s = store.summary(&run).await.unwrap().unwrap();
+    assert_eq!((s.status.as_str(), s.events), ("attained", 3));
+    assert!(
+        store
+            .append(&RunId("r3".into()), 0, vec![step(1)], None)
+            .await
+            .is_err(),
+        "a run must begin with `run_started`"
+    );
+    assert!(
+        store
+            .read(&RunId("none".into()), 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.summary(&RunId("none".into())).await.unwrap(), None);
+}
+
+/// Runs are listed newest first, filtered by status, spec, id prefix and start, a page at a
+/// time: every run once across the pages, none skipped when runs started at the same time.
+pub async fn listing_is_newest_first_filtered_and_paged(store: &dyn EventStore) {
+    // Seven runs; three share a start time.
+    let starts = [100, 200, 300, 300, 300, 400, 500];
+    for (i, at) in starts.iter().enumerate() {
+        let id = format!("run-{i}");
+        store
+            .append(&RunId(id.clone()), 0, vec![started_at(&id, *at)], None)
+            .await
+            .unwrap();
+    }
+    store
+        .append(&RunId("run-1".into()), 1, vec![finished(2)], None)
+        .await
+        .unwrap();
+    let all = store.runs(RunQuery::default()).await.unwrap();
+    assert_eq!(all.runs.len(), 7);
+    assert_eq!(all.next, None);
+    assert!(
+        all.runs
+            .windows(2)
+            .all(|w| w[0].started_at_ms >= w[1].started_at_ms),
+        "newest first"
+    );
+    // Paged by two: every run exactly once.
+    let mut seen = Vec::new();
+    let mut query = RunQuery {
+        limit: 2,
+        ..RunQuery::default()
+    };
+    for _ in 0..10 {
+        let page = store.runs(query.clone()).await.unwrap();
+        assert!(page.runs.len() <= 2);
+        seen.extend(page.runs.iter().map(|r| r.run_id.0.clone()));
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => break,
+        }
+    }
+    let mut expected: Vec<String> = all.runs.iter().map(|r| r.run_id.0.clone()).collect();
+    assert_eq!(seen, expected, "the pages, in order, are the whole listing");
+    expected.sort();
+    expected.dedup();
+    assert_eq!(expected.len(), 7);
+    let only = |q: RunQuery| async move {
+        store
+            .runs(q)
+            .await
+            .unwrap()
+            .runs
+            .into_iter()
+            .map(|r| r.run_id.0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        only(RunQuery {
+            status: Some("attained".into()),
+            ..RunQuery::default()
+        })
+        .await,
+        vec!["run-1"]
+    );
+    assert_eq!(
+        only(RunQuery {
+            id_prefix: Some("run-6".into()),
+            ..RunQuery::default()
+        })
+        .await,
+        vec!["run-6"]
+    );
+    assert_eq!(
+        only(RunQuery {
+            since_ms: Some(400),
+            ..RunQuery::default()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        only(RunQuery {
+            spec_id: Some("other".into()),
+            ..RunQuery::default()
+        })
+        .await
+        .len(),
+        0
+    );
+}
+
+/// The requests nobody answered, per run and across runs; an answer, or the run's end,
+/// takes a request off.
+pub async fn pending_approvals_are_indexed(store: &dyn EventStore) {
+    let (one, two) = (RunId("r1".into()), RunId("r2".into()));
+    store
+        .append(&one, 0, vec![started("r1"), asked(2, "r1-a1")], None)
+        .await
+        .unwrap();
+    store
+        .append(&two, 0, vec![started("r2"), asked(2, "r2-a1")], None)
+        .await
+        .unwrap();
+    let pending = store.pending_approvals(None).await.unwrap();
+    let mut ids: Vec<&str> = pending.iter().map(|p| p.request.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["r1-a1", "r2-a1"]);
+    let mine = store.pending_approvals(Some(&one)).await.unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].run_id, one);
+    assert_eq!(*mine[0].args, json!({"amount": 5}));
+    assert_eq!(mine[0].reason, "a person must approve it");
+    assert_eq!(
+        store.summary(&one).await.unwrap().unwrap().status,
+        "waiting"
+    );
+    // Answered: off the list, and the run is ready to go on.
+    store
+        .append(&one, 2, vec![answered(3, "r1-a1")], None)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .pending_approvals(Some(&one))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.summary(&one).await.unwrap().unwrap().status, "ready");
+    // Ended: none of its requests is pending any more.
+    store
+        .append(&two, 2, vec![finished(3)], None)
+        .await
+        .unwrap();
+    assert!(store.pending_approvals(None).await.unwrap().is_empty());
+}
+
+/// A subscriber from a sequence number sees every event once, in order, as they are
+/// appended after it subscribed, and its feed ends after `run_finished`.
+pub async fn a_subscription_sees_every_event_once_across_appends<S: EventStore + 'static>(
+    store: S,
+) {
+    let store = Arc::new(store);
+    let run = RunId("r1".into());
+    store
+        .append(&run, 0, vec![started("r1"), step(2)], None)
+        .await
+        .unwrap();
+    let mut feed = store.subscribe(&run, 2);
+    let writer = {
+        let store = store.clone();
+        let run = run.clone();
+        async move {
+            for seq in 3..=6 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                store
+                    .append(&run, seq - 1, vec![step(seq)], None)
+                    .await
+                    .unwrap();
+            }
+            store
+                .append(&run, 6, vec![answered(7, "r1-a9"), finished(8)], None)
+                .await
+                .unwrap();
+        }
+    };
+    let reader = async {
+        let mut got = Vec::new();
+        while let Some(e) = feed.next().await.unwrap() {
+            got.push(e.event.seq);
+        }
+        got
+    };
+    let ((), got) = within(Duration::from_secs(10), async {
+        tokio::join!(writer, reader)
+    })
+    .await;
+    assert_eq!(got, vec![2, 3, 4, 5, 6, 7, 8]);
+    // From past the end of an ended run: nothing, at once.
+    let mut late = store.subscribe(&run, 9);
+    assert!(
+        within(Duration::from_secs(10), late.next())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Each claim takes a new epoch; the driver whose lease was taken is refused (`Fenced`) on
+/// its next append, and a live holder's lease cannot be taken.
+pub async fn leases_fence_a_driver_that_lost_its_run(store: &dyn EventStore) {
+    let run = RunId("r1".into());
+    let one = driver("pid 1", 1_000, 0);
+    store
+        .append(&run, 0, vec![started("r1")], Some(&one))
+        .await
+        .unwrap();
+    let s = store.summary(&run).await.unwrap().unwrap();
+    assert_eq!(s.holder.as_deref(), Some("pid 1"));
+    assert!(s.driven(1_500));
+    let first_epoch = s.epoch;
+    // A live holder's lease is not taken...
+    match store.claim(&run, &driver("pid 2", 2_000, 0)).await.unwrap() {
+        Claim::Held(h) => assert_eq!(h.holder, "pid 1"),
+        other => panic!("a live lease was taken: {other:?}"),
+    }
+    // ...a silent one is, with a new epoch.
+    let later = 1_000 + LEASE_TTL_MS;
+    let Claim::Taken { epoch } = store.claim(&run, &driver("pid 2", later, 0)).await.unwrap()
+    else {
+        panic!("a silent lease was not taken");
+    };
+    assert!(epoch > first_epoch, "{epoch} after {first_epoch}");
+    // The old driver, back, is fenced off: nothing of its batch is written.
+    let err = store
+        .append(
+            &run,
+            1,
+            vec![step(2)],
+            Some(&driver("pid 1", later, first_epoch)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
+    assert_eq!(store.read(&run, 1).await.unwrap().len(), 1);
+    // The new one appends, renews and, ending the run, gives the lease back.
+    let two = driver("pid 2", later + 1, epoch);
+    store
+        .append(&run, 1, vec![step(2)], Some(&two))
+        .await
+        .unwrap();
+    store
+        .heartbeat(&run, &driver("pid 2", 20_000, epoch))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.summary(&run).await.unwrap().unwrap().heartbeat_ms,
+        Some(20_000)
+    );
+    store
+        .append(&run, 2, vec![finished(3)], Some(&two))
+        .await
+        .unwrap();
+    let s = store.summary(&run).await.unwrap().unwrap();
+    assert_eq!((s.status.as_str(), s.holder), ("attained", None));
+    // An operator's input (no driver) is never fenced.
+    let other = RunId("r2".into());
+    store
+        .append(
+            &other,
+            0,
+            vec![started("r2"), asked(2, "r2-a1")],
+            Some(&one),
+        )
+        .await
+        .unwrap();
+    store
+        .append(&other, 2, vec![answered(3, "r2-a1")], None)
+        .await
+        .unwrap();
+}
+
+/// The first request to cancel a run stands.
+pub async fn cancellations_are_recorded_once(store: &dyn EventStore) {
+    let run = RunId("r1".into());
+    store
+        .append(&run, 0, vec![started("r1")], None)
+        .await
+        .unwrap();
+    assert_eq!(store.cancel_request(&run).await.unwrap(), None);
+    let ask = |by: &str| CancelRequest {
+        by: by.into(),
+        reason: "stop".into(),
+    };
+    store.request_cancel(&run, ask("alice")).await.unwrap();
+    store.request_cancel(&run, ask("bob")).await.unwrap();
+    let got = within(Duration::from_secs(5), async {
+        loop {
+            if let Some(c) = store.cancel_request(&run).await.unwrap() {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(got.by, "alice");
+}
+
+async fn within<T>(limit: Duration, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, f)
+        .await
+        .expect("the store did not answer in time")
+}
