@@ -493,3 +493,41 @@ async fn a_denial_holds_even_if_the_authority_would_now_allow_it() {
     );
     assert!(w.bank.transfers().is_empty());
 }
+
+/// An answer is appended through the engine's one append path: the engine's subscribers and
+/// the store's followers see it at once, before the run moves again.
+#[tokio::test]
+async fn an_answer_reaches_subscribers_and_followers_before_the_run_moves() {
+    struct Seen(Arc<std::sync::Mutex<Vec<&'static str>>>);
+    impl warrant_engine::Subscriber for Seen {
+        fn on_event(&mut self, _run: &RunId, event: &Event) -> Result<(), String> {
+            self.0.lock().unwrap().push(event.kind.name());
+            Ok(())
+        }
+    }
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let waiting = w.start().await;
+    let request = waiting.state.approvals[0].id.clone();
+    let mut feed = warrant_core::ports::EventStore::subscribe(
+        &*w.store,
+        &waiting.run_id,
+        waiting.state.last_seq + 1,
+    );
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    w.engine.subscribe("seen", Box::new(Seen(seen.clone())));
+    w.engine.answer(&request, once(), "alice").await.unwrap();
+    assert!(w.engine.drain_subscribers().await.is_empty());
+    // A subscriber added late catches up from the log first; the answer comes once, last.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.last(), Some(&"approval_resolved"), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|k| **k == "approval_resolved").count(),
+        1
+    );
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+        .await
+        .expect("the follower saw the answer")
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.event.kind.name(), "approval_resolved");
+}
