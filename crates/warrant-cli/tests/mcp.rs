@@ -40,15 +40,7 @@ fn everything() -> Vec<String> {
 }
 
 fn invocation(tool: &str, args: Value, effect: Effect, version: &str) -> Invocation {
-    Invocation {
-        run: RunId("r".into()),
-        call: CallId(1),
-        tool: tool.into(),
-        args: Arc::new(args),
-        effect,
-        idempotency_key: "wk-r-c1".into(),
-        version: version.into(),
-    }
+    Invocation::testing(RunId("r".into()), CallId(1), tool, args, effect, version)
 }
 
 #[tokio::test]

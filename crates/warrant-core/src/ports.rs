@@ -38,22 +38,125 @@ pub struct Observation {
 }
 
 /// One call as the Bridge hands it to a surface.
+///
+/// INVARIANT (one path): an invocation exists only for a call whose dispatch — its exact
+/// arguments, effect and idempotency key — is in a run's folded log ([`Invocation::dispatched`]):
+/// nothing outside this crate can build one otherwise, or change one, so no code can reach a
+/// provider around the Bridge's checks and its durable intent.
+///
+/// ```compile_fail,E0451
+/// # use std::sync::Arc;
+/// # use warrant_core::ports::Invocation;
+/// # use warrant_core::{CallId, RunId};
+/// # use warrant_core::event::Effect;
+/// let forged = Invocation {
+///     run: RunId("r".into()),
+///     call: CallId(1),
+///     tool: "transfer".into(),
+///     args: Arc::new(serde_json::json!({"amount": 1_000_000})),
+///     effect: Effect::Commit,
+///     idempotency_key: "k".into(),
+///     version: "v".into(),
+/// };
+/// ```
 #[derive(Clone, Debug)]
 pub struct Invocation {
+    run: RunId,
+    call: CallId,
+    tool: String,
+    args: Arc<Value>,
+    effect: Effect,
+    idempotency_key: String,
+    version: String,
+}
+
+impl Invocation {
+    /// The invocation of `call` as `state` records its dispatch (`call_dispatched`: the
+    /// arguments to execute, the effect, the idempotency key), validated against the
+    /// observation `version`. `None` when the call was not dispatched.
+    pub fn dispatched(
+        state: &crate::fold::RunState,
+        call: CallId,
+        version: impl Into<String>,
+    ) -> Option<Invocation> {
+        let record = state.call(call)?;
+        Some(Invocation {
+            run: state.run_id.clone()?,
+            call,
+            tool: record.tool.clone(),
+            args: record.executed.clone()?,
+            effect: record.effect?,
+            idempotency_key: record.idempotency_key.clone()?,
+            version: version.into(),
+        })
+    }
+
+    /// This call as the member of a join sees it: its own name for the tool and its own
+    /// observation version; everything else (arguments, key) unchanged.
+    pub fn for_member(&self, tool: impl Into<String>, version: impl Into<String>) -> Invocation {
+        Invocation {
+            tool: tool.into(),
+            version: version.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Any invocation, for tests that drive a surface directly (the `testing` feature); its
+    /// idempotency key is the engine's for that run and call.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn testing(
+        run: RunId,
+        call: CallId,
+        tool: impl Into<String>,
+        args: Value,
+        effect: Effect,
+        version: impl Into<String>,
+    ) -> Invocation {
+        Invocation {
+            idempotency_key: format!("wk-{run}-{call}"),
+            run,
+            call,
+            tool: tool.into(),
+            args: Arc::new(args),
+            effect,
+            version: version.into(),
+        }
+    }
+
     /// The run.
-    pub run: RunId,
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+
     /// The call.
-    pub call: CallId,
+    pub fn call(&self) -> CallId {
+        self.call
+    }
+
     /// The tool.
-    pub tool: String,
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
     /// The arguments to execute.
-    pub args: Arc<Value>,
+    pub fn args(&self) -> &Arc<Value> {
+        &self.args
+    }
+
     /// Read or commit.
-    pub effect: Effect,
+    pub fn effect(&self) -> Effect {
+        self.effect
+    }
+
     /// Stable across retries of this intent.
-    pub idempotency_key: String,
+    pub fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
     /// The observation version the call was validated against.
-    pub version: String,
+    pub fn version(&self) -> &str {
+        &self.version
+    }
 }
 
 /// A provider's answer to a call.

@@ -822,10 +822,10 @@ impl Surface for ReplaySurface {
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        let answer = self.results.get(&call.call).cloned().unwrap_or_else(|| {
+        let answer = self.results.get(&call.call()).cloned().unwrap_or_else(|| {
             Err(SurfaceError {
                 code: Some(Code::ReplayDiverged),
-                ..SurfaceError::rejected(format!("the log records no result for {}", call.call))
+                ..SurfaceError::rejected(format!("the log records no result for {}", call.call()))
             })
         });
         Box::pin(std::future::ready(answer))

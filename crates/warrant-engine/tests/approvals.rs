@@ -342,10 +342,13 @@ impl Surface for Alias {
             Ok(o)
         })
     }
-    fn invoke(&self, mut call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        if call.tool == "wire" {
-            call.tool = "transfer".into();
-        }
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        // An alias: the surface's own name for the tool, as a join's member has.
+        let call = if call.tool() == "wire" {
+            call.for_member("transfer", call.version())
+        } else {
+            call
+        };
         self.inner.invoke(call)
     }
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
@@ -422,7 +425,7 @@ impl Surface for HangFirst {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        if call.tool == "transfer" && self.armed.swap(false, Ordering::SeqCst) {
+        if call.tool() == "transfer" && self.armed.swap(false, Ordering::SeqCst) {
             self.reached.notify_one();
             return Box::pin(std::future::pending());
         }

@@ -39,7 +39,7 @@ impl Surface for Slow {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        if call.tool != self.tool {
+        if call.tool() != self.tool {
             return self.inner.invoke(call);
         }
         Box::pin(async move {

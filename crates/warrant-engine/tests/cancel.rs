@@ -43,7 +43,7 @@ impl Surface for Hanging {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        if call.tool != self.tool {
+        if call.tool() != self.tool {
             return self.inner.invoke(call);
         }
         Box::pin(async move {

@@ -114,14 +114,14 @@ impl Surface for IntentChecking {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        let durable = self.store.events(&call.run).iter().any(|e| {
+        let durable = self.store.events(call.run()).iter().any(|e| {
             matches!(&e.kind, EventKind::CallDispatched { call: c, idempotency_key, .. }
-                if *c == call.call && *idempotency_key == call.idempotency_key)
+                if *c == call.call() && *idempotency_key == call.idempotency_key())
         });
         if !durable {
             self.violated.store(true, Ordering::SeqCst);
         }
-        *self.run.lock().unwrap() = Some(call.run.clone());
+        *self.run.lock().unwrap() = Some(call.run().clone());
         self.checked.fetch_add(1, Ordering::SeqCst);
         self.inner.invoke(call)
     }

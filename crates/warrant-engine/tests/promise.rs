@@ -77,8 +77,8 @@ impl Surface for Faulty {
         self.invoked
             .lock()
             .unwrap()
-            .push(call.idempotency_key.clone());
-        if call.tool != self.tool {
+            .push(call.idempotency_key().to_owned());
+        if call.tool() != self.tool {
             return self.inner.invoke(call);
         }
         match self.invoke {

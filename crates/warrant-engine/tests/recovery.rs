@@ -55,7 +55,7 @@ impl Surface for Crashing {
         self.inner.observe()
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
-        if call.tool != self.tool || !self.armed.swap(false, Ordering::SeqCst) {
+        if call.tool() != self.tool || !self.armed.swap(false, Ordering::SeqCst) {
             return self.inner.invoke(call);
         }
         Box::pin(async move {
@@ -497,13 +497,13 @@ impl Surface for LookupSurface {
                 && self.armed.swap(false, Ordering::SeqCst)
             {
                 if crash == Crash::AfterInvoke {
-                    self.register.ring(&call.idempotency_key);
+                    self.register.ring(call.idempotency_key());
                 }
                 self.reached.notify_one();
                 return std::future::pending().await;
             }
             Ok(CallOutput {
-                output: self.register.ring(&call.idempotency_key),
+                output: self.register.ring(call.idempotency_key()),
                 is_error: false,
             })
         })
@@ -520,7 +520,7 @@ impl Surface for LookupSurface {
             .by_key
             .lock()
             .unwrap()
-            .get(&call.idempotency_key)
+            .get(call.idempotency_key())
             .cloned();
         Box::pin(std::future::ready(Ok(found.map(|output| CallOutput {
             output,

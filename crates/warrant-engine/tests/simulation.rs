@@ -145,18 +145,19 @@ impl Surface for SimSurface {
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(async move {
             // INVARIANT checks at the provider's door.
-            let log = self.store.read(&call.run, 1).await.unwrap();
+            let log = self.store.read(call.run(), 1).await.unwrap();
             let durable = log.iter().any(|s| {
-                matches!(&s.event.kind, EventKind::CallDispatched { call: c, .. } if *c == call.call)
+                matches!(&s.event.kind, EventKind::CallDispatched { call: c, .. } if *c == call.call())
             });
             // A person's approval, consumed by exactly this call, lets it through.
             let approved = log.iter().any(|s| {
-                matches!(&s.event.kind, EventKind::ApprovalConsumed { call: c, .. } if *c == call.call)
+                matches!(&s.event.kind, EventKind::ApprovalConsumed { call: c, .. } if *c == call.call())
             });
             if !durable {
                 self.watch.violation(format!(
                     "{} {} invoked before its intent was durable",
-                    call.run, call.call
+                    call.run(),
+                    call.call()
                 ));
             }
             if !approved
@@ -165,21 +166,25 @@ impl Surface for SimSurface {
                     .stopped
                     .lock()
                     .unwrap()
-                    .contains(&(call.run.clone(), call.call))
+                    .contains(&(call.run().clone(), call.call()))
             {
                 self.watch.violation(format!(
                     "{} {} invoked although not allowed",
-                    call.run, call.call
+                    call.run(),
+                    call.call()
                 ));
             }
-            if call.effect == warrant_core::event::Effect::Commit {
+            if call.effect() == warrant_core::event::Effect::Commit {
                 let mut commits = self.watch.commits.lock().unwrap();
-                let n = commits.entry(call.idempotency_key.clone()).or_default();
+                let n = commits
+                    .entry(call.idempotency_key().to_owned())
+                    .or_default();
                 *n += 1;
                 if *n > 1 {
                     self.watch.violation(format!(
                         "{} {} commit invoked {n} times",
-                        call.run, call.call
+                        call.run(),
+                        call.call()
                     ));
                 }
             }
@@ -240,8 +245,8 @@ impl Surface for SimSurface {
 
 impl SimSurface {
     async fn perform(&self, call: &Invocation) -> Result<CallOutput, SurfaceError> {
-        let key = call.idempotency_key.clone();
-        let effect = call.effect;
+        let key = call.idempotency_key().to_owned();
+        let effect = call.effect();
         let r = self.inner.invoke(call.clone()).await;
         if effect == warrant_core::event::Effect::Commit
             && matches!(
@@ -259,7 +264,8 @@ impl SimSurface {
             if *n > 1 {
                 self.watch.violation(format!(
                     "{} {} effect performed {n} times",
-                    call.run, call.call
+                    call.run(),
+                    call.call()
                 ));
             }
         }

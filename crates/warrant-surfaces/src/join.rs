@@ -40,22 +40,14 @@ impl JoinedSurface {
 
     /// The call as the member must see it.
     fn for_member(&self, call: Invocation) -> Result<(usize, Invocation), SurfaceError> {
-        let (i, inner) = self.route(&call.tool).ok_or_else(|| {
+        let (i, inner) = self.route(call.tool()).ok_or_else(|| {
             SurfaceError::invalid(format!(
                 "`{}` is not `<member>.<tool>` of this join",
-                call.tool
+                call.tool()
             ))
         })?;
-        let version = self.part(&call.version, i).unwrap_or_default().to_owned();
-        let tool = inner.to_owned();
-        Ok((
-            i,
-            Invocation {
-                tool,
-                version,
-                ..call
-            },
-        ))
+        let version = self.part(call.version(), i).unwrap_or_default();
+        Ok((i, call.for_member(inner, version)))
     }
 
     async fn observe_all(&self) -> Result<Observation, SurfaceError> {
@@ -206,28 +198,26 @@ mod tests {
         let j = JoinedSurface::new(members);
         let seen = j.observe().await.unwrap();
         let err = j
-            .invoke(Invocation {
-                run: RunId("r".into()),
-                call: CallId(1),
-                tool: "d.t".into(),
-                args: Arc::new(json!({})),
-                effect: Effect::Commit,
-                idempotency_key: "k".into(),
-                version: seen.version,
-            })
+            .invoke(Invocation::testing(
+                RunId("r".into()),
+                CallId(1),
+                "d.t",
+                json!({}),
+                Effect::Commit,
+                seen.version,
+            ))
             .await
             .unwrap_err();
         assert_eq!(err.kind, warrant_core::ports::SurfaceErrorKind::NotSent);
         let bad = j
-            .invoke(Invocation {
-                run: RunId("r".into()),
-                call: CallId(2),
-                tool: "nobody.t".into(),
-                args: Arc::new(json!({})),
-                effect: Effect::Commit,
-                idempotency_key: "k2".into(),
-                version: String::new(),
-            })
+            .invoke(Invocation::testing(
+                RunId("r".into()),
+                CallId(2),
+                "nobody.t",
+                json!({}),
+                Effect::Commit,
+                String::new(),
+            ))
             .await
             .unwrap_err();
         assert_eq!(bad.kind, warrant_core::ports::SurfaceErrorKind::Invalid);
@@ -247,15 +237,14 @@ mod tests {
             ]
         );
         let out = j
-            .invoke(Invocation {
-                run: RunId("r".into()),
-                call: CallId(1),
-                tool: "cafe.order_latte".into(),
-                args: Arc::new(json!({"size": "small"})),
-                effect: Effect::Commit,
-                idempotency_key: "k1".into(),
-                version: seen.version.clone(),
-            })
+            .invoke(Invocation::testing(
+                RunId("r".into()),
+                CallId(1),
+                "cafe.order_latte",
+                json!({"size": "small"}),
+                Effect::Commit,
+                seen.version.clone(),
+            ))
             .await
             .unwrap();
         assert_eq!(out.output["size"], "small");

@@ -446,7 +446,7 @@ impl McpSurface {
     }
 
     async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
-        let mut arguments = match &*call.args {
+        let mut arguments = match &**call.args() {
             Value::Object(m) => m.clone(),
             Value::Null => serde_json::Map::new(),
             other => {
@@ -465,19 +465,20 @@ impl McpSurface {
             .takes
             .lock()
             .ok()
-            .and_then(|t| t.get(&call.tool).cloned())
+            .and_then(|t| t.get(call.tool()).cloned())
             .unwrap_or_default();
         for k in taken {
             if let Some(v) = self.inputs.get(&k) {
                 arguments.insert(k, v.clone());
             }
         }
-        let mut params = CallToolRequestParams::new(call.tool.clone()).with_arguments(arguments);
-        if call.effect == Effect::Commit {
+        let mut params =
+            CallToolRequestParams::new(call.tool().to_owned()).with_arguments(arguments);
+        if call.effect() == Effect::Commit {
             let mut meta = serde_json::Map::new();
             meta.insert(
                 "warrant/idempotencyKey".into(),
-                Value::String(call.idempotency_key.clone()),
+                Value::String(call.idempotency_key().to_owned()),
             );
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
@@ -485,7 +486,7 @@ impl McpSurface {
             .client
             .call_tool(params)
             .await
-            .map_err(|e| request_error(e, &format!("the call of `{}`", call.tool)))?;
+            .map_err(|e| request_error(e, &format!("the call of `{}`", call.tool())))?;
         let output = match result.structured_content {
             Some(v) => v,
             None => serde_json::to_value(&result.content).unwrap_or(Value::Null),

@@ -265,22 +265,22 @@ impl OpenApiSurface {
         let catalog = self
             .current()
             .ok_or_else(|| SurfaceError::not_sent("the document was never read"))?;
-        let op = catalog.operations.get(&call.tool).ok_or_else(|| {
-            SurfaceError::invalid(format!("no operation `{}` is offered", call.tool))
+        let op = catalog.operations.get(call.tool()).ok_or_else(|| {
+            SurfaceError::invalid(format!("no operation `{}` is offered", call.tool()))
         })?;
         if let Some(authorizer) = &self.authorizer {
             let info = OperationInfo {
-                id: &call.tool,
+                id: call.tool(),
                 method: op.method.as_str(),
                 path: &op.path,
                 effect: op.effect,
             };
             authorizer
-                .authorize(&info, Some(&call.args))
+                .authorize(&info, Some(call.args()))
                 .map_err(|reason| SurfaceError::new(SurfaceErrorKind::Denied, reason))?;
         }
         let empty = Map::new();
-        let args = match &*call.args {
+        let args = match &**call.args() {
             Value::Object(m) => m,
             Value::Null => &empty,
             other => {
@@ -329,8 +329,8 @@ impl OpenApiSurface {
                 "path `{path}` still has a parameter without a value"
             )));
         }
-        if call.effect == Effect::Commit
-            && let Ok(key) = reqwest::header::HeaderValue::from_str(&call.idempotency_key)
+        if call.effect() == Effect::Commit
+            && let Ok(key) = reqwest::header::HeaderValue::from_str(call.idempotency_key())
         {
             headers.insert("idempotency-key", key);
         }

@@ -131,7 +131,7 @@ impl Surface for ReferenceSurface {
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         let result = match self
             .provider
-            .call(&call.tool, &call.args, &call.idempotency_key)
+            .call(call.tool(), call.args(), call.idempotency_key())
         {
             Ok(output) => Ok(CallOutput {
                 output,

@@ -1,0 +1,267 @@
+//! Authority, approvals and execution control: what may run, what a person must approve (bound to the exact arguments, consumed once), and the external control every commit needs when the run requires one.
+
+use super::*;
+
+impl Run<'_> {
+    /// Asks the required execution control about a commit; the fault that stops it, if any.
+    pub(super) async fn control_stop(
+        &self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        args: &Arc<Value>,
+        args_digest: &str,
+        labels: &[provenance::ArgLabel],
+    ) -> Option<Fault> {
+        let setting = self.rules.control.as_ref()?;
+        let step = &self.spec.steps[i];
+        let request = CapabilityRequest {
+            principal: &self.state.principal,
+            handle_age_ms: None,
+            run: &self.run_id,
+            step: &step.id,
+            call,
+            provider: &step.provider,
+            tool,
+            effect: Effect::Commit,
+            args,
+            args_digest,
+            provenance: labels,
+            hints: None,
+        };
+        let verdict = match &setting.control {
+            None => ControlVerdict::Indeterminate {
+                reason: "execution control is required, but none is configured".into(),
+            },
+            Some(control) => match self
+                .bounded(
+                    Bound::Within(setting.timeout_ms),
+                    control.evaluate(&request),
+                )
+                .await
+            {
+                Ok(v) => v,
+                Err(Cut::Cancelled(c)) => ControlVerdict::Indeterminate {
+                    reason: format!("cancelled by {} while execution control ruled", c.by),
+                },
+                Err(_) => ControlVerdict::Indeterminate {
+                    reason: format!("no answer within {} ms", setting.timeout_ms),
+                },
+            },
+        };
+        match verdict {
+            ControlVerdict::Allow => None,
+            ControlVerdict::Block { reason } => Some(Fault::new(
+                Code::ExecutionControlBlock,
+                Layer::Policy,
+                reason,
+            )),
+            ControlVerdict::Indeterminate { reason } => Some(Fault::new(
+                Code::ExecutionControlIndeterminate,
+                Layer::Policy,
+                reason,
+            )),
+        }
+    }
+
+    /// INVARIANT (fail closed): anything but allow stops the call before the provider. An ask
+    /// is met only by an approval bound to these arguments and this schema; otherwise a durable
+    /// request is made and the call is held. Returns the approval to consume, if one is used.
+    pub(super) async fn authorize(
+        &mut self,
+        i: usize,
+        call: CallId,
+        action: &warrant_core::event::ActionRecord,
+        args: &Arc<Value>,
+        args_digest: &str,
+        labels: &[provenance::ArgLabel],
+    ) -> Result<Option<String>, Refusal> {
+        let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
+        let step = &self.spec.steps[i];
+        let args_digest = args_digest.to_owned();
+        let request = CapabilityRequest {
+            hints: action.hints.as_ref(),
+            principal: &self.state.principal,
+            handle_age_ms: self.handle_age(call),
+            run: &self.run_id,
+            step: &step.id,
+            call,
+            provider: &step.provider,
+            tool,
+            effect,
+            args,
+            args_digest: &args_digest,
+            provenance: labels,
+        };
+        // INVARIANT (denied stays denied): a person's denial of this effect on this target
+        // holds whatever the authority says now.
+        let denial = self.state.approvals.iter().find_map(|a| match &a.status {
+            ApprovalStatus::Denied { by, reason }
+                if a.provider == step.provider && a.args_digest == args_digest =>
+            {
+                Some(format!("denied by {by}: {reason} (request {})", a.id))
+            }
+            _ => None,
+        });
+        if let Some(message) = denial {
+            return Err(Refusal {
+                ruled: Some(args_digest),
+                ..refuse(Code::ApprovalDenied, Layer::Policy, message)
+            });
+        }
+        // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
+        // cancelled while it deliberates, stops the call; the provider is never called.
+        let answered = self
+            .bounded(Bound::Call, self.rules.authority.evaluate(&request))
+            .await;
+        let verdict = match answered {
+            Ok(verdict) => verdict,
+            Err(Cut::Cancelled(c)) => {
+                let message = format!(
+                    "cancelled by {} while the authority ruled: {}",
+                    c.by, c.reason
+                );
+                self.cancel = Some(c);
+                return Err(Refusal {
+                    status: CallStatus::Cancelled,
+                    ..refuse(Code::Cancelled, Layer::Runtime, message)
+                });
+            }
+            Err(_) => {
+                return Err(Refusal {
+                    ruled: Some(args_digest),
+                    ..refuse(
+                        Code::PolicyTimeout,
+                        Layer::Policy,
+                        format!(
+                            "the authority gave no verdict within `call_timeout_ms` ({} ms) \
+                             or before the run's deadline",
+                            self.spec.limits.call_timeout_ms
+                        ),
+                    )
+                });
+            }
+        };
+        let refusal = match verdict {
+            Verdict::Allow { .. } => return Ok(None),
+            Verdict::Deny { reasons } => {
+                refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; "))
+            }
+            Verdict::Indeterminate { reason } => {
+                refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
+            }
+            Verdict::Ask { reason } => {
+                return self.approval(
+                    i,
+                    call,
+                    tool,
+                    effect,
+                    args,
+                    &args_digest,
+                    schema,
+                    labels,
+                    reason,
+                );
+            }
+        };
+        Err(Refusal {
+            ruled: Some(args_digest),
+            ..refusal
+        })
+    }
+
+    /// Meets an ask with an approval, or makes a durable request and holds the call.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one capability request"
+    )]
+    pub(super) fn approval(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        effect: Effect,
+        args: &Arc<Value>,
+        args_digest: &str,
+        schema: &Arc<Value>,
+        labels: &[provenance::ArgLabel],
+        reason: String,
+    ) -> Result<Option<String>, Refusal> {
+        // Digested only on an ask: the schema the approval binds.
+        let schema_digest = canon::digest(schema);
+        let schema_digest = schema_digest.as_str();
+        let now = self.state.last_at_ms;
+        let provider = self.spec.steps[i].provider.clone();
+        let ruled = |r: Refusal| Refusal {
+            ruled: Some(args_digest.to_owned()),
+            ..r
+        };
+        let live = |until: &Option<u64>| until.is_none_or(|u| now < u);
+        // A call already dispatched (repeated at re-entry) cannot start a new request.
+        let dispatched = self.state.call(call).is_some_and(|c| c.executed.is_some());
+        for a in self.state.approvals.iter().filter(|a| a.call == call) {
+            let bound = a.args_digest == args_digest && a.schema_digest == schema_digest;
+            match &a.status {
+                ApprovalStatus::Approved { until_ms, .. } if bound && live(until_ms) => {
+                    // Already consumed by this very call (a repeat at re-entry): nothing new.
+                    if a.consumed_by.contains(&call) {
+                        return Ok(None);
+                    }
+                    return Ok(Some(a.id.clone()));
+                }
+                ApprovalStatus::Expired if bound => {
+                    return Err(ruled(refuse(
+                        Code::ApprovalExpired,
+                        Layer::Policy,
+                        format!("approval request {} expired unanswered", a.id),
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if let Some(a) = self.state.approvals.iter().find(|a| {
+            a.provider == provider
+                && a.tool == tool
+                && a.schema_digest == schema_digest
+                && matches!(&a.status, ApprovalStatus::Approved { scope: ApprovalScope::Run, until_ms } if live(until_ms))
+        }) {
+            return Ok(Some(a.id.clone()));
+        }
+        if dispatched {
+            return Err(ruled(refuse(Code::ApprovalRequired, Layer::Policy, reason)));
+        }
+        let id = format!("{}-a{}", self.run_id, self.state.approvals.len() + 1);
+        let principal = self
+            .state
+            .decider
+            .as_ref()
+            .map_or_else(|| "agent:unknown".to_owned(), |d| format!("agent:{d}"));
+        let requested = EventKind::ApprovalRequested {
+            request: id,
+            call,
+            step: self.spec.steps[i].id.clone(),
+            principal,
+            provider,
+            tool: tool.to_owned(),
+            effect,
+            args_digest: args_digest.to_owned(),
+            schema_digest: schema_digest.to_owned(),
+            args: args.clone(),
+            provenance: labels.to_vec(),
+            reason,
+            proposed_scope: ApprovalScope::Once,
+            expires_at_ms: now.saturating_add(self.spec.limits.approval_ttl_ms),
+        };
+        if let Err(e) = self.stage(requested) {
+            return Err(refuse(
+                Code::ApprovalUnrecorded,
+                Layer::Runtime,
+                format!("the approval request could not be recorded: {e}"),
+            ));
+        }
+        Err(Refusal {
+            held: true,
+            ..refuse(Code::ApprovalRequired, Layer::Policy, "held for approval")
+        })
+    }
+}

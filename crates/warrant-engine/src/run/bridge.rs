@@ -1,0 +1,515 @@
+//! The Bridge: one proposed call carried through handle, schema, provenance and claims checks, then authority, approval, execution control and interception (`authorize`), freshness and the durable intent, to dispatch (`invoke`).
+
+use super::*;
+
+pub(super) fn refuse(code: Code, layer: Layer, message: impl Into<String>) -> Refusal {
+    let status = if layer == Layer::Policy {
+        CallStatus::StoppedByPolicy
+    } else {
+        CallStatus::Rejected
+    };
+    Refusal {
+        held: false,
+        status,
+        ruled: None,
+        narrowed: Vec::new(),
+        narrowed_args: None,
+        fault: Fault::new(code, layer, message),
+    }
+}
+
+/// One call proposed to the Bridge, as a value: what to call, with what, and what the
+/// proposer saw when it proposed it. A trajectory run's decider proposes it today; a gateway
+/// session's client (a one-step run of its own) or a parent run for its child next, all
+/// through the same checks.
+pub(super) struct ProposedCall {
+    /// The step (index in the spec) it is proposed in.
+    pub(super) step: usize,
+    /// What the proposer saw.
+    pub(super) sight: Sight,
+    /// The tool.
+    pub(super) tool: String,
+    /// The handle it names, if any.
+    pub(super) handle: Option<HandleId>,
+    /// The arguments as proposed.
+    pub(super) args: Arc<Value>,
+    /// What the proposer claims of its arguments (where values came from).
+    pub(super) claims: Vec<Claim>,
+}
+
+impl Run<'_> {
+    /// INVARIANT (one path): the Bridge's entry. Every proposed call starts here (a call
+    /// sent again names the call it repeats) and is carried through every check.
+    pub(super) async fn bridge(
+        &mut self,
+        proposed: ProposedCall,
+        resend_of: Option<CallId>,
+    ) -> Result<(), EngineError> {
+        let (_, surface) = self.surface_of(proposed.step)?;
+        let call = self.state.next_call_id();
+        let started_at = self.stage(EventKind::CallStarted {
+            call,
+            step: self.spec.steps[proposed.step].id.clone(),
+            tool: proposed.tool.clone(),
+            handle: proposed.handle,
+            args: proposed.args.clone(),
+            resend_of,
+        })?;
+        self.carry(call, &proposed, &surface, started_at).await
+    }
+
+    /// Everything after a call started: the checks, authority and approvals, interceptors,
+    /// freshness, the intent, the invocation. A call held for approval returns here later
+    /// (`redrive`).
+    pub(super) async fn carry(
+        &mut self,
+        call: CallId,
+        p: &ProposedCall,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
+        let (i, sight, tool, handle) = (p.step, &p.sight, p.tool.as_str(), p.handle);
+        let (proposed, claims) = (&p.args, p.claims.as_slice());
+        // INVARIANT (no silent failure): from here every path ends the call with exactly one
+        // `call_finished` (or, held for approval, leaves it waiting on a durable request).
+        let checked = self
+            .check_call(i, sight, call, tool, handle, proposed, claims, now_ms)
+            .await;
+        let Checked {
+            effect,
+            executed,
+            args_digest,
+            labels,
+            narrowed,
+            consume,
+        } = match checked {
+            Ok(ok) => ok,
+            // Held for approval: the request is durable, the call waits.
+            Err(refusal) if refusal.held => return Ok(()),
+            Err(refusal) => {
+                self.refuse_call(call, refusal)?;
+                return Ok(());
+            }
+        };
+        // INVARIANT (fail closed): required execution control must allow every commit.
+        if effect == Effect::Commit
+            && let Some(fault) = self
+                .control_stop(i, call, tool, &executed, &args_digest, &labels)
+                .await
+        {
+            self.finish_call(
+                call,
+                CallStatus::StoppedByExecutionControl,
+                None,
+                Some(fault),
+            )?;
+            return Ok(());
+        }
+        // Freshness, last thing before the intent: the provider may have moved on.
+        let fresh = self
+            .bounded(Bound::Call, surface.is_current(&sight.version))
+            .await;
+        let provider = &self.spec.steps[i].provider;
+        let stale = match fresh {
+            Ok(true) => None,
+            Ok(false) => Some(Fault::new(
+                Code::StaleObservation,
+                Layer::Orchestration,
+                format!(
+                    "`{provider}` changed after observation `{}`: observe again",
+                    sight.version
+                ),
+            )),
+            Err(Cut::Cancelled(c)) => {
+                let message = format!(
+                    "cancelled by {} while `{provider}` was asked whether its observation is current",
+                    c.by
+                );
+                self.cancel = Some(c);
+                self.finish_call(
+                    call,
+                    CallStatus::Cancelled,
+                    None,
+                    Some(Fault::of(Code::Cancelled, message)),
+                )?;
+                return Ok(());
+            }
+            Err(_) => Some(Fault::of(
+                Code::FreshnessTimeout,
+                format!(
+                    "`{provider}` did not say in time whether observation `{}` is still current: nothing was sent",
+                    sight.version
+                ),
+            )),
+        };
+        if let Some(fault) = stale {
+            self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
+            return Ok(());
+        }
+        // INVARIANT (approvals): the approval is consumed in the same atomic append as the intent.
+        let consumed = consume.is_some();
+        if let Some(request) = consume {
+            self.stage(EventKind::ApprovalConsumed { request, call })?;
+        }
+
+        let idempotency_key = idempotency_key(&self.run_id, call);
+        self.stage(EventKind::CallDispatched {
+            call,
+            effect,
+            args: executed.clone(),
+            args_digest,
+            idempotency_key: idempotency_key.clone(),
+            provenance: labels,
+            narrowed,
+        })?;
+        // INVARIANT (log first): the intent is durable before the provider is called.
+        self.flush().await?;
+        warrant_fault::hit("after-intent");
+        if consumed {
+            warrant_fault::hit("approval-consumed");
+        }
+        if let Some(h) = handle {
+            surface.retire(&[h]);
+        }
+        let invocation = self.dispatched(call, sight.version.clone())?;
+        self.invoke_and_record(i, surface, invocation).await
+    }
+
+    /// How long ago the handle of `call` was issued, as of the last event.
+    pub(super) fn handle_age(&self, call: CallId) -> Option<u64> {
+        let handle = self.state.call(call)?.handle?;
+        let issued = (handle.decision as usize)
+            .checked_sub(1)
+            .and_then(|d| self.state.decision_log.get(d))?
+            .at_ms;
+        Some(self.state.last_at_ms.saturating_sub(issued))
+    }
+
+    /// The Bridge's checks before the intent, in DESIGN.md's order. Returns the effect, the
+    /// arguments to execute and their provenance.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
+    pub(super) async fn check_call(
+        &mut self,
+        i: usize,
+        sight: &Sight,
+        call: CallId,
+        tool: &str,
+        handle: Option<HandleId>,
+        proposed: &Arc<Value>,
+        claims: &[Claim],
+        now_ms: u64,
+    ) -> Result<Checked, Refusal> {
+        let spec = self.spec.clone();
+        let step = &spec.steps[i];
+        if !step.tools.iter().any(|t| t == tool) {
+            return Err(refuse(
+                Code::ToolNotAllowed,
+                Layer::Model,
+                format!(
+                    "`{tool}` is not allowed in step `{}` (allowed: {})",
+                    step.id,
+                    step.tools.join(", ")
+                ),
+            ));
+        }
+        // Resolve the handle in the current observation.
+        let Some(action) = sight.actions.iter().find(|a| a.name == tool) else {
+            // The step allows it and the provider does not offer it: the spec is wrong.
+            let offered: Vec<&str> = sight.actions.iter().map(|a| a.name.as_str()).collect();
+            return Err(refuse(
+                Code::ToolNotOffered,
+                Layer::Spec,
+                format!(
+                    "step `{}` allows `{tool}`, but `{}` does not offer it (it offers: {})",
+                    step.id,
+                    step.provider,
+                    if offered.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        offered.join(", ")
+                    }
+                ),
+            ));
+        };
+        // A call an operator had sent again uses no handle: no decision proposed it.
+        let resent = self.state.call(call).is_some_and(|c| c.resend_of.is_some());
+        match handle {
+            Some(handle) => self
+                .state
+                .check_handle(handle, tool, i, now_ms)
+                .map_err(|fault| Refusal {
+                    held: false,
+                    status: CallStatus::Rejected,
+                    fault,
+                    ruled: None,
+                    narrowed: Vec::new(),
+                    narrowed_args: None,
+                })?,
+            None if resent => {}
+            None => {
+                return Err(refuse(
+                    Code::UnknownTool,
+                    Layer::Model,
+                    format!("no handle for `{tool}`"),
+                ));
+            }
+        }
+
+        // Inputs and claims: carried values are checked against evidence, never trusted.
+        let mut bindings: Vec<(String, String)> = step
+            .inputs
+            .iter()
+            .map(|(a, r)| (a.clone(), r.clone()))
+            .collect();
+        for c in claims {
+            if !bindings.iter().any(|(a, _)| a == &c.arg) {
+                bindings.push((c.arg.clone(), c.carried.clone()));
+            }
+        }
+        let mut executed = if bindings.is_empty() {
+            proposed.clone()
+        } else {
+            Arc::new(self.bind_carried(&bindings, proposed)?)
+        };
+
+        self.validate_args(&action.input_schema, tool, &executed)?;
+        let mut labels = provenance::label(
+            &executed,
+            &self.objective_lower,
+            &bindings,
+            &self.state.output_index,
+        );
+        let mut args_digest = canon::digest(&executed);
+        let mut consume = self
+            .authorize(i, call, action, &executed, &args_digest, &labels)
+            .await?;
+
+        // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
+        // arguments are validated and ruled on again: narrowing never widens authority.
+        let mut narrowed = Vec::new();
+        let interceptors = self.engine.interceptors.clone();
+        let handle_age_ms = self.handle_age(call);
+        for interceptor in interceptors.iter() {
+            let request = CapabilityRequest {
+                principal: &self.state.principal,
+                handle_age_ms,
+                run: &self.run_id,
+                step: &step.id,
+                call,
+                provider: &step.provider,
+                tool,
+                effect: action.effect,
+                args: &executed,
+                args_digest: &args_digest,
+                provenance: &labels,
+                hints: action.hints.as_ref(),
+            };
+            match interceptor.intercept(&request) {
+                Interception::Pass => {}
+                Interception::Halt { reason } => {
+                    return Err(Refusal {
+                        held: false,
+                        ruled: None,
+                        narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
+                        narrowed,
+                        status: CallStatus::Halted,
+                        fault: Fault::new(
+                            Code::Halted,
+                            Layer::Policy,
+                            format!("{}: {reason}", interceptor.name()),
+                        ),
+                    });
+                }
+                Interception::Narrow { args, reason } => {
+                    let args = Arc::new(args);
+                    self.validate_args(&action.input_schema, tool, &args)
+                        .map_err(|r| Refusal {
+                            held: false,
+                            ruled: None,
+                            narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
+                            narrowed: narrowed.clone(),
+                            status: CallStatus::Halted,
+                            fault: Fault::new(
+                                Code::Halted,
+                                Layer::Policy,
+                                format!(
+                                    "{}: its narrowed arguments are invalid: {}",
+                                    interceptor.name(),
+                                    r.fault.message
+                                ),
+                            ),
+                        })?;
+                    labels = provenance::label(
+                        &args,
+                        &self.objective_lower,
+                        &bindings,
+                        &self.state.output_index,
+                    );
+                    narrowed.push(Narrowing {
+                        by: interceptor.name().to_owned(),
+                        reason,
+                    });
+                    let narrowed_digest = canon::digest(&args);
+                    match self
+                        .authorize(i, call, action, &args, &narrowed_digest, &labels)
+                        .await
+                    {
+                        Ok(used) => consume = used,
+                        Err(refused) => {
+                            return Err(Refusal {
+                                held: refused.held,
+                                narrowed,
+                                narrowed_args: Some(args),
+                                ..refused
+                            });
+                        }
+                    }
+                    args_digest = narrowed_digest;
+                    executed = args;
+                }
+            }
+        }
+        Ok(Checked {
+            effect: action.effect,
+            executed,
+            args_digest,
+            labels,
+            narrowed,
+            consume,
+        })
+    }
+
+    /// Validates arguments against an action's input schema.
+    pub(super) fn validate_args(
+        &mut self,
+        schema: &Arc<Value>,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(), Refusal> {
+        let validator = self.validator(schema).map_err(|reason| {
+            refuse(
+                Code::SchemaUnusable,
+                Layer::Provider,
+                format!("the schema of `{tool}` cannot be used: {reason}"),
+            )
+        })?;
+        let errors: Vec<String> = validator
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(refuse(
+                Code::InvalidArguments,
+                Layer::Model,
+                format!("arguments of `{tool}` are invalid: {}", errors.join("; ")),
+            ))
+        }
+    }
+
+    /// Fills bound arguments from carried state and checks claimed ones against it.
+    pub(super) fn bind_carried(
+        &self,
+        bindings: &[(String, String)],
+        proposed: &Value,
+    ) -> Result<Value, Refusal> {
+        let mut args = proposed.clone();
+        let Some(map) = args.as_object_mut() else {
+            return Err(refuse(
+                Code::InvalidArguments,
+                Layer::Model,
+                "arguments must be a JSON object",
+            ));
+        };
+        for (arg, source) in bindings {
+            let carried = CarriedRef::parse(source)
+                .and_then(|r| self.state.carried.get(&r.to_string()))
+                .ok_or_else(|| {
+                    refuse(
+                        Code::UnknownCarried,
+                        Layer::Model,
+                        format!(
+                            "`{arg}` claims carried value `{source}`, which the run has not carried"
+                        ),
+                    )
+                })?;
+            match map.get(arg) {
+                None => {
+                    map.insert(arg.clone(), (*carried.value).clone());
+                }
+                Some(v) if v == &*carried.value => {}
+                Some(v) => {
+                    return Err(refuse(
+                        Code::CarriedValueMismatch,
+                        Layer::Model,
+                        format!(
+                            "`{arg}` = {v} but the evidence for `{source}` is {} (from {} {})",
+                            carried.value, carried.lineage.call, carried.lineage.tool
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(args)
+    }
+
+    pub(super) fn validator(&mut self, schema: &Arc<Value>) -> crate::cache::Compiled {
+        let key = Arc::as_ptr(schema) as usize;
+        if let Some((_, v)) = self.validators.get(&key) {
+            return v.clone();
+        }
+        if self.validators.len() >= VALIDATORS_MAX {
+            self.validators.clear();
+        }
+        let compiled = self.engine.cache.validator(schema);
+        self.validators
+            .insert(key, (schema.clone(), compiled.clone()));
+        compiled
+    }
+
+    /// Lifts the step's published outputs from a successful result of `tool`.
+    pub(super) fn lift(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        output: &Arc<Value>,
+    ) -> Result<(), EngineError> {
+        let step = &self.spec.steps[i];
+        let lifted: Vec<(String, Value, String)> = step
+            .publishes
+            .iter()
+            .filter(|(_, p)| p.from == tool)
+            .filter_map(|(name, p)| {
+                output
+                    .pointer(&p.path)
+                    .map(|v| (format!("{}.{name}", step.id), v.clone(), p.path.clone()))
+            })
+            .collect();
+        let step_id: StepId = step.id.clone();
+        for (name, value, path) in lifted {
+            let lineage = Lineage {
+                run: self.run_id.clone(),
+                step: step_id.clone(),
+                call,
+                tool: tool.to_owned(),
+                path,
+            };
+            self.stage(EventKind::Carried {
+                name,
+                value: Arc::new(value),
+                lineage,
+            })?;
+        }
+        Ok(())
+    }
+}

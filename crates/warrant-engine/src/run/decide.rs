@@ -1,0 +1,202 @@
+//! Deciding: observe the step's provider, project what the decider may see, ask it, and record its decision (a call goes on to the Bridge).
+
+use super::*;
+
+/// The fault of a failed observation.
+pub(super) fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {
+    let code = e.code.unwrap_or(match e.kind {
+        SurfaceErrorKind::NotSent => Code::Unavailable,
+        SurfaceErrorKind::AnswerLost => Code::AnswerLost,
+        SurfaceErrorKind::TimedOut => Code::Timeout,
+        SurfaceErrorKind::Cancelled => Code::Cancelled,
+        SurfaceErrorKind::Denied => Code::DeniedAtProvider,
+        SurfaceErrorKind::Rejected | SurfaceErrorKind::Invalid => Code::ProviderError,
+    });
+    Fault::of(
+        code,
+        format!("observing `{provider}` failed: {}", e.message),
+    )
+}
+
+impl Run<'_> {
+    /// Observes step `i`'s provider within the call bound, recording a new version. A failed
+    /// observation ends the step (the run, at the deadline) and returns `None`; so does a
+    /// cancellation, which the loop then acts on.
+    pub(super) async fn observe(
+        &mut self,
+        i: usize,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+    ) -> Result<Option<Observation>, EngineError> {
+        let step_id = self.spec.steps[i].id.clone();
+        let provider = self.spec.steps[i].provider.clone();
+        let observed = match self.bounded(Bound::Call, surface.observe()).await {
+            Ok(answer) => answer,
+            Err(Cut::Cancelled(c)) => {
+                self.cancel = Some(c);
+                return Ok(None);
+            }
+            Err(cut) => Err(cut.surface_error()),
+        };
+        let observation = match observed {
+            Ok(o) => o,
+            Err(e) => {
+                let fault = observe_fault(&provider, &e);
+                let deadline = fault.code == Code::Deadline.as_str();
+                self.stage(EventKind::ObserveFailed {
+                    step: step_id.clone(),
+                    provider,
+                    fault: fault.clone(),
+                })?;
+                if deadline {
+                    self.exhausted("deadline_ms", self.spec.limits.deadline_ms)?;
+                } else {
+                    self.stage(EventKind::StepFinished {
+                        step: step_id,
+                        end: StepEnd::NotAttained { fault },
+                    })?;
+                }
+                return Ok(None);
+            }
+        };
+        let changed = self
+            .state
+            .observations
+            .get(&provider)
+            .is_none_or(|o| o.version != observation.version);
+        if changed {
+            self.stage(EventKind::Observed {
+                step: step_id,
+                provider,
+                version: observation.version.clone(),
+                actions: observation.actions.clone(),
+            })?;
+        }
+        Ok(Some(observation))
+    }
+
+    /// One decision in step `i`: observe, project, decide, and carry the decision out.
+    pub(super) async fn decide_once(&mut self, i: usize) -> Result<(), EngineError> {
+        if self.check_limits(i, self.state.last_at_ms)? {
+            return Ok(());
+        }
+        let step_id = self.spec.steps[i].id.clone();
+        let (_, surface) = self.surface_of(i)?;
+        self.flush().await?;
+        let Some(observation) = self.observe(i, &surface).await? else {
+            return Ok(());
+        };
+        let projection = Projection::build(
+            &self.state,
+            self.spec.clone(),
+            i,
+            observation.version.clone(),
+            observation.actions.clone(),
+        );
+        if let Some(c) = self.cancel_due().await {
+            self.cancel = Some(c);
+            return Ok(());
+        }
+        let decision_no = projection.decision_no;
+        let sight = Sight {
+            version: observation.version.clone(),
+            actions: observation.actions.clone(),
+        };
+        // The decider is waited on until the run's deadline at most (a live model retrying, a
+        // stalled stream): past it, the run is exhausted.
+        // Deciders that answer at once (scripts, replays) are polled once, with no timers.
+        let decided = match self
+            .bounded(Bound::Deadline, self.decider.decide(projection))
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(Cut::Cancelled(c)) => Err(c),
+            Err(Cut::Timeout(_) | Cut::Deadline(_)) => Ok(Err(DecideError::new(
+                Code::DeadlineExceeded,
+                "the decider had not decided when the run's deadline came",
+            ))),
+        };
+        let decided = match decided {
+            Err(c) => {
+                // Cancelled while the decider thought: nothing it decides is acted on.
+                self.cancel = Some(c);
+                return Ok(());
+            }
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => {
+                let deadline = e.code == Code::DeadlineExceeded;
+                let fault = Fault::of(e.code, e.message);
+                self.stage(EventKind::DecideFailed {
+                    step: step_id,
+                    version: Some(observation.version),
+                    fault: fault.clone(),
+                    exchange: e.exchange,
+                })?;
+                if deadline {
+                    return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
+                }
+                self.stage(EventKind::RunFinished {
+                    outcome: Outcome::Failed { fault },
+                })?;
+                return Ok(());
+            }
+        };
+        let decision = decided.decision;
+        let decided_at = self.stage(EventKind::Decided {
+            step: step_id.clone(),
+            decision_no,
+            version: observation.version.clone(),
+            decision: decision.clone(),
+            usage: decided.usage,
+            exchange: decided.exchange,
+        })?;
+        if decided_at.saturating_sub(self.state.started_at_ms) >= self.spec.limits.deadline_ms {
+            return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
+        }
+        // Budgets the decider spends: checked once the decision that spent them is recorded.
+        let limits = &self.spec.limits;
+        if let Some(max) = limits.tokens_max
+            && self.state.tokens_used > max
+        {
+            return self.exhausted("tokens_max", max);
+        }
+        if let Some(max) = limits.cost_micro_usd_max
+            && self.state.cost_micro_usd > max
+        {
+            return self.exhausted("cost_micro_usd_max", max);
+        }
+        if let (Some(max), Decision::Call { .. }) = (limits.calls_max, &decision)
+            && self.state.calls.len() as u64 >= u64::from(max)
+        {
+            return self.exhausted("calls_max", u64::from(max));
+        }
+        match decision {
+            Decision::Done { .. } => {
+                let end = self.state.judge_done(i);
+                self.stage(EventKind::StepFinished { step: step_id, end })?;
+            }
+            Decision::Decline { reason } => {
+                let end = self.state.judge_decline(i, &reason);
+                self.stage(EventKind::StepFinished { step: step_id, end })?;
+            }
+            Decision::Call {
+                tool,
+                handle,
+                args,
+                claims,
+            } => {
+                let handle =
+                    handle.or_else(|| projection::handle_in(&sight.actions, decision_no, &tool));
+                let proposed = ProposedCall {
+                    step: i,
+                    sight,
+                    tool,
+                    handle,
+                    args,
+                    claims,
+                };
+                self.bridge(proposed, None).await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,217 @@
+//! Dispatch and its answer: the only code that hands a call to a surface (with an `Invocation` built from the recorded dispatch), and the recording of what came back.
+
+use super::*;
+
+/// How a surface's error is recorded on a call that reached dispatch: its status and fault.
+/// One mapping for live runs and replays.
+pub(super) fn call_fault(tool: &str, e: &SurfaceError) -> (CallStatus, Fault) {
+    let message = &e.message;
+    let (status, code, text) = match e.kind {
+        SurfaceErrorKind::Denied => (
+            CallStatus::StoppedByPolicy,
+            Code::DeniedAtProvider,
+            format!("`{tool}` denied by the provider's authorizer: {message}"),
+        ),
+        SurfaceErrorKind::Cancelled => (
+            CallStatus::Cancelled,
+            Code::Cancelled,
+            format!("`{tool}` cancelled: {message}"),
+        ),
+        SurfaceErrorKind::Invalid => (
+            CallStatus::Rejected,
+            Code::InvalidArguments,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::NotSent => (
+            CallStatus::ProviderError,
+            Code::Unavailable,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::Rejected => (
+            CallStatus::ProviderError,
+            Code::ProviderError,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::AnswerLost => (
+            CallStatus::ProviderError,
+            Code::AnswerLost,
+            format!("`{tool}` failed: {message}"),
+        ),
+        SurfaceErrorKind::TimedOut => (
+            CallStatus::ProviderError,
+            Code::Timeout,
+            format!("`{tool}` failed: {message}"),
+        ),
+    };
+    let code = e.code.unwrap_or(code);
+    (status, Fault::of(code, text))
+}
+
+impl Run<'_> {
+    /// The invocation of `call` as its recorded dispatch says: the only way to one
+    /// (`Invocation::dispatched`), so none exists without a durable intent in the log.
+    pub(super) fn dispatched(
+        &self,
+        call: CallId,
+        version: String,
+    ) -> Result<Invocation, EngineError> {
+        Invocation::dispatched(&self.state, call, version).ok_or_else(|| {
+            EngineError::Invariant(warrant_core::fold::FoldError {
+                seq: self.state.last_seq,
+                kind: "call_dispatched",
+                message: format!("{call} has no recorded dispatch to invoke"),
+            })
+        })
+    }
+
+    /// Asks the surface whether the effect of a dispatched call happened (bounded like a call).
+    pub(super) async fn lookup(
+        &mut self,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        invocation: Invocation,
+    ) -> Result<Option<CallOutput>, SurfaceError> {
+        self.bounded(Bound::Call, surface.lookup(invocation))
+            .await
+            .unwrap_or_else(|cut| Err(self.cut(&cut)))
+    }
+
+    /// INVARIANT (one path): the only code that hands a call to a surface. Calls the provider
+    /// and records what came back.
+    pub(super) async fn invoke_and_record(
+        &mut self,
+        i: usize,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        invocation: Invocation,
+    ) -> Result<(), EngineError> {
+        let (call, tool, effect) = (
+            invocation.call(),
+            invocation.tool().to_owned(),
+            invocation.effect(),
+        );
+        let answer = match self.bounded(Bound::Call, surface.invoke(invocation)).await {
+            Ok(answer) => answer,
+            Err(cut) => {
+                if matches!(cut, Cut::Cancelled(_)) {
+                    surface.cancel(call);
+                }
+                Err(self.cut(&cut))
+            }
+        };
+        warrant_fault::hit("after-invoke");
+        if effect == Effect::Commit
+            && let Err(e) = &answer
+            && e.kind.may_have_happened()
+        {
+            // INVARIANT (no effect lost, none repeated): the provider may have performed it.
+            // It is never recorded as failed (a retry would repeat it) and never dropped.
+            let stage = if e.kind == SurfaceErrorKind::AnswerLost {
+                DoubtStage::AnswerLost
+            } else {
+                DoubtStage::SentNoAnswer
+            };
+            let args_digest = self
+                .state
+                .call(call)
+                .and_then(|r| r.executed.as_ref())
+                .map(|a| canon::digest(a))
+                .unwrap_or_default();
+            let (_, cause) = call_fault(&tool, e);
+            self.stage(EventKind::CallInDoubt {
+                call,
+                provider: self.spec.steps[i].provider.clone(),
+                tool: tool.clone(),
+                args_digest,
+                reason: format!(
+                    "`{tool}` was sent and {} ({}): the provider may have performed it",
+                    if stage == DoubtStage::AnswerLost {
+                        "its answer was lost"
+                    } else {
+                        "no answer came"
+                    },
+                    e.message
+                ),
+                cause: Some(cause),
+                stage: Some(stage),
+            })?;
+            return Ok(());
+        }
+        self.record_result(i, call, &tool, answer)
+    }
+
+    pub(super) fn record_result(
+        &mut self,
+        i: usize,
+        call: CallId,
+        tool: &str,
+        answer: Result<CallOutput, SurfaceError>,
+    ) -> Result<(), EngineError> {
+        match answer {
+            Ok(CallOutput {
+                output,
+                is_error: false,
+            }) => {
+                let output = Arc::new(output);
+                self.finish_call(call, CallStatus::Ok, Some(output.clone()), None)?;
+                self.lift(i, call, tool, &output)?;
+            }
+            Ok(CallOutput {
+                output,
+                is_error: true,
+            }) => {
+                let fault = Fault::new(
+                    Code::ProviderError,
+                    Layer::Provider,
+                    format!("`{tool}` failed: {}", error_message(&output)),
+                );
+                self.finish_call(
+                    call,
+                    CallStatus::ProviderError,
+                    Some(Arc::new(output)),
+                    Some(fault),
+                )?;
+            }
+            Err(e) => {
+                let (status, fault) = call_fault(tool, &e);
+                self.finish_call(call, status, e.output.map(Arc::new), Some(fault))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish_call(
+        &mut self,
+        call: CallId,
+        status: CallStatus,
+        output: Option<Arc<Value>>,
+        fault: Option<Fault>,
+    ) -> Result<(), EngineError> {
+        self.stage(EventKind::CallFinished {
+            call,
+            status,
+            ruled_args_digest: None,
+            narrowed: Vec::new(),
+            narrowed_args: None,
+            output,
+            fault,
+        })?;
+        Ok(())
+    }
+
+    /// Ends a call refused before dispatch, recording what an authority ruled on, if it did.
+    pub(super) fn refuse_call(
+        &mut self,
+        call: CallId,
+        refusal: Refusal,
+    ) -> Result<(), EngineError> {
+        self.stage(EventKind::CallFinished {
+            call,
+            status: refusal.status,
+            ruled_args_digest: refusal.ruled,
+            narrowed: refusal.narrowed,
+            narrowed_args: refusal.narrowed_args,
+            output: None,
+            fault: Some(refusal.fault),
+        })?;
+        Ok(())
+    }
+}

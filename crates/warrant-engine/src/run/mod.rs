@@ -1,0 +1,431 @@
+//! One run: the loop of DESIGN.md and the Bridge.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use warrant_core::canon;
+use warrant_core::codes::Code;
+use warrant_core::event::{
+    ApprovalScope, CallStatus, Claim, Decision, DoubtStage, EVENTS_FORMAT, Effect, Event,
+    EventKind, Fault, Layer, Lineage, Narrowing, Outcome, StepEnd,
+};
+use warrant_core::fold::{ApprovalStatus, Next, RunState};
+use warrant_core::ids::{CallId, HandleId, RunId, StepId};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, DecideError, Decider,
+    Driver, Interception, Invocation, LEASE_TTL_MS, Observation, Recovery, SurfaceError,
+    SurfaceErrorKind, Verdict,
+};
+use warrant_core::projection::{self, Projection};
+use warrant_core::provenance;
+use warrant_core::spec::{CarriedRef, Spec};
+
+use crate::time::TimeSource;
+use crate::{Engine, EngineError, RunResult, Surfaces};
+
+mod authorize;
+mod bridge;
+mod decide;
+mod invoke;
+mod recover;
+mod wait;
+
+use bridge::{ProposedCall, refuse};
+use wait::{Bound, Cut};
+
+/// How often a live run asks the store whether it was cancelled.
+const CANCEL_POLL_MS: u64 = 100;
+
+/// Most compiled argument schemas kept per run.
+const VALIDATORS_MAX: usize = 256;
+
+pub(crate) struct Run<'a> {
+    engine: &'a Engine,
+    run_id: RunId,
+    spec: Arc<Spec>,
+    decider: &'a dyn Decider,
+    surfaces: &'a Surfaces,
+    time: TimeSource,
+    state: RunState,
+    /// Events applied to the fold, not yet appended.
+    pending: Vec<Arc<Event>>,
+    /// The sequence the store has (the last appended).
+    durable_seq: u64,
+    /// Compiled argument schemas, by the address of the schema they were compiled from (the
+    /// `Arc` is kept so the address is not reused).
+    validators: HashMap<usize, (Arc<Value>, crate::cache::Compiled)>,
+    /// Replay only: stop before staging the event with this sequence (where the recorded
+    /// process stopped).
+    pub(crate) stop_at: Option<u64>,
+    /// A cancellation seen and not yet acted on.
+    cancel: Option<CancelRequest>,
+    /// When the store was last asked for a cancellation (live clock).
+    cancel_polled_ms: Option<u64>,
+    /// The objective, lower-cased once for provenance matching.
+    objective_lower: String,
+    /// Milliseconds spent before the run (or this re-entry) started, to record once.
+    pub(crate) setup_ms: Option<u64>,
+    /// The epoch of this process's lease on the run (1 for a run it starts).
+    pub(crate) epoch: u64,
+    /// Its authority and execution control.
+    rules: crate::rules::Rules,
+}
+
+/// A call that passed the Bridge's checks: what to execute.
+struct Checked {
+    effect: Effect,
+    executed: Arc<Value>,
+    /// Digest of `executed`.
+    args_digest: String,
+    labels: Vec<provenance::ArgLabel>,
+    narrowed: Vec<Narrowing>,
+    /// The approval this dispatch consumes.
+    consume: Option<String>,
+}
+
+/// A call started earlier, reopened to be carried on (`Run::reopen`).
+struct Reopened {
+    record: warrant_core::fold::CallRecord,
+    i: usize,
+    provider: String,
+    surface: Arc<dyn warrant_core::ports::Surface>,
+    version: String,
+}
+
+/// What the decider saw when it proposed a call: the observation's version and actions.
+struct Sight {
+    version: String,
+    actions: Arc<[warrant_core::event::ActionRecord]>,
+}
+
+/// Why a call is refused before dispatch.
+struct Refusal {
+    status: CallStatus,
+    fault: Fault,
+    /// When an authority refused it: the digest of the arguments it ruled on.
+    ruled: Option<String>,
+    /// Narrowings applied before it was refused, and the arguments they left.
+    narrowed: Vec<Narrowing>,
+    narrowed_args: Option<Arc<Value>>,
+    /// Not refused: held for approval (a durable request was made; the call waits).
+    held: bool,
+}
+
+impl<'a> Run<'a> {
+    /// A new run, not yet started.
+    pub(crate) fn start(
+        engine: &'a Engine,
+        run_id: RunId,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        time: TimeSource,
+        rules: crate::rules::Rules,
+    ) -> Run<'a> {
+        let mut run = Run::from_state(
+            engine,
+            RunState::default(),
+            spec,
+            decider,
+            surfaces,
+            time,
+            rules,
+        );
+        run.run_id = run_id;
+        run
+    }
+
+    /// A run re-entered from its folded, durable log.
+    pub(crate) fn from_state(
+        engine: &'a Engine,
+        state: RunState,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        time: TimeSource,
+        rules: crate::rules::Rules,
+    ) -> Run<'a> {
+        let run_id = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
+        let durable_seq = state.last_seq;
+        let objective_lower = spec.objective.to_lowercase();
+        Run {
+            engine,
+            run_id,
+            spec,
+            decider,
+            surfaces,
+            time,
+            state,
+            pending: Vec::new(),
+            durable_seq,
+            validators: HashMap::new(),
+            stop_at: None,
+            cancel: None,
+            cancel_polled_ms: None,
+            objective_lower,
+            setup_ms: None,
+            epoch: 1,
+            rules,
+        }
+    }
+
+    /// Re-enters after the process that ran this run stopped.
+    pub(crate) async fn reenter(&mut self) -> Result<RunResult, EngineError> {
+        if self.state.outcome.is_some() {
+            return Ok(self.result());
+        }
+        let in_flight = self
+            .state
+            .in_flight()
+            .filter(|c| !c.in_doubt && c.executed.is_some())
+            .map(|c| c.id);
+        // A run that waits for a person, with nothing answered, nothing expired and no
+        // cancellation, has nothing to do: re-entering it records nothing.
+        if in_flight.is_none() && self.idle().await {
+            self.release().await;
+            return Ok(self.result());
+        }
+        let setup_ms = self.setup_ms.take();
+        self.stage(EventKind::RunResumed {
+            in_flight,
+            setup_ms,
+        })?;
+        if let Some(call) = in_flight {
+            self.recover(call).await?;
+        }
+        self.resume().await
+    }
+
+    /// This process as the run's driver, at `now_ms`.
+    fn driver(&self, now_ms: u64) -> Driver {
+        Driver {
+            holder: self.engine.holder.clone(),
+            now_ms,
+            epoch: self.epoch,
+        }
+    }
+
+    /// The provider of step `i` and its surface.
+    fn surface_of(
+        &self,
+        i: usize,
+    ) -> Result<(String, Arc<dyn warrant_core::ports::Surface>), EngineError> {
+        let provider = self.spec.steps[i].provider.clone();
+        let surface = self
+            .surfaces
+            .get(&provider)
+            .cloned()
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
+        Ok((provider, surface))
+    }
+
+    /// The run's result as it stands.
+    fn result(&mut self) -> RunResult {
+        RunResult {
+            run_id: self.run_id.clone(),
+            outcome: self.state.outcome.clone(),
+            waiting_on: self
+                .state
+                .calls
+                .iter()
+                .filter(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
+                .map(|c| c.id)
+                .collect(),
+            state: std::mem::take(&mut self.state),
+        }
+    }
+
+    /// Applies an event to the fold and queues it for the store. The clock is read once per
+    /// event. Returns the event's timestamp.
+    fn stage(&mut self, kind: EventKind) -> Result<u64, EngineError> {
+        let seq = self.state.last_seq + 1;
+        if self.stop_at == Some(seq) {
+            return Err(EngineError::Stopped(seq));
+        }
+        let at_ms = self.time.stamp(seq);
+        let event = Event { seq, at_ms, kind };
+        self.state.apply(&event)?;
+        self.pending.push(Arc::new(event));
+        Ok(at_ms)
+    }
+
+    /// Appends everything staged, atomically, and waits until the store holds it.
+    async fn flush(&mut self) -> Result<(), EngineError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut self.pending);
+        let expected = self.durable_seq;
+        let last = events.last().map_or(expected, |e| e.seq);
+        let holds_result = events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::CallFinished { .. }));
+        let driver = self.driver(self.state.last_at_ms);
+        self.engine
+            .append(&self.run_id, expected, events, Some(&driver))
+            .await?;
+        self.durable_seq = last;
+        if holds_result {
+            warrant_fault::hit("after-result");
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn drive(&mut self) -> Result<RunResult, EngineError> {
+        let setup_ms = self.setup_ms.take();
+        self.stage(EventKind::RunStarted {
+            format: EVENTS_FORMAT.to_owned(),
+            run_id: self.run_id.clone(),
+            spec_hash: self.engine.cache.spec_hash(&self.spec),
+            spec: self.spec.clone(),
+            decider: self.decider.identity(),
+            authority: self.rules.authority.describe(),
+            principal: Some(warrant_core::event::Principal {
+                tenant: self.engine.acting_for.0.clone(),
+                user: self.engine.acting_for.1.clone(),
+                agent: self.decider.identity().to_string(),
+            }),
+            setup_ms,
+            execution_control: self.rules.describe_control(),
+        })?;
+        self.flush().await?;
+        self.resume().await
+    }
+
+    /// Drives the run from whatever its state is until it ends.
+    async fn resume(&mut self) -> Result<RunResult, EngineError> {
+        loop {
+            // INVARIANT (cancellation): checked between every two actions of the run.
+            if self.state.outcome.is_none()
+                && let Some(c) = self.cancel_due().await
+            {
+                // A call still held for approval was never dispatched: it ends with the run.
+                // (One dispatched after its approval is past holding: if its answer was lost
+                // it stays in doubt, for a reconciliation.)
+                if let Some(held) = self.state.calls.last().filter(|c| {
+                    c.awaiting.is_some()
+                        && c.status.is_none()
+                        && c.idempotency_key.is_none()
+                        && !c.in_doubt
+                }) {
+                    let fault = Fault::new(
+                        Code::Cancelled,
+                        Layer::Runtime,
+                        format!(
+                            "`{}` cancelled: the run was cancelled while it waited for approval",
+                            held.tool
+                        ),
+                    );
+                    let id = held.id;
+                    self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
+                }
+                self.stage(EventKind::RunFinished {
+                    outcome: Outcome::Cancelled {
+                        by: c.by,
+                        reason: c.reason,
+                    },
+                })?;
+                continue;
+            }
+            match self.state.next() {
+                Next::Ended => break,
+                Next::Wait(call) => {
+                    // An approval request unanswered past its time expires; the call is then
+                    // refused when it is carried on. Judged at the last event's time (a
+                    // re-entry's `run_resumed`), so a replay judges it the same way.
+                    let expired = self
+                        .state
+                        .calls
+                        .iter()
+                        .find(|c| c.id == call)
+                        .and_then(|c| c.awaiting.clone())
+                        .filter(|r| {
+                            self.state.approval(r).is_some_and(|a| {
+                                a.status == ApprovalStatus::Pending
+                                    && self.state.last_at_ms >= a.expires_at_ms
+                            })
+                        });
+                    match expired {
+                        Some(request) => {
+                            self.stage(EventKind::ApprovalExpired { request })?;
+                        }
+                        None => break,
+                    }
+                }
+                Next::Finish(outcome) => {
+                    self.stage(EventKind::RunFinished { outcome })?;
+                }
+                Next::Skip {
+                    step,
+                    blocked_by,
+                    fault,
+                } => {
+                    let id = self.spec.steps[step].id.clone();
+                    self.stage(EventKind::StepSkipped {
+                        step: id,
+                        blocked_by,
+                        fault,
+                    })?;
+                }
+                Next::Start(i) => {
+                    let step = &self.spec.steps[i];
+                    self.stage(EventKind::StepStarted {
+                        step: step.id.clone(),
+                        provider: step.provider.clone(),
+                    })?;
+                }
+                Next::Continue(i) => self.decide_once(i).await?,
+                Next::Redrive(call) => self.redrive(call).await?,
+                Next::Resend(call) => self.resend(call).await?,
+            }
+        }
+        self.flush().await?;
+        Ok(self.result())
+    }
+
+    fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {
+        self.stage(EventKind::RunFinished {
+            outcome: Outcome::Exhausted {
+                limit: limit.to_owned(),
+                value,
+            },
+        })?;
+        Ok(())
+    }
+
+    /// Whether a limit is reached at time `now`; if so the run is ended `exhausted`.
+    fn check_limits(&mut self, i: usize, now_ms: u64) -> Result<bool, EngineError> {
+        let limits = &self.spec.limits;
+        let step = &self.spec.steps[i];
+        let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
+        if now_ms.saturating_sub(self.state.started_at_ms) >= limits.deadline_ms {
+            self.exhausted("deadline_ms", limits.deadline_ms)?;
+            return Ok(true);
+        }
+        if self.state.decisions >= limits.decisions_max {
+            self.exhausted("decisions_max", u64::from(limits.decisions_max))?;
+            return Ok(true);
+        }
+        if self.state.steps[i].decisions >= step_max {
+            let name = if step.decisions_max.is_some() {
+                format!("steps.{}.decisions_max", step.id)
+            } else {
+                "step_decisions_max".to_owned()
+            };
+            self.exhausted(&name, u64::from(step_max))?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// The idempotency key of a call: stable for the intent, unique across runs (run ids are).
+pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
+    format!("wk-{run}-{call}")
+}
+
+fn error_message(output: &Value) -> String {
+    warrant_core::text::provider_message(output)
+}

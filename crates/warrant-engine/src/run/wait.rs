@@ -1,0 +1,215 @@
+//! Waiting on ports: every wait is bounded (a call's timeout, the run's deadline) and cut short by a cancellation; a run waiting for a person records nothing while nothing changed.
+
+use super::*;
+
+/// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
+/// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
+pub(super) fn ready_now<T>(work: &mut BoxFuture<'_, T>) -> Option<T> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match work.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(answer) => Some(answer),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// How long a wait on a port may last.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Bound {
+    /// `limits.call_timeout_ms`, and never past the run's deadline: a provider (observe,
+    /// freshness, invoke, lookup) or the authority.
+    Call,
+    /// The run's deadline: the decider (a live model may think for long).
+    Deadline,
+    /// This many milliseconds, and never past the run's deadline: execution control.
+    Within(u64),
+}
+
+/// Why a bounded wait ended without its answer. Every wait on a port goes through
+/// [`Run::bounded`], so none can outlast its bound, the deadline or a cancellation.
+#[derive(Debug)]
+pub(super) enum Cut {
+    /// The bound passed.
+    Timeout(u64),
+    /// The run's deadline came first.
+    Deadline(u64),
+    /// The run was cancelled meanwhile.
+    Cancelled(CancelRequest),
+}
+
+impl Cut {
+    /// The cut as the error a surface would give: what the log records, and what a replay
+    /// hands back to regenerate it.
+    pub(super) fn surface_error(&self) -> SurfaceError {
+        let (kind, code, message) = match self {
+            Cut::Timeout(ms) => (
+                SurfaceErrorKind::TimedOut,
+                Code::Timeout,
+                format!("no answer within {ms} ms"),
+            ),
+            Cut::Deadline(ms) => (
+                SurfaceErrorKind::TimedOut,
+                Code::Deadline,
+                format!("no answer within {ms} ms"),
+            ),
+            Cut::Cancelled(c) => (
+                SurfaceErrorKind::Cancelled,
+                Code::Cancelled,
+                format!("cancelled by {}: {}", c.by, c.reason),
+            ),
+        };
+        SurfaceError {
+            code: Some(code),
+            ..SurfaceError::new(kind, message)
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Whether the run waits for a person and nothing has changed: no answer, no expiry (as of
+    /// now), no cancellation.
+    pub(super) async fn idle(&mut self) -> bool {
+        // Replaying, the log says whether the recorded process re-entered.
+        if !matches!(self.time, TimeSource::Live(_)) {
+            return false;
+        }
+        let Next::Wait(call) = self.state.next() else {
+            return false;
+        };
+        if let Some(c) = self.cancel_due().await {
+            self.cancel = Some(c);
+            return false;
+        }
+        let now = self.time.peek().unwrap_or(self.state.last_at_ms);
+        let expired = self
+            .state
+            .call(call)
+            .and_then(|c| c.awaiting.as_deref())
+            .and_then(|r| self.state.approval(r))
+            .is_some_and(|a| a.status == ApprovalStatus::Pending && now >= a.expires_at_ms);
+        !expired
+    }
+
+    /// Gives the run's lease back (nothing more will be appended by this process).
+    pub(super) async fn release(&self) {
+        if let TimeSource::Live(clock) = &self.time {
+            let driver = self.driver(clock.now_ms());
+            // A failed release only makes others wait for the lease to lapse.
+            let _ = self.engine.store.release(&self.run_id, &driver).await;
+        }
+    }
+
+    /// A cut wait as the error it stands for; a cancellation is remembered, to end the run.
+    pub(super) fn cut(&mut self, cut: &Cut) -> SurfaceError {
+        if let Cut::Cancelled(c) = cut {
+            self.cancel = Some(c.clone());
+        }
+        cut.surface_error()
+    }
+
+    /// The cancellation requested for this run, if it is due now. Live: asks the store at
+    /// most every `CANCEL_POLL_MS` of the clock. Replay: exactly where the log ended the run
+    /// cancelled.
+    pub(super) async fn cancel_due(&mut self) -> Option<CancelRequest> {
+        if let Some(c) = &self.cancel {
+            return Some(c.clone());
+        }
+        match &self.time {
+            TimeSource::Replay(_, cancels) => cancels.get(&(self.state.last_seq + 1)).cloned(),
+            TimeSource::Live(clock) => {
+                let now = clock.now_ms();
+                if self
+                    .cancel_polled_ms
+                    .is_some_and(|t| now.saturating_sub(t) < CANCEL_POLL_MS)
+                {
+                    return None;
+                }
+                self.cancel_polled_ms = Some(now);
+                self.engine
+                    .store
+                    .cancel_request(&self.run_id)
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        }
+    }
+
+    /// Awaits `work` unless the run is cancelled first (live runs only: a replay never waits).
+    /// Cooperative: the request is noticed within `CANCEL_POLL_MS`. While it waits, the run's
+    /// lease is renewed, so others know its driver is alive.
+    pub(super) async fn guarded<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, CancelRequest> {
+        let TimeSource::Live(clock) = &self.time else {
+            return Ok(work.await);
+        };
+        let (store, run) = (self.engine.store.clone(), self.run_id.clone());
+        let (clock, holder, epoch) = (clock.clone(), self.engine.holder.clone(), self.epoch);
+        let watch = async move {
+            let mut renewed_ms = clock.now_ms();
+            loop {
+                tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
+                if let Ok(Some(c)) = store.cancel_request(&run).await {
+                    return c;
+                }
+                let now_ms = clock.now_ms();
+                if now_ms.saturating_sub(renewed_ms) >= LEASE_TTL_MS / 3 {
+                    renewed_ms = now_ms;
+                    let driver = Driver {
+                        holder: holder.clone(),
+                        now_ms,
+                        epoch,
+                    };
+                    // A failed renewal only lets the lease lapse sooner; the run goes on.
+                    let _ = store.heartbeat(&run, &driver).await;
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            done = work => Ok(done),
+            c = watch => Err(c),
+        }
+    }
+
+    /// How long a wait may last now, and whether that is the deadline; `None` when replaying
+    /// (recorded ports answer at once).
+    pub(super) fn bound_ms(&self, bound: Bound) -> Option<(u64, bool)> {
+        let now = self.time.peek()?;
+        let left = (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
+        let limit = match bound {
+            Bound::Call => self.spec.limits.call_timeout_ms,
+            Bound::Deadline => u64::MAX,
+            Bound::Within(ms) => ms,
+        };
+        Some(if left <= limit {
+            (left, true)
+        } else {
+            (limit, false)
+        })
+    }
+
+    /// INVARIANT (every wait bounded): awaits a port's answer within `bound`, the run's deadline
+    /// and the cancel guard. A port that answers at once is polled once, with no timers.
+    /// Replaying, a recorded port that gave no answer never answers: the bound fires at once.
+    pub(super) async fn bounded<T>(
+        &self,
+        bound: Bound,
+        mut work: BoxFuture<'_, T>,
+    ) -> Result<T, Cut> {
+        if let Some(answer) = ready_now(&mut work) {
+            return Ok(answer);
+        }
+        let Some((ms, deadline)) = self.bound_ms(bound) else {
+            return Err(Cut::Timeout(0));
+        };
+        let timed = tokio::time::timeout(Duration::from_millis(ms), work);
+        match self.guarded(timed).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) if deadline => Err(Cut::Deadline(ms)),
+            Ok(Err(_)) => Err(Cut::Timeout(ms)),
+            Err(c) => Err(Cut::Cancelled(c)),
+        }
+    }
+}
