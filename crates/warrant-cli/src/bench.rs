@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::anyhow;
 use serde_json::{Value, json};
 use warrant_core::event::{CallStatus, DeciderIdentity, Decision, EventKind};
+use warrant_core::num;
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider, EventStore};
 use warrant_core::projection::Projection;
 use warrant_core::spec::{CommitRule, Limits, ProviderSpec, SPEC_VERSION, Spec, StepSpec};
@@ -121,8 +122,11 @@ fn cpu_ns() -> u64 {
     let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
         return 0;
     };
-    let ns =
-        |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
+    // A CPU time is never negative.
+    let ns = |t: nix::sys::time::TimeVal| {
+        u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_usec()).unwrap_or(0) * 1_000
+    };
     ns(usage.user_time()) + ns(usage.system_time())
 }
 
@@ -175,9 +179,13 @@ async fn batch(
                 decider.clone(),
                 surfaces.clone(),
             );
-            tasks.push(tokio::spawn(async move {
-                engine.run(spec, decider.as_ref(), &surfaces).await
-            }));
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
+            )]
+            let task =
+                tokio::spawn(async move { engine.run(spec, decider.as_ref(), &surfaces).await });
+            tasks.push(task);
         }
         for t in tasks {
             let r = t
@@ -187,7 +195,7 @@ async fn batch(
         }
     }
     let wall_s = t0.elapsed().as_secs_f64();
-    let cpu_s = (cpu_ns() - cpu0) as f64 / 1e9;
+    let cpu_s = num::to_f64(cpu_ns() - cpu0) / 1e9;
     // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
     let ran = counter.load(Ordering::SeqCst) - before;
     if ran != u64::from(steps) * u64::from(runs) {
@@ -269,7 +277,11 @@ pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
     let total_steps = f64::from(args.steps) * f64::from(args.runs);
     let mut walls: Vec<f64> = batches.iter().map(|b| b.wall_s).collect();
     walls.sort_by(f64::total_cmp);
-    let median = walls[walls.len() / 2];
+    let (Some(&median), Some(&fastest), Some(&slowest)) =
+        (walls.get(walls.len() / 2), walls.first(), walls.last())
+    else {
+        return Err(Failure::failed(anyhow!("no batch was timed")));
+    };
     let mid = batches
         .iter()
         .find(|b| b.wall_s == median)
@@ -285,13 +297,13 @@ pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
         "steps_per_s": total_steps / median,
         "runs_per_s": f64::from(args.runs) / median,
         "per_step_us": median * 1e6 / total_steps,
-        "per_step_us_min": walls[0] * 1e6 / total_steps,
-        "per_step_us_max": walls[walls.len() - 1] * 1e6 / total_steps,
+        "per_step_us_min": fastest * 1e6 / total_steps,
+        "per_step_us_max": slowest * 1e6 / total_steps,
         "cpu_s": mid,
         "cpu_per_step_us": mid * 1e6 / total_steps,
         "rss_before_runs_mb": rss_before,
         "peak_rss_mb": peak,
-        "tool_calls": total_steps as u64,
+        "tool_calls": num::to_u64(total_steps),
         "versions": {
             "warrant": env!("CARGO_PKG_VERSION"),
             "sqlite": warrant_store::sqlite::sqlite_version(),

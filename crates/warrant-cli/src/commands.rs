@@ -433,7 +433,10 @@ pub fn when(ms: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
+    // At most u64::MAX / 86_400_000 days: far inside i64.
+    let z = i64::try_from(days)
+        .unwrap_or(i64::MAX)
+        .saturating_add(719_468);
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
@@ -1042,6 +1045,10 @@ async fn reconcile(
     Ok(exit::ATTAINED)
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the CLI owns the environment: `USER` names the operator"
+)]
 fn operator(by: Option<String>) -> String {
     by.or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "operator".into())

@@ -60,19 +60,18 @@ pub fn digest(value: &Value) -> String {
 
 /// `sha256:<hex>` of raw bytes.
 pub fn digest_bytes(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut s = String::with_capacity(7 + 64);
-    s.push_str("sha256:");
-    for b in hash {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 0xf) as usize] as char);
-    }
-    s
+    format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -72,8 +72,11 @@ impl Comparison {
                 }
             })
             .collect();
-        let differs =
-            |f: &dyn Fn(&RouteSummary) -> String| routes.windows(2).any(|w| f(&w[0]) != f(&w[1]));
+        let differs = |f: &dyn Fn(&RouteSummary) -> String| {
+            routes
+                .windows(2)
+                .any(|w| matches!(w, [a, b] if f(a) != f(b)))
+        };
         Comparison {
             format: "warrant.compare/1".into(),
             spec_id: reports

@@ -17,7 +17,7 @@ use crate::event::{
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
-use crate::spec::{CommitRule, Spec, StepSpec};
+use crate::spec::{CommitRule, Publish, Spec, StepSpec};
 
 /// How many recent calls of the current step a projection shows.
 pub const RECENT_CALLS_MAX: usize = 8;
@@ -73,8 +73,11 @@ pub struct StepAnswer {
     pub text: String,
 }
 
+/// How a step the run holds no state for reads: as one that never ran.
+static NEVER_RAN: StepState = StepState::new();
+
 impl StepState {
-    fn new() -> StepState {
+    const fn new() -> StepState {
         StepState {
             status: StepStatus::Pending,
             decisions: 0,
@@ -368,9 +371,19 @@ impl RunState {
             .and_then(|i| self.calls.get_mut(i))
     }
 
+    /// The state of step `i`. `steps` mirrors the spec's steps (`run_started` made it so); a
+    /// step without a state reads as one that never ran.
+    pub fn step(&self, i: usize) -> &StepState {
+        self.steps.get(i).unwrap_or(&NEVER_RAN)
+    }
+
     /// The id the next call will get.
     pub fn next_call_id(&self) -> CallId {
-        CallId(self.calls.len() as u32 + 1)
+        CallId(
+            u32::try_from(self.calls.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1),
+        )
     }
 
     /// Applies one event. Rejects an event that breaks the log's invariants.
@@ -432,7 +445,7 @@ impl RunState {
                 if self.current.is_some() {
                     return Err(fail("a step is already running".into()));
                 }
-                let s = &mut self.steps[i];
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
                 if s.status != StepStatus::Pending {
                     return Err(fail(format!("step `{step}` already started")));
                 }
@@ -474,20 +487,21 @@ impl RunState {
                     self.tokens_used += u.input_tokens + u.output_tokens;
                     self.cost_micro_usd += u.cost_micro_usd.unwrap_or(0);
                 }
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                s.decisions += 1;
                 self.decisions += 1;
-                self.steps[i].decisions += 1;
                 self.pending_claims = None;
                 if let EventKind::Decided { decision, .. } = &e.kind {
                     match decision {
                         Decision::Call { claims, .. } => self.pending_claims = Some(claims.clone()),
                         Decision::Done { summary } => {
-                            self.steps[i].answer = Some(StepAnswer {
+                            s.answer = Some(StepAnswer {
                                 kind: "done".into(),
                                 text: summary.clone(),
                             });
                         }
                         Decision::Decline { reason } => {
-                            self.steps[i].answer = Some(StepAnswer {
+                            s.answer = Some(StepAnswer {
                                 kind: "decline".into(),
                                 text: reason.clone(),
                             });
@@ -526,7 +540,10 @@ impl RunState {
                     }
                     c.resent_by = Some(*call);
                 }
-                self.steps[i].calls.push(*call);
+                step_state(&mut self.steps, i)
+                    .map_err(fail)?
+                    .calls
+                    .push(*call);
                 self.calls.push(CallRecord {
                     id: *call,
                     step: i,
@@ -620,15 +637,14 @@ impl RunState {
                 c.finished_at_ms = Some(e.at_ms);
                 let (step, effect, id) = (c.step, c.effect, c.id);
                 if *status == CallStatus::Ok {
-                    let s = &mut self.steps[step];
+                    let s = step_state(&mut self.steps, step).map_err(fail)?;
                     s.succeeded = true;
                     if effect == Some(Effect::Commit) {
                         s.committed = true;
                     }
                     if let Some(out) = output {
-                        let provider = self.spec.as_ref().map(|sp| sp.steps[step].provider.clone());
-                        self.output_index
-                            .record(provider.as_deref().unwrap_or(""), id, out);
+                        let provider = self.provider_of(step).to_owned();
+                        self.output_index.record(&provider, id, out);
                     }
                 }
             }
@@ -777,9 +793,10 @@ impl RunState {
                 if *happened {
                     c.status = Some(CallStatus::Ok);
                     let (step, effect) = (c.step, c.effect);
-                    self.steps[step].succeeded = true;
+                    let s = step_state(&mut self.steps, step).map_err(fail)?;
+                    s.succeeded = true;
                     if effect == Some(Effect::Commit) {
-                        self.steps[step].committed = true;
+                        s.committed = true;
                     }
                 } else {
                     c.status = Some(CallStatus::NotPerformed);
@@ -820,8 +837,9 @@ impl RunState {
                 if self.calls.last().is_some_and(|c| c.status.is_none()) {
                     return Err(fail("a call is still in flight".into()));
                 }
-                self.steps[i].status = StepStatus::Finished(end.clone());
-                self.steps[i].finished_at_ms = Some(e.at_ms);
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                s.status = StepStatus::Finished(end.clone());
+                s.finished_at_ms = Some(e.at_ms);
                 self.current = None;
             }
             EventKind::StepSkipped {
@@ -832,10 +850,11 @@ impl RunState {
                 let i = self
                     .step_idx(step)
                     .ok_or_else(|| fail(format!("unknown step `{step}`")))?;
-                if self.steps[i].status != StepStatus::Pending {
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                if s.status != StepStatus::Pending {
                     return Err(fail(format!("step `{step}` already started")));
                 }
-                self.steps[i].status = StepStatus::Skipped {
+                s.status = StepStatus::Skipped {
                     blocked_by: blocked_by.clone(),
                     fault: fault.clone(),
                 };
@@ -914,11 +933,7 @@ impl RunState {
                     format!("handle {handle} was not issued in this step"),
                 )
             })?;
-        let provider = self
-            .spec
-            .as_ref()
-            .map(|s| s.steps[step].provider.as_str())
-            .unwrap_or("");
+        let provider = self.provider_of(step);
         let current = self
             .observations
             .get(provider)
@@ -1001,15 +1016,14 @@ impl RunState {
             return Next::Continue(i);
         }
         for (i, step) in spec.steps.iter().enumerate() {
-            if self.steps[i].status != StepStatus::Pending {
+            if self.step(i).status != StepStatus::Pending {
                 continue;
             }
             let mut ready = true;
             for dep in &step.after {
-                let Some(d) = spec.step_index(dep) else {
+                let Some(ds) = spec.step_index(dep).map(|d| self.step(d)) else {
                     continue;
                 };
-                let ds = &self.steps[d];
                 match &ds.status {
                     StepStatus::Finished(StepEnd::Attained) => {}
                     StepStatus::Finished(StepEnd::NotAttained { fault })
@@ -1039,7 +1053,7 @@ impl RunState {
         };
         let mut missing = Vec::new();
         for (i, step) in spec.steps.iter().enumerate() {
-            let s = &self.steps[i];
+            let s = self.step(i);
             let fault = || match &s.status {
                 StepStatus::Finished(StepEnd::NotAttained { fault })
                 | StepStatus::Skipped { fault, .. } => fault.clone(),
@@ -1084,8 +1098,16 @@ impl RunState {
                 fault: Fault::new(Code::NoSpec, Layer::Runtime, "the log has no spec"),
             };
         };
-        let step = &spec.steps[i];
-        let s = &self.steps[i];
+        let s = self.step(i);
+        let Some(step) = spec.steps.get(i) else {
+            return StepEnd::NotAttained {
+                fault: Fault::new(
+                    Code::NoSpec,
+                    Layer::Runtime,
+                    format!("the log's spec has no step {i}"),
+                ),
+            };
+        };
         if step.commit == CommitRule::Required && !s.committed {
             return StepEnd::NotAttained {
                 fault: self.blame_missing_commit(
@@ -1109,8 +1131,7 @@ impl RunState {
                 };
             }
         }
-        if let Some(name) = self.unpublished(step).next() {
-            let publish = &step.publishes[name];
+        if let Some((name, publish)) = self.unpublished(step).next() {
             // The publishing tool succeeded and its result lacks the path: the spec's path is
             // wrong, not the decider.
             let found = s.calls.iter().filter_map(|id| self.call(*id)).find(|c| {
@@ -1146,10 +1167,13 @@ impl RunState {
         StepEnd::Attained
     }
 
-    fn unpublished<'a>(&'a self, step: &'a StepSpec) -> impl Iterator<Item = &'a String> + 'a {
+    fn unpublished<'a>(
+        &'a self,
+        step: &'a StepSpec,
+    ) -> impl Iterator<Item = (&'a String, &'a Publish)> + 'a {
         step.publishes
-            .keys()
-            .filter(move |name| !self.carried.contains_key(&format!("{}.{name}", step.id)))
+            .iter()
+            .filter(move |(name, _)| !self.carried.contains_key(&format!("{}.{name}", step.id)))
     }
 
     /// Judges a decline of step `i`: the model declined, unless the evidence shows the required
@@ -1163,7 +1187,11 @@ impl RunState {
         let Some(spec) = self.spec.as_ref() else {
             return StepEnd::NotAttained { fault: declined };
         };
-        if spec.steps[i].commit == CommitRule::Required && !self.steps[i].committed {
+        let commit_required = spec
+            .steps
+            .get(i)
+            .is_some_and(|s| s.commit == CommitRule::Required);
+        if commit_required && !self.step(i).committed {
             return StepEnd::NotAttained {
                 fault: self.blame_missing_commit(i, &format!("declined: {reason}")),
             };
@@ -1175,7 +1203,8 @@ impl RunState {
     /// failed commit attempt (provider error, policy stop, rejected call), or on the model
     /// when it never attempted one.
     fn blame_missing_commit(&self, i: usize, model_message: &str) -> Fault {
-        let attempt = self.steps[i]
+        let attempt = self
+            .step(i)
             .calls
             .iter()
             .rev()
@@ -1194,7 +1223,7 @@ impl RunState {
     }
 
     fn blame_last_failure(&self, i: usize) -> Option<Fault> {
-        self.steps[i]
+        self.step(i)
             .calls
             .iter()
             .rev()
@@ -1203,11 +1232,7 @@ impl RunState {
     }
 
     fn is_commit_tool(&self, i: usize, tool: &str) -> bool {
-        let provider = self
-            .spec
-            .as_ref()
-            .map(|s| s.steps[i].provider.as_str())
-            .unwrap_or("");
+        let provider = self.provider_of(i);
         self.observations
             .get(provider)
             .and_then(|o| o.actions.iter().find(|a| a.name == tool))
@@ -1216,15 +1241,15 @@ impl RunState {
 
     /// The route: `provider/effect:tool` for each call that ran successfully, in order.
     pub fn route(&self) -> Vec<String> {
-        let Some(spec) = self.spec.as_ref() else {
+        if self.spec.is_none() {
             return Vec::new();
-        };
+        }
         self.calls
             .iter()
             .filter(|c| c.status == Some(CallStatus::Ok))
             .map(|c| {
                 let effect = c.effect.map_or("read".to_owned(), |e| e.to_string());
-                format!("{}/{}:{}", spec.steps[c.step].provider, effect, c.tool)
+                format!("{}/{}:{}", self.provider_of(c.step), effect, c.tool)
             })
             .collect()
     }
@@ -1291,4 +1316,12 @@ impl RunState {
             .max_by_key(|(_, at)| *at)
             .map(|(a, _)| a)
     }
+}
+
+/// Step `i`'s state. `i` indexes the spec's steps, which `run_started` mirrored in `steps`: a
+/// step without a state is a broken log.
+fn step_state(steps: &mut [StepState], i: usize) -> Result<&mut StepState, String> {
+    steps
+        .get_mut(i)
+        .ok_or_else(|| format!("the run holds no state for step {i}"))
 }

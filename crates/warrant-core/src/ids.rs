@@ -119,6 +119,14 @@ string_serde!(CallId, "CallId", "^c[0-9]+$");
 string_serde!(HandleId, "HandleId", "^h[0-9]+\\.[0-9]+$");
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

@@ -79,16 +79,16 @@ pub struct CallView {
 
 impl Projection {
     /// Builds the projection for the next decision of step `step_index`, showing `actions` of
-    /// observation `version`.
+    /// observation `version`. `None` when the run has no such step.
     pub fn build(
         state: &RunState,
         spec: Arc<Spec>,
         step_index: usize,
         version: String,
         actions: Arc<[ActionRecord]>,
-    ) -> Projection {
-        let step = &spec.steps[step_index];
-        let s = &state.steps[step_index];
+    ) -> Option<Projection> {
+        let step = spec.steps.get(step_index)?;
+        let s = state.steps.get(step_index)?;
         let step_max = step.decisions_max.unwrap_or(spec.limits.step_decisions_max);
         let carried = state
             .carried
@@ -130,7 +130,7 @@ impl Projection {
                 })
                 .collect()
         };
-        Projection {
+        Some(Projection {
             run_id: state.run_id.clone().unwrap_or_else(|| RunId(String::new())),
             step: step.id.clone(),
             decision_no: state.decisions + 1,
@@ -143,7 +143,7 @@ impl Projection {
             step_decisions_left: step_max.saturating_sub(s.decisions),
             step_index,
             spec,
-        }
+        })
     }
 
     /// The handle this projection issued for `tool`.
@@ -180,8 +180,6 @@ pub fn handle_in(actions: &[ActionRecord], decision: u32, tool: &str) -> Option<
     actions
         .iter()
         .position(|a| a.name == tool)
-        .map(|i| HandleId {
-            decision,
-            action: i as u16,
-        })
+        .and_then(|i| u16::try_from(i).ok())
+        .map(|action| HandleId { decision, action })
 }

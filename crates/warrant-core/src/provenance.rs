@@ -76,11 +76,18 @@ impl OutputIndex {
             return;
         }
         let p = match self.providers.iter().position(|x| x == provider) {
-            Some(i) => i as u16,
+            Some(i) => u16::try_from(i),
             None => {
-                self.providers.push(provider.to_owned());
-                (self.providers.len() - 1) as u16
+                let p = u16::try_from(self.providers.len());
+                if p.is_ok() {
+                    self.providers.push(provider.to_owned());
+                }
+                p
             }
+        };
+        // Providers are numbered in 16 bits: outputs of any past that many are not remembered.
+        let Ok(p) = p else {
+            return;
         };
         let seen = &mut self.seen;
         visit_leaves(output, &mut String::new(), &mut |_, leaf| {
@@ -258,6 +265,14 @@ pub fn label(
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -251,7 +251,7 @@ impl RunReport {
         let mut failures = Vec::new();
         if let Some(spec) = spec.as_ref() {
             for (i, step) in spec.steps.iter().enumerate() {
-                let s = &state.steps[i];
+                let s = state.step(i);
                 let (status, fault, blocked_by) = match &s.status {
                     StepStatus::Pending => ("pending", None, None),
                     StepStatus::Running => ("running", None, None),
@@ -327,6 +327,7 @@ impl RunReport {
                 // One row per requirement, each judged from what was found.
                 let mut rows = Vec::new();
                 for (i, s) in spec.steps.iter().enumerate() {
+                    let st = state.step(i);
                     let mut judged = |requirement: &str, met: bool| {
                         let m = missing
                             .iter()
@@ -339,10 +340,10 @@ impl RunReport {
                         });
                     };
                     if s.commit == CommitRule::Required {
-                        judged("commit", state.steps[i].committed);
+                        judged("commit", st.committed);
                     }
                     if s.required {
-                        judged("attained", state.steps[i].attained());
+                        judged("attained", st.attained());
                     }
                 }
                 rows
@@ -400,7 +401,7 @@ impl RunReport {
                 elapsed_ms: end.saturating_sub(state.started_at_ms) + state.setup_ms,
                 setup_ms: state.setup_ms,
                 decisions: state.decisions,
-                calls: state.calls.len() as u32,
+                calls: u32::try_from(state.calls.len()).unwrap_or(u32::MAX),
                 events: state.last_seq,
             },
         }

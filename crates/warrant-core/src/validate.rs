@@ -330,7 +330,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         }
     }
     if let Some(cycle) = find_cycle(spec) {
-        let i = spec.step_index(&cycle[0]).unwrap_or(0);
+        let i = cycle
+            .first()
+            .and_then(|id| spec.step_index(id))
+            .unwrap_or(0);
         let names: Vec<String> = cycle.iter().map(|s| format!("`{s}`")).collect();
         issues.push((
             vec![key("steps"), Seg::Index(i), key("after")],
@@ -465,7 +468,12 @@ fn find_cycle(spec: &Spec) -> Option<Vec<StepId>> {
             Some(2) => return None,
             Some(1) => {
                 let start = path.iter().position(|p| *p == id).unwrap_or(0);
-                let mut cycle: Vec<StepId> = path[start..].iter().map(|s| (*s).clone()).collect();
+                let mut cycle: Vec<StepId> = path
+                    .get(start..)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| (*s).clone())
+                    .collect();
                 cycle.push(id.clone());
                 return Some(cycle);
             }

@@ -76,6 +76,10 @@ impl Hub {
             missed: missed.clone(),
             failures: self.failures.clone(),
         };
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the hub owns its subscribers' worker tasks"
+        )]
         let task = tokio::spawn(worker.run(rx));
         if let Ok(mut subs) = self.subs.lock() {
             subs.push(Sub {

@@ -41,10 +41,9 @@ impl Interceptor for CapNumber {
             return Interception::Pass;
         }
         let mut args = request.args.clone();
-        let capped = if self.max.fract() == 0.0 && self.max.abs() < 9.0e15 {
-            Value::from(self.max as i64)
-        } else {
-            serde_json::Number::from_f64(self.max).map_or(Value::Null, Value::Number)
+        let capped = match exact_integer(self.max) {
+            Some(n) => Value::from(n),
+            None => serde_json::Number::from_f64(self.max).map_or(Value::Null, Value::Number),
         };
         if let Some(slot) = args.pointer_mut(&self.pointer) {
             *slot = capped;
@@ -54,6 +53,15 @@ impl Interceptor for CapNumber {
             reason: format!("`{}` = {n} exceeds the cap of {}", self.pointer, self.max),
         }
     }
+}
+
+/// `n` as an integer, when it is a whole number small enough to convert exactly.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "a whole number below 9e15 (< 2^53) converts to i64 exactly"
+)]
+fn exact_integer(n: f64) -> Option<i64> {
+    (n.fract() == 0.0 && n.abs() < 9.0e15).then_some(n as i64)
 }
 
 /// Suppresses every call to the listed tools (a kill switch).

@@ -58,7 +58,15 @@ pub fn shown_status(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> &
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap,
+        clippy::cast_precision_loss,
+        reason = "tests"
+    )]
 
     #[test]
     fn this_process_is_alive_and_a_finished_one_is_not() {

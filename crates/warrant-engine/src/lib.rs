@@ -43,6 +43,9 @@ pub enum EngineError {
     /// An event would break the log's invariants (a bug in Warrant; the run stops here).
     #[error("invariant broken: {0}")]
     Invariant(#[from] FoldError),
+    /// A step index the run's spec does not have (a bug in Warrant; the run stops here).
+    #[error("invariant broken: the run's spec has no step {0}")]
+    NoStep(usize),
     /// A provider the spec names has no surface.
     #[error("no surface for provider `{0}`")]
     MissingSurface(String),

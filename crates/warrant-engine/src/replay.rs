@@ -91,7 +91,10 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
     let mut error = None;
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(events.len());
-        let segment = &events[start..end];
+        let Some(segment) = events.get(start..end) else {
+            error = Some(format!("the log has no events {start}..{end} to replay"));
+            break;
+        };
         let mut engine = Engine::new(store.clone())
             .with_ids(Arc::new(FixedRunId(run_id.clone())))
             .with_authority(Arc::new(ReplayAuthority::from_log(segment, events)));
@@ -159,10 +162,10 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             }
         }
         // Operator inputs recorded between this segment and the next.
-        let mut at = store.events().len();
-        while at < end && is_operator_input(&events[at]) {
-            store.push(events[at].clone());
-            at += 1;
+        let at = store.events().len();
+        let inputs = events.get(at..end).unwrap_or_default();
+        for e in inputs.iter().take_while(|e| is_operator_input(e)) {
+            store.push(e.clone());
         }
     }
     let regenerated = store.events();
@@ -476,17 +479,20 @@ struct ReplayInterceptor {
 impl ReplayInterceptor {
     fn from_log(events: &[Arc<Event>]) -> Vec<ReplayInterceptor> {
         let mut chain: Vec<ReplayInterceptor> = Vec::new();
-        let at = |name: &str, chain: &mut Vec<ReplayInterceptor>| -> usize {
-            if let Some(i) = chain.iter().position(|c| c.name == name) {
-                return i;
+        /// The interceptor named `name`, added at the end of `chain` the first time.
+        fn named<'a>(
+            chain: &'a mut Vec<ReplayInterceptor>,
+            name: &str,
+        ) -> Option<&'a mut ReplayInterceptor> {
+            if !chain.iter().any(|c| c.name == name) {
+                chain.push(ReplayInterceptor {
+                    name: name.to_owned(),
+                    halted: HashMap::new(),
+                    narrowed: HashMap::new(),
+                });
             }
-            chain.push(ReplayInterceptor {
-                name: name.to_owned(),
-                halted: HashMap::new(),
-                narrowed: HashMap::new(),
-            });
-            chain.len() - 1
-        };
+            chain.iter_mut().find(|c| c.name == name)
+        }
         for e in events {
             match &e.kind {
                 EventKind::CallDispatched {
@@ -496,10 +502,10 @@ impl ReplayInterceptor {
                     ..
                 } => {
                     for n in narrowed {
-                        let i = at(&n.by, &mut chain);
-                        chain[i]
-                            .narrowed
-                            .insert(*call, ((**args).clone(), n.reason.clone()));
+                        if let Some(c) = named(&mut chain, &n.by) {
+                            c.narrowed
+                                .insert(*call, ((**args).clone(), n.reason.clone()));
+                        }
                     }
                 }
                 EventKind::CallFinished {
@@ -512,16 +518,17 @@ impl ReplayInterceptor {
                 } => {
                     if let Some(args) = narrowed_args {
                         for n in narrowed {
-                            let i = at(&n.by, &mut chain);
-                            chain[i]
-                                .narrowed
-                                .insert(*call, ((**args).clone(), n.reason.clone()));
+                            if let Some(c) = named(&mut chain, &n.by) {
+                                c.narrowed
+                                    .insert(*call, ((**args).clone(), n.reason.clone()));
+                            }
                         }
                     }
                     if let (CallStatus::Halted, Some(f)) = (status, fault) {
                         let (name, reason) = f.message.split_once(": ").unwrap_or(("", &f.message));
-                        let i = at(name, &mut chain);
-                        chain[i].halted.insert(*call, reason.to_owned());
+                        if let Some(c) = named(&mut chain, name) {
+                            c.halted.insert(*call, reason.to_owned());
+                        }
                     }
                 }
                 _ => {}

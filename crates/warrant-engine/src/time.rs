@@ -19,7 +19,7 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }
 
@@ -138,7 +138,7 @@ impl TimeSource {
         match self {
             TimeSource::Live(clock) => clock.now_ms(),
             TimeSource::Replay(times, _) => {
-                let i = (seq as usize).saturating_sub(1);
+                let i = usize::try_from(seq).unwrap_or(usize::MAX).saturating_sub(1);
                 times.get(i).or(times.last()).copied().unwrap_or(0)
             }
         }
@@ -165,15 +165,17 @@ impl TimeSource {
                 };
                 cancels.insert(e.seq, request.clone());
                 // A held call the cancellation ended just before the run: same moment.
-                let mut j = i;
-                while j > 0
-                    && let EventKind::CallFinished {
-                        status: CallStatus::Cancelled,
-                        ..
-                    } = &events[j - 1].kind
-                {
-                    cancels.insert(events[j - 1].seq, request.clone());
-                    j -= 1;
+                let held = events.iter().take(i).rev().take_while(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::CallFinished {
+                            status: CallStatus::Cancelled,
+                            ..
+                        }
+                    )
+                });
+                for e in held {
+                    cancels.insert(e.seq, request.clone());
                 }
             }
         }

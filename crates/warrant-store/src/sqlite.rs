@@ -93,6 +93,30 @@ fn io(e: impl std::fmt::Display) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
+/// `n` as an SQLite integer: one past `i64::MAX` is refused rather than wrapped.
+fn sql_int(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| {
+        StoreError::Io(format!(
+            "{n} is past the largest integer the store holds ({})",
+            i64::MAX
+        ))
+    })
+}
+
+/// Column `i` of `r`, an integer the store wrote from a `u64`: a negative one is refused
+/// rather than wrapped.
+fn column_u64(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    let v: i64 = r.get(i)?;
+    u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(i, v))
+}
+
+/// Column `i` of `r`, like [`column_u64`], when it may be `NULL`.
+fn column_u64_opt(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
+    r.get::<_, Option<i64>>(i)?
+        .map(|v| u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(i, v)))
+        .transpose()
+}
+
 fn open_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)
         .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
@@ -461,7 +485,12 @@ fn insert_pending(conn: &Connection, p: &PendingApproval) -> Result<(), StoreErr
         "INSERT OR REPLACE INTO approvals (request, run_id, requested_at_ms, body) VALUES (?1, ?2, ?3, ?4)",
     )
     .map_err(io)?
-    .execute(params![p.request, p.run_id.0, p.requested_at_ms as i64, body])
+    .execute(params![
+        p.request,
+        p.run_id.0,
+        sql_int(p.requested_at_ms)?,
+        body
+    ])
     .map_err(io)?;
     Ok(())
 }
@@ -575,8 +604,8 @@ fn commit_batch(
                 None => current
                     .query_row([&req.run.0], |r| {
                         Ok((
-                            r.get::<_, i64>(0)? as u64,
-                            r.get::<_, i64>(1)? as u64,
+                            column_u64(r, 0)?,
+                            column_u64(r, 1)?,
                             r.get::<_, Option<String>>(2)?,
                         ))
                     })
@@ -620,14 +649,14 @@ fn commit_batch(
                         req.run.0,
                         spec_id,
                         decider,
-                        *started as i64,
-                        epoch as i64
+                        sql_int(*started)?,
+                        sql_int(epoch)?
                     ])
                     .map_err(io)?;
             }
             for (seq, body) in &req.rows {
                 insert
-                    .execute(params![req.run.0, *seq as i64, body])
+                    .execute(params![req.run.0, sql_int(*seq)?, body])
                     .map_err(io)?;
                 warrant_fault::hit("mid-append");
             }
@@ -640,15 +669,15 @@ fn commit_batch(
                     advance_leased
                         .execute(params![
                             req.run.0,
-                            new_last as i64,
+                            sql_int(new_last)?,
                             &*d.holder,
-                            d.now_ms as i64
+                            sql_int(d.now_ms)?
                         ])
                         .map_err(io)?;
                 }
                 None => {
                     advance
-                        .execute(params![req.run.0, new_last as i64])
+                        .execute(params![req.run.0, sql_int(new_last)?])
                         .map_err(io)?;
                     if req.status.is_some() {
                         unlease.execute(params![req.run.0]).map_err(io)?;
@@ -703,11 +732,11 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         spec_id: r.get(1)?,
         decider: r.get(2)?,
         status: r.get(3)?,
-        started_at_ms: r.get::<_, i64>(4)? as u64,
-        events: r.get::<_, i64>(5)? as u64,
+        started_at_ms: column_u64(r, 4)?,
+        events: column_u64(r, 5)?,
         holder: r.get(6)?,
-        heartbeat_ms: r.get::<_, Option<i64>>(7)?.map(|t| t as u64),
-        epoch: r.get::<_, Option<i64>>(8)?.map_or(1, |e| e as u64),
+        heartbeat_ms: column_u64_opt(r, 7)?,
+        epoch: column_u64_opt(r, 8)?.unwrap_or(1),
     })
 }
 
@@ -722,7 +751,7 @@ fn read_events(
         )
         .map_err(io)?;
     let rows = stmt
-        .query_map(params![run.0, from_seq as i64], |r| {
+        .query_map(params![run.0, sql_int(from_seq)?], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, i64>(1)?,
@@ -736,7 +765,11 @@ fn read_events(
         let event = event::decode(&body)
             .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
         out.push(StoredEvent {
-            position: position as u64,
+            position: u64::try_from(position).map_err(|_| {
+                StoreError::Io(format!(
+                    "run `{run}` event {seq} is at position {position}, which is negative"
+                ))
+            })?,
             run_id: run.clone(),
             event: Arc::new(event),
         });
@@ -767,10 +800,11 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, StoreError>
          ORDER BY started_at_ms DESC, rowid DESC LIMIT ?7",
         summary_columns(conn)
     );
+    // One more than asked, to tell whether there is a next page; past `i64::MAX`, all.
     let limit: i64 = if query.limit == 0 {
         -1
     } else {
-        query.limit as i64 + 1
+        i64::try_from(query.limit).map_or(i64::MAX, |l| l.saturating_add(1))
     };
     let mut stmt = conn.prepare_cached(&sql).map_err(io)?;
     let rows = stmt
@@ -779,8 +813,12 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, StoreError>
                 query.status,
                 query.spec_id,
                 query.id_prefix,
-                query.since_ms.map(|t| t as i64),
-                query.after.as_ref().map(|c| c.started_at_ms as i64),
+                query.since_ms.map(sql_int).transpose()?,
+                query
+                    .after
+                    .as_ref()
+                    .map(|c| sql_int(c.started_at_ms))
+                    .transpose()?,
                 query.after.as_ref().map(|c| c.run_id.0.clone()),
                 limit
             ],
@@ -966,32 +1004,31 @@ impl EventStore for SqliteStore {
         let (run, driver) = (run.clone(), driver.clone());
         self.writing(move |inner| {
             let conn = inner.reader()?;
-            let stale_before = driver.now_ms.saturating_sub(LEASE_TTL_MS) as i64;
+            let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
+            let now_ms = sql_int(driver.now_ms)?;
             // One statement: the lease is taken only if nobody else was heard from lately, and
             // taking it starts a new epoch that fences its previous holder.
             let taken = conn
                 .execute(
                     "UPDATE runs SET holder = ?2, heartbeat_ms = ?3, epoch = epoch + 1 WHERE run_id = ?1
                      AND (holder IS NULL OR holder = ?2 OR heartbeat_ms IS NULL OR heartbeat_ms <= ?4)",
-                    params![run.0, &*driver.holder, driver.now_ms as i64, stale_before],
+                    params![run.0, &*driver.holder, now_ms, stale_before],
                 )
                 .map_err(io)?;
-            let row: Option<(Option<String>, Option<i64>, i64)> = conn
+            let row: Option<(Option<String>, Option<u64>, u64)> = conn
                 .query_row(
                     "SELECT holder, heartbeat_ms, epoch FROM runs WHERE run_id = ?1",
                     [&run.0],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    |r| Ok((r.get(0)?, column_u64_opt(r, 1)?, column_u64(r, 2)?)),
                 )
                 .optional()
                 .map_err(io)?;
             match (row, taken) {
                 (None, _) => Err(StoreError::Io(format!("no run `{run}` in the store"))),
-                (Some((_, _, epoch)), 1) => Ok(Claim::Taken {
-                    epoch: epoch as u64,
-                }),
+                (Some((_, _, epoch)), 1) => Ok(Claim::Taken { epoch }),
                 (Some((holder, at, _)), _) => Ok(Claim::Held(Held {
                     holder: holder.unwrap_or_default(),
-                    heartbeat_ms: at.unwrap_or(0) as u64,
+                    heartbeat_ms: at.unwrap_or(0),
                 })),
             }
         })
@@ -1004,7 +1041,12 @@ impl EventStore for SqliteStore {
                 .reader()?
                 .execute(
                     "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2 AND epoch = ?4",
-                    params![run.0, &*driver.holder, driver.now_ms as i64, driver.epoch as i64],
+                    params![
+                        run.0,
+                        &*driver.holder,
+                        sql_int(driver.now_ms)?,
+                        sql_int(driver.epoch)?
+                    ],
                 )
                 .map_err(io)?;
             Ok(())

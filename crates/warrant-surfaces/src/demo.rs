@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use warrant_core::event::Effect;
+use warrant_core::num;
 
 use crate::reference::{ActionSpec, Provider, ProviderError};
 
@@ -210,8 +211,8 @@ impl Provider for Gallery {
         let (name, distance) = PALETTE
             .iter()
             .map(|(name, p)| {
-                let d2: i32 = (0..3).map(|i| (rgb[i] - p[i]).pow(2)).sum();
-                (*name, (f64::from(d2)).sqrt().round() as i64)
+                let d2: i32 = rgb.iter().zip(p).map(|(a, b)| (a - b).pow(2)).sum();
+                (*name, num::to_i64(f64::from(d2).sqrt().round()))
             })
             .min_by_key(|(_, d)| *d)
             .unwrap_or(("none", i64::MAX));
@@ -511,6 +512,14 @@ impl Provider for StepTool {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

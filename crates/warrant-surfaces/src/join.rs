@@ -25,29 +25,40 @@ impl JoinedSurface {
         JoinedSurface { members }
     }
 
-    /// The member a joined tool name belongs to, and the member's own tool name.
-    fn route<'a>(&self, tool: &'a str) -> Option<(usize, &'a str)> {
+    /// The member a joined tool name belongs to (its position and surface), and the member's
+    /// own tool name.
+    fn route<'s, 'a>(&'s self, tool: &'a str) -> Option<(usize, &'s Arc<dyn Surface>, &'a str)> {
         let (member, inner) = tool.split_once('.')?;
-        let i = self.members.iter().position(|(n, _)| n == member)?;
-        Some((i, inner))
+        let (i, (_, surface)) = self
+            .members
+            .iter()
+            .enumerate()
+            .find(|(_, (n, _))| n == member)?;
+        Some((i, surface, inner))
     }
 
     /// The member's part of a joined version.
     fn part<'a>(&self, version: &'a str, i: usize) -> Option<&'a str> {
         let parts: Vec<&str> = version.split('|').collect();
-        (parts.len() == self.members.len()).then(|| parts[i])
+        if parts.len() != self.members.len() {
+            return None;
+        }
+        parts.get(i).copied()
     }
 
-    /// The call as the member must see it.
-    fn for_member(&self, call: Invocation) -> Result<(usize, Invocation), SurfaceError> {
-        let (i, inner) = self.route(call.tool()).ok_or_else(|| {
+    /// The member a call goes to, and the call as the member must see it.
+    fn for_member(
+        &self,
+        call: Invocation,
+    ) -> Result<(&Arc<dyn Surface>, Invocation), SurfaceError> {
+        let (i, member, inner) = self.route(call.tool()).ok_or_else(|| {
             SurfaceError::invalid(format!(
                 "`{}` is not `<member>.<tool>` of this join",
                 call.tool()
             ))
         })?;
         let version = self.part(call.version(), i).unwrap_or_default();
-        Ok((i, call.for_member(inner, version)))
+        Ok((member, call.for_member(inner, version)))
     }
 
     async fn observe_all(&self) -> Result<Observation, SurfaceError> {
@@ -95,7 +106,7 @@ impl Surface for JoinedSurface {
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         match self.for_member(call) {
-            Ok((i, call)) => self.members[i].1.invoke(call),
+            Ok((member, call)) => member.invoke(call),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
     }
@@ -129,20 +140,28 @@ impl Surface for JoinedSurface {
 
     fn recovery(&self, tool: &str) -> Recovery {
         match self.route(tool) {
-            Some((i, inner)) => self.members[i].1.recovery(inner),
+            Some((_, member, inner)) => member.recovery(inner),
             None => Recovery::InDoubt,
         }
     }
 
     fn lookup(&self, call: Invocation) -> BoxFuture<'_, Result<Option<CallOutput>, SurfaceError>> {
         match self.for_member(call) {
-            Ok((i, call)) => self.members[i].1.lookup(call),
+            Ok((member, call)) => member.lookup(call),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
     }
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use std::sync::Arc;
 

@@ -69,9 +69,20 @@ impl Ledger {
                 continue;
             };
             entries.push(Entry {
-                key: v["key"].as_str().unwrap_or_default().to_owned(),
-                entry: v["entry"].as_str().unwrap_or_default().to_owned(),
-                position: v["position"].as_u64().unwrap_or_default(),
+                key: v
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                entry: v
+                    .get("entry")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                position: v
+                    .get("position")
+                    .and_then(Value::as_u64)
+                    .unwrap_or_default(),
             });
         }
         Ok(entries)

@@ -40,6 +40,11 @@ pub(crate) fn bound(output: Value, max: usize) -> Value {
 /// A spec value that may name environment variables: `$NAME` alone, or `${NAME}` anywhere in
 /// it, is replaced by Warrant's environment variable `NAME` (so a credential never sits in the
 /// spec); anything else is taken as written. A variable that is not set is an error naming it.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the surfaces own expanding `$NAME` in a provider's settings (the MCP child's env, \
+              MCP and OpenAPI headers)"
+)]
 pub fn expand_env(value: &str) -> Result<String, String> {
     let var = |name: &str| {
         std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))
@@ -136,6 +141,15 @@ async fn remote(
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
 mod tests {
     use super::expand_env;
 

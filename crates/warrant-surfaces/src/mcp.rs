@@ -501,6 +501,10 @@ impl McpSurface {
 /// Shows what a server writes on stderr, a line at a time, sanitised and labelled. The task
 /// ends when the server closes its stderr (it exits); a failure to read or write ends it early
 /// and only loses that diagnostic output.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the MCP transport owns the task that drains its child's stderr"
+)]
 fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
     use tokio::io::AsyncBufReadExt;
     tokio::spawn(async move {

@@ -383,7 +383,8 @@ impl OpenApiSurface {
                 ))
             })?;
         let body = if cut {
-            json!({"truncated": true, "head": String::from_utf8_lossy(&bytes[..limit.min(bytes.len())])})
+            let head = bytes.get(..limit).unwrap_or(&bytes);
+            json!({"truncated": true, "head": String::from_utf8_lossy(head)})
         } else if bytes.is_empty() {
             Value::Null
         } else if json {
@@ -1134,6 +1135,14 @@ fn streams(schemas: &Schemas<'_>, op: &Value) -> bool {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

@@ -179,13 +179,14 @@ impl Names {
 }
 
 /// The conversation for one decision, with the names used on the wire. `reasoning` gives the
-/// reasoning items this decider kept for a call (same provider only).
+/// reasoning items this decider kept for a call (same provider only). `None` when the
+/// projection's step is not in its spec.
 pub fn from_projection(
     p: &Projection,
     reasoning: &dyn Fn(&str) -> Vec<Value>,
-) -> (Conversation, Names) {
+) -> Option<(Conversation, Names)> {
     let spec = &p.spec;
-    let step = &spec.steps[p.step_index];
+    let step = spec.steps.get(p.step_index)?;
     let mut names = Names::default();
     let allowed = |name: &str| step.tools.is_empty() || step.tools.iter().any(|t| t == name);
     let mut tools: Vec<Tool> = p
@@ -269,7 +270,7 @@ pub fn from_projection(
         tools,
         turns,
     };
-    (conversation, names)
+    Some((conversation, names))
 }
 
 /// A reply as decisions: the calls in order (the first is acted on now, the rest one at a
@@ -355,6 +356,14 @@ pub fn usage(reply: &Reply, cost_micro_usd: Option<u64>) -> Option<Usage> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use warrant_core::codes::Code;
+use warrant_core::num;
 
 /// Most bytes of an answer kept in the recorded exchange.
 pub const RECORDED_BYTES_MAX: usize = 256 * 1024;
@@ -175,8 +176,8 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
             .and_then(|v| v.trim().parse::<f64>().ok())
     };
     get("retry-after-ms")
-        .map(|ms| ms as u64)
-        .or_else(|| get("retry-after").map(|s| (s * 1000.0) as u64))
+        .map(num::to_u64)
+        .or_else(|| get("retry-after").map(|s| num::to_u64(s * 1000.0)))
 }
 
 /// Up to `span` ms of randomness (a fresh hasher's seed is random per process and call).
@@ -262,6 +263,14 @@ pub fn recorded(text: &str) -> Value {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

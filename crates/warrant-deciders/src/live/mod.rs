@@ -28,7 +28,7 @@ pub mod wire;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use warrant_core::canon;
 use warrant_core::codes::Code;
 use warrant_core::event::{DeciderIdentity, Decision};
@@ -85,6 +85,10 @@ pub fn is_live(kind: &str) -> bool {
     )
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the deciders own reading their API keys and endpoints from the environment"
+)]
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -317,7 +321,12 @@ impl LiveDecider {
                 .map(|(tool, args)| self.remembered(&run, tool, args))
                 .unwrap_or_default()
         };
-        let (conversation, names) = conversation::from_projection(&p, &lookup);
+        let Some((conversation, names)) = conversation::from_projection(&p, &lookup) else {
+            return Err(DecideError::new(
+                Code::NoSpec,
+                format!("the projection's spec has no step {}", p.step_index),
+            ));
+        };
         let body = wire::request(self.api, &conversation, &self.settings);
         let url = self.url();
         let mut attempts = Vec::new();
@@ -332,27 +341,26 @@ impl LiveDecider {
             &mut attempts,
         )
         .await;
-        let mut exchange = json!({
-            "api": format!("{:?}", self.api),
-            "url": url,
-            "request": http::recorded_request(&body),
-            "attempts": attempts,
-        });
+        let mut exchange = Map::new();
+        exchange.insert("api".into(), json!(format!("{:?}", self.api)));
+        exchange.insert("url".into(), json!(url));
+        exchange.insert("request".into(), http::recorded_request(&body));
+        exchange.insert("attempts".into(), json!(attempts));
         let answer = match sent {
             Ok(a) => a,
             Err(f) => {
                 return Err(DecideError {
                     code: f.code,
                     message: f.message,
-                    exchange: Some(Arc::new(exchange)),
+                    exchange: Some(Arc::new(Value::Object(exchange))),
                 });
             }
         };
-        exchange["response"] = http::recorded(&answer.text);
+        exchange.insert("response".into(), http::recorded(&answer.text));
         if let Some(why) = &answer.broken {
-            exchange["broken"] = json!(why);
+            exchange.insert("broken".into(), json!(why));
         }
-        let exchange = Arc::new(exchange);
+        let exchange = Arc::new(Value::Object(exchange));
         let fail = |code: Code, message: String| DecideError {
             code,
             message,

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use warrant_core::num;
 use warrant_core::spec::Format;
 
 /// The table shipped with the binary.
@@ -199,12 +200,20 @@ pub fn check(
 /// The cost in micro-dollars of this usage (USD per million tokens is micro-USD per token).
 pub fn cost_micro_usd(price: &Price, input: u64, cached: u64, output: u64) -> u64 {
     let cached = cached.min(input);
-    let fresh = (input - cached) as f64 * price.input;
-    let reused = cached as f64 * price.cached_input.unwrap_or(price.input);
-    (fresh + reused + output as f64 * price.output).round() as u64
+    let fresh = num::to_f64(input - cached) * price.input;
+    let reused = num::to_f64(cached) * price.cached_input.unwrap_or(price.input);
+    num::to_u64((fresh + reused + num::to_f64(output) * price.output).round())
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
 

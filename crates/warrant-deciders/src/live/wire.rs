@@ -99,6 +99,22 @@ fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or_default()
 }
 
+/// What `v[pointer]` reads: the value there, or `null`.
+fn at(v: &Value, pointer: &str) -> Value {
+    v.pointer(pointer).cloned().unwrap_or(Value::Null)
+}
+
+/// `v[key] = value`, as `serde_json`'s index assignment does for an object or `null` (made an
+/// object); any other value (a malformed document) is left as it is rather than panicking.
+fn set(v: &mut Value, key: &str, value: Value) {
+    if v.is_null() {
+        *v = Value::Object(Map::new());
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.insert(key.to_owned(), value);
+    }
+}
+
 /// A result's content as an object (Anthropic and Gemini want structure; ours is JSON text).
 fn as_object(text: &str) -> Value {
     match serde_json::from_str::<Value>(text) {
@@ -171,8 +187,8 @@ fn fold_chat(text: &str) -> Result<Value, Unreadable> {
                 format!("the stream carried an error: {e}"),
             ));
         }
-        if chunk.get("usage").is_some_and(|u| !u.is_null()) {
-            usage = chunk["usage"].clone();
+        if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
+            usage = u.clone();
         }
         let Some(choice) = chunk.pointer("/choices/0") else {
             continue;
@@ -183,11 +199,19 @@ fn fold_chat(text: &str) -> Result<Value, Unreadable> {
             refusal.get_or_insert_with(String::new).push_str(r);
         }
         for tc in delta["tool_calls"].as_array().into_iter().flatten() {
-            let i = tc["index"].as_u64().unwrap_or(calls.len() as u64) as usize;
+            let i = match tc["index"].as_u64() {
+                None => calls.len(),
+                Some(i) => match usize::try_from(i) {
+                    Ok(i) => i,
+                    Err(_) => continue,
+                },
+            };
             while calls.len() <= i {
                 calls.push(Default::default());
             }
-            let slot = &mut calls[i];
+            let Some(slot) = calls.get_mut(i) else {
+                continue;
+            };
             slot.0.push_str(s(tc, "/id"));
             slot.1.push_str(s(tc, "/function/name"));
             slot.2.push_str(s(tc, "/function/arguments"));
@@ -287,15 +311,15 @@ fn responses_request(c: &Conversation, s: &Settings) -> Value {
         "store": false,
     });
     if let Some(ReasoningSetting::Effort(e)) = &s.reasoning {
-        body["reasoning"] = json!({"effort": e});
+        set(&mut body, "reasoning", json!({"effort": e}));
     }
     if s.reasoning_model {
         // Nothing is stored at OpenAI (`store: false`): reasoning comes back encrypted, to be
         // returned with the next request.
-        body["include"] = json!(["reasoning.encrypted_content"]);
+        set(&mut body, "include", json!(["reasoning.encrypted_content"]));
     }
     if s.stream {
-        body["stream"] = json!(true);
+        set(&mut body, "stream", json!(true));
     }
     body
 }
@@ -307,7 +331,7 @@ fn fold_responses(text: &str) -> Result<Value, Unreadable> {
         let event = data_json(&data)?;
         match s(&event, "/type") {
             "response.completed" | "response.incomplete" | "response.failed" => {
-                return Ok(event["response"].clone());
+                return Ok(at(&event, "/response"));
             }
             "error" => {
                 return Err(unreadable(
@@ -410,13 +434,21 @@ fn anthropic_request(c: &Conversation, s: &Settings) -> Value {
         "max_tokens": s.max_output_tokens,
     });
     if let Some(ReasoningSetting::Budget(b)) = &s.reasoning {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": b});
+        set(
+            &mut body,
+            "thinking",
+            json!({"type": "enabled", "budget_tokens": b}),
+        );
         // One call per answer while thinking: the answer's signed thinking then travels with
         // the one call it led to.
-        body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
+        set(
+            &mut body,
+            "tool_choice",
+            json!({"type": "auto", "disable_parallel_tool_use": true}),
+        );
     }
     if s.stream {
-        body["stream"] = json!(true);
+        set(&mut body, "stream", json!(true));
     }
     body
 }
@@ -430,23 +462,29 @@ fn fold_anthropic(text: &str) -> Result<Value, Unreadable> {
         let event = data_json(&data)?;
         match s(&event, "/type") {
             "message_start" => {
-                message["usage"] = event["message"]["usage"].clone();
+                set(&mut message, "usage", at(&event, "/message/usage"));
             }
             "content_block_start" => {
-                let i = u(&event, "/index") as usize;
-                let blocks = message["content"].as_array_mut();
+                let Ok(i) = usize::try_from(u(&event, "/index")) else {
+                    continue;
+                };
+                let blocks = message.get_mut("content").and_then(Value::as_array_mut);
                 if let Some(blocks) = blocks {
                     while blocks.len() <= i {
                         blocks.push(Value::Null);
                         partial.push(String::new());
                     }
-                    blocks[i] = event["content_block"].clone();
+                    if let Some(block) = blocks.get_mut(i) {
+                        *block = at(&event, "/content_block");
+                    }
                 }
             }
             "content_block_delta" => {
-                let i = u(&event, "/index") as usize;
-                let delta = &event["delta"];
-                let Some(block) = message["content"].get_mut(i) else {
+                let Ok(i) = usize::try_from(u(&event, "/index")) else {
+                    continue;
+                };
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                let Some(block) = message.get_mut("content").and_then(|c| c.get_mut(i)) else {
                     continue;
                 };
                 match s(delta, "/type") {
@@ -462,9 +500,15 @@ fn fold_anthropic(text: &str) -> Result<Value, Unreadable> {
                 }
             }
             "message_delta" => {
-                message["stop_reason"] = event["delta"]["stop_reason"].clone();
-                if let Some(out) = event["usage"].get("output_tokens") {
-                    message["usage"]["output_tokens"] = out.clone();
+                set(
+                    &mut message,
+                    "stop_reason",
+                    at(&event, "/delta/stop_reason"),
+                );
+                if let Some(out) = event.get("usage").and_then(|u| u.get("output_tokens"))
+                    && let Some(usage) = message.get_mut("usage")
+                {
+                    set(usage, "output_tokens", out.clone());
                 }
             }
             "message_stop" => {
@@ -474,7 +518,7 @@ fn fold_anthropic(text: &str) -> Result<Value, Unreadable> {
             "error" => {
                 return Err(unreadable(
                     Code::ModelError,
-                    format!("the stream carried an error: {}", event["error"]),
+                    format!("the stream carried an error: {}", at(&event, "/error")),
                 ));
             }
             _ => {}
@@ -484,7 +528,7 @@ fn fold_anthropic(text: &str) -> Result<Value, Unreadable> {
         return Err(incomplete("`message_stop`"));
     }
     // A tool call's input arrives as JSON text in pieces: kept as text (it may not parse).
-    if let Some(blocks) = message["content"].as_array_mut() {
+    if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
         for (block, text) in blocks.iter_mut().zip(partial) {
             if block["type"] == "tool_use" && !text.is_empty() {
                 block["input_text"] = Value::String(text);
@@ -557,7 +601,7 @@ fn gemini_request(c: &Conversation, s: &Settings) -> Value {
                     json!({"functionCall": {"name": name, "args": as_object(arguments)}});
                 // The thought signature goes back with its call, to Gemini only.
                 if let Some(sig) = reasoning.iter().find_map(|r| r.get("thoughtSignature")) {
-                    part["thoughtSignature"] = sig.clone();
+                    set(&mut part, "thoughtSignature", sig.clone());
                 }
                 contents.push(json!({"role": "model", "parts": [part]}));
             }
@@ -573,7 +617,11 @@ fn gemini_request(c: &Conversation, s: &Settings) -> Value {
         .collect();
     let mut generation = json!({"maxOutputTokens": s.max_output_tokens});
     if let Some(ReasoningSetting::Budget(b)) = &s.reasoning {
-        generation["thinkingConfig"] = json!({"thinkingBudget": b});
+        set(
+            &mut generation,
+            "thinkingConfig",
+            json!({"thinkingBudget": b}),
+        );
     }
     json!({
         "systemInstruction": {"parts": [{"text": c.system}]},
@@ -609,11 +657,11 @@ fn fold_gemini(text: &str) -> Result<Value, Unreadable> {
         {
             finish = Some(f.to_owned());
         }
-        if chunk.get("usageMetadata").is_some() {
-            usage = chunk["usageMetadata"].clone();
+        if let Some(u) = chunk.get("usageMetadata") {
+            usage = u.clone();
         }
-        if chunk.get("promptFeedback").is_some() {
-            feedback = chunk["promptFeedback"].clone();
+        if let Some(f) = chunk.get("promptFeedback") {
+            feedback = f.clone();
         }
     }
     if finish.is_none() && feedback.get("blockReason").is_none() {

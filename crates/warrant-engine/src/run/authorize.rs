@@ -3,10 +3,11 @@
 use super::*;
 
 impl Run<'_> {
-    /// Asks the required execution control about a commit; the fault that stops it, if any.
+    /// Asks the required execution control about a commit in `step`; the fault that stops it,
+    /// if any.
     pub(super) async fn control_stop(
         &self,
-        i: usize,
+        step: &StepSpec,
         call: CallId,
         tool: &str,
         args: &Arc<Value>,
@@ -14,7 +15,6 @@ impl Run<'_> {
         labels: &[provenance::ArgLabel],
     ) -> Option<Fault> {
         let setting = self.rules.control.as_ref()?;
-        let step = &self.spec.steps[i];
         let request = CapabilityRequest {
             principal: &self.state.principal,
             handle_age_ms: None,
@@ -69,7 +69,7 @@ impl Run<'_> {
     /// request is made and the call is held. Returns the approval to consume, if one is used.
     pub(super) async fn authorize(
         &mut self,
-        i: usize,
+        step: &StepSpec,
         call: CallId,
         action: &warrant_core::event::ActionRecord,
         args: &Arc<Value>,
@@ -77,7 +77,6 @@ impl Run<'_> {
         labels: &[provenance::ArgLabel],
     ) -> Result<Option<String>, Refusal> {
         let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
-        let step = &self.spec.steps[i];
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
             hints: action.hints.as_ref(),
@@ -152,7 +151,7 @@ impl Run<'_> {
             }
             Verdict::Ask { reason } => {
                 return self.approval(
-                    i,
+                    step,
                     call,
                     tool,
                     effect,
@@ -177,7 +176,7 @@ impl Run<'_> {
     )]
     pub(super) fn approval(
         &mut self,
-        i: usize,
+        step: &StepSpec,
         call: CallId,
         tool: &str,
         effect: Effect,
@@ -191,7 +190,7 @@ impl Run<'_> {
         let schema_digest = canon::digest(schema);
         let schema_digest = schema_digest.as_str();
         let now = self.state.last_at_ms;
-        let provider = self.spec.steps[i].provider.clone();
+        let provider = step.provider.clone();
         let ruled = |r: Refusal| Refusal {
             ruled: Some(args_digest.to_owned()),
             ..r
@@ -239,7 +238,7 @@ impl Run<'_> {
         let requested = EventKind::ApprovalRequested {
             request: id,
             call,
-            step: self.spec.steps[i].id.clone(),
+            step: step.id.clone(),
             principal,
             provider,
             tool: tool.to_owned(),

@@ -46,10 +46,11 @@ impl Run<'_> {
         resend_of: Option<CallId>,
     ) -> Result<(), EngineError> {
         let (_, surface) = self.surface_of(proposed.step)?;
+        let step = step_of(&self.spec, proposed.step)?.id.clone();
         let call = self.state.next_call_id();
         let started_at = self.stage(EventKind::CallStarted {
             call,
-            step: self.spec.steps[proposed.step].id.clone(),
+            step,
             tool: proposed.tool.clone(),
             handle: proposed.handle,
             args: proposed.args.clone(),
@@ -70,10 +71,12 @@ impl Run<'_> {
     ) -> Result<(), EngineError> {
         let (i, sight, tool, handle) = (p.step, &p.sight, p.tool.as_str(), p.handle);
         let (proposed, claims) = (&p.args, p.claims.as_slice());
+        let spec = self.spec.clone();
+        let step = step_of(&spec, i)?;
         // INVARIANT (no silent failure): from here every path ends the call with exactly one
         // `call_finished` (or, held for approval, leaves it waiting on a durable request).
         let checked = self
-            .check_call(i, sight, call, tool, handle, proposed, claims, now_ms)
+            .check_call(i, step, sight, call, tool, handle, proposed, claims, now_ms)
             .await;
         let Checked {
             effect,
@@ -94,7 +97,7 @@ impl Run<'_> {
         // INVARIANT (fail closed): required execution control must allow every commit.
         if effect == Effect::Commit
             && let Some(fault) = self
-                .control_stop(i, call, tool, &executed, &args_digest, &labels)
+                .control_stop(step, call, tool, &executed, &args_digest, &labels)
                 .await
         {
             self.finish_call(
@@ -109,7 +112,7 @@ impl Run<'_> {
         let fresh = self
             .bounded(Bound::Call, surface.is_current(&sight.version))
             .await;
-        let provider = &self.spec.steps[i].provider;
+        let provider = &step.provider;
         let stale = match fresh {
             Ok(true) => None,
             Ok(false) => Some(Fault::new(
@@ -185,12 +188,14 @@ impl Run<'_> {
         Some(self.state.last_at_ms.saturating_sub(issued))
     }
 
-    /// The Bridge's checks before the intent, in DESIGN.md's order. Returns the effect, the
-    /// arguments to execute and their provenance.
+    /// The Bridge's checks before the intent, in DESIGN.md's order, for a call in step `step`
+    /// (index `i` in the spec). Returns the effect, the arguments to execute and their
+    /// provenance.
     #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
     pub(super) async fn check_call(
         &mut self,
         i: usize,
+        step: &StepSpec,
         sight: &Sight,
         call: CallId,
         tool: &str,
@@ -199,8 +204,6 @@ impl Run<'_> {
         claims: &[Claim],
         now_ms: u64,
     ) -> Result<Checked, Refusal> {
-        let spec = self.spec.clone();
-        let step = &spec.steps[i];
         if !step.tools.iter().any(|t| t == tool) {
             return Err(refuse(
                 Code::ToolNotAllowed,
@@ -281,7 +284,7 @@ impl Run<'_> {
         );
         let mut args_digest = canon::digest(&executed);
         let mut consume = self
-            .authorize(i, call, action, &executed, &args_digest, &labels)
+            .authorize(step, call, action, &executed, &args_digest, &labels)
             .await?;
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
@@ -351,7 +354,7 @@ impl Run<'_> {
                     });
                     let narrowed_digest = canon::digest(&args);
                     match self
-                        .authorize(i, call, action, &args, &narrowed_digest, &labels)
+                        .authorize(step, call, action, &args, &narrowed_digest, &labels)
                         .await
                     {
                         Ok(used) => consume = used,
@@ -484,7 +487,7 @@ impl Run<'_> {
         tool: &str,
         output: &Arc<Value>,
     ) -> Result<(), EngineError> {
-        let step = &self.spec.steps[i];
+        let step = step_of(&self.spec, i)?;
         let lifted: Vec<(String, Value, String)> = step
             .publishes
             .iter()

@@ -27,8 +27,8 @@ impl Run<'_> {
         i: usize,
         surface: &Arc<dyn warrant_core::ports::Surface>,
     ) -> Result<Option<Observation>, EngineError> {
-        let step_id = self.spec.steps[i].id.clone();
-        let provider = self.spec.steps[i].provider.clone();
+        let step = step_of(&self.spec, i)?;
+        let (step_id, provider) = (step.id.clone(), step.provider.clone());
         let observed = match self.bounded(Bound::Call, surface.observe()).await {
             Ok(answer) => answer,
             Err(Cut::Cancelled(c)) => {
@@ -79,7 +79,7 @@ impl Run<'_> {
         if self.check_limits(i, self.state.last_at_ms)? {
             return Ok(());
         }
-        let step_id = self.spec.steps[i].id.clone();
+        let step_id = step_of(&self.spec, i)?.id.clone();
         let (_, surface) = self.surface_of(i)?;
         self.flush().await?;
         let Some(observation) = self.observe(i, &surface).await? else {
@@ -91,7 +91,8 @@ impl Run<'_> {
             i,
             observation.version.clone(),
             observation.actions.clone(),
-        );
+        )
+        .ok_or(EngineError::NoStep(i))?;
         if let Some(c) = self.cancel_due().await {
             self.cancel = Some(c);
             return Ok(());

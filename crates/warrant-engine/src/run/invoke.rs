@@ -116,9 +116,10 @@ impl Run<'_> {
                 .map(|a| canon::digest(a))
                 .unwrap_or_default();
             let (_, cause) = call_fault(&tool, e);
+            let provider = step_of(&self.spec, i)?.provider.clone();
             self.stage(EventKind::CallInDoubt {
                 call,
-                provider: self.spec.steps[i].provider.clone(),
+                provider,
                 tool: tool.clone(),
                 args_digest,
                 reason: format!(

@@ -20,7 +20,7 @@ use warrant_core::ports::{
 };
 use warrant_core::projection::{self, Projection};
 use warrant_core::provenance;
-use warrant_core::spec::{CarriedRef, Spec};
+use warrant_core::spec::{CarriedRef, Spec, StepSpec};
 
 use crate::time::TimeSource;
 use crate::{Engine, EngineError, RunResult, Surfaces};
@@ -92,6 +92,12 @@ struct Reopened {
     provider: String,
     surface: Arc<dyn warrant_core::ports::Surface>,
     version: String,
+}
+
+/// Step `i` of `spec`. Step indices come from the fold, which keeps one state per step of the
+/// run's spec: an index past them is a broken invariant, and the run stops.
+fn step_of(spec: &Spec, i: usize) -> Result<&StepSpec, EngineError> {
+    spec.steps.get(i).ok_or(EngineError::NoStep(i))
 }
 
 /// What the decider saw when it proposed a call: the observation's version and actions.
@@ -212,7 +218,7 @@ impl<'a> Run<'a> {
         &self,
         i: usize,
     ) -> Result<(String, Arc<dyn warrant_core::ports::Surface>), EngineError> {
-        let provider = self.spec.steps[i].provider.clone();
+        let provider = step_of(&self.spec, i)?.provider.clone();
         let surface = self
             .surfaces
             .get(&provider)
@@ -362,7 +368,7 @@ impl<'a> Run<'a> {
                     blocked_by,
                     fault,
                 } => {
-                    let id = self.spec.steps[step].id.clone();
+                    let id = step_of(&self.spec, step)?.id.clone();
                     self.stage(EventKind::StepSkipped {
                         step: id,
                         blocked_by,
@@ -370,7 +376,7 @@ impl<'a> Run<'a> {
                     })?;
                 }
                 Next::Start(i) => {
-                    let step = &self.spec.steps[i];
+                    let step = step_of(&self.spec, i)?;
                     self.stage(EventKind::StepStarted {
                         step: step.id.clone(),
                         provider: step.provider.clone(),
@@ -398,7 +404,13 @@ impl<'a> Run<'a> {
     /// Whether a limit is reached at time `now`; if so the run is ended `exhausted`.
     fn check_limits(&mut self, i: usize, now_ms: u64) -> Result<bool, EngineError> {
         let limits = &self.spec.limits;
-        let step = &self.spec.steps[i];
+        let step = step_of(&self.spec, i)?;
+        let step_decisions = self
+            .state
+            .steps
+            .get(i)
+            .ok_or(EngineError::NoStep(i))?
+            .decisions;
         let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
         if now_ms.saturating_sub(self.state.started_at_ms) >= limits.deadline_ms {
             self.exhausted("deadline_ms", limits.deadline_ms)?;
@@ -408,7 +420,7 @@ impl<'a> Run<'a> {
             self.exhausted("decisions_max", u64::from(limits.decisions_max))?;
             return Ok(true);
         }
-        if self.state.steps[i].decisions >= step_max {
+        if step_decisions >= step_max {
             let name = if step.decisions_max.is_some() {
                 format!("steps.{}.decisions_max", step.id)
             } else {

@@ -75,8 +75,9 @@ impl Run<'_> {
         let allowed = if recovery == Recovery::InDoubt {
             Ok(None)
         } else {
+            let spec = self.spec.clone();
             self.authorize(
-                i,
+                step_of(&spec, i)?,
                 call,
                 &action,
                 invocation.args(),

@@ -1,0 +1,31 @@
+//! Conversions between integers and floats where rounding is intended: costs, timings and
+//! figures. Float-to-integer conversions saturate, as Rust's `as` does: NaN and negatives
+//! give 0, values past the range give its end.
+
+/// `n` as a float: exact below 2^53, the nearest float above.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "rounding past 2^53 is intended: costs, timings and figures"
+)]
+pub fn to_f64(n: u64) -> f64 {
+    n as f64
+}
+
+/// `x` truncated toward zero, saturating: NaN and negatives give 0, past `u64::MAX` gives it.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "the float-to-integer conversion saturates, as intended here"
+)]
+pub fn to_u64(x: f64) -> u64 {
+    x as u64
+}
+
+/// `x` truncated toward zero, saturating: NaN gives 0, values past the range give its ends.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the float-to-integer conversion saturates, as intended here"
+)]
+pub fn to_i64(x: f64) -> i64 {
+    x as i64
+}
