@@ -206,7 +206,7 @@ impl App {
         let events = self.log(run).await?;
         let state = fold(run, &events)?;
         warrant_engine::understood(run, &state).map_err(AppError::invalid)?;
-        let (Some(spec), Some(identity)) = (state.spec.clone(), state.decider.as_ref()) else {
+        let (Some(spec), Some(identity)) = (state.shared_spec().cloned(), state.decider()) else {
             return Err(AppError::failed(format!(
                 "run `{run}` has no `run_started`"
             )));

@@ -112,7 +112,10 @@ impl Waiting {
                 known: c.doubt.map(|d| d.describe().to_owned()),
             })
             .collect();
-        let run = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
+        let run = state
+            .run_id()
+            .cloned()
+            .unwrap_or_else(|| RunId(String::new()));
         let approvals = state
             .pending_approvals()
             .filter_map(|a| {

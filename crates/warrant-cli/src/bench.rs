@@ -215,7 +215,7 @@ async fn batch(
         }
         let events = engine
             .store()
-            .read(&r.run_id, r.state.last_seq.saturating_sub(3))
+            .read(&r.run_id, r.state.last_seq().saturating_sub(3))
             .await
             .map_err(|e| Failure::failed(anyhow!("{e}")))?;
         let done = events.iter().any(|e| matches!(&e.event.kind, EventKind::Decided { decision: Decision::Done { summary }, .. } if *summary == want));

@@ -223,10 +223,10 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
         let state = check_log(events.iter().map(|e| &**e))
             .unwrap_or_else(|e| panic!("seed {seed}: run {run}: {e}"));
         assert!(
-            state.outcome.is_some(),
+            state.outcome().is_some(),
             "seed {seed}: run {run} is stuck ({status})"
         );
-        for c in &state.calls {
+        for c in state.calls() {
             if let Some(key) = &c.idempotency_key {
                 by_key.insert(key.clone(), (run.clone(), c.status, events.iter().any(|e| matches!(&e.kind, EventKind::CallInDoubt { call, .. } if *call == c.id))));
             }

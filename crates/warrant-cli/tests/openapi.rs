@@ -297,7 +297,7 @@ async fn a_commit_carries_its_idempotency_key_and_the_hosts_inputs_and_no_creden
     assert_eq!(post.headers["x-api-key"], env!("CARGO_PKG_NAME"));
     let commit = result
         .state
-        .calls
+        .calls()
         .iter()
         .find(|c| c.tool == "create_thing")
         .unwrap();
@@ -354,7 +354,7 @@ async fn the_hosts_authorizer_filters_discovery_and_its_denial_at_dispatch_is_a_
     );
     let script = CREATE_THEN_READ.replace("name: lamp", "name: secret-lamp");
     let (result, _) = run(surface, &script).await;
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert_eq!(call.status, Some(CallStatus::StoppedByPolicy));
     let fault = call.fault.as_ref().unwrap();
     assert_eq!(fault.layer, Layer::Policy);
@@ -385,7 +385,7 @@ steps:
 ";
     let spec_text = SPEC.replace("tools: [create_thing]", "tools: [create_thing, broken]");
     let (result, _) = run_spec(&spec_text, surface, script).await;
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert_eq!(call.status, Some(CallStatus::ProviderError));
     let output = call.output.as_ref().unwrap();
     assert_eq!(output["status"], 500);
@@ -403,7 +403,7 @@ steps:
     - done: gave up
 ";
     let result = run_with_tool(&service, "take_name", script).await;
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     let fault = call.fault.as_ref().unwrap();
     assert_eq!(
         fault.message,
@@ -429,7 +429,7 @@ steps:
 ";
     let result = run_with_tool(&service, "lose_thing", script).await;
     assert_eq!(result.outcome, None, "the run waits for an operator");
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert!(call.in_doubt, "{:?}", call);
     assert_eq!(
         call.doubt,
@@ -681,9 +681,9 @@ steps:
     - done: tried
 ";
     let result = run_with_tool(&service, "through_gateway", gateway).await;
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert!(call.in_doubt, "{call:?}");
-    assert_eq!(result.state.calls.len(), 1, "not sent again");
+    assert_eq!(result.state.calls().len(), 1, "not sent again");
 
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let nowhere = format!("http://{}", closed.local_addr().unwrap());
@@ -694,7 +694,7 @@ steps:
     };
     let surface = OpenApiSurface::new(&spec, Path::new("")).unwrap();
     let (result, _) = run(surface, CREATE_THEN_READ).await;
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert_eq!(call.status, Some(CallStatus::ProviderError));
     assert_eq!(call.fault.as_ref().unwrap().code, "unavailable");
     assert!(!call.in_doubt, "nothing was sent: nothing is in doubt");

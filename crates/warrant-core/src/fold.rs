@@ -244,71 +244,89 @@ pub struct FoldError {
     pub message: String,
 }
 
+/// How `kind` changes a run's status, in the one vocabulary every reader uses — `running`,
+/// `waiting` (for a person: an effect in doubt, a call held for approval), `ready` (a person
+/// answered; resuming carries it on) or the outcome's name — or `None` when it does not. The
+/// fold and every store's runs index derive a run's status with this one function.
+pub fn status_after(kind: &EventKind) -> Option<&'static str> {
+    match kind {
+        EventKind::RunFinished { outcome } => Some(outcome.name()),
+        EventKind::CallInDoubt { .. } | EventKind::ApprovalRequested { .. } => Some("waiting"),
+        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => Some("ready"),
+        EventKind::RunStarted { .. }
+        | EventKind::RunResumed { .. }
+        | EventKind::ApprovalExpired { .. } => Some("running"),
+        _ => None,
+    }
+}
+
 /// The state of one run, folded from its events.
 #[derive(Clone, Debug, Default)]
 pub struct RunState {
     /// The run.
-    pub run_id: Option<RunId>,
+    pub(crate) run_id: Option<RunId>,
     /// The frozen spec.
-    pub spec: Option<Arc<Spec>>,
+    pub(crate) spec: Option<Arc<Spec>>,
     /// Its digest.
-    pub spec_hash: String,
+    pub(crate) spec_hash: String,
     /// Who decides.
-    pub decider: Option<DeciderIdentity>,
+    pub(crate) decider: Option<DeciderIdentity>,
     /// The authority the run started with, as it described itself.
-    pub authority: Option<Value>,
+    pub(crate) authority: Option<Value>,
     /// The execution control the run started with, as recorded.
-    pub execution_control: Option<Value>,
+    pub(crate) execution_control: Option<Value>,
     /// Sequence of the last event applied.
-    pub last_seq: u64,
+    pub(crate) last_seq: u64,
     /// When the run started.
-    pub started_at_ms: u64,
+    pub(crate) started_at_ms: u64,
     /// The time of the last event.
-    pub last_at_ms: u64,
+    pub(crate) last_at_ms: u64,
     /// Steps, indexed as in the spec.
-    pub steps: Vec<StepState>,
+    pub(crate) steps: Vec<StepState>,
     /// The step running now.
-    pub current: Option<usize>,
+    pub(crate) current: Option<usize>,
     /// Decisions taken in the run.
-    pub decisions: u32,
+    pub(crate) decisions: u32,
     /// Per decision (index `decision_no - 1`): what its projection showed.
-    pub decision_log: Vec<DecisionRecord>,
+    pub(crate) decision_log: Vec<DecisionRecord>,
     /// Every call, in order (index `id - 1`).
-    pub calls: Vec<CallRecord>,
+    pub(crate) calls: Vec<CallRecord>,
     /// Handles consumed by a dispatch.
-    pub consumed: HashSet<HandleId>,
+    pub(crate) consumed: HashSet<HandleId>,
     /// Carried state, by `step.output`.
-    pub carried: BTreeMap<String, Carried>,
+    pub(crate) carried: BTreeMap<String, Carried>,
     /// The latest observation per provider.
-    pub observations: HashMap<String, ObservationRecord>,
+    pub(crate) observations: HashMap<String, ObservationRecord>,
     /// Recent calls of the current step, newest last.
-    pub recent: VecDeque<CallId>,
+    pub(crate) recent: VecDeque<CallId>,
     /// Scalar values seen in provider outputs.
-    pub output_index: OutputIndex,
+    pub(crate) output_index: OutputIndex,
     /// How the run ended.
-    pub outcome: Option<Outcome>,
+    pub(crate) outcome: Option<Outcome>,
     /// When it ended.
-    pub finished_at_ms: Option<u64>,
+    pub(crate) finished_at_ms: Option<u64>,
     /// How many times a process re-entered the run.
-    pub resumes: u32,
+    pub(crate) resumes: u32,
     /// Who the run acts for.
-    pub principal: crate::event::Principal,
+    pub(crate) principal: crate::event::Principal,
     /// Approval requests, in the order made.
-    pub approvals: Vec<Approval>,
+    pub(crate) approvals: Vec<Approval>,
     /// The claims of the last decision, until its call starts.
     pending_claims: Option<Vec<Claim>>,
     /// The last event is a person's answer (an approval resolved, a call reconciled).
-    pub answered_last: bool,
+    pub(crate) answered_last: bool,
     /// Events of types this build does not know: (sequence, type).
-    pub unrecognized: Vec<(u64, String)>,
+    pub(crate) unrecognized: Vec<(u64, String)>,
     /// The log's format, from `run_started`.
-    pub format: String,
+    pub(crate) format: String,
+    /// The status the last status-changing event left (`status_after`).
+    status: &'static str,
     /// Milliseconds spent before the run and each re-entry started (starting providers).
-    pub setup_ms: u64,
+    pub(crate) setup_ms: u64,
     /// Tokens the decider reported (input plus output).
-    pub tokens_used: u64,
+    pub(crate) tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
-    pub cost_micro_usd: u64,
+    pub(crate) cost_micro_usd: u64,
 }
 
 /// What the run should do next, judged from its state.
@@ -356,6 +374,158 @@ impl RunState {
     /// The spec (present once `run_started` is applied).
     pub fn spec(&self) -> Option<&Spec> {
         self.spec.as_deref()
+    }
+
+    // What the fold holds, read-only: only `apply` changes it.
+
+    /// The run.
+    pub fn run_id(&self) -> Option<&RunId> {
+        self.run_id.as_ref()
+    }
+
+    /// The spec's digest.
+    pub fn spec_hash(&self) -> &str {
+        &self.spec_hash
+    }
+
+    /// Who decides.
+    pub fn decider(&self) -> Option<&DeciderIdentity> {
+        self.decider.as_ref()
+    }
+
+    /// The authority the run started with, as it described itself.
+    pub fn authority(&self) -> Option<&Value> {
+        self.authority.as_ref()
+    }
+
+    /// The execution control the run started with, as recorded.
+    pub fn execution_control(&self) -> Option<&Value> {
+        self.execution_control.as_ref()
+    }
+
+    /// Sequence of the last event applied.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// When the run started.
+    pub fn started_at_ms(&self) -> u64 {
+        self.started_at_ms
+    }
+
+    /// The time of the last event.
+    pub fn last_at_ms(&self) -> u64 {
+        self.last_at_ms
+    }
+
+    /// Steps, indexed as in the spec.
+    pub fn steps(&self) -> &[StepState] {
+        &self.steps
+    }
+
+    /// The step running now.
+    pub fn current(&self) -> Option<usize> {
+        self.current
+    }
+
+    /// Decisions taken in the run.
+    pub fn decisions(&self) -> u32 {
+        self.decisions
+    }
+
+    /// Per decision (index `decision_no - 1`): what its projection showed.
+    pub fn decision_log(&self) -> &[DecisionRecord] {
+        &self.decision_log
+    }
+
+    /// Every call, in order (index `id - 1`).
+    pub fn calls(&self) -> &[CallRecord] {
+        &self.calls
+    }
+
+    /// Handles consumed by a dispatch.
+    pub fn consumed(&self) -> &HashSet<HandleId> {
+        &self.consumed
+    }
+
+    /// Carried state, by `step.output`.
+    pub fn carried(&self) -> &BTreeMap<String, Carried> {
+        &self.carried
+    }
+
+    /// The latest observation per provider.
+    pub fn observations(&self) -> &HashMap<String, ObservationRecord> {
+        &self.observations
+    }
+
+    /// Recent calls of the current step, newest last.
+    pub fn recent(&self) -> &VecDeque<CallId> {
+        &self.recent
+    }
+
+    /// Scalar values seen in provider outputs.
+    pub fn output_index(&self) -> &OutputIndex {
+        &self.output_index
+    }
+
+    /// How the run ended.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// When it ended.
+    pub fn finished_at_ms(&self) -> Option<u64> {
+        self.finished_at_ms
+    }
+
+    /// How many times a process re-entered the run.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
+    /// Who the run acts for.
+    pub fn principal(&self) -> &crate::event::Principal {
+        &self.principal
+    }
+
+    /// Approval requests, in the order made.
+    pub fn approvals(&self) -> &[Approval] {
+        &self.approvals
+    }
+
+    /// Whether the last event is a person's answer (an approval resolved, a call reconciled).
+    pub fn answered_last(&self) -> bool {
+        self.answered_last
+    }
+
+    /// Events of types this build does not know: (sequence, type).
+    pub fn unrecognized(&self) -> &[(u64, String)] {
+        &self.unrecognized
+    }
+
+    /// The log's format, from `run_started`.
+    pub fn format(&self) -> &str {
+        &self.format
+    }
+
+    /// Milliseconds spent before the run and each re-entry started (starting providers).
+    pub fn setup_ms(&self) -> u64 {
+        self.setup_ms
+    }
+
+    /// Tokens the decider reported (input plus output).
+    pub fn tokens_used(&self) -> u64 {
+        self.tokens_used
+    }
+
+    /// Cost the decider reported, in micro-dollars.
+    pub fn cost_micro_usd(&self) -> u64 {
+        self.cost_micro_usd
+    }
+
+    /// The frozen spec, shared (present once `run_started` is applied).
+    pub fn shared_spec(&self) -> Option<&Arc<Spec>> {
+        self.spec.as_ref()
     }
 
     /// The call with this id.
@@ -881,6 +1051,9 @@ impl RunState {
             e.kind,
             EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. }
         );
+        if let Some(status) = status_after(&e.kind) {
+            self.status = status;
+        }
         self.last_seq = e.seq;
         self.last_at_ms = e.at_ms;
         Ok(())
@@ -1291,12 +1464,13 @@ impl RunState {
 
     /// The run's status, in the one vocabulary every command uses: `running`, `waiting` (for
     /// a person), `ready` (a person answered; resuming carries it on), or the outcome's name.
+    /// Derived from the events by [`status_after`], as the store's runs index derives it: every
+    /// reader (`runs`, `show`, `resume --all`, a server) agrees.
     pub fn status(&self) -> &'static str {
-        match &self.outcome {
-            Some(o) => o.name(),
-            None if self.waiting() => "waiting",
-            None if self.answered_last => "ready",
-            None => "running",
+        if self.status.is_empty() {
+            "running"
+        } else {
+            self.status
         }
     }
 

@@ -49,11 +49,7 @@ fn every_recorded_log_still_folds_checks_and_reports() {
     ] {
         let log = events(&fixture(name));
         let state = check_log(log.iter().map(|e| &**e)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(
-            state.outcome.as_ref().map(Outcome::name),
-            Some(outcome),
-            "{name}"
-        );
+        assert_eq!(state.outcome().map(Outcome::name), Some(outcome), "{name}");
         let report = RunReport::from_events(&log).unwrap();
         assert!(report.warnings.is_empty(), "{name}: {:?}", report.warnings);
         assert!(!report.render().is_empty());
@@ -77,7 +73,7 @@ fn the_resent_ledger_call_reads_as_it_happened() {
     assert_eq!(c2.status, Some(CallStatus::NotPerformed));
     assert_eq!(c2.resent_by, Some(CallId(3)));
     assert_eq!(state.call(CallId(3)).unwrap().status, Some(CallStatus::Ok));
-    assert_eq!(state.resumes, 2);
+    assert_eq!(state.resumes(), 2);
 }
 
 #[test]
@@ -107,8 +103,8 @@ fn a_log_from_a_newer_build_reads_with_what_it_cannot_show_named() {
     }
     let log = events(&shifted);
     let state = RunState::from_events(log.iter().map(|e| &**e)).unwrap();
-    assert_eq!(state.outcome, Some(Outcome::Attained));
-    assert_eq!(state.unrecognized, vec![(5, "budget_checked".to_owned())]);
+    assert_eq!(state.outcome(), Some(&Outcome::Attained));
+    assert_eq!(state.unrecognized(), vec![(5, "budget_checked".to_owned())]);
     let report = RunReport::from_events(&log).unwrap();
     assert_eq!(report.warnings.len(), 1);
     assert!(

@@ -74,7 +74,7 @@ impl Log {
     }
 
     fn push(&mut self, kind: EventKind) {
-        let seq = self.state.last_seq + 1;
+        let seq = self.state.last_seq() + 1;
         let event = Event {
             seq,
             at_ms: 1_000 + seq * 10,
@@ -104,7 +104,7 @@ impl Log {
     }
 
     fn decide(&mut self, decision: Decision) {
-        let n = self.state.decisions + 1;
+        let n = self.state.decisions() + 1;
         self.push(EventKind::Decided {
             step: StepId("order".into()),
             decision_no: n,
@@ -124,7 +124,7 @@ impl Log {
             claims: Vec::new(),
         });
         let call = self.state.next_call_id();
-        let decision = self.state.decisions;
+        let decision = self.state.decisions();
         self.push(EventKind::CallStarted {
             call,
             step: StepId("order".into()),
@@ -245,7 +245,7 @@ fn a_step_whose_every_call_failed_is_not_attained_whatever_it_requires() {
     };
     assert_eq!(fault.code, "policy_denied");
     // It was not required: the run is attained, and the report says what happened to it.
-    assert_eq!(log.state.outcome, Some(Outcome::Attained));
+    assert_eq!(log.state.outcome(), Some(&Outcome::Attained));
     let report = RunReport::from_events(&log.events).unwrap();
     assert_eq!(report.steps[0].status, "not_attained");
     assert!(report.render().contains("[policy] no policy permits it"));
@@ -272,7 +272,7 @@ fn the_deciders_final_answer_is_kept_and_reported() {
         },
     });
     log.done("the latte is #d2b48c");
-    assert_eq!(log.state.outcome, Some(Outcome::Attained));
+    assert_eq!(log.state.outcome(), Some(&Outcome::Attained));
     let report = RunReport::from_events(&log.events).unwrap();
     let answer = report.answer.as_ref().unwrap();
     assert_eq!(
@@ -293,7 +293,7 @@ fn nothing_may_follow_the_end_of_a_run() {
     log.start();
     log.done("nothing to do");
     let after = Event {
-        seq: log.state.last_seq + 1,
+        seq: log.state.last_seq() + 1,
         at_ms: 5_000,
         kind: EventKind::CallReconciled {
             call: CallId(1),

@@ -379,7 +379,7 @@ impl Engine {
         let approval = state
             .approval(request)
             .ok_or_else(|| refuse(format!("no approval request `{request}`")))?;
-        if let Some(outcome) = &state.outcome {
+        if let Some(outcome) = &state.outcome() {
             return Err(refuse(format!(
                 "`{request}` belongs to run `{run}`, which ended {}",
                 outcome.name()
@@ -443,11 +443,11 @@ impl Engine {
             },
         };
         let event = Event {
-            seq: state.last_seq + 1,
+            seq: state.last_seq() + 1,
             at_ms: now,
             kind,
         };
-        self.append(&run, state.last_seq, vec![Arc::new(event)], None)
+        self.append(&run, state.last_seq(), vec![Arc::new(event)], None)
             .await?;
         Ok(Answered::Recorded)
     }
@@ -477,13 +477,13 @@ impl Engine {
         setup_ms: Option<u64>,
     ) -> Result<RunResult, EngineError> {
         let state = self.fold(run_id).await?;
-        let Some(spec) = state.spec.clone() else {
+        let Some(spec) = state.shared_spec().cloned() else {
             return Err(EngineError::UnknownRun(run_id.clone()));
         };
-        if state.outcome.is_some() {
+        if state.outcome().is_some() {
             return Ok(RunResult {
                 run_id: run_id.clone(),
-                outcome: state.outcome.clone(),
+                outcome: state.outcome().cloned(),
                 waiting_on: Vec::new(),
                 state,
             });
@@ -493,12 +493,8 @@ impl Engine {
                 return Err(EngineError::MissingSurface(step.provider.clone()));
             }
         }
-        let rules = self.rules_recorded(
-            run_id,
-            &spec,
-            state.authority.as_ref(),
-            state.execution_control.as_ref(),
-        )?;
+        let rules =
+            self.rules_recorded(run_id, &spec, state.authority(), state.execution_control())?;
         let epoch = self.claim(run_id).await?;
         let mut run = run::Run::from_state(
             self,
@@ -597,7 +593,7 @@ impl Engine {
     ) -> Result<(), EngineError> {
         use warrant_core::event::{Event, EventKind};
         let state = self.fold(run_id).await?;
-        if let Some(outcome) = &state.outcome {
+        if let Some(outcome) = &state.outcome() {
             return Err(EngineError::Refused(format!(
                 "run `{run_id}` already ended {}: nothing can be recorded after its end",
                 outcome.name()
@@ -614,7 +610,7 @@ impl Engine {
             ));
         }
         let event = Event {
-            seq: state.last_seq + 1,
+            seq: state.last_seq() + 1,
             at_ms: self.clock.now_ms(),
             kind: EventKind::CallReconciled {
                 call,
@@ -624,7 +620,7 @@ impl Engine {
                 resend,
             },
         };
-        self.append(run_id, state.last_seq, vec![Arc::new(event)], None)
+        self.append(run_id, state.last_seq(), vec![Arc::new(event)], None)
             .await?;
         Ok(())
     }
@@ -651,18 +647,18 @@ where
 /// Refuses a log this build cannot act on: events of types it does not know, or a format
 /// newer than its own.
 pub fn understood(run_id: &RunId, state: &RunState) -> Result<(), EngineError> {
-    if let Some((seq, kind)) = state.unrecognized.first() {
+    if let Some((seq, kind)) = state.unrecognized().first() {
         return Err(EngineError::Unreadable {
             run: run_id.clone(),
             reason: format!("event {seq} has type `{kind}`, which this build does not know"),
         });
     }
-    if !state.format.is_empty() && state.format != warrant_core::event::EVENTS_FORMAT {
+    if !state.format().is_empty() && state.format() != warrant_core::event::EVENTS_FORMAT {
         return Err(EngineError::Unreadable {
             run: run_id.clone(),
             reason: format!(
                 "its log is `{}`; this build writes `{}`",
-                state.format,
+                state.format(),
                 warrant_core::event::EVENTS_FORMAT
             ),
         });

@@ -259,7 +259,7 @@ async fn a_denial_stays_a_denial_for_a_retry_of_the_same_effect() {
     let done = w.resume(&r.run_id).await;
     let statuses: Vec<_> = done
         .state
-        .calls
+        .calls()
         .iter()
         .map(|c| (c.status, c.fault.as_ref().map(|f| f.code.clone())))
         .collect();
@@ -300,7 +300,7 @@ async fn an_unanswered_request_expires_and_the_call_is_refused() {
     );
     let done = w.resume(&r.run_id).await;
     assert_eq!(
-        done.state.calls[0].fault.as_ref().unwrap().code,
+        done.state.calls()[0].fault.as_ref().unwrap().code,
         "approval_expired"
     );
     assert!(w.bank.transfers().is_empty());
@@ -317,7 +317,7 @@ async fn cancelling_a_run_that_waits_for_approval_ends_the_held_call() {
         .unwrap();
     let done = w.resume(&r.run_id).await;
     assert!(matches!(done.outcome, Some(Outcome::Cancelled { .. })));
-    assert_eq!(done.state.calls[0].status, Some(CallStatus::Cancelled));
+    assert_eq!(done.state.calls()[0].status, Some(CallStatus::Cancelled));
     assert!(
         w.engine.answer("ap-1-a1", once(), "alice").await.is_err(),
         "the run is over"
@@ -401,7 +401,7 @@ async fn a_denial_holds_when_the_same_effect_is_retried_under_another_tool_name(
     let done = w.resume(&r.run_id).await;
     let calls: Vec<_> = done
         .state
-        .calls
+        .calls()
         .iter()
         .map(|c| (c.tool.clone(), c.fault.as_ref().map(|f| f.code.clone())))
         .collect();
@@ -496,7 +496,7 @@ async fn a_denial_holds_even_if_the_authority_would_now_allow_it() {
         .await
         .unwrap();
     assert_eq!(
-        done.state.calls[0].fault.as_ref().unwrap().code,
+        done.state.calls()[0].fault.as_ref().unwrap().code,
         "approval_denied"
     );
     assert!(w.bank.transfers().is_empty());
@@ -515,11 +515,11 @@ async fn an_answer_reaches_subscribers_and_followers_before_the_run_moves() {
     }
     let w = world(&format!("{}    - done: paid\n", transfer(950)));
     let waiting = w.start().await;
-    let request = waiting.state.approvals[0].id.clone();
+    let request = waiting.state.approvals()[0].id.clone();
     let mut feed = warrant_core::ports::EventStore::subscribe(
         &*w.store,
         &waiting.run_id,
-        waiting.state.last_seq + 1,
+        waiting.state.last_seq() + 1,
     );
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     w.engine.subscribe("seen", Box::new(Seen(seen.clone())));
@@ -538,4 +538,29 @@ async fn an_answer_reaches_subscribers_and_followers_before_the_run_moves() {
         .unwrap()
         .unwrap();
     assert_eq!(next.event.kind.name(), "approval_resolved");
+}
+
+/// One status derivation: the store's runs index and the fold say the same of a run as it
+/// waits, is answered, and ends (what `runs`, `show` and `resume --all` read).
+#[tokio::test]
+async fn the_runs_index_and_the_fold_agree_on_a_run_s_status() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let agree = |run: &RunId| {
+        let folded = warrant_core::RunState::from_events(w.events(run).iter().map(|e| &**e))
+            .unwrap()
+            .status();
+        let summary = common::at_once(warrant_core::ports::EventStore::summary(&*w.store, run))
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.status, folded);
+        folded
+    };
+    let waiting = w.start().await;
+    assert_eq!(agree(&waiting.run_id), "waiting");
+    let request = waiting.state.approvals()[0].id.clone();
+    w.engine.answer(&request, once(), "alice").await.unwrap();
+    assert_eq!(agree(&waiting.run_id), "ready");
+    let done = w.resume(&waiting.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    assert_eq!(agree(&waiting.run_id), "attained");
 }

@@ -76,7 +76,7 @@ async fn an_invocation_exists_only_for_a_recorded_dispatch() {
             dispatched += 1;
         }
     }
-    for c in &state.calls {
+    for c in state.calls() {
         if c.idempotency_key.is_none() {
             assert!(Invocation::dispatched(&state, c.id, "v").is_none(), "{c:?}");
             refused += 1;

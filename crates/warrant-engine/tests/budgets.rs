@@ -98,7 +98,7 @@ async fn the_call_limit_ends_the_run_exhausted() {
             value: 2
         })
     );
-    assert_eq!(w.result.state.calls.len(), 2);
+    assert_eq!(w.result.state.calls().len(), 2);
 }
 
 /// Reports 600 tokens per decision.
@@ -136,7 +136,7 @@ async fn the_token_and_cost_limits_end_the_run_exhausted() {
             value: 1000
         })
     );
-    assert_eq!(w.result.state.tokens_used, 1200);
+    assert_eq!(w.result.state.tokens_used(), 1200);
     let spec = CAFE_GALLERY.replace(
         "deadline_ms: 60000",
         "deadline_ms: 60000\n  cost_micro_usd_max: 600",
@@ -160,7 +160,7 @@ async fn a_slow_read_times_out_and_is_attributed_to_the_provider() {
     );
     let (result, _cafe, store) =
         run_slow(&spec, SCRIPT, "read_menu", Duration::from_secs(10)).await;
-    let c1 = &result.state.calls[0];
+    let c1 = &result.state.calls()[0];
     assert_eq!(c1.status, Some(CallStatus::ProviderError));
     let fault = c1.fault.as_ref().unwrap();
     assert_eq!(
@@ -214,10 +214,10 @@ async fn a_deadline_during_a_slow_call_ends_the_run_exhausted() {
             value: 5000
         })
     );
-    let c1 = &result.state.calls[0];
+    let c1 = &result.state.calls()[0];
     assert_eq!(c1.fault.as_ref().unwrap().code, "deadline");
     // Cut at the deadline, not at the call timeout.
-    assert!(result.state.last_at_ms - result.state.started_at_ms < 30_000);
+    assert!(result.state.last_at_ms() - result.state.started_at_ms() < 30_000);
     let events = log(&store, &result);
     assert!(replay(&events).await.unwrap().divergence.is_none());
 }

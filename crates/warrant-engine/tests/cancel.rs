@@ -141,7 +141,7 @@ async fn cancelling_while_a_read_is_in_flight_ends_the_run_and_records_the_call(
             reason: "wrong order".into()
         })
     );
-    assert_eq!(result.state.calls[0].status, Some(CallStatus::Cancelled));
+    assert_eq!(result.state.calls()[0].status, Some(CallStatus::Cancelled));
     assert_eq!(
         *f.cancelled.lock().unwrap(),
         vec![CallId(1)],
@@ -158,7 +158,7 @@ async fn cancelling_while_a_commit_is_in_flight_leaves_it_in_doubt_not_dropped()
     let f = fixture("order_latte", true);
     let result = cancel_when_started(&f).await;
     assert!(matches!(result.outcome, Some(Outcome::Cancelled { .. })));
-    let order = &result.state.calls[1];
+    let order = &result.state.calls()[1];
     assert!(
         order.in_doubt,
         "the order may have happened: it is recorded in doubt"

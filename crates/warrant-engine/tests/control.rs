@@ -138,7 +138,7 @@ impl ExecutionControl for Silent {
 }
 
 fn stop_of(d: &Done) -> (Option<CallStatus>, String) {
-    let c = &d.result.state.calls[1];
+    let c = &d.result.state.calls()[1];
     (
         c.status,
         c.fault.as_ref().map(|f| f.code.clone()).unwrap_or_default(),
@@ -169,7 +169,7 @@ async fn a_block_stops_the_commit_apart_from_provider_results() {
         )
     );
     assert_eq!(
-        d.result.state.calls[0].status,
+        d.result.state.calls()[0].status,
         Some(CallStatus::Ok),
         "the read was not asked about"
     );
@@ -202,7 +202,7 @@ async fn indeterminate_missing_and_silent_controls_all_stop_the_commit() {
     let d = pay(None, 1000).await;
     assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
     assert!(
-        d.result.state.calls[1]
+        d.result.state.calls()[1]
             .fault
             .as_ref()
             .unwrap()
@@ -217,7 +217,7 @@ async fn a_control_that_does_not_answer_in_time_stops_the_commit() {
     let d = pay(Some(Arc::new(Silent)), 250).await;
     assert_eq!(stop_of(&d).1, "execution_control_indeterminate");
     assert!(
-        d.result.state.calls[1]
+        d.result.state.calls()[1]
             .fault
             .as_ref()
             .unwrap()
@@ -250,8 +250,8 @@ async fn an_authority_that_never_answers_stops_the_call_within_the_call_timeout(
         .await
         .unwrap();
     // Both calls (the read and the commit) stopped, attributed to policy, nothing performed.
-    assert_eq!(result.state.calls.len(), 2);
-    for call in &result.state.calls {
+    assert_eq!(result.state.calls().len(), 2);
+    for call in result.state.calls() {
         assert_eq!(call.status, Some(CallStatus::StoppedByPolicy), "{call:?}");
         let fault = call.fault.as_ref().unwrap();
         assert_eq!(fault.code, "policy_timeout");
@@ -298,7 +298,7 @@ async fn cancelling_while_the_authority_deliberates_ends_the_run_without_calling
         "{:?}",
         result.outcome
     );
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert_eq!(call.status, Some(CallStatus::Cancelled));
     assert_eq!(call.fault.as_ref().unwrap().layer, Layer::Runtime);
     assert!(bank.transfers().is_empty());

@@ -79,7 +79,7 @@ async fn a_narrowed_call_is_the_one_executed_and_the_decider_sees_both() {
         PAY_SCRIPT,
     )
     .await;
-    let first = &r.result.state.calls[0];
+    let first = &r.result.state.calls()[0];
     assert_eq!(first.proposed["amount"], json!(950));
     assert_eq!(first.executed.as_ref().unwrap()["amount"], json!(100));
     assert_eq!(
@@ -113,7 +113,7 @@ async fn a_halted_call_is_suppressed_cleanly_and_the_run_goes_on() {
         script,
     )
     .await;
-    let first = &r.result.state.calls[0];
+    let first = &r.result.state.calls()[0];
     assert_eq!(first.status, Some(CallStatus::Halted));
     assert!(first.executed.is_none(), "never dispatched");
     assert!(r.bank.transfers().is_empty());
@@ -127,7 +127,7 @@ async fn a_halted_call_is_suppressed_cleanly_and_the_run_goes_on() {
         "halted"
     );
     // The run went on: the balance was read, the step judged, the blame on policy.
-    assert_eq!(r.result.state.calls[1].status, Some(CallStatus::Ok));
+    assert_eq!(r.result.state.calls()[1].status, Some(CallStatus::Ok));
     assert_eq!(
         missing_layer(&r.result.outcome),
         Some(("pay".into(), Layer::Policy, "halted".into()))
@@ -157,7 +157,7 @@ impl Interceptor for Sloppy {
 #[tokio::test]
 async fn narrowed_arguments_that_break_the_schema_halt_the_call() {
     let r = pay(|e| e.with_interceptor(Arc::new(Sloppy)), PAY_SCRIPT).await;
-    let first = &r.result.state.calls[0];
+    let first = &r.result.state.calls()[0];
     assert_eq!(first.status, Some(CallStatus::Halted));
     assert!(
         first
@@ -206,7 +206,7 @@ async fn a_narrowed_call_is_ruled_on_again() {
         script,
     )
     .await;
-    let first = &r.result.state.calls[0];
+    let first = &r.result.state.calls()[0];
     assert_eq!(first.status, Some(CallStatus::StoppedByPolicy));
     assert_eq!(first.fault.as_ref().unwrap().message, "under 100");
     assert!(r.bank.transfers().is_empty());

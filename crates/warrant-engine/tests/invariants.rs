@@ -379,8 +379,8 @@ async fn every_scenario_log_passes_the_consistency_check() {
         let w = run(CAFE_GALLERY, script).await;
         let state =
             check_log(w.events.iter().map(|e| &**e)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(state.outcome.is_some(), "{name}");
-        for c in &state.calls {
+        assert!(state.outcome().is_some(), "{name}");
+        for c in state.calls() {
             let finishes = w
                 .events
                 .iter()

@@ -494,10 +494,13 @@ async fn an_input_bound_to_a_carried_value_is_not_asked_of_the_decider() {
         .unwrap_or_default();
     assert!(!required.contains(&serde_json::json!("color")));
     // The call still carried it, from the evidence.
-    let drift_call = w.result.state.calls.last().unwrap();
+    let drift_call = w.result.state.calls().last().unwrap();
     assert_eq!(
         drift_call.executed.as_ref().unwrap()["color"],
-        w.result.state.carried["order.color"].value.as_ref().clone()
+        w.result.state.carried()["order.color"]
+            .value
+            .as_ref()
+            .clone()
     );
 }
 

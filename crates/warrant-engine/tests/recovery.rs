@@ -249,7 +249,7 @@ async fn a_keyed_commit_whose_result_was_lost_is_reinvoked_without_repeating_the
         "the same idempotency key repeated no order"
     );
     // The result recorded after the resume is the first order's.
-    let carried = &result.state.carried["order.order_id"];
+    let carried = &result.state.carried()["order.order_id"];
     assert_eq!(*carried.value, serde_json::json!("ord-0001"));
     assert_replays(&c.store, &c.run).await;
 }
@@ -355,7 +355,10 @@ async fn an_effect_reconciled_as_not_happened_is_not_counted() {
     };
     assert_eq!(missing[0].fault.code, "not_performed");
     assert_eq!(missing[0].fault.layer, Layer::Provider);
-    assert_eq!(result.state.calls[0].status, Some(CallStatus::NotPerformed));
+    assert_eq!(
+        result.state.calls()[0].status,
+        Some(CallStatus::NotPerformed)
+    );
     assert!(c.cafe.orders().is_empty());
     assert_replays(&c.store, &c.run).await;
 }
@@ -626,7 +629,7 @@ async fn a_call_repeated_at_reentry_is_ruled_on_again() {
         .await
         .unwrap();
     assert_eq!(
-        result.state.calls[0].status,
+        result.state.calls()[0].status,
         Some(CallStatus::StoppedByPolicy)
     );
     assert_replays(&c.store, &c.run).await;

@@ -502,15 +502,15 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
     let state =
         check_log(events.iter().map(|e| &**e)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     let outcome = state
-        .outcome
-        .clone()
+        .outcome()
+        .cloned()
         .unwrap_or_else(|| panic!("seed {seed}: no outcome"));
     // Completion is judged from evidence.
     if outcome == Outcome::Attained {
         assert_eq!(state.terminal(), Outcome::Attained, "seed {seed}");
     }
     // Carried values equal the evidence they claim to come from.
-    for (name, c) in &state.carried {
+    for (name, c) in state.carried() {
         let call = state.call(c.lineage.call).unwrap();
         assert_eq!(call.status, Some(CallStatus::Ok), "seed {seed}: {name}");
         let at = call
@@ -530,7 +530,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
     assert_eq!(duplicated, 0, "seed {seed}: duplicated effects");
     // Every effect the provider performed is accounted for in the log.
     for key in watch.performed.lock().unwrap().iter() {
-        let accounted = state.calls.iter().any(|c| {
+        let accounted = state.calls().iter().any(|c| {
             c.idempotency_key.as_deref() == Some(key.as_str())
                 && (c.status == Some(CallStatus::Ok) || c.in_doubt || events.iter().any(|e| matches!(&e.kind, EventKind::CallReconciled { call, happened: true, .. } if *call == c.id)))
         });
@@ -585,9 +585,9 @@ fn every_seed_upholds_the_invariants_and_replays_exactly() {
         assert_eq!(a, b, "seed {seed} is not deterministic");
         let state = RunState::from_events(first.iter().map(|e| &**e)).unwrap();
         *outcomes
-            .entry(state.outcome.as_ref().map_or("none", Outcome::name))
+            .entry(state.outcome().map_or("none", Outcome::name))
             .or_default() += 1;
-        resumed += u32::from(state.resumes > 0);
+        resumed += u32::from(state.resumes() > 0);
     }
     eprintln!("simulation: outcomes {outcomes:?}, {resumed} runs re-entered after a crash");
 }

@@ -45,7 +45,7 @@ async fn happy_path_is_attained_with_route_and_lineage() {
     assert_eq!(color.lineage.path, "/color");
     assert_eq!(color.lineage.call.to_string(), "c2");
     // The drift call ran with the carried color, filled in by Warrant.
-    let executed = w.result.state.calls[2].executed.clone().unwrap();
+    let executed = w.result.state.calls()[2].executed.clone().unwrap();
     assert_eq!(*executed, json!({"color": "#d2b48c"}));
     assert_eq!(w.cafe.orders().len(), 1);
     check_log(w.events.iter().map(|e| &**e)).unwrap();
@@ -78,7 +78,7 @@ async fn a_claimed_carried_value_that_differs_from_evidence_is_rejected() {
         vec![("carried_value_mismatch".to_owned(), "model".to_owned())]
     );
     // The gallery never saw the false color: the call never dispatched.
-    let drift_call = &w.result.state.calls[1];
+    let drift_call = &w.result.state.calls()[1];
     assert_eq!(drift_call.status, Some(CallStatus::Rejected));
     assert!(drift_call.executed.is_none());
     assert_eq!(
@@ -104,7 +104,7 @@ async fn a_claim_on_a_value_the_run_never_carried_is_rejected_before_dispatch() 
         call_faults(&w.events),
         vec![("unknown_carried".to_owned(), "model".to_owned())]
     );
-    let drift_call = w.result.state.calls.last().unwrap();
+    let drift_call = w.result.state.calls().last().unwrap();
     assert_eq!(drift_call.tool, "check_design_drift");
     assert_eq!(drift_call.status, Some(CallStatus::Rejected));
     assert!(
@@ -176,7 +176,7 @@ async fn a_step_whose_dependency_failed_never_runs() {
         .collect();
     assert_eq!(skipped, vec![("drift".to_owned(), "order".to_owned())]);
     assert!(
-        w.result.state.calls.iter().all(|c| c.step == 0),
+        w.result.state.calls().iter().all(|c| c.step == 0),
         "no call was made in the skipped step"
     );
 }
@@ -281,7 +281,7 @@ async fn exhausting_the_decision_limit_ends_exhausted() {
             value: 2
         })
     );
-    assert_eq!(w.result.state.decisions, 2);
+    assert_eq!(w.result.state.decisions(), 2);
 }
 
 #[tokio::test]
@@ -373,7 +373,7 @@ async fn two_commits_across_providers_carry_the_order_id() {
     let script = include_str!("../../../examples/cafe-bakery/script.yaml");
     let w = run(spec, script).await;
     assert_eq!(w.result.outcome, Some(Outcome::Attained));
-    let pastry = w.result.state.calls.last().unwrap();
+    let pastry = w.result.state.calls().last().unwrap();
     assert_eq!(
         pastry.executed.as_deref().unwrap()["order_id"],
         json!("ord-0001")

@@ -92,7 +92,7 @@ async fn a_spec_s_forbid_policy_stops_the_call_with_no_cli_involved() {
     );
     let result = engine.run(spec, &decider, &w.surfaces).await.unwrap();
     assert!(w.bank.transfers().is_empty(), "the forbidden transfer ran");
-    let call = &result.state.calls[0];
+    let call = &result.state.calls()[0];
     assert_eq!(
         call.status.map(|s| s.to_string()).as_deref(),
         Some("stopped_by_policy"),

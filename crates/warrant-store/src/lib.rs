@@ -53,29 +53,15 @@ pub(crate) fn run_facts(
                     .approvals
                     .push(ApprovalChange::Settled(request.clone()));
             }
-            _ => {}
-        }
-        match &e.kind {
             EventKind::RunStarted { spec, decider, .. } => {
                 facts.started = Some((spec.id.clone(), decider.to_string(), e.at_ms));
             }
-            EventKind::RunFinished { outcome } => {
-                facts.status = Some(outcome.name().to_owned());
-                facts.approvals.push(ApprovalChange::Ended);
-            }
-            // The run waits for a person: an effect in doubt, a call held for approval.
-            EventKind::CallInDoubt { .. } | EventKind::ApprovalRequested { .. } => {
-                facts.status = Some("waiting".to_owned())
-            }
-            // A person's answer: the run can go on once a process resumes it.
-            EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => {
-                facts.status = Some("ready".to_owned())
-            }
-            // A process carrying the run on.
-            EventKind::ApprovalExpired { .. } | EventKind::RunResumed { .. } => {
-                facts.status = Some("running".to_owned())
-            }
+            EventKind::RunFinished { .. } => facts.approvals.push(ApprovalChange::Ended),
             _ => {}
+        }
+        // The one derivation every reader shares (`warrant_core::fold::status_after`).
+        if let Some(status) = warrant_core::fold::status_after(&e.kind) {
+            facts.status = Some(status.to_owned());
         }
     }
     facts

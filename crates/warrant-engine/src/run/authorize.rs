@@ -16,7 +16,7 @@ impl Run<'_> {
     ) -> Option<Fault> {
         let setting = self.rules.control.as_ref()?;
         let request = CapabilityRequest {
-            principal: &self.state.principal,
+            principal: self.state.principal(),
             handle_age_ms: None,
             run: &self.run_id,
             step: &step.id,
@@ -80,7 +80,7 @@ impl Run<'_> {
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
             hints: action.hints.as_ref(),
-            principal: &self.state.principal,
+            principal: self.state.principal(),
             handle_age_ms: self.handle_age(call),
             run: &self.run_id,
             step: &step.id,
@@ -94,7 +94,7 @@ impl Run<'_> {
         };
         // INVARIANT (denied stays denied): a person's denial of this effect on this target
         // holds whatever the authority says now.
-        let denial = self.state.approvals.iter().find_map(|a| match &a.status {
+        let denial = self.state.approvals().iter().find_map(|a| match &a.status {
             ApprovalStatus::Denied { by, reason }
                 if a.provider == step.provider && a.args_digest == args_digest =>
             {
@@ -189,7 +189,7 @@ impl Run<'_> {
         // Digested only on an ask: the schema the approval binds.
         let schema_digest = canon::digest(schema);
         let schema_digest = schema_digest.as_str();
-        let now = self.state.last_at_ms;
+        let now = self.state.last_at_ms();
         let provider = step.provider.clone();
         let ruled = |r: Refusal| Refusal {
             ruled: Some(args_digest.to_owned()),
@@ -198,7 +198,7 @@ impl Run<'_> {
         let live = |until: &Option<u64>| until.is_none_or(|u| now < u);
         // A call already dispatched (repeated at re-entry) cannot start a new request.
         let dispatched = self.state.call(call).is_some_and(|c| c.executed.is_some());
-        for a in self.state.approvals.iter().filter(|a| a.call == call) {
+        for a in self.state.approvals().iter().filter(|a| a.call == call) {
             let bound = a.args_digest == args_digest && a.schema_digest == schema_digest;
             match &a.status {
                 ApprovalStatus::Approved { until_ms, .. } if bound && live(until_ms) => {
@@ -218,7 +218,7 @@ impl Run<'_> {
                 _ => {}
             }
         }
-        if let Some(a) = self.state.approvals.iter().find(|a| {
+        if let Some(a) = self.state.approvals().iter().find(|a| {
             a.provider == provider
                 && a.tool == tool
                 && a.schema_digest == schema_digest
@@ -229,10 +229,10 @@ impl Run<'_> {
         if dispatched {
             return Err(ruled(refuse(Code::ApprovalRequired, Layer::Policy, reason)));
         }
-        let id = format!("{}-a{}", self.run_id, self.state.approvals.len() + 1);
+        let id = format!("{}-a{}", self.run_id, self.state.approvals().len() + 1);
         let principal = self
             .state
-            .decider
+            .decider()
             .as_ref()
             .map_or_else(|| "agent:unknown".to_owned(), |d| format!("agent:{d}"));
         let requested = EventKind::ApprovalRequested {

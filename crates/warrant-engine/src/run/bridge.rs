@@ -183,9 +183,9 @@ impl Run<'_> {
         let handle = self.state.call(call)?.handle?;
         let issued = (handle.decision as usize)
             .checked_sub(1)
-            .and_then(|d| self.state.decision_log.get(d))?
+            .and_then(|d| self.state.decision_log().get(d))?
             .at_ms;
-        Some(self.state.last_at_ms.saturating_sub(issued))
+        Some(self.state.last_at_ms().saturating_sub(issued))
     }
 
     /// The Bridge's checks before the intent, in DESIGN.md's order, for a call in step `step`
@@ -280,7 +280,7 @@ impl Run<'_> {
             &executed,
             &self.objective_lower,
             &bindings,
-            &self.state.output_index,
+            self.state.output_index(),
         );
         let mut args_digest = canon::digest(&executed);
         let mut consume = self
@@ -294,7 +294,7 @@ impl Run<'_> {
         let handle_age_ms = self.handle_age(call);
         for interceptor in interceptors.iter() {
             let request = CapabilityRequest {
-                principal: &self.state.principal,
+                principal: self.state.principal(),
                 handle_age_ms,
                 run: &self.run_id,
                 step: &step.id,
@@ -346,7 +346,7 @@ impl Run<'_> {
                         &args,
                         &self.objective_lower,
                         &bindings,
-                        &self.state.output_index,
+                        self.state.output_index(),
                     );
                     narrowed.push(Narrowing {
                         by: interceptor.name().to_owned(),
@@ -435,7 +435,7 @@ impl Run<'_> {
         };
         for (arg, source) in bindings {
             let carried = CarriedRef::parse(source)
-                .and_then(|r| self.state.carried.get(&r.to_string()))
+                .and_then(|r| self.state.carried().get(&r.to_string()))
                 .ok_or_else(|| {
                     refuse(
                         Code::UnknownCarried,

@@ -60,7 +60,7 @@ impl Run<'_> {
         };
         let changed = self
             .state
-            .observations
+            .observations()
             .get(&provider)
             .is_none_or(|o| o.version != observation.version);
         if changed {
@@ -76,7 +76,7 @@ impl Run<'_> {
 
     /// One decision in step `i`: observe, project, decide, and carry the decision out.
     pub(super) async fn decide_once(&mut self, i: usize) -> Result<(), EngineError> {
-        if self.check_limits(i, self.state.last_at_ms)? {
+        if self.check_limits(i, self.state.last_at_ms())? {
             return Ok(());
         }
         let step_id = step_of(&self.spec, i)?.id.clone();
@@ -150,23 +150,23 @@ impl Run<'_> {
             usage: decided.usage,
             exchange: decided.exchange,
         })?;
-        if decided_at.saturating_sub(self.state.started_at_ms) >= self.spec.limits.deadline_ms {
+        if decided_at.saturating_sub(self.state.started_at_ms()) >= self.spec.limits.deadline_ms {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
         }
         // Budgets the decider spends: checked once the decision that spent them is recorded.
         let limits = &self.spec.limits;
         if let Some(max) = limits.tokens_max
-            && self.state.tokens_used > max
+            && self.state.tokens_used() > max
         {
             return self.exhausted("tokens_max", max);
         }
         if let Some(max) = limits.cost_micro_usd_max
-            && self.state.cost_micro_usd > max
+            && self.state.cost_micro_usd() > max
         {
             return self.exhausted("cost_micro_usd_max", max);
         }
         if let (Some(max), Decision::Call { .. }) = (limits.calls_max, &decision)
-            && self.state.calls.len() as u64 >= u64::from(max)
+            && self.state.calls().len() as u64 >= u64::from(max)
         {
             return self.exhausted("calls_max", u64::from(max));
         }

@@ -57,7 +57,7 @@ impl Run<'_> {
     ) -> Result<Invocation, EngineError> {
         Invocation::dispatched(&self.state, call, version).ok_or_else(|| {
             EngineError::Invariant(warrant_core::fold::FoldError {
-                seq: self.state.last_seq,
+                seq: self.state.last_seq(),
                 kind: "call_dispatched",
                 message: format!("{call} has no recorded dispatch to invoke"),
             })

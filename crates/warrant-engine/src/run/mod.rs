@@ -153,8 +153,11 @@ impl<'a> Run<'a> {
         time: TimeSource,
         rules: crate::rules::Rules,
     ) -> Run<'a> {
-        let run_id = state.run_id.clone().unwrap_or_else(|| RunId(String::new()));
-        let durable_seq = state.last_seq;
+        let run_id = state
+            .run_id()
+            .cloned()
+            .unwrap_or_else(|| RunId(String::new()));
+        let durable_seq = state.last_seq();
         let objective_lower = spec.objective.to_lowercase();
         Run {
             engine,
@@ -179,7 +182,7 @@ impl<'a> Run<'a> {
 
     /// Re-enters after the process that ran this run stopped.
     pub(crate) async fn reenter(&mut self) -> Result<RunResult, EngineError> {
-        if self.state.outcome.is_some() {
+        if self.state.outcome().is_some() {
             return Ok(self.result());
         }
         let in_flight = self
@@ -231,10 +234,10 @@ impl<'a> Run<'a> {
     fn result(&mut self) -> RunResult {
         RunResult {
             run_id: self.run_id.clone(),
-            outcome: self.state.outcome.clone(),
+            outcome: self.state.outcome().cloned(),
             waiting_on: self
                 .state
-                .calls
+                .calls()
                 .iter()
                 .filter(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
                 .map(|c| c.id)
@@ -246,7 +249,7 @@ impl<'a> Run<'a> {
     /// Applies an event to the fold and queues it for the store. The clock is read once per
     /// event. Returns the event's timestamp.
     fn stage(&mut self, kind: EventKind) -> Result<u64, EngineError> {
-        let seq = self.state.last_seq + 1;
+        let seq = self.state.last_seq() + 1;
         if self.stop_at == Some(seq) {
             return Err(EngineError::Stopped(seq));
         }
@@ -268,7 +271,7 @@ impl<'a> Run<'a> {
         let holds_result = events
             .iter()
             .any(|e| matches!(e.kind, EventKind::CallFinished { .. }));
-        let driver = self.driver(self.state.last_at_ms);
+        let driver = self.driver(self.state.last_at_ms());
         self.engine
             .append(&self.run_id, expected, events, Some(&driver))
             .await?;
@@ -304,13 +307,13 @@ impl<'a> Run<'a> {
     async fn resume(&mut self) -> Result<RunResult, EngineError> {
         loop {
             // INVARIANT (cancellation): checked between every two actions of the run.
-            if self.state.outcome.is_none()
+            if self.state.outcome().is_none()
                 && let Some(c) = self.cancel_due().await
             {
                 // A call still held for approval was never dispatched: it ends with the run.
                 // (One dispatched after its approval is past holding: if its answer was lost
                 // it stays in doubt, for a reconciliation.)
-                if let Some(held) = self.state.calls.last().filter(|c| {
+                if let Some(held) = self.state.calls().last().filter(|c| {
                     c.awaiting.is_some()
                         && c.status.is_none()
                         && c.idempotency_key.is_none()
@@ -343,14 +346,14 @@ impl<'a> Run<'a> {
                     // re-entry's `run_resumed`), so a replay judges it the same way.
                     let expired = self
                         .state
-                        .calls
+                        .calls()
                         .iter()
                         .find(|c| c.id == call)
                         .and_then(|c| c.awaiting.clone())
                         .filter(|r| {
                             self.state.approval(r).is_some_and(|a| {
                                 a.status == ApprovalStatus::Pending
-                                    && self.state.last_at_ms >= a.expires_at_ms
+                                    && self.state.last_at_ms() >= a.expires_at_ms
                             })
                         });
                     match expired {
@@ -407,16 +410,16 @@ impl<'a> Run<'a> {
         let step = step_of(&self.spec, i)?;
         let step_decisions = self
             .state
-            .steps
+            .steps()
             .get(i)
             .ok_or(EngineError::NoStep(i))?
             .decisions;
         let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
-        if now_ms.saturating_sub(self.state.started_at_ms) >= limits.deadline_ms {
+        if now_ms.saturating_sub(self.state.started_at_ms()) >= limits.deadline_ms {
             self.exhausted("deadline_ms", limits.deadline_ms)?;
             return Ok(true);
         }
-        if self.state.decisions >= limits.decisions_max {
+        if self.state.decisions() >= limits.decisions_max {
             self.exhausted("decisions_max", u64::from(limits.decisions_max))?;
             return Ok(true);
         }

@@ -13,7 +13,7 @@ impl Run<'_> {
         let (provider, surface) = self.surface_of(i)?;
         let version = (record.decision as usize)
             .checked_sub(1)
-            .and_then(|d| self.state.decision_log.get(d))
+            .and_then(|d| self.state.decision_log().get(d))
             .map(|d| d.version.clone())
             .unwrap_or_default();
         Ok(Some(Reopened {
@@ -60,7 +60,7 @@ impl Run<'_> {
         // is no longer allowed ends stopped; a commit that may have happened is in doubt.
         let action = self
             .state
-            .observations
+            .observations()
             .get(&provider)
             .and_then(|o| o.actions.iter().find(|a| a.name == record.tool))
             .cloned()
@@ -145,7 +145,7 @@ impl Run<'_> {
         };
         let actions = self
             .state
-            .observations
+            .observations()
             .get(&provider)
             .map(|o| o.actions.clone())
             .unwrap_or_else(|| Arc::from(Vec::new()));

@@ -79,7 +79,7 @@ impl Run<'_> {
             self.cancel = Some(c);
             return false;
         }
-        let now = self.time.peek().unwrap_or(self.state.last_at_ms);
+        let now = self.time.peek().unwrap_or(self.state.last_at_ms());
         let expired = self
             .state
             .call(call)
@@ -114,7 +114,7 @@ impl Run<'_> {
             return Some(c.clone());
         }
         match &self.time {
-            TimeSource::Replay(_, cancels) => cancels.get(&(self.state.last_seq + 1)).cloned(),
+            TimeSource::Replay(_, cancels) => cancels.get(&(self.state.last_seq() + 1)).cloned(),
             TimeSource::Live(clock) => {
                 let now = clock.now_ms();
                 if self
@@ -177,7 +177,7 @@ impl Run<'_> {
     /// (recorded ports answer at once).
     pub(super) fn bound_ms(&self, bound: Bound) -> Option<(u64, bool)> {
         let now = self.time.peek()?;
-        let left = (self.state.started_at_ms + self.spec.limits.deadline_ms).saturating_sub(now);
+        let left = (self.state.started_at_ms() + self.spec.limits.deadline_ms).saturating_sub(now);
         let limit = match bound {
             Bound::Call => self.spec.limits.call_timeout_ms,
             Bound::Deadline => u64::MAX,
