@@ -24,9 +24,7 @@ use warrant_core::Outcome;
 use warrant_core::check::check_log;
 use warrant_core::event::CallStatus;
 use warrant_core::ids::CallId;
-use warrant_core::ports::{
-    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, Engine, SequentialIds};
 use warrant_store::MemoryStore;
@@ -118,14 +116,7 @@ async fn cancel_when_started(f: &Fixture) -> warrant_engine::RunResult {
         r = &mut run => panic!("ended before the call started: {:?}", r.map(|r| r.outcome)),
         () = f.started.notified() => {}
     }
-    let id = f
-        .store
-        .runs(warrant_core::ports::RunQuery::default())
-        .await
-        .unwrap()
-        .runs[0]
-        .run_id
-        .clone();
+    let id = only_run(&f.store);
     f.engine.cancel(&id, "alice", "wrong order").await.unwrap();
     run.await.unwrap()
 }

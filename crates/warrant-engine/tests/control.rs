@@ -284,13 +284,7 @@ async fn cancelling_while_the_authority_deliberates_ends_the_run_without_calling
         r = &mut run => panic!("ended on its own: {:?}", r.map(|r| r.outcome)),
         () = tokio::time::sleep(Duration::from_millis(500)) => {}
     }
-    let id = store
-        .runs(warrant_core::ports::RunQuery::default())
-        .await
-        .unwrap()
-        .runs[0]
-        .run_id
-        .clone();
+    let id = only_run(&store);
     engine.cancel(&id, "alice", "stuck").await.unwrap();
     let result = run.await.unwrap();
     assert!(

@@ -157,13 +157,7 @@ async fn crash_at(
         r = engine.run(spec, &decider, &surfaces) => panic!("the run ended before the crash point: {:?}", r.map(|r| r.outcome)),
         () = reached.notified() => {}
     }
-    let run = store
-        .runs(warrant_core::ports::RunQuery::default())
-        .await
-        .unwrap()
-        .runs[0]
-        .run_id
-        .clone();
+    let run = only_run(&store);
     Crashed {
         store,
         engine,
@@ -384,14 +378,7 @@ async fn a_crash_before_the_intent_is_durable_loses_nothing_and_repeats_nothing(
         r = s.engine.run(spec.clone(), &hang, &s.surfaces) => panic!("ended: {:?}", r.map(|r| r.outcome)),
         () = reached.notified() => {}
     }
-    let run = s
-        .store
-        .runs(warrant_core::ports::RunQuery::default())
-        .await
-        .unwrap()
-        .runs[0]
-        .run_id
-        .clone();
+    let run = only_run(&s.store);
     let result = s
         .engine
         .resume(&run, &script(SCRIPT), &s.surfaces)
@@ -578,13 +565,7 @@ async fn a_surface_that_can_look_up_effects_settles_a_lost_commit_without_repeat
             () = reached.notified() => {}
         }
         assert_eq!(register.performed.load(Ordering::SeqCst), performed_before);
-        let run = store
-            .runs(warrant_core::ports::RunQuery::default())
-            .await
-            .unwrap()
-            .runs[0]
-            .run_id
-            .clone();
+        let run = only_run(&store);
         surfaces.insert(
             "till".into(),
             Arc::new(LookupSurface {

@@ -139,3 +139,71 @@ pub(crate) fn page(
     };
     warrant_core::store::RunPage { runs, next }
 }
+
+/// What a follower of one run has fetched and not yet given, and where it goes on from: the
+/// part of an `EventFeed` every store shares (how it fetches and waits is the store's).
+pub(crate) struct Followed {
+    pub(crate) run: warrant_core::ids::RunId,
+    /// The next sequence to fetch.
+    pub(crate) next: u64,
+    queue: std::collections::VecDeque<warrant_core::event::StoredEvent>,
+    done: bool,
+}
+
+/// What a follower does next.
+pub(crate) enum FollowStep {
+    /// Give this event.
+    Give(warrant_core::event::StoredEvent),
+    /// The run's last event was given: the feed ends.
+    End,
+    /// Fetch from `next` (and wait when nothing is new).
+    Fetch,
+}
+
+impl Followed {
+    pub(crate) fn new(run: &warrant_core::ids::RunId, from_seq: u64) -> Followed {
+        Followed {
+            run: run.clone(),
+            next: from_seq.max(1),
+            queue: std::collections::VecDeque::new(),
+            done: false,
+        }
+    }
+
+    pub(crate) fn step(&mut self) -> FollowStep {
+        if let Some(e) = self.queue.pop_front() {
+            self.next = e.event.seq + 1;
+            if matches!(e.event.kind, EventKind::RunFinished { .. }) {
+                self.done = true;
+            }
+            return FollowStep::Give(e);
+        }
+        if self.done {
+            FollowStep::End
+        } else {
+            FollowStep::Fetch
+        }
+    }
+
+    /// Takes what a fetch found; whether it found anything.
+    pub(crate) fn fetched(&mut self, events: Vec<warrant_core::event::StoredEvent>) -> bool {
+        let any = !events.is_empty();
+        self.queue.extend(events);
+        any
+    }
+
+    /// After a fetch found nothing new, with the run's status now: whether more can come
+    /// (`false`: the run ended before the sequence asked for).
+    pub(crate) fn more_can_come(
+        &self,
+        status: Option<&str>,
+    ) -> Result<bool, warrant_core::store::StoreError> {
+        match status {
+            None => Err(warrant_core::store::StoreError::Io(format!(
+                "no run `{}`",
+                self.run
+            ))),
+            Some(s) => Ok(!ended(s)),
+        }
+    }
+}

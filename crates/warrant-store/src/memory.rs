@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
-use warrant_core::event::{Event, EventKind, StoredEvent};
+use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
@@ -12,7 +12,7 @@ use warrant_core::store::{
     RunPage, RunQuery, RunSummary, StoreError,
 };
 
-use crate::ApprovalChange;
+use crate::{ApprovalChange, FollowStep, Followed};
 
 #[derive(Default)]
 struct Inner {
@@ -300,10 +300,7 @@ impl EventStore for MemoryStore {
         Box::new(Feed {
             inner: self.inner.clone(),
             appended: self.appended.subscribe(),
-            run: run.clone(),
-            next: from_seq.max(1),
-            queue: std::collections::VecDeque::new(),
-            done: false,
+            followed: Followed::new(run, from_seq),
         })
     }
 }
@@ -331,46 +328,33 @@ fn read_now(
 struct Feed {
     inner: Arc<Mutex<Inner>>,
     appended: watch::Receiver<u64>,
-    run: RunId,
-    next: u64,
-    queue: std::collections::VecDeque<StoredEvent>,
-    done: bool,
+    followed: Followed,
 }
 
 impl EventFeed for Feed {
     fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
         Box::pin(async move {
             loop {
-                if let Some(e) = self.queue.pop_front() {
-                    self.next = e.event.seq + 1;
-                    if matches!(e.event.kind, EventKind::RunFinished { .. }) {
-                        self.done = true;
-                    }
-                    return Ok(Some(e));
-                }
-                if self.done {
-                    return Ok(None);
+                match self.followed.step() {
+                    FollowStep::Give(e) => return Ok(Some(e)),
+                    FollowStep::End => return Ok(None),
+                    FollowStep::Fetch => {}
                 }
                 // Mark what was seen before reading, so an append in between wakes us.
                 self.appended.borrow_and_update();
-                let fresh = read_now(&self.inner, &self.run, self.next)?;
-                if fresh.is_empty() {
-                    let status = lock(&self.inner)?
-                        .logs
-                        .get(&self.run)
-                        .map(|l| l.summary.status.clone());
-                    match status {
-                        None => return Err(StoreError::Io(format!("no run `{}`", self.run))),
-                        // Ended before the sequence asked for: nothing more will come.
-                        Some(s) if crate::ended(&s) => return Ok(None),
-                        Some(_) => {}
-                    }
-                    if self.appended.changed().await.is_err() {
-                        return Ok(None);
-                    }
+                let fresh = read_now(&self.inner, &self.followed.run, self.followed.next)?;
+                if self.followed.fetched(fresh) {
                     continue;
                 }
-                self.queue.extend(fresh);
+                let status = lock(&self.inner)?
+                    .logs
+                    .get(&self.followed.run)
+                    .map(|l| l.summary.status.clone());
+                if !self.followed.more_can_come(status.as_deref())?
+                    || self.appended.changed().await.is_err()
+                {
+                    return Ok(None);
+                }
             }
         })
     }

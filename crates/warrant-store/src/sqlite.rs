@@ -15,7 +15,7 @@
 //! store's own commits at once, and notices another process's within `FOLLOW_POLL_MS` by
 //! watching SQLite's `data_version`: it reads the log only when something was committed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,7 +23,7 @@ use std::thread;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::{oneshot, watch};
-use warrant_core::event::{self, Event, EventKind, StoredEvent};
+use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
@@ -31,7 +31,7 @@ use warrant_core::store::{
     RunPage, RunQuery, RunSummary, StoreError,
 };
 
-use crate::ApprovalChange;
+use crate::{ApprovalChange, FollowStep, Followed};
 
 /// The SQLite library version linked in.
 pub fn sqlite_version() -> &'static str {
@@ -1072,10 +1072,7 @@ impl EventStore for SqliteStore {
             path: self.inner.path.clone(),
             conn: Arc::new(Mutex::new(None)),
             appended: self.appended.subscribe(),
-            run: run.clone(),
-            next: from_seq.max(1),
-            queue: VecDeque::new(),
-            done: false,
+            followed: Followed::new(run, from_seq),
             seen_version: None,
         })
     }
@@ -1089,10 +1086,7 @@ struct Feed {
     /// Its own read-only connection, opened on first use.
     conn: Arc<Mutex<Option<Connection>>>,
     appended: watch::Receiver<u64>,
-    run: RunId,
-    next: u64,
-    queue: VecDeque<StoredEvent>,
-    done: bool,
+    followed: Followed,
     /// `data_version` at the last read of the log.
     seen_version: Option<i64>,
 }
@@ -1132,38 +1126,31 @@ impl EventFeed for Feed {
     fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
         Box::pin(async move {
             loop {
-                if let Some(e) = self.queue.pop_front() {
-                    self.next = e.event.seq + 1;
-                    if matches!(e.event.kind, EventKind::RunFinished { .. }) {
-                        self.done = true;
-                    }
-                    return Ok(Some(e));
-                }
-                if self.done {
-                    return Ok(None);
+                match self.followed.step() {
+                    FollowStep::Give(e) => return Ok(Some(e)),
+                    FollowStep::End => return Ok(None),
+                    FollowStep::Fetch => {}
                 }
                 self.appended.borrow_and_update();
-                let (path, slot, run) = (self.path.clone(), self.conn.clone(), self.run.clone());
-                let (from, seen) = (self.next, self.seen_version);
+                let (path, slot) = (self.path.clone(), self.conn.clone());
+                let (run, from, seen) = (
+                    self.followed.run.clone(),
+                    self.followed.next,
+                    self.seen_version,
+                );
                 let (events, version, status) =
                     tokio::task::spawn_blocking(move || look(&path, &slot, &run, from, seen))
                         .await
                         .map_err(|e| StoreError::Io(format!("a store read stopped: {e}")))??;
                 self.seen_version = Some(version);
-                match events {
-                    Some(events) if !events.is_empty() => {
-                        self.queue.extend(events);
+                // Nothing committed since the last look: no need to ask whether more can come.
+                if let Some(events) = events {
+                    if self.followed.fetched(events) {
                         continue;
                     }
-                    Some(_) => match status {
-                        None => {
-                            return Err(StoreError::Io(format!("no run `{}`", self.run)));
-                        }
-                        // Ended before the sequence asked for: nothing more will come.
-                        Some(s) if crate::ended(&s) => return Ok(None),
-                        Some(_) => {}
-                    },
-                    None => {}
+                    if !self.followed.more_can_come(status.as_deref())? {
+                        return Ok(None);
+                    }
                 }
                 // Nothing new: wait for this store's next commit, or look again shortly for
                 // another process's.

@@ -196,3 +196,10 @@ pub fn at_once<T>(f: impl std::future::Future<Output = T>) -> T {
         std::task::Poll::Pending => panic!("the future was not ready at once"),
     }
 }
+
+/// The one run in `store`.
+pub fn only_run(store: &MemoryStore) -> warrant_core::ids::RunId {
+    let runs = store.run_ids();
+    assert_eq!(runs.len(), 1, "one run: {runs:?}");
+    runs[0].clone()
+}
