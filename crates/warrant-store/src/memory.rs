@@ -173,7 +173,9 @@ impl EventStore for MemoryStore {
         driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
         let result = self.append_now(run, expected_seq, events, driver);
-        if result.is_ok() {
+        // Followers are woken only when there are any: a feed subscribes before its first read,
+        // so none misses an append.
+        if result.is_ok() && self.appended.receiver_count() > 0 {
             self.appended.send_modify(|n| *n += 1);
         }
         ready(result)

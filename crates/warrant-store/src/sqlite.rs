@@ -530,7 +530,10 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, appended: &wat
         let results = commit_batch(&mut conn, &mut known, &batch);
         match results {
             Ok(per_request) => {
-                appended.send_modify(|n| *n += 1);
+                // Followers are woken only when there are any (each subscribes before it reads).
+                if appended.receiver_count() > 0 {
+                    appended.send_modify(|n| *n += 1);
+                }
                 for (req, result) in batch.into_iter().zip(per_request) {
                     let _ = req.reply.send(result);
                 }
