@@ -258,11 +258,53 @@ impl App {
 
     /// The runs `query` asks for, each with the status every reader shows (`interrupted` for
     /// a running one no process drives).
+    /// `interrupted` is asked for as such: the running runs no process drives.
     pub async fn runs(&self, query: RunQuery) -> Result<RunPage> {
-        let mut page = self.store.runs(query).await.map_err(AppError::failed)?;
+        const STATUSES: [&str; 9] = [
+            "running",
+            "interrupted",
+            "waiting",
+            "ready",
+            "attained",
+            "not_attained",
+            "failed",
+            "cancelled",
+            "exhausted",
+        ];
+        if let Some(s) = query.status.as_deref()
+            && !STATUSES.contains(&s)
+        {
+            return Err(AppError::invalid(format!(
+                "no status `{s}` (the statuses: {})",
+                STATUSES.join(", ")
+            )));
+        }
+        let interrupted = query.status.as_deref() == Some("interrupted");
+        let running = query.status.as_deref() == Some("running");
+        let limit = query.limit;
+        let asked = if interrupted {
+            RunQuery {
+                status: Some("running".into()),
+                limit: 0,
+                after: None,
+                ..query
+            }
+        } else {
+            query
+        };
+        let mut page = self.store.runs(asked).await.map_err(AppError::failed)?;
         let now = SystemClock.now_ms();
         for r in &mut page.runs {
             r.status = lease::shown_status(r, now).to_owned();
+        }
+        if running {
+            page.runs.retain(|r| r.status == "running");
+        }
+        if interrupted {
+            page.runs.retain(|r| r.status == "interrupted");
+            if limit > 0 {
+                page.runs.truncate(limit);
+            }
         }
         Ok(page)
     }

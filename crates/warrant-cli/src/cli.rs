@@ -57,6 +57,16 @@ pub enum Command {
     Run(RunArgs),
     /// List the runs in the store, newest first.
     Runs {
+        /// Only runs with this status: running, interrupted, waiting, ready, or an outcome
+        /// (attained, not_attained, failed, cancelled, exhausted).
+        #[arg(long, value_name = "STATUS")]
+        status: Option<String>,
+        /// Only runs of the spec with this id.
+        #[arg(long, value_name = "ID")]
+        spec: Option<String>,
+        /// At most this many (the newest); 0 lists all.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        limit: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,

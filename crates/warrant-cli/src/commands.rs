@@ -53,7 +53,20 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
     let store_path = cli.store;
     match cli.command {
         Command::Run(args) => run(&store_path, args).await,
-        Command::Runs { json } => runs(&store_path, json).await,
+        Command::Runs {
+            status,
+            spec,
+            limit,
+            json,
+        } => {
+            let query = RunQuery {
+                status,
+                spec_id: spec,
+                limit,
+                ..RunQuery::default()
+            };
+            runs(&store_path, query, json).await
+        }
         Command::Show { run, json } => show(&store_path, &run, json).await,
         Command::Events {
             run,
@@ -513,9 +526,9 @@ async fn print_result(app: &App, result: &RunResult, json: bool, store_path: &Pa
     })
 }
 
-async fn runs(store_path: &Path, json: bool) -> Result<u8> {
+async fn runs(store_path: &Path, query: RunQuery, json: bool) -> Result<u8> {
     let app = app(open_reading(store_path)?);
-    let runs = app.runs(RunQuery::default()).await?.runs;
+    let runs = app.runs(query).await?.runs;
     if json {
         print_json(&runs)?;
         return Ok(exit::ATTAINED);

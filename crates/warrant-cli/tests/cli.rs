@@ -468,3 +468,39 @@ fn a_required_execution_control_that_cannot_be_reached_stops_commits() {
         Some(0)
     );
 }
+
+#[test]
+fn runs_are_listed_by_status_spec_and_number() {
+    let (_dir, store) = scratch();
+    let waiting = ask_transfer(&store);
+    assert_eq!(waiting["outcome"], "waiting");
+    let done = warrant(
+        &store,
+        &["run", "examples/cafe-gallery/spec.yaml", "-q", "--json"],
+    );
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["runs", "--json"];
+        all.extend_from_slice(args);
+        let out = warrant(&store, &all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json(&out)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&[]).len(), 2);
+    assert_eq!(ids(&["--status", "waiting"]), vec!["waiting"]);
+    assert_eq!(ids(&["--status", "attained"]), vec!["attained"]);
+    assert_eq!(ids(&["--limit", "1"]).len(), 1);
+    assert!(ids(&["--spec", "no-such-spec"]).is_empty());
+    let bad = warrant(&store, &["runs", "--status", "sleeping"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("no status `sleeping`"),
+        "{}",
+        stderr(&bad)
+    );
+}
