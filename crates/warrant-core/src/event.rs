@@ -481,6 +481,9 @@ pub enum EventKind {
         /// to its providers.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         setup_ms: Option<u64>,
+        /// The rules its arguments' provenance is labelled by (`provenance::RULES`; absent: 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provenance: Option<u32>,
     },
     /// A step began.
     StepStarted {

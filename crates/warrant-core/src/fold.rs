@@ -319,6 +319,8 @@ pub struct RunState {
     pub(crate) unrecognized: Vec<(u64, String)>,
     /// The log's format, from `run_started`.
     pub(crate) format: String,
+    /// The provenance rules from `run_started` (absent: 1).
+    pub(crate) provenance: Option<u32>,
     /// The status the last status-changing event left (`status_after`).
     status: &'static str,
     /// Milliseconds spent before the run and each re-entry started (starting providers).
@@ -523,6 +525,17 @@ impl RunState {
         self.cost_micro_usd
     }
 
+    /// The rules its arguments' provenance is labelled by (`provenance::RULES`; 1 for a log
+    /// that does not say).
+    pub fn provenance_rules(&self) -> u32 {
+        self.provenance.unwrap_or(1)
+    }
+
+    /// The provenance rules as `run_started` recorded them.
+    pub fn recorded_provenance(&self) -> Option<u32> {
+        self.provenance
+    }
+
     /// The frozen spec, shared (present once `run_started` is applied).
     pub fn shared_spec(&self) -> Option<&Arc<Spec>> {
         self.spec.as_ref()
@@ -585,12 +598,14 @@ impl RunState {
                 setup_ms,
                 authority,
                 execution_control,
+                provenance,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
                 self.authority = authority.clone();
+                self.provenance = *provenance;
                 self.execution_control = execution_control.clone();
                 self.format = format.clone();
                 self.setup_ms += setup_ms.unwrap_or(0);
@@ -814,7 +829,8 @@ impl RunState {
                     }
                     if let Some(out) = output {
                         let provider = self.provider_of(step).to_owned();
-                        self.output_index.record(&provider, id, out);
+                        let rules = self.provenance_rules();
+                        self.output_index.record(&provider, id, out, rules);
                     }
                 }
             }

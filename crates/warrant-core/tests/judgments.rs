@@ -69,6 +69,7 @@ impl Log {
             execution_control: None,
             principal: None,
             setup_ms: Some(40),
+            provenance: None,
         });
         log
     }

@@ -133,6 +133,11 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             );
             run.stop_at = stop_at;
             run.setup_ms = setup_ms;
+            // Labelled under the rules the log was recorded with.
+            run.provenance = match events.first().map(|e| &e.kind) {
+                Some(EventKind::RunStarted { provenance, .. }) => *provenance,
+                _ => None,
+            };
             run.drive().await
         } else {
             let so_far = store.events();

@@ -302,15 +302,19 @@ impl CedarAuthority {
                 .next()
                 .unwrap_or("")
                 .to_owned();
-            match &label.source {
-                Source::ProviderOutput { provider, .. } if self.trusted.contains(provider) => {
-                    trusted_output.insert(top)
-                }
-                Source::ProviderOutput { .. } => untrusted.insert(top),
-                Source::Carried { .. } => carried.insert(top),
-                Source::Objective => objective.insert(top),
-                Source::Unobserved => unobserved.insert(top),
-            };
+            // Every source it was observed in: a value the objective names that an untrusted
+            // output also holds is in both sets, and a policy may ask about either.
+            for source in std::iter::once(&label.source).chain(&label.also) {
+                match source {
+                    Source::ProviderOutput { provider, .. } if self.trusted.contains(provider) => {
+                        trusted_output.insert(top.clone())
+                    }
+                    Source::ProviderOutput { .. } => untrusted.insert(top.clone()),
+                    Source::Carried { .. } => carried.insert(top.clone()),
+                    Source::Objective => objective.insert(top.clone()),
+                    Source::Unobserved => unobserved.insert(top.clone()),
+                };
+            }
         }
         let action_name = match r.effect {
             Effect::Read => "read",

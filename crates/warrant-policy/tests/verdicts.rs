@@ -63,6 +63,7 @@ fn rule_hinted(
         .map(|(p, s)| ArgLabel {
             pointer: p.to_string(),
             source: s.clone(),
+            also: Vec::new(),
         })
         .collect();
     let principal = warrant_core::event::Principal {

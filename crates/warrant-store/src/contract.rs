@@ -51,6 +51,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             execution_control: None,
             principal: None,
             setup_ms: None,
+            provenance: None,
         },
     })
 }

@@ -281,6 +281,7 @@ impl Run<'_> {
             &self.objective_lower,
             &bindings,
             self.state.output_index(),
+            self.state.provenance_rules(),
         );
         let mut args_digest = canon::digest(&executed);
         let mut consume = self
@@ -347,6 +348,7 @@ impl Run<'_> {
                         &self.objective_lower,
                         &bindings,
                         self.state.output_index(),
+                        self.state.provenance_rules(),
                     );
                     narrowed.push(Narrowing {
                         by: interceptor.name().to_owned(),

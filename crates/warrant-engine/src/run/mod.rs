@@ -67,6 +67,8 @@ pub(crate) struct Run<'a> {
     objective_lower: String,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
     pub(crate) setup_ms: Option<u64>,
+    /// The provenance rules a run it starts records (a replay: the ones the log recorded).
+    pub(crate) provenance: Option<u32>,
     /// The epoch of this process's lease on the run (1 for a run it starts).
     pub(crate) epoch: u64,
     /// Its authority and execution control.
@@ -175,6 +177,7 @@ impl<'a> Run<'a> {
             cancel_polled_ms: None,
             objective_lower,
             setup_ms: None,
+            provenance: Some(warrant_core::provenance::RULES),
             epoch: 1,
             rules,
         }
@@ -298,6 +301,7 @@ impl<'a> Run<'a> {
             }),
             setup_ms,
             execution_control: self.rules.describe_control(),
+            provenance: self.provenance,
         })?;
         self.flush().await?;
         self.resume().await
