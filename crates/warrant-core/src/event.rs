@@ -530,6 +530,11 @@ pub enum EventKind {
         /// secrets), or, for a later call of one model answer, which answer it came from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exchange: Option<Arc<Value>>,
+        /// The untrusted providers whose output (or error) the decider had been shown by this
+        /// decision, in this run (provenance rules 2): the integrity of its context. Empty:
+        /// only trusted text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tainted_by: Vec<String>,
     },
     /// The decider failed to decide.
     DecideFailed {

@@ -221,6 +221,8 @@ pub struct DecisionRecord {
     pub version: String,
     /// When the handles were issued.
     pub at_ms: u64,
+    /// The untrusted providers whose output the decider had been shown (`decided`).
+    pub tainted_by: Vec<String>,
 }
 
 /// The latest observation recorded for a provider.
@@ -536,6 +538,27 @@ impl RunState {
         self.provenance
     }
 
+    /// The untrusted providers whose output the decider had been shown by its last decision:
+    /// the integrity of its context now (empty: trusted text only).
+    pub fn context_taint(&self) -> &[String] {
+        self.decision_log
+            .last()
+            .map_or(&[][..], |d| d.tainted_by.as_slice())
+    }
+
+    /// The context taint of the decision that proposed `call` (none for a call no decision
+    /// proposed).
+    pub fn call_taint(&self, call: CallId) -> &[String] {
+        self.call(call)
+            .and_then(|c| {
+                usize::try_from(c.decision)
+                    .ok()?
+                    .checked_sub(1)
+                    .and_then(|i| self.decision_log.get(i))
+            })
+            .map_or(&[][..], |d| d.tainted_by.as_slice())
+    }
+
     /// The frozen spec, shared (present once `run_started` is applied).
     pub fn shared_spec(&self) -> Option<&Arc<Spec>> {
         self.spec.as_ref()
@@ -662,6 +685,7 @@ impl RunState {
                 decision_no,
                 version,
                 usage,
+                tainted_by,
                 ..
             } => {
                 let i = self.running_step(step).map_err(fail)?;
@@ -697,6 +721,7 @@ impl RunState {
                     step: i,
                     version: version.clone(),
                     at_ms: e.at_ms,
+                    tainted_by: tainted_by.clone(),
                 });
             }
             EventKind::CallStarted {

@@ -372,6 +372,9 @@ pub struct CapabilityRequest<'a> {
     pub hints: Option<&'a ToolHints>,
     /// How long ago the handle the call uses was issued, when it uses one.
     pub handle_age_ms: Option<u64>,
+    /// The untrusted providers whose output the decider had been shown when it proposed the
+    /// call (provenance rules 2; empty: trusted text only).
+    pub context_taint: &'a [String],
 }
 
 /// An authority's ruling. Anything but `Allow` means the provider is not called.

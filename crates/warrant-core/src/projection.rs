@@ -78,6 +78,30 @@ pub struct CallView {
 }
 
 impl Projection {
+    /// The untrusted providers whose text this projection shows the decider: the outputs of
+    /// its recent calls and the errors their providers wrote, and the carried values their
+    /// outputs gave (a provider is untrusted unless the spec trusts it).
+    pub fn shows_untrusted(&self, state: &RunState) -> std::collections::BTreeSet<String> {
+        let trusted = self.spec.trusted_providers();
+        let shown = self
+            .recent
+            .iter()
+            .filter(|c| {
+                c.output.is_some()
+                    || c.fault
+                        .as_ref()
+                        .is_some_and(|f| f.layer == crate::event::Layer::Provider)
+            })
+            .map(|c| c.call)
+            .chain(self.carried.iter().map(|c| c.call));
+        shown
+            .filter_map(|id| state.call(id))
+            .map(|c| state.provider_of(c.step))
+            .filter(|p| !p.is_empty() && !trusted.contains(*p))
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Builds the projection for the next decision of step `step_index`, showing `actions` of
     /// observation `version`. `None` when the run has no such step.
     pub fn build(

@@ -27,8 +27,16 @@ pub enum Source {
         /// The call whose result held it.
         call: CallId,
     },
-    /// Warrant never observed it: the decider introduced it.
+    /// Warrant never observed it: the decider introduced it (provenance rules 1).
     Unobserved,
+    /// The decider produced it (provenance rules 2), in a context that held the output of
+    /// these untrusted providers (none: trusted text only). A value a decider produced after
+    /// it read untrusted text may be that text's, whatever its spelling.
+    Decider {
+        /// The untrusted providers whose output the decider had been shown.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tainted_by: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Source {
@@ -40,6 +48,14 @@ impl std::fmt::Display for Source {
                 write!(f, "the output of `{provider}` ({call})")
             }
             Source::Unobserved => f.write_str("unobserved (the decider produced it)"),
+            Source::Decider { tainted_by } if tainted_by.is_empty() => {
+                f.write_str("the decider, from trusted text only")
+            }
+            Source::Decider { tainted_by } => write!(
+                f,
+                "the decider, after it read output of {}",
+                tainted_by.join(", ")
+            ),
         }
     }
 }
@@ -323,13 +339,15 @@ pub fn visit_leaves(value: &Value, pointer: &mut String, f: &mut dyn FnMut(&str,
 
 /// Labels every leaf of `args` under `rules` ([`RULES`]). `objective_lower` is the objective
 /// text, lower-cased. `carried_args` names the top-level arguments whose values were verified
-/// against carried state (filled from inputs or checked claims).
+/// against carried state (filled from inputs or checked claims). `taint` is the context taint
+/// of the decision that proposed them (rules 2).
 pub fn label(
     args: &Value,
     objective_lower: &str,
     carried_args: &[(String, String)],
     index: &OutputIndex,
     rules: u32,
+    taint: &[String],
 ) -> Vec<ArgLabel> {
     let objective = (rules >= 2).then(|| normalise(objective_lower));
     let mut labels = Vec::new();
@@ -378,6 +396,12 @@ pub fn label(
             (Some(first), Some(output)) if rules >= 2 => (first, vec![output]),
             (Some(first), _) => (first, Vec::new()),
             (None, Some(output)) => (output, Vec::new()),
+            (None, None) if rules >= 2 => (
+                Source::Decider {
+                    tainted_by: taint.to_vec(),
+                },
+                Vec::new(),
+            ),
             (None, None) => (Source::Unobserved, Vec::new()),
         };
         labels.push(ArgLabel {
@@ -417,6 +441,7 @@ mod tests {
             &[],
             &index,
             1,
+            &[],
         );
         assert_eq!(
             labels[0].source,
@@ -446,6 +471,7 @@ mod tests {
             &[("color".into(), "order.color".into())],
             &index,
             1,
+            &[],
         );
         let by: HashMap<_, _> = labels
             .iter()
@@ -493,7 +519,7 @@ mod tests {
             "note": "tiny",
             "city": "Paris"
         });
-        let labels = label(&args, "Plan my trip to paris", &[], &index, 2);
+        let labels = label(&args, "Plan my trip to paris", &[], &index, 2, &[]);
         let by: HashMap<_, _> = labels
             .iter()
             .map(|l| (l.pointer.as_str(), (l.source.clone(), l.also.clone())))
@@ -501,7 +527,11 @@ mod tests {
         assert_eq!(by["/hotel"].0, from("mail", 1), "a name inside prose");
         assert_eq!(by["/url"].0, from("mail", 1), "a URL without digits");
         assert_eq!(by["/file"].0, from("mail", 1), "an object key");
-        assert_eq!(by["/note"].0, Source::Unobserved, "too short to say");
+        assert_eq!(
+            by["/note"].0,
+            Source::Decider { tainted_by: vec![] },
+            "too short to say"
+        );
         assert_eq!(by["/city"], (Source::Objective, vec![]));
         // Under rules 1 (a log recorded before), the same values were unobserved.
         let mut old = OutputIndex::default();
@@ -511,7 +541,7 @@ mod tests {
             &json!({"body": "book the Riverside Palace"}),
             1,
         );
-        let labels = label(&json!({"hotel": "Riverside Palace"}), "", &[], &old, 1);
+        let labels = label(&json!({"hotel": "Riverside Palace"}), "", &[], &old, 1, &[]);
         assert_eq!(labels[0].source, Source::Unobserved);
     }
 
@@ -531,6 +561,7 @@ mod tests {
             &[],
             &index,
             2,
+            &[],
         );
         // `13` is the user's ("june 13"); too short to trace inside the page's prose.
         assert_eq!(labels[0].source, Source::Objective);
@@ -553,7 +584,11 @@ mod tests {
         index.record("web", CallId(1), &json!({"page": big}), 2);
         index.record("web", CallId(2), &json!({"page": "the secret phrase"}), 2);
         assert!(index.text_bytes <= OUTPUT_TEXT_MAX);
-        let labels = label(&json!({"q": "secret phrase"}), "", &[], &index, 2);
-        assert_eq!(labels[0].source, Source::Unobserved, "past the window");
+        let labels = label(&json!({"q": "secret phrase"}), "", &[], &index, 2, &[]);
+        assert_eq!(
+            labels[0].source,
+            Source::Decider { tainted_by: vec![] },
+            "past the window"
+        );
     }
 }

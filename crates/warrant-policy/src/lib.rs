@@ -14,7 +14,10 @@
 //!   and the names of the top-level arguments by where
 //!   their values were observed: `untrusted_args` (an untrusted provider's output),
 //!   `trusted_output_args`, `carried_args`, `objective_args`, `unobserved_args` (produced by the
-//!   decider); and `hints`, what the provider declares of the tool (MCP annotations, with MCP's
+//!   decider), `decider_args` (the same, under provenance rules 2) and `tainted_args` (produced by
+//!   the decider after it had read an untrusted provider's output); `context_tainted` and
+//!   `tainted_by` (which untrusted providers' output the decider had read when it proposed the
+//!   call); and `hints`, what the provider declares of the tool (MCP annotations, with MCP's
 //!   defaults where it declares nothing): `read_only`, `destructive`, `idempotent`,
 //!   `open_world`, plus `declared` (it declared any) and `trusted` (the provider is trusted —
 //!   otherwise the hints are only its claim). A policy can so tell a declared read from a
@@ -60,6 +63,10 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     carried_args: Set<String>,
     objective_args: Set<String>,
     unobserved_args: Set<String>,
+    decider_args: Set<String>,
+    tainted_args: Set<String>,
+    context_tainted: Bool,
+    tainted_by: Set<String>,
     hints: Hints,
   };
   type Hints = {
@@ -294,6 +301,8 @@ impl CedarAuthority {
         let mut carried = BTreeSet::new();
         let mut objective = BTreeSet::new();
         let mut unobserved = BTreeSet::new();
+        let mut decider = BTreeSet::new();
+        let mut tainted = BTreeSet::new();
         for label in r.provenance {
             let top = label
                 .pointer
@@ -313,6 +322,15 @@ impl CedarAuthority {
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),
                     Source::Unobserved => unobserved.insert(top.clone()),
+                    // Produced by the decider (rules 2): unobserved too, for policies written
+                    // before; tainted when its context held untrusted text.
+                    Source::Decider { tainted_by } => {
+                        if !tainted_by.is_empty() {
+                            tainted.insert(top.clone());
+                        }
+                        decider.insert(top.clone());
+                        unobserved.insert(top.clone())
+                    }
                 };
             }
         }
@@ -369,6 +387,8 @@ impl CedarAuthority {
             "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
             "carried_args": carried, "objective_args": objective, "unobserved_args": unobserved,
+            "decider_args": decider, "tainted_args": tainted,
+            "context_tainted": !r.context_taint.is_empty(), "tainted_by": r.context_taint,
             "hints": hints,
         });
         let context = match Context::from_json_value(context, Some((&self.schema, &action))) {

@@ -143,6 +143,7 @@ async fn ask_within(
         provenance: &[],
         handle_age_ms: None,
         hints: None,
+        context_taint: &[],
     };
     tokio::time::timeout(within, control.evaluate(&request)).await
 }

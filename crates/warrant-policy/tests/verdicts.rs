@@ -71,6 +71,14 @@ fn rule_hinted(
         user: "ana".into(),
         agent: "scripted:x".into(),
     };
+    // The decision's context: as tainted as the values it produced say.
+    let taint: Vec<String> = labels
+        .iter()
+        .flat_map(|(_, s)| match s {
+            Source::Decider { tainted_by } => tainted_by.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
     let request = CapabilityRequest {
         principal: &principal,
         handle_age_ms: Some(1200),
@@ -84,6 +92,7 @@ fn rule_hinted(
         args_digest: "sha256:x",
         provenance: &provenance,
         hints,
+        context_taint: &taint,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -329,4 +338,54 @@ fn a_servers_annotations_reach_policies_marked_by_its_trust() {
         rule_hinted(&a, Effect::Commit, "list", json!({}), &[], None),
         Verdict::Deny { .. }
     ));
+}
+
+#[test]
+fn policies_see_what_the_decider_produced_and_whether_its_context_was_tainted() {
+    let a = authority(
+        r#"
+        @id("reads")
+        permit (principal, action == Warrant::Action::"read", resource);
+        @id("clean-commits")
+        permit (principal, action == Warrant::Action::"commit", resource)
+        unless { context.context_tainted };
+        @id("tainted-commits-ask")
+        @approval("the decider had read untrusted text")
+        permit (principal, action == Warrant::Action::"commit", resource)
+        when { context.context_tainted && context.tainted_by.contains("bank") };
+        @id("no-tainted-memo")
+        forbid (principal, action == Warrant::Action::"commit", resource)
+        when { context.tainted_args.contains("memo") && context.decider_args.contains("memo") };
+        "#,
+        &[],
+    );
+    let clean = Source::Decider { tainted_by: vec![] };
+    let tainted = Source::Decider {
+        tainted_by: vec!["bank".into()],
+    };
+    let args = json!({"to": "DE89370400440532013000", "amount": 950, "memo": "rent"});
+    assert!(matches!(
+        rule(
+            &a,
+            Effect::Commit,
+            "transfer",
+            args.clone(),
+            &[("/to", Source::Objective), ("/amount", clean.clone())]
+        ),
+        Verdict::Allow { .. }
+    ));
+    assert!(matches!(
+        rule(
+            &a,
+            Effect::Commit,
+            "transfer",
+            args.clone(),
+            &[("/to", Source::Objective), ("/amount", tainted.clone())]
+        ),
+        Verdict::Ask { .. }
+    ));
+    match rule(&a, Effect::Commit, "transfer", args, &[("/memo", tainted)]) {
+        Verdict::Deny { reasons } => assert!(reasons.join(" ").contains("no-tainted-memo")),
+        other => panic!("{other:?}"),
+    }
 }

@@ -28,6 +28,7 @@ impl Run<'_> {
             args_digest,
             provenance: labels,
             hints: None,
+            context_taint: self.state.call_taint(call),
         };
         let verdict = match &setting.control {
             None => ControlVerdict::Indeterminate {
@@ -91,6 +92,7 @@ impl Run<'_> {
             args,
             args_digest: &args_digest,
             provenance: labels,
+            context_taint: self.state.call_taint(call),
         };
         // INVARIANT (denied stays denied): a person's denial of this effect on this target
         // holds whatever the authority says now.

@@ -282,6 +282,7 @@ impl Run<'_> {
             &bindings,
             self.state.output_index(),
             self.state.provenance_rules(),
+            self.state.call_taint(call),
         );
         let mut args_digest = canon::digest(&executed);
         let mut consume = self
@@ -307,6 +308,7 @@ impl Run<'_> {
                 args_digest: &args_digest,
                 provenance: &labels,
                 hints: action.hints.as_ref(),
+                context_taint: self.state.call_taint(call),
             };
             match interceptor.intercept(&request) {
                 Interception::Pass => {}
@@ -349,6 +351,7 @@ impl Run<'_> {
                         &bindings,
                         self.state.output_index(),
                         self.state.provenance_rules(),
+                        self.state.call_taint(call),
                     );
                     narrowed.push(Narrowing {
                         by: interceptor.name().to_owned(),

@@ -98,6 +98,15 @@ impl Run<'_> {
             return Ok(());
         }
         let decision_no = projection.decision_no;
+        // The integrity of the decider's context (rules 2): every untrusted provider whose
+        // text it has been shown in this run, this projection included.
+        let tainted_by: Vec<String> = if self.state.provenance_rules() >= 2 {
+            let mut taint = projection.shows_untrusted(&self.state);
+            taint.extend(self.state.context_taint().iter().cloned());
+            taint.into_iter().collect()
+        } else {
+            Vec::new()
+        };
         let sight = Sight {
             version: observation.version.clone(),
             actions: observation.actions.clone(),
@@ -149,6 +158,7 @@ impl Run<'_> {
             decision: decision.clone(),
             usage: decided.usage,
             exchange: decided.exchange,
+            tainted_by,
         })?;
         if decided_at.saturating_sub(self.state.started_at_ms()) >= self.spec.limits.deadline_ms {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
