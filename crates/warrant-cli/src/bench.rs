@@ -95,6 +95,7 @@ fn spec(steps: u32) -> Spec {
         providers,
         policy: Vec::new(),
         execution_control: None,
+        profile: None,
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),
@@ -106,6 +107,7 @@ fn spec(steps: u32) -> Spec {
             inputs: BTreeMap::new(),
             publishes: BTreeMap::new(),
             decisions_max: None,
+            grant: None,
         }],
         limits: Limits {
             decisions_max: steps + 1,

@@ -54,7 +54,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a spec to its outcome, showing progress on stderr and a summary on stdout.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the runs in the store, newest first.
     Runs {
         /// Only runs with this status: running, interrupted, waiting, ready, or an outcome
@@ -283,6 +283,12 @@ pub struct RunArgs {
     /// (`http://host:port/path`), besides what the spec requires.
     #[arg(long = "execution-control", value_name = "URL")]
     pub execution_control: Option<String>,
+    /// A security profile, instead of the spec's: `untrusted-input` asks a person before a
+    /// commit the decider proposed after reading untrusted text, or whose arguments came
+    /// from it, and before a read to an address no trusted source gave (a step's `grant`
+    /// covers what its objective needs without asking).
+    #[arg(long, value_name = "PROFILE", value_parser = ["untrusted-input"])]
+    pub profile: Option<String>,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,

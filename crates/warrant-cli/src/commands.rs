@@ -52,7 +52,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
     let _ = MODELS.set(cli.models.clone());
     let store_path = cli.store;
     match cli.command {
-        Command::Run(args) => run(&store_path, args).await,
+        Command::Run(args) => run(&store_path, *args).await,
         Command::Runs {
             status,
             spec,
@@ -305,6 +305,13 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
     args.limits
         .apply(&mut spec.limits)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    if let Some(profile) = &args.profile {
+        spec.profile = Some(
+            profile
+                .parse()
+                .map_err(|e: String| Failure::invalid(anyhow!(e)))?,
+        );
+    }
     let options = warrant_app::RunOptions {
         decider: args.decider.clone(),
         deny_tools: args.deny_tools.clone(),

@@ -19,6 +19,7 @@ pub mod ports;
 pub mod projection;
 pub mod provenance;
 pub mod report;
+pub mod scope;
 pub mod spec;
 pub mod store;
 pub mod text;

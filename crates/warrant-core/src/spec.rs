@@ -44,6 +44,10 @@ pub struct Spec {
     /// authority; with no `url`, none can allow and every commit is stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_control: Option<ExecutionControlSpec>,
+    /// A security profile: defaults a user adopts without writing policies
+    /// (`untrusted-input`; `warrant run --profile` sets it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.
@@ -223,6 +227,95 @@ pub struct StepSpec {
     /// Most decisions this step may take (overrides `limits.step_decisions_max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decisions_max: Option<u32>,
+    /// What the step's objective needs, fixed before the decider reads anything: the tools it
+    /// may call and constraints on their arguments. A call outside it is denied (or, with
+    /// `beyond: ask`, needs a person's approval). Absent: no grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+}
+
+/// A security profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// For runs that read text an attacker can write: a commit asks a person when an argument
+    /// is traced to untrusted output, or was produced by a decider that had read untrusted
+    /// text, or the decider had read untrusted text when it proposed the commit; a read asks
+    /// when an address it is sent to (a URL, an e-mail address, a host) is not traced to a
+    /// trusted source. A call within its step's grant is not asked about.
+    UntrustedInput,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Profile, String> {
+        match s {
+            "untrusted-input" => Ok(Profile::UntrustedInput),
+            other => Err(format!(
+                "no profile `{other}` (this build has: untrusted-input)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Profile::UntrustedInput => f.write_str("untrusted-input"),
+        }
+    }
+}
+
+/// A step's grant: its tools and, per tool, constraints on arguments (by top-level name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Grant {
+    /// Tool name to argument name to constraint. A tool with no constraints: `{}`.
+    pub tools: BTreeMap<String, BTreeMap<String, ArgConstraint>>,
+    /// What a call outside the grant gets.
+    #[serde(default)]
+    pub beyond: Beyond,
+}
+
+/// What a call outside its step's grant gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Beyond {
+    /// It is denied.
+    #[default]
+    Deny,
+    /// It needs a person's approval.
+    Ask,
+}
+
+/// Constraints on one argument.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ArgConstraint {
+    /// Its value must come from one of these (every leaf of it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<GrantSource>,
+    /// It must be one of these values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_of: Vec<serde_json::Value>,
+    /// A number at least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// A number at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// Where a granted argument's value may come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantSource {
+    /// The objective's words.
+    Objective,
+    /// A carried value.
+    Carried,
+    /// A trusted provider's output.
+    TrustedOutput,
+    /// The decider, from trusted text only.
+    Decider,
 }
 
 impl StepSpec {

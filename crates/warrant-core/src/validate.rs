@@ -295,6 +295,32 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         if step.decisions_max == Some(0) {
             issues.push((at("decisions_max"), "must be at least 1".into()));
         }
+        if let Some(grant) = &step.grant {
+            for (tool, constraints) in &grant.tools {
+                let here = vec![
+                    key("steps"),
+                    Seg::Index(i),
+                    key("grant"),
+                    key("tools"),
+                    key(tool),
+                ];
+                if !step.tools.iter().any(|t| t == tool) {
+                    issues.push((
+                        here.clone(),
+                        format!("grants `{tool}`, which is not one of the step's tools"),
+                    ));
+                }
+                for (arg, c) in constraints {
+                    if let (Some(min), Some(max)) = (c.min, c.max)
+                        && min > max
+                    {
+                        let mut at = here.clone();
+                        at.push(key(arg));
+                        issues.push((at, format!("`min` ({min}) is above `max` ({max})")));
+                    }
+                }
+            }
+        }
         for (name, publish) in &step.publishes {
             let here = vec![key("steps"), Seg::Index(i), key("publishes"), key(name)];
             if !step.tools.iter().any(|t| t == &publish.from) {

@@ -13,6 +13,7 @@ pub mod lease;
 pub mod replay;
 mod rules;
 mod run;
+mod scope;
 pub mod time;
 
 use std::collections::HashMap;

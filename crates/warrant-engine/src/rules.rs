@@ -11,6 +11,7 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::{Authority, ExecutionControl, PolicySource};
 
 use crate::authority::{AllOf, AllowAll, RuleList};
+use crate::scope::Scope;
 use crate::{ControlSetting, Engine, EngineError};
 
 /// How long execution control has to rule on a call when the spec does not say.
@@ -49,25 +50,32 @@ impl Engine {
 
     /// The rules of a new run of `spec`: the engine's authority with the spec's policies (any
     /// answer but allow wins), and the engine's execution control or else the spec's.
-    pub(crate) fn rules_for(&self, spec: &Spec) -> Result<Rules, EngineError> {
+    pub(crate) fn rules_for(&self, spec: &Arc<Spec>) -> Result<Rules, EngineError> {
         let paths: Vec<String> = spec
             .policy
             .iter()
             .chain(self.policy_files.iter())
             .cloned()
             .collect();
-        let authority = if paths.is_empty() {
-            self.authority.clone()
-        } else {
+        let mut parts: Vec<Arc<dyn Authority>> = Vec::new();
+        if !self.authority_is_default() {
+            parts.push(self.authority.clone());
+        }
+        if !paths.is_empty() {
             let policies = self
                 .source()?
                 .policies(&paths, spec.trusted_providers())
                 .map_err(|e| EngineError::Rules(format!("policy: {e}")))?;
-            if self.authority_is_default() {
-                policies
-            } else {
-                Arc::new(AllOf::new(vec![self.authority.clone(), policies]))
-            }
+            parts.push(policies);
+        }
+        // The spec's grants and profile, when it has any.
+        if let Some(scope) = Scope::of(spec) {
+            parts.push(Arc::new(scope));
+        }
+        let authority = match parts.len() {
+            0 => self.authority.clone(),
+            1 => parts.remove(0),
+            _ => Arc::new(AllOf::new(parts)),
         };
         let control = match (&self.control, &spec.execution_control) {
             (Some(own), _) => Some(own.clone()),
@@ -93,7 +101,7 @@ impl Engine {
     pub(crate) fn rules_recorded(
         &self,
         run: &RunId,
-        spec: &Spec,
+        spec: &Arc<Spec>,
         authority: Option<&Value>,
         control: Option<&Value>,
     ) -> Result<Rules, EngineError> {
@@ -115,7 +123,7 @@ impl Engine {
                     "re-enter it with an engine that has it".into(),
                 ));
             }
-            (_, Some(d)) => rebuild_authority(d, self.policies.as_deref())
+            (_, Some(d)) => rebuild_authority(d, self.policies.as_deref(), spec)
                 .map_err(|e| refuse("the authority", Some(d), e))?,
         };
         let control = match (&own, control) {
@@ -146,11 +154,12 @@ impl Engine {
     }
 }
 
-/// The authority a run recorded (`Authority::describe`), rebuilt exactly: the built-in ones
-/// here, the rest by `source`.
+/// The authority a run of `spec` recorded (`Authority::describe`), rebuilt exactly: the
+/// built-in ones here (the spec's own grants and profile among them), the rest by `source`.
 pub fn rebuild_authority(
     d: &Value,
     source: Option<&dyn PolicySource>,
+    spec: &Arc<Spec>,
 ) -> Result<Arc<dyn Authority>, String> {
     if d.get("allow_all").is_some() {
         return Ok(Arc::new(AllowAll));
@@ -163,9 +172,23 @@ pub fn rebuild_authority(
             .as_array()
             .ok_or_else(|| format!("`all_of` is {parts}, not a list"))?
             .iter()
-            .map(|p| rebuild_authority(p, source))
+            .map(|p| rebuild_authority(p, source, spec))
             .collect::<Result<Vec<_>, _>>()?;
         return Ok(Arc::new(AllOf::new(parts)));
+    }
+    if let Some(recorded) = d.get("scope") {
+        let scope = Scope::of(spec).ok_or("the spec has no grant and no profile")?;
+        if scope
+            .describe()
+            .and_then(|s| s.get("scope").cloned())
+            .as_ref()
+            != Some(recorded)
+        {
+            return Err(format!(
+                "the spec's scope is not the one recorded ({recorded})"
+            ));
+        }
+        return Ok(Arc::new(scope));
     }
     match source.and_then(|s| s.rebuild_authority(d)) {
         Some(rebuilt) => rebuilt,
