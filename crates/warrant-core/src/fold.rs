@@ -668,6 +668,13 @@ impl RunState {
                 actions,
                 ..
             } => {
+                // Rules 2: a provider's tool descriptions are text it wrote, traced like its
+                // output.
+                if self.provenance_rules() >= 2 {
+                    let text: Vec<&str> = actions.iter().map(|a| a.description.as_str()).collect();
+                    self.output_index
+                        .record_text(provider, None, &text.join("\n"));
+                }
                 self.observations.insert(
                     provider.clone(),
                     ObservationRecord {
@@ -857,6 +864,14 @@ impl RunState {
                         let rules = self.provenance_rules();
                         self.output_index.record(&provider, id, out, rules);
                     }
+                } else if let Some(f) = fault
+                    && f.layer == crate::event::Layer::Provider
+                    && self.provenance_rules() >= 2
+                {
+                    // The provider's own words in an error are its text too.
+                    let provider = self.provider_of(step).to_owned();
+                    self.output_index
+                        .record_text(&provider, Some(id), &f.message);
                 }
             }
             EventKind::ApprovalRequested {

@@ -90,6 +90,10 @@ fn admitted(source: &Source, allowed: &[GrantSource], trusted: &BTreeSet<String>
             GrantSource::TrustedOutput
         }
         Source::ProviderOutput { .. } => return false,
+        Source::Description { provider } if trusted.contains(provider) => {
+            GrantSource::TrustedOutput
+        }
+        Source::Description { .. } => return false,
         Source::Decider { tainted_by } if tainted_by.is_empty() => GrantSource::Decider,
         Source::Decider { .. } => return false,
         // A log recorded before the taint of a context was known: no better than a decider.
@@ -151,7 +155,9 @@ fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result
 fn trusted_source(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
         Source::Objective | Source::Carried { .. } => true,
-        Source::ProviderOutput { provider, .. } => trusted.contains(provider),
+        Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
+            trusted.contains(provider)
+        }
         Source::Decider { tainted_by } => tainted_by.is_empty(),
         Source::Unobserved => false,
     }

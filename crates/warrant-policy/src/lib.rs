@@ -319,6 +319,10 @@ impl CedarAuthority {
                         trusted_output.insert(top.clone())
                     }
                     Source::ProviderOutput { .. } => untrusted.insert(top.clone()),
+                    Source::Description { provider } if self.trusted.contains(provider) => {
+                        trusted_output.insert(top.clone())
+                    }
+                    Source::Description { .. } => untrusted.insert(top.clone()),
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),
                     Source::Unobserved => unobserved.insert(top.clone()),
