@@ -108,6 +108,7 @@ fn spec(steps: u32) -> Spec {
             publishes: BTreeMap::new(),
             decisions_max: None,
             grant: None,
+            quarantine: BTreeMap::new(),
         }],
         limits: Limits {
             decisions_max: steps + 1,

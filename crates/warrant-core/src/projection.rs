@@ -75,6 +75,9 @@ pub struct CallView {
     /// The structured error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
+    /// Its result shows only the typed fields the step extracts (`quarantine`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 impl Projection {
@@ -86,6 +89,8 @@ impl Projection {
         let shown = self
             .recent
             .iter()
+            // Typed fields carry no instruction: a quarantined result does not taint.
+            .filter(|c| !c.quarantined)
             .filter(|c| {
                 c.output.is_some()
                     || c.fault
@@ -127,14 +132,39 @@ impl Projection {
             .recent
             .iter()
             .filter_map(|id| state.call(*id))
-            .map(|c| CallView {
-                call: c.id,
-                tool: c.tool.clone(),
-                proposed: c.proposed.clone(),
-                executed: c.executed.clone().filter(|e| e != &c.proposed),
-                status: c.status,
-                output: c.output.clone(),
-                fault: c.fault.clone(),
+            .map(|c| {
+                // A quarantined tool's result is shown only as its typed fields, and the
+                // provider's own words in an error not at all.
+                let quarantine = spec
+                    .steps
+                    .get(c.step)
+                    .and_then(|s| s.quarantine.get(&c.tool));
+                let (output, fault) = match quarantine {
+                    None => (c.output.clone(), c.fault.clone()),
+                    Some(fields) => (
+                        c.output.as_ref().map(|o| {
+                            Arc::new(Value::Object(
+                                fields.iter().map(|(k, x)| (k.clone(), x.from(o))).collect(),
+                            ))
+                        }),
+                        c.fault.as_ref().map(|f| Fault {
+                            message: "the provider answered with an error (its words are \
+                                      quarantined)"
+                                .into(),
+                            ..f.clone()
+                        }),
+                    ),
+                };
+                CallView {
+                    call: c.id,
+                    tool: c.tool.clone(),
+                    proposed: c.proposed.clone(),
+                    executed: c.executed.clone().filter(|e| e != &c.proposed),
+                    status: c.status,
+                    output,
+                    fault,
+                    quarantined: quarantine.is_some(),
+                }
             })
             .collect();
         // Arguments the step binds to carried values are Warrant's to fill (and check): the

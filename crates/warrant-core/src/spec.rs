@@ -232,6 +232,63 @@ pub struct StepSpec {
     /// `beyond: ask`, needs a person's approval). Absent: no grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<Grant>,
+    /// Tools whose results reach the decider only as typed fields extracted from them — no
+    /// free text, so no instruction — and so do not taint its context: tool, then field name,
+    /// then how to extract it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quarantine: BTreeMap<String, BTreeMap<String, Extract>>,
+}
+
+/// One typed field extracted from a quarantined result. A value that is not of its type
+/// shows as `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Extract {
+    /// A JSON pointer into the result (`/price`).
+    pub path: String,
+    /// What it must be: a number, a boolean or a date (`YYYY-MM-DD`); or give `one_of`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ExtractKind>,
+    /// The strings it may be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_of: Vec<String>,
+}
+
+/// The type of an extracted field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractKind {
+    /// A number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+    /// A date, `YYYY-MM-DD`.
+    Date,
+}
+
+impl Extract {
+    /// The field from `result`, or `null` when it is missing or not of its type.
+    pub fn from(&self, result: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        let Some(v) = result.pointer(&self.path) else {
+            return Value::Null;
+        };
+        let date = |s: &str| {
+            let b = s.as_bytes();
+            b.len() == 10
+                && b.iter().enumerate().all(|(i, c)| match i {
+                    4 | 7 => *c == b'-',
+                    _ => c.is_ascii_digit(),
+                })
+        };
+        let typed = match (self.kind, v) {
+            (Some(ExtractKind::Number), Value::Number(_))
+            | (Some(ExtractKind::Boolean), Value::Bool(_)) => true,
+            (Some(ExtractKind::Date), Value::String(s)) => date(s),
+            (None, Value::String(s)) => self.one_of.iter().any(|o| o == s),
+            _ => false,
+        };
+        if typed { v.clone() } else { Value::Null }
+    }
 }
 
 /// A security profile.

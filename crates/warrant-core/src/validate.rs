@@ -295,6 +295,31 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         if step.decisions_max == Some(0) {
             issues.push((at("decisions_max"), "must be at least 1".into()));
         }
+        for (tool, fields) in &step.quarantine {
+            let here = vec![key("steps"), Seg::Index(i), key("quarantine"), key(tool)];
+            if !step.tools.iter().any(|t| t == tool) {
+                issues.push((
+                    here.clone(),
+                    format!("quarantines `{tool}`, which is not one of the step's tools"),
+                ));
+            }
+            for (name, x) in fields {
+                let mut at = here.clone();
+                at.push(key(name));
+                if x.kind.is_some() != x.one_of.is_empty() {
+                    issues.push((at.clone(), "give either `type` or `one_of`".into()));
+                }
+                if !x.path.is_empty() && !x.path.starts_with('/') {
+                    issues.push((
+                        at,
+                        format!(
+                            "path `{}` is not a JSON pointer (start it with `/`)",
+                            x.path
+                        ),
+                    ));
+                }
+            }
+        }
         if let Some(grant) = &step.grant {
             for (tool, constraints) in &grant.tools {
                 let here = vec![

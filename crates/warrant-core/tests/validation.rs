@@ -305,3 +305,37 @@ fn a_spec_read_back_from_a_log_tolerates_fields_it_does_not_know() {
     let spec: warrant_core::Spec = serde_json::from_value(v).unwrap();
     assert_eq!(spec.limits.decisions_max, 5);
 }
+
+#[test]
+fn a_grant_or_a_quarantine_over_a_tool_the_step_does_not_allow_is_refused() {
+    let granted = "\
+version: warrant/v1
+id: t
+objective: o
+providers:
+  cafe: {reference: cafe}
+steps:
+  - id: order
+    provider: cafe
+    tools: [order_latte]
+    grant:
+      tools:
+        read_menu: {}
+        order_latte:
+          size: {min: 3, max: 1}
+    quarantine:
+      read_menu:
+        price: {path: price}
+        kind: {path: /k, type: number, one_of: [a]}
+";
+    let e = errors(granted).to_string();
+    for fragment in [
+        "grants `read_menu`, which is not one of the step's tools",
+        "`min` (3) is above `max` (1)",
+        "quarantines `read_menu`, which is not one of the step's tools",
+        "give either `type` or `one_of`",
+        "path `price` is not a JSON pointer",
+    ] {
+        assert!(e.contains(fragment), "{fragment}: {e}");
+    }
+}
