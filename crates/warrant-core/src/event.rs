@@ -452,6 +452,11 @@ pub struct Missing {
     pub fault: Fault,
 }
 
+/// Whether a decision's context held only trusted text (its `tainted_by` is left out).
+fn untainted(t: &Arc<[String]>) -> bool {
+    t.is_empty()
+}
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -533,8 +538,8 @@ pub enum EventKind {
         /// The untrusted providers whose output (or error) the decider had been shown by this
         /// decision, in this run (provenance rules 2): the integrity of its context. Empty:
         /// only trusted text.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tainted_by: Vec<String>,
+        #[serde(default, skip_serializing_if = "untainted")]
+        tainted_by: Arc<[String]>,
     },
     /// The decider failed to decide.
     DecideFailed {

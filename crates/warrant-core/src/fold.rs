@@ -222,7 +222,7 @@ pub struct DecisionRecord {
     /// When the handles were issued.
     pub at_ms: u64,
     /// The untrusted providers whose output the decider had been shown (`decided`).
-    pub tainted_by: Vec<String>,
+    pub tainted_by: Arc<[String]>,
 }
 
 /// The latest observation recorded for a provider.
@@ -543,7 +543,14 @@ impl RunState {
     pub fn context_taint(&self) -> &[String] {
         self.decision_log
             .last()
-            .map_or(&[][..], |d| d.tainted_by.as_slice())
+            .map_or(&[][..], |d| &d.tainted_by[..])
+    }
+
+    /// [`RunState::context_taint`], shared.
+    pub fn context_taint_shared(&self) -> Arc<[String]> {
+        self.decision_log
+            .last()
+            .map_or_else(Arc::default, |d| d.tainted_by.clone())
     }
 
     /// The context taint of the decision that proposed `call` (none for a call no decision
@@ -556,7 +563,7 @@ impl RunState {
                     .checked_sub(1)
                     .and_then(|i| self.decision_log.get(i))
             })
-            .map_or(&[][..], |d| d.tainted_by.as_slice())
+            .map_or(&[][..], |d| &d.tainted_by[..])
     }
 
     /// The frozen spec, shared (present once `run_started` is applied).

@@ -85,7 +85,6 @@ impl Projection {
     /// its recent calls and the errors their providers wrote, and the carried values their
     /// outputs gave (a provider is untrusted unless the spec trusts it).
     pub fn shows_untrusted(&self, state: &RunState) -> std::collections::BTreeSet<String> {
-        let trusted = self.spec.trusted_providers();
         let shown = self
             .recent
             .iter()
@@ -102,7 +101,7 @@ impl Projection {
         shown
             .filter_map(|id| state.call(id))
             .map(|c| state.provider_of(c.step))
-            .filter(|p| !p.is_empty() && !trusted.contains(*p))
+            .filter(|p| !p.is_empty() && !self.spec.trusts(p))
             .map(str::to_owned)
             .collect()
     }

@@ -120,6 +120,9 @@ pub struct OutputIndex {
     /// in the order recorded.
     texts: Vec<(u16, Option<CallId>, String)>,
     text_bytes: usize,
+    /// Per provider, a digest of the tool descriptions last kept: the same ones are not kept
+    /// again at every observation.
+    described: HashMap<u16, u64>,
 }
 
 impl OutputIndex {
@@ -157,9 +160,16 @@ impl OutputIndex {
     /// Remembers text a provider wrote outside a result (rules 2): its tool descriptions
     /// (`call` none) or the message of an error it answered a call with.
     pub fn record_text(&mut self, provider: &str, call: Option<CallId>, text: &str) {
-        if let Some(p) = self.provider_number(provider) {
-            self.keep_text(p, call, normalise(text));
+        let Some(p) = self.provider_number(provider) else {
+            return;
+        };
+        if call.is_none() {
+            let digest = hash_str(text);
+            if self.described.insert(p, digest) == Some(digest) {
+                return;
+            }
         }
+        self.keep_text(p, call, normalise(text));
     }
 
     fn provider_number(&mut self, provider: &str) -> Option<u16> {
@@ -209,6 +219,16 @@ impl OutputIndex {
 /// compared for substring tracing.
 fn normalise(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    if s.is_ascii() {
+        // Most text is ASCII: lower-case byte by byte.
+        for word in s.split_ascii_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        }
+        return out;
+    }
     for word in s.split_whitespace() {
         if !out.is_empty() {
             out.push(' ');
@@ -221,19 +241,26 @@ fn normalise(s: &str) -> String {
 /// Every string and object key of `value`, normalised, each on its own line.
 fn collect_text(value: &Value, out: &mut String) {
     match value {
-        Value::String(s) => {
+        // A string shorter than the shortest traced needle cannot hold one.
+        Value::String(s) if s.len() >= SUBSTRING_MIN => {
             out.push_str(&normalise(s));
             out.push('\n');
         }
         Value::Number(n) => {
-            out.push_str(&n.to_string());
-            out.push('\n');
+            let n = n.to_string();
+            if n.len() >= SUBSTRING_MIN {
+                out.push_str(&n);
+                out.push('\n');
+            }
         }
+        Value::String(_) => {}
         Value::Array(items) => items.iter().for_each(|v| collect_text(v, out)),
         Value::Object(map) => {
             for (k, v) in map {
-                out.push_str(&normalise(k));
-                out.push('\n');
+                if k.len() >= SUBSTRING_MIN {
+                    out.push_str(&normalise(k));
+                    out.push('\n');
+                }
                 collect_text(v, out);
             }
         }

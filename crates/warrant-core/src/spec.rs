@@ -663,20 +663,24 @@ fn readable_budget(message: &str) -> Option<String> {
 impl Spec {
     /// The providers whose output is trusted (a joined one when every member is).
     pub fn trusted_providers(&self) -> std::collections::BTreeSet<String> {
-        let trusted = |p: &ProviderSpec| p.trust == Some(Trust::Trusted);
         self.providers
-            .iter()
-            .filter(|(_, p)| {
-                if p.join.is_empty() {
-                    trusted(p)
-                } else {
-                    p.join
-                        .iter()
-                        .all(|m| self.providers.get(m).is_some_and(trusted))
-                }
-            })
-            .map(|(n, _)| n.clone())
+            .keys()
+            .filter(|n| self.trusts(n))
+            .cloned()
             .collect()
+    }
+
+    /// Whether the spec trusts provider `name` (a join only when every member is trusted).
+    pub fn trusts(&self, name: &str) -> bool {
+        let trusted = |p: &ProviderSpec| p.trust == Some(Trust::Trusted);
+        match self.providers.get(name) {
+            None => false,
+            Some(p) if p.join.is_empty() => trusted(p),
+            Some(p) => p
+                .join
+                .iter()
+                .all(|m| self.providers.get(m).is_some_and(trusted)),
+        }
     }
 
     /// Reads a spec from text. Does not validate beyond the types: see

@@ -113,7 +113,7 @@ impl Log {
             decision,
             usage: None,
             exchange: None,
-            tainted_by: Vec::new(),
+            tainted_by: Default::default(),
         });
     }
 

@@ -66,7 +66,7 @@ fn taints(events: &[Arc<warrant_core::Event>]) -> Vec<Vec<String>> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Decided { tainted_by, .. } => Some(tainted_by.clone()),
+            EventKind::Decided { tainted_by, .. } => Some(tainted_by.to_vec()),
             _ => None,
         })
         .collect()

@@ -100,12 +100,18 @@ impl Run<'_> {
         let decision_no = projection.decision_no;
         // The integrity of the decider's context (rules 2): every untrusted provider whose
         // text it has been shown in this run, this projection included.
-        let tainted_by: Vec<String> = if self.state.provenance_rules() >= 2 {
+        let tainted_by: Arc<[String]> = if self.state.provenance_rules() >= 2 {
             let mut taint = projection.shows_untrusted(&self.state);
-            taint.extend(self.state.context_taint().iter().cloned());
-            taint.into_iter().collect()
+            let before = self.state.context_taint();
+            if taint.iter().all(|t| before.contains(t)) {
+                // Nothing new: the same taint, shared.
+                self.state.context_taint_shared()
+            } else {
+                taint.extend(before.iter().cloned());
+                taint.into_iter().collect()
+            }
         } else {
-            Vec::new()
+            Arc::default()
         };
         let sight = Sight {
             version: observation.version.clone(),
