@@ -397,7 +397,7 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
             when(a.expires_at_ms)
         );
         for label in &a.provenance {
-            errln!("    {} <- {}", label.pointer, label.source);
+            errln!("    {} <- {}", label.pointer, origin(label));
         }
         loop {
             let answer = read_answer(
@@ -466,6 +466,15 @@ pub fn when(ms: u64) -> String {
     let mo = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(mo <= 2);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02} UTC")
+}
+
+/// Where an argument's value came from, in words: every source it was seen in.
+fn origin(label: &warrant_core::provenance::ArgLabel) -> String {
+    let mut text = label.source.to_string();
+    for also in &label.also {
+        text.push_str(&format!(", and {also}"));
+    }
+    text
 }
 
 /// What an operator does about what a run waits on, with the real ids.
@@ -1133,7 +1142,7 @@ async fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u
             when(r.expires_at_ms)
         );
         for label in &r.provenance {
-            outln!("    {:<8} <- {}", label.pointer, label.source);
+            outln!("    {:<8} <- {}", label.pointer, origin(label));
         }
     }
     Ok(exit::ATTAINED)

@@ -504,3 +504,33 @@ fn runs_are_listed_by_status_spec_and_number() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn the_untrusted_input_profile_asks_and_the_request_says_why() {
+    let (_dir, store) = scratch();
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--profile",
+            "untrusted-input",
+            "--no-prompt",
+            "-q",
+            "--json",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    let listed = warrant(&store, &["approvals"]);
+    let text = stdout(&listed);
+    assert!(text.contains("untrusted-input profile"), "{text}");
+    assert!(
+        text.contains("the decider had read output of bank"),
+        "{text}"
+    );
+    let bad = warrant(
+        &store,
+        &["run", "examples/pay-rent/spec.yaml", "--profile", "lenient"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+}
