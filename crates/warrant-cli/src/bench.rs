@@ -96,6 +96,7 @@ fn spec(steps: u32) -> Spec {
         policy: Vec::new(),
         execution_control: None,
         profile: None,
+        plan_first: false,
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),

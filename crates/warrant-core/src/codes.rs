@@ -90,6 +90,8 @@ codes! {
         "the decider declared the step done, but no call in it succeeded";
     OutputNotPublished = "output_not_published", Model,
         "the decider declared the step done before the tool that publishes an output succeeded";
+    InvalidPlan = "invalid_plan", Model,
+        "the decider's plan grants a step or a tool the spec does not allow, or it planned when no plan was asked (or did not when one was)";
     ScriptExhausted = "script_exhausted", Model,
         "the script has no more decisions for this step";
     UnreadableAnswer = "unreadable_answer", Model,

@@ -181,6 +181,13 @@ pub enum Decision {
         #[serde(default)]
         reason: String,
     },
+    /// Fix the run's grants before anything is read (a spec with `plan_first`): step id to
+    /// the tools and argument constraints the objective needs, proposed from the objective
+    /// alone.
+    Plan {
+        /// Step id to its grant.
+        grants: std::collections::BTreeMap<String, crate::spec::Grant>,
+    },
 }
 
 /// A decider's claim that an argument holds a carried value.

@@ -323,6 +323,8 @@ pub struct RunState {
     pub(crate) format: String,
     /// The provenance rules from `run_started` (absent: 1).
     pub(crate) provenance: Option<u32>,
+    /// The grants the decider proposed (`plan_first`), once it did.
+    pub(crate) planned: Option<BTreeMap<String, crate::spec::Grant>>,
     /// The status the last status-changing event left (`status_after`).
     status: &'static str,
     /// Milliseconds spent before the run and each re-entry started (starting providers).
@@ -553,6 +555,31 @@ impl RunState {
             .map_or_else(Arc::default, |d| d.tainted_by.clone())
     }
 
+    /// The grant that rules step `i`: the spec's, else the one the decider proposed before
+    /// anything was read (`plan_first`).
+    pub fn grant_for(&self, i: usize) -> Option<&crate::spec::Grant> {
+        let step = self.spec.as_ref()?.steps.get(i)?;
+        step.grant
+            .as_ref()
+            .or_else(|| self.planned.as_ref().and_then(|p| p.get(&step.id.0)))
+    }
+
+    /// [`RunState::grant_for`] the step with this id.
+    pub fn grant_of(&self, step: &StepId) -> Option<&crate::spec::Grant> {
+        let i = self
+            .spec
+            .as_ref()?
+            .steps
+            .iter()
+            .position(|s| s.id == *step)?;
+        self.grant_for(i)
+    }
+
+    /// Whether the run waits for its plan (`plan_first`, nothing decided yet).
+    pub fn needs_plan(&self) -> bool {
+        self.spec.as_ref().is_some_and(|s| s.plan_first) && self.planned.is_none()
+    }
+
     /// The context taint of the decision that proposed `call` (none for a call no decision
     /// proposed).
     pub fn call_taint(&self, call: CallId) -> &[String] {
@@ -710,12 +737,26 @@ impl RunState {
                     self.tokens_used += u.input_tokens + u.output_tokens;
                     self.cost_micro_usd += u.cost_micro_usd.unwrap_or(0);
                 }
+                let planning = matches!(
+                    &e.kind,
+                    EventKind::Decided {
+                        decision: Decision::Plan { .. },
+                        ..
+                    }
+                );
+                if planning && (self.planned.is_some() || self.decisions > 0) {
+                    return Err(fail("a plan comes before any other decision, once".into()));
+                }
                 let s = step_state(&mut self.steps, i).map_err(fail)?;
-                s.decisions += 1;
+                // The plan is the run's, not its first step's: that step's decisions start after it.
+                if !planning {
+                    s.decisions += 1;
+                }
                 self.decisions += 1;
                 self.pending_claims = None;
                 if let EventKind::Decided { decision, .. } = &e.kind {
                     match decision {
+                        Decision::Plan { grants } => self.planned = Some(grants.clone()),
                         Decision::Call { claims, .. } => self.pending_claims = Some(claims.clone()),
                         Decision::Done { summary } => {
                             s.answer = Some(StepAnswer {

@@ -375,6 +375,9 @@ pub struct CapabilityRequest<'a> {
     /// The untrusted providers whose output the decider had been shown when it proposed the
     /// call (provenance rules 2; empty: trusted text only).
     pub context_taint: &'a [String],
+    /// The grant that rules the call's step: its own (`grant:`), or the one the run's plan
+    /// gave it (`plan_first`).
+    pub grant: Option<&'a crate::spec::Grant>,
 }
 
 /// An authority's ruling. Anything but `Allow` means the provider is not called.

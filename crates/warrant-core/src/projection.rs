@@ -42,6 +42,45 @@ pub struct Projection {
     pub decisions_left: u32,
     /// Decisions left in the step.
     pub step_decisions_left: u32,
+    /// Set when the decider is asked for the run's plan (`plan_first`): the steps to grant,
+    /// from the spec alone. It is shown nothing a provider wrote, and answers with a
+    /// `Decision::Plan`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planning: Option<Vec<PlanStep>>,
+}
+
+/// A step to propose a grant for.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanStep {
+    /// The step.
+    pub step: StepId,
+    /// What it is for.
+    pub intent: String,
+    /// The tools it allows.
+    pub tools: Vec<String>,
+}
+
+impl Projection {
+    /// This projection turned into the request for the run's plan: the steps with no grant of
+    /// their own, and nothing a provider wrote (no actions, no results, no carried values).
+    pub fn for_planning(mut self) -> Projection {
+        let steps = self
+            .spec
+            .steps
+            .iter()
+            .filter(|s| s.grant.is_none())
+            .map(|s| PlanStep {
+                step: s.id.clone(),
+                intent: s.intent.clone(),
+                tools: s.tools.clone(),
+            })
+            .collect();
+        self.planning = Some(steps);
+        self.actions = Arc::from(Vec::new());
+        self.recent.clear();
+        self.carried.clear();
+        self
+    }
 }
 
 /// A carried value as the decider sees it.
@@ -194,6 +233,7 @@ impl Projection {
             recent,
             decisions_left: spec.limits.decisions_max.saturating_sub(state.decisions),
             step_decisions_left: step_max.saturating_sub(s.decisions),
+            planning: None,
             step_index,
             spec,
         })

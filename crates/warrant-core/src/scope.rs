@@ -49,11 +49,39 @@ pub struct Call<'a> {
     pub taint: &'a [String],
     /// The providers the spec trusts.
     pub trusted: &'a BTreeSet<String>,
+    /// The grant that rules the step: its own, or the one the run's plan gave it.
+    pub grant: Option<&'a Grant>,
+}
+
+/// Whether a decider's plan (`plan_first`) grants only steps that have no grant of their own,
+/// and only tools those steps allow.
+pub fn check_plan(
+    spec: &crate::spec::Spec,
+    grants: &std::collections::BTreeMap<String, Grant>,
+) -> Result<(), String> {
+    for (step, grant) in grants {
+        let Some(s) = spec.steps.iter().find(|s| s.id.0 == *step) else {
+            return Err(format!(
+                "the plan grants step `{step}`, which the spec does not have"
+            ));
+        };
+        if s.grant.is_some() {
+            return Err(format!(
+                "the plan grants step `{step}`, which has its own grant"
+            ));
+        }
+        if let Some(tool) = grant.tools.keys().find(|t| !s.tools.contains(t)) {
+            return Err(format!(
+                "the plan grants `{tool}` in step `{step}`, which that step does not allow"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The grant's and the profile's ruling on `call`.
 pub fn rule(call: &Call<'_>, profile: Option<Profile>) -> Ruling {
-    if let Some(grant) = &call.step.grant {
+    if let Some(grant) = call.grant {
         return match within(grant, call) {
             Ok(()) => Ruling::Allow,
             Err(why) => {
@@ -286,6 +314,7 @@ mod tests {
                 labels,
                 taint: &taint,
                 trusted: &trusted,
+                grant: step.grant.as_ref(),
             },
             Some(Profile::UntrustedInput),
         )

@@ -48,6 +48,10 @@ pub struct Spec {
     /// (`untrusted-input`; `warrant run --profile` sets it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
+    /// Before its first decision reads anything, the decider proposes the grant of every step
+    /// that has none, from the objective alone; the proposal is recorded and rules the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_first: bool,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.

@@ -16,6 +16,18 @@
 //! The n-th decision of a step is the n-th entry for that step, whatever happened to earlier
 //! entries: when Warrant rejects a call the script simply moves on. It models a decider that
 //! does not adapt, and it needs no state of its own, so a resumed run picks up where it was.
+//!
+//! A spec with `plan_first` asks for the run's grants before anything else; a script gives
+//! them under `plan:` (step id to grant, as a step's `grant` in the spec):
+//!
+//! ```yaml
+//! plan:
+//!   pay: {tools: {transfer: {to: {from: [objective]}, amount: {max: 950}}}}
+//! steps:
+//!   pay:
+//!     - call: transfer
+//!       args: {to: DE89370400440532013000, amount: 950}
+//! ```
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,6 +61,9 @@ struct Entry {
 #[serde(deny_unknown_fields)]
 struct ScriptFile {
     steps: BTreeMap<String, Vec<Entry>>,
+    /// The grants proposed when a plan is asked for (`plan_first`).
+    #[serde(default)]
+    plan: Option<BTreeMap<String, warrant_core::spec::Grant>>,
 }
 
 /// A script that cannot be used.
@@ -75,6 +90,7 @@ pub enum ScriptError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Script {
     steps: BTreeMap<String, Vec<Decision>>,
+    plan: Option<BTreeMap<String, warrant_core::spec::Grant>>,
     digest: String,
 }
 
@@ -97,7 +113,11 @@ impl Script {
             steps.insert(step, decisions);
         }
         let digest = canon::digest_bytes(text.as_bytes());
-        Ok(Script { steps, digest })
+        Ok(Script {
+            steps,
+            plan: raw.plan,
+            digest,
+        })
     }
 
     /// The step ids the script has decisions for.
@@ -169,6 +189,22 @@ impl Decider for ScriptedDecider {
     }
 
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        if projection.planning.is_some() {
+            let planned = match &self.script.plan {
+                Some(grants) => Ok(Decided {
+                    decision: Decision::Plan {
+                        grants: grants.clone(),
+                    },
+                    usage: None,
+                    exchange: None,
+                }),
+                None => Err(DecideError::new(
+                    Code::InvalidPlan,
+                    "a plan was asked for (`plan_first`), and the script has no `plan`",
+                )),
+            };
+            return Box::pin(std::future::ready(planned));
+        }
         let index = projection.step_decision_no.saturating_sub(1) as usize;
         let result = match self
             .script

@@ -19,7 +19,9 @@ pub(crate) struct Scope {
 impl Scope {
     /// `spec`'s scope, when it has a grant or a profile.
     pub(crate) fn of(spec: &Arc<Spec>) -> Option<Scope> {
-        let scoped = spec.profile.is_some() || spec.steps.iter().any(|s| s.grant.is_some());
+        let scoped = spec.profile.is_some()
+            || spec.plan_first
+            || spec.steps.iter().any(|s| s.grant.is_some());
         scoped.then(|| Scope {
             spec: spec.clone(),
             trusted: spec.trusted_providers(),
@@ -46,6 +48,7 @@ impl Authority for Scope {
                     labels: request.provenance,
                     taint: request.context_taint,
                     trusted: &self.trusted,
+                    grant: request.grant,
                 };
                 match rule(&call, self.spec.profile) {
                     Ruling::Allow => Verdict::Allow {

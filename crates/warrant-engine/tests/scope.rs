@@ -152,3 +152,58 @@ async fn the_profile_holds_a_tainted_commit_for_a_person_and_without_it_nothing_
     assert_eq!(done.outcome, Some(Outcome::Attained), "{:?}", done.outcome);
     assert_eq!(w.paid(), vec!["DE89370400440532013000"]);
 }
+
+#[tokio::test]
+async fn a_plan_made_before_anything_is_read_rules_the_run_and_replays() {
+    let yaml = spec("plan_first: true\nprofile: untrusted-input\n", "");
+    let w = world(&yaml);
+    let body = format!(
+        "    - call: read_statement\n{}{}",
+        transfer("DE89370400440532013000", 950),
+        transfer(ATTACKER, 30)
+    );
+    let decider = script(&format!(
+        "plan:\n  pay:\n    tools:\n      read_statement: {{}}\n      transfer:\n        to: {{from: [objective]}}\n        amount: {{max: 950}}\nsteps:\n  pay:\n{body}    - done: paid\n"
+    ));
+    let r = Engine::new(w.store.clone())
+        .run(w.spec.clone(), &decider, &w.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(r.outcome, Some(Outcome::Attained), "{:?}", r.outcome);
+    // Within the plan: no approval asked; the injected transfer is outside it.
+    assert_eq!(w.paid(), vec!["DE89370400440532013000"]);
+    assert!(r.state.approvals().is_empty());
+    let events = log(&w.store, &r);
+    let first = events.iter().find(|e| e.kind.name() == "decided").unwrap();
+    assert!(
+        matches!(
+            &first.kind,
+            warrant_core::event::EventKind::Decided {
+                decision: warrant_core::event::Decision::Plan { .. },
+                ..
+            }
+        ),
+        "the run's first decision is its plan"
+    );
+    let check = warrant_engine::replay::replay(&events).await.unwrap();
+    assert_eq!((check.error, check.divergence), (None, None));
+}
+
+#[tokio::test]
+async fn a_decider_that_does_not_plan_when_asked_fails_the_run_on_the_model() {
+    let w = world(&spec("plan_first: true\n", ""));
+    let r = w
+        .run(&format!(
+            "    - call: read_statement\n{}",
+            transfer("DE89370400440532013000", 950)
+        ))
+        .await;
+    match r.outcome {
+        Some(Outcome::Failed { fault }) => {
+            assert_eq!(fault.code, "invalid_plan");
+            assert_eq!(fault.layer, warrant_core::Layer::Model);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(w.paid().is_empty());
+}

@@ -144,6 +144,7 @@ async fn ask_within(
         handle_age_ms: None,
         hints: None,
         context_taint: &[],
+        grant: None,
     };
     tokio::time::timeout(within, control.evaluate(&request)).await
 }

@@ -93,6 +93,7 @@ fn rule_hinted(
         provenance: &provenance,
         hints,
         context_taint: &taint,
+        grant: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -14,6 +14,8 @@ use warrant_core::projection::Projection;
 pub const DONE_TOOL: &str = "warrant_done";
 /// The tool a model calls to decline the step.
 pub const DECLINE_TOOL: &str = "warrant_decline";
+/// The tool a model calls to propose the run's grants (`plan_first`).
+pub const PLAN_TOOL: &str = "warrant_plan";
 
 /// A tool as offered to the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,6 +187,9 @@ pub fn from_projection(
     p: &Projection,
     reasoning: &dyn Fn(&str) -> Vec<Value>,
 ) -> Option<(Conversation, Names)> {
+    if let Some(steps) = &p.planning {
+        return Some(planning(p, steps));
+    }
     let spec = &p.spec;
     let step = spec.steps.get(p.step_index)?;
     let mut names = Names::default();
@@ -273,6 +278,70 @@ pub fn from_projection(
     Some((conversation, names))
 }
 
+/// The request for the run's plan: the objective and the steps, nothing a provider wrote.
+fn planning(p: &Projection, steps: &[warrant_core::projection::PlanStep]) -> (Conversation, Names) {
+    let mut names = Names::default();
+    let constraint = json!({"type": "object", "properties": {
+        "from": {"type": "array", "items": {"enum": ["objective", "carried", "trusted_output", "decider"]}},
+        "one_of": {"type": "array"},
+        "min": {"type": "number"},
+        "max": {"type": "number"}
+    }});
+    let schema = json!({
+        "type": "object",
+        "properties": {"grants": {
+            "type": "object",
+            "description": "step id to its grant",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "tools": {
+                        "type": "object",
+                        "description": "tool name to argument name to constraint ({} when none)",
+                        "additionalProperties": {"type": "object", "additionalProperties": constraint}
+                    },
+                    "beyond": {"enum": ["deny", "ask"]}
+                },
+                "required": ["tools"]
+            }
+        }},
+        "required": ["grants"]
+    });
+    let tools = vec![Tool {
+        name: names.wire(PLAN_TOOL),
+        description: "Propose each step's grant: the tools it needs and constraints on their \
+                      arguments. Calls outside it will be refused."
+            .into(),
+        schema: Arc::new(schema),
+    }];
+    let listed: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let intent = if s.intent.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", s.intent)
+            };
+            format!("- `{}`{intent}: tools {}", s.step, s.tools.join(", "))
+        })
+        .collect();
+    let system = format!(
+        "You plan a governed run before it reads anything. Objective: {}\n\
+         For each step below, grant only the tools the objective needs, and constrain their \
+         arguments: a recipient, account, address or amount the user named must come `from: \
+         [objective]`; bound numbers with `min`/`max`; list allowed values in `one_of`. \
+         Nothing outside the grant will run. Call `{PLAN_TOOL}` once.",
+        p.spec.objective
+    );
+    let conversation = Conversation {
+        system,
+        opening: format!("The steps:\n{}", listed.join("\n")),
+        tools,
+        turns: Vec::new(),
+    };
+    (conversation, names)
+}
+
 /// A reply as decisions: the calls in order (the first is acted on now, the rest one at a
 /// time after it), a final answer, a refusal, or a model-attributed failure `(code, message)`.
 pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (Code, String)> {
@@ -321,6 +390,17 @@ pub fn decisions(reply: &Reply, names: &Names) -> Result<Vec<Decision>, (Code, S
             DECLINE_TOOL => Decision::Decline {
                 reason: field("reason"),
             },
+            PLAN_TOOL => {
+                let grants = args.get("grants").cloned().unwrap_or(Value::Null);
+                Decision::Plan {
+                    grants: serde_json::from_value(grants).map_err(|e| {
+                        (
+                            Code::InvalidPlan,
+                            format!("the model's plan does not read: {e}"),
+                        )
+                    })?,
+                }
+            }
             _ => Decision::Call {
                 tool,
                 handle: None,
@@ -428,5 +508,77 @@ mod tests {
                 summary: "All done.".into()
             }]
         );
+    }
+
+    #[test]
+    fn a_plan_is_asked_from_the_spec_alone_and_read_into_grants() {
+        use warrant_core::spec::{Format, Spec};
+        let spec = Arc::new(
+            Spec::parse(
+                "version: warrant/v1\nid: s\nobjective: Pay 950 to DE89370400440532013000.\nplan_first: true\nproviders: {bank: {reference: bank}}\nsteps: [{id: pay, provider: bank, tools: [read_statement, transfer]}]\n",
+                Format::Yaml,
+                "s.yaml",
+            )
+            .unwrap(),
+        );
+        let mut state = warrant_core::RunState::default();
+        state
+            .apply(&warrant_core::Event {
+                seq: 1,
+                at_ms: 1,
+                kind: warrant_core::EventKind::RunStarted {
+                    format: warrant_core::event::EVENTS_FORMAT.into(),
+                    run_id: warrant_core::RunId("r".into()),
+                    spec_hash: spec.hash(),
+                    spec: spec.clone(),
+                    decider: warrant_core::event::DeciderIdentity {
+                        kind: "openai".into(),
+                        name: "m".into(),
+                        digest: None,
+                    },
+                    authority: None,
+                    execution_control: None,
+                    principal: None,
+                    setup_ms: None,
+                    provenance: Some(2),
+                },
+            })
+            .unwrap();
+        state
+            .apply(&warrant_core::Event {
+                seq: 2,
+                at_ms: 2,
+                kind: warrant_core::EventKind::StepStarted {
+                    step: warrant_core::StepId("pay".into()),
+                    provider: "bank".into(),
+                },
+            })
+            .unwrap();
+        let p = Projection::build(&state, spec, 0, "v".into(), Arc::from(Vec::new()))
+            .unwrap()
+            .for_planning();
+        let (conversation, names) = from_projection(&p, &|_| Vec::new()).unwrap();
+        assert_eq!(conversation.tools.len(), 1, "only the plan tool");
+        assert_eq!(conversation.tools[0].name, PLAN_TOOL);
+        assert!(conversation.opening.contains("read_statement, transfer"));
+        assert!(conversation.turns.is_empty(), "nothing a provider wrote");
+        let mut r = Reply::new();
+        r.calls.push((
+            "p".into(),
+            PLAN_TOOL.into(),
+            r#"{"grants":{"pay":{"tools":{"transfer":{"to":{"from":["objective"]},"amount":{"max":950}}}}}}"#.into(),
+        ));
+        let d = decisions(&r, &names).unwrap();
+        let Decision::Plan { grants } = &d[0] else {
+            panic!("{d:?}");
+        };
+        assert_eq!(grants["pay"].tools["transfer"]["amount"].max, Some(950.0));
+        let mut broken = Reply::new();
+        broken.calls.push((
+            "p".into(),
+            PLAN_TOOL.into(),
+            r#"{"grants":{"pay":{}}}"#.into(),
+        ));
+        assert_eq!(decisions(&broken, &names).unwrap_err().0, Code::InvalidPlan);
     }
 }

@@ -29,6 +29,7 @@ impl Run<'_> {
             provenance: labels,
             hints: None,
             context_taint: self.state.call_taint(call),
+            grant: self.state.grant_of(&step.id),
         };
         let verdict = match &setting.control {
             None => ControlVerdict::Indeterminate {
@@ -93,6 +94,7 @@ impl Run<'_> {
             args_digest: &args_digest,
             provenance: labels,
             context_taint: self.state.call_taint(call),
+            grant: self.state.grant_of(&step.id),
         };
         // INVARIANT (denied stays denied): a person's denial of this effect on this target
         // holds whatever the authority says now.

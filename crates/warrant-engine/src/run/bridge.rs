@@ -309,6 +309,7 @@ impl Run<'_> {
                 provenance: &labels,
                 hints: action.hints.as_ref(),
                 context_taint: self.state.call_taint(call),
+                grant: self.state.grant_of(&step.id),
             };
             match interceptor.intercept(&request) {
                 Interception::Pass => {}

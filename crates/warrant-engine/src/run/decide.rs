@@ -93,6 +93,13 @@ impl Run<'_> {
             observation.actions.clone(),
         )
         .ok_or(EngineError::NoStep(i))?;
+        // `plan_first`: the run's first decision is its plan, made from the spec alone.
+        let planning = self.state.needs_plan();
+        let projection = if planning {
+            projection.for_planning()
+        } else {
+            projection
+        };
         if let Some(c) = self.cancel_due().await {
             self.cancel = Some(c);
             return Ok(());
@@ -157,6 +164,34 @@ impl Run<'_> {
             }
         };
         let decision = decided.decision;
+        let plan = match &decision {
+            Decision::Plan { grants } => Some(grants),
+            _ => None,
+        };
+        let wrong_plan = match (planning, plan) {
+            (true, Some(grants)) => warrant_core::scope::check_plan(&self.spec, grants).err(),
+            (true, None) => Some(
+                "a plan was asked for (`plan_first`), and the decider did not propose one"
+                    .to_owned(),
+            ),
+            (false, Some(_)) => {
+                Some("the decider proposed a plan when none was asked for".to_owned())
+            }
+            (false, None) => None,
+        };
+        if let Some(why) = wrong_plan {
+            let fault = Fault::of(Code::InvalidPlan, why);
+            self.stage(EventKind::DecideFailed {
+                step: step_id,
+                version: Some(observation.version),
+                fault: fault.clone(),
+                exchange: decided.exchange,
+            })?;
+            self.stage(EventKind::RunFinished {
+                outcome: Outcome::Failed { fault },
+            })?;
+            return Ok(());
+        }
         let decided_at = self.stage(EventKind::Decided {
             step: step_id.clone(),
             decision_no,
@@ -187,6 +222,8 @@ impl Run<'_> {
             return self.exhausted("calls_max", u64::from(max));
         }
         match decision {
+            // The plan rules the run from here: the step is decided next.
+            Decision::Plan { .. } => {}
             Decision::Done { .. } => {
                 let end = self.state.judge_done(i);
                 self.stage(EventKind::StepFinished { step: step_id, end })?;
