@@ -150,6 +150,10 @@ pub struct CallReport {
     /// Where each executed argument value was observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<crate::provenance::ArgLabel>,
+    /// The untrusted providers whose text the decider had read when it proposed the call
+    /// (provenance rules 2; empty when its context was trusted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_taint: Vec<String>,
     /// The structured error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
@@ -285,6 +289,7 @@ impl RunReport {
                             proposed_digest: canon::digest(&c.proposed),
                             executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
                             provenance: c.provenance.clone(),
+                            context_taint: state.call_taint(c.id).to_vec(),
                             fault: c.fault.clone(),
                             elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
                         }

@@ -112,6 +112,17 @@ async fn a_value_the_decider_produced_after_reading_untrusted_text_is_tainted() 
     // The recipient is the user's, whatever the decider read.
     let to = calls[2].iter().find(|(p, _, _)| p == "/to").unwrap();
     assert_eq!(to.1, Source::Objective);
+    // The report lists each call's context taint.
+    let report = warrant_core::report::RunReport::from_events(&events).unwrap();
+    let taint: Vec<&[String]> = report.steps[0]
+        .calls
+        .iter()
+        .map(|c| &c.context_taint[..])
+        .collect();
+    assert_eq!(
+        taint,
+        [&[][..], &["bank".to_owned()][..], &["bank".to_owned()][..]]
+    );
 }
 
 #[tokio::test]
