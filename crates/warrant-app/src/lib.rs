@@ -13,7 +13,7 @@ mod ops;
 mod providers;
 mod rows;
 
-pub use load::{Deciders, load_spec, read_text};
+pub use load::{Deciders, load_spec, parse_spec, read_text};
 pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, validate};
 pub use providers::{check_rule_tools, connect, missing_tools, observe_all};
 pub use rows::{

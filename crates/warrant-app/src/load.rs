@@ -39,15 +39,26 @@ pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
 pub fn load_spec(path: &Path) -> Result<Spec> {
     let shown = path.display().to_string();
     let text = read_text(path, DOCUMENT_BYTES_MAX, "spec")?;
-    let catalog = ReferenceCatalog::default();
-    let mut spec = validate::load(&text, Format::of_path(&shown), &shown, &catalog)
-        .map_err(AppError::invalid)?;
     let base = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(folder) => std::path::absolute(folder),
         None => std::env::current_dir(),
     }
     .map_err(|e| AppError::invalid(format!("{shown}: cannot resolve its folder: {e}")))?;
-    validate::normalise_paths(&mut spec, &base, &catalog);
+    parse_spec(&text, Format::of_path(&shown), &shown, &base)
+}
+
+/// Validates a spec given as text (named `shown` in errors), resolving its relative paths
+/// against `base` and freezing them, as [`load_spec`] does for a file in `base`.
+pub fn parse_spec(text: &str, format: Format, shown: &str, base: &Path) -> Result<Spec> {
+    if u64::try_from(text.len()).unwrap_or(u64::MAX) > DOCUMENT_BYTES_MAX {
+        return Err(AppError::invalid(format!(
+            "{shown} is over {} MiB: too large to be one",
+            DOCUMENT_BYTES_MAX >> 20
+        )));
+    }
+    let catalog = ReferenceCatalog::default();
+    let mut spec = validate::load(text, format, shown, &catalog).map_err(AppError::invalid)?;
+    validate::normalise_paths(&mut spec, base, &catalog);
     Ok(spec)
 }
 

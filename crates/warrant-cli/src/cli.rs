@@ -242,6 +242,10 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
     },
+    /// Serve the control and observation API (`/v1`, documented at `/v1/openapi.json`) and the
+    /// web console (`/`) over the store, executing runs in this process. Interrupted runs are
+    /// re-entered at start; SIGTERM or Ctrl-C stops it gracefully.
+    Serve(ServeArgs),
     /// Print the model capability table live deciders are checked against (the built-in one
     /// with `--models` applied).
     Models,
@@ -253,6 +257,34 @@ pub enum Command {
     },
     /// Measure the engine on the "tool loop" benchmark workload.
     Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on. Anything but loopback needs `--principals`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7800")]
+    pub listen: std::net::SocketAddr,
+    /// Bearer tokens (as `sha256:` digests) mapped to principals: tenant, user, roles
+    /// (viewer, runner, approver, operator). Without it: one local principal, loopback only.
+    #[arg(long, value_name = "FILE")]
+    pub principals: Option<PathBuf>,
+    /// The folder the specs, scripts and policies that requests name are read from.
+    #[arg(long, value_name = "DIR")]
+    pub specs: Option<PathBuf>,
+    /// Most runs held at once, driving or waiting; more are refused with 503.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_runs: usize,
+    /// Largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub body_limit: usize,
+    /// Seconds the runs in flight get to settle at shutdown (the rest are re-entered at the
+    /// next start).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub grace: u64,
+    /// Print the `sha256:` digest of the token read from stdin (for a principals file), and
+    /// exit.
+    #[arg(long)]
+    pub hash_token: bool,
 }
 
 #[derive(Debug, Args)]

@@ -161,6 +161,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
+        Command::Serve(args) => serve(&store_path, args).await,
     }
 }
 
@@ -1167,4 +1168,57 @@ async fn answer(
         Answered::AlreadyAnswered => outln!("{request} was already {verb}: nothing changed"),
     }
     Ok(exit::ATTAINED)
+}
+
+/// `warrant serve`: binds, says where, and serves until SIGTERM or Ctrl-C.
+async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
+    if args.hash_token {
+        let token = read_answer("the token (it is not echoed anywhere):")?;
+        if token.is_empty() {
+            return Err(Failure::invalid(anyhow!("no token on stdin")));
+        }
+        outln!("sha256:{}", warrant_server::token_digest(&token));
+        return Ok(exit::ATTAINED);
+    }
+    let config = warrant_server::Config {
+        listen: args.listen,
+        store: store_path.to_owned(),
+        principals: args.principals,
+        specs: args.specs,
+        max_runs: args.max_runs,
+        models: MODELS.get().cloned().flatten(),
+        body_limit: args.body_limit,
+        grace: std::time::Duration::from_secs(args.grace),
+    };
+    let store: Arc<dyn warrant_core::ports::EventStore> = Arc::new(open_store(store_path)?);
+    let server = warrant_server::Server::bind(config, store)
+        .await
+        .map_err(|e| match e {
+            warrant_server::ServerError::Invalid(m) => Failure::invalid(anyhow!(m)),
+            warrant_server::ServerError::Failed(m) => Failure::failed(anyhow!(m)),
+        })?;
+    let addr = server.local_addr().map_err(Failure::failed)?;
+    outln!("warrant serve: listening on http://{addr} (console at http://{addr}/)");
+    server
+        .serve(shutdown_signal())
+        .await
+        .map_err(Failure::failed)?;
+    errln!("warrant serve: stopped");
+    Ok(exit::ATTAINED)
+}
+
+/// Resolves at SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
 }

@@ -1,0 +1,894 @@
+//! The JSON API under `/v1`: runs, their events (pages or Server-Sent Events), reports,
+//! approvals, control actions. Every handler authenticates the caller, checks its role, and
+//! answers another tenant's run as if it did not exist.
+
+use std::convert::Infallible;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequestParts, Path as UrlPath, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use warrant_app::{ApprovalRow, RunOptions};
+use warrant_core::event::{ApprovalScope, EventKind};
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{RunCursor, RunQuery};
+use warrant_core::spec::Format;
+use warrant_engine::Answer;
+
+use crate::Shared;
+use crate::auth::{Principal, Role};
+use crate::problem::Problem;
+
+/// Most events on one JSON page.
+const EVENTS_PAGE_MAX: usize = 1000;
+/// Most runs on one page.
+const RUNS_PAGE_MAX: usize = 500;
+/// How long a cancel waits for the run to end before answering `202`.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+/// Longest idempotency key.
+const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+/// The caller, authenticated: by a bearer token, or by the console's cookie.
+pub struct Caller {
+    /// Who.
+    pub principal: Principal,
+}
+
+/// The console's cookie.
+pub const COOKIE: &str = "warrant_token";
+
+/// The value of cookie `name` in `headers`.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+impl FromRequestParts<Arc<Shared>> for Caller {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        shared: &Arc<Shared>,
+    ) -> Result<Caller, Problem> {
+        let bearer = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let token = bearer.or_else(|| cookie(&parts.headers, COOKIE));
+        let principal = shared.principals.authenticate(token)?;
+        Ok(Caller { principal })
+    }
+}
+
+/// A JSON body, or a problem saying what is wrong with it (413 over the limit).
+pub struct Body<T>(pub T);
+
+impl<T> axum::extract::FromRequest<Arc<Shared>> for Body<T>
+where
+    T: serde::de::DeserializeOwned,
+{
+    type Rejection = Problem;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        shared: &Arc<Shared>,
+    ) -> Result<Body<T>, Problem> {
+        match Json::<T>::from_request(req, shared).await {
+            Ok(Json(v)) => Ok(Body(v)),
+            Err(JsonRejection::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(Problem::too_large(shared.body_limit))
+            }
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(Problem::bad_request(
+                "send the body as JSON (`Content-Type: application/json`)",
+            )),
+            Err(e) => Err(Problem::bad_request(e.body_text())),
+        }
+    }
+}
+
+impl Shared {
+    /// The run `id` names, when the caller's tenant may see it; else 404 (as if absent).
+    pub async fn visible(&self, caller: &Caller, id: &str) -> Result<RunId, Problem> {
+        let run = RunId(id.to_owned());
+        let not_found = || Problem::not_found(format!("no run `{id}`"));
+        if id.is_empty() || id.len() > 128 {
+            return Err(not_found());
+        }
+        match self.tenant_of(&run).await? {
+            Some(t) if t == caller.principal.tenant => Ok(run),
+            _ => Err(not_found()),
+        }
+    }
+
+    /// The tenant `run` acts for (`local` for a run that recorded none); `None` when no
+    /// such run is in the store. Cached: it never changes.
+    pub async fn tenant_of(&self, run: &RunId) -> Result<Option<String>, Problem> {
+        if let Some(t) = self.tenants.lock().ok().and_then(|t| t.get(run).cloned()) {
+            return Ok(Some(t));
+        }
+        let first = self
+            .app
+            .store()
+            .read(run, 1)
+            .await
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        let Some(tenant) = first.first().and_then(|e| match &e.event.kind {
+            EventKind::RunStarted { principal, .. } => Some(
+                principal
+                    .as_ref()
+                    .map_or_else(|| "local".to_owned(), |p| p.tenant.clone()),
+            ),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        if let Ok(mut t) = self.tenants.lock() {
+            t.insert(run.clone(), tenant.clone());
+        }
+        Ok(Some(tenant))
+    }
+}
+
+/// What `POST /v1/runs` takes.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRun {
+    /// The spec, inline: YAML or JSON text, or a JSON object. Its relative paths resolve
+    /// against the server's specs folder.
+    #[serde(default)]
+    pub spec: Option<Value>,
+    /// Or a spec file under the server's specs folder (`--specs`).
+    #[serde(default)]
+    pub spec_path: Option<String>,
+    /// `kind:argument` (a script path resolves under the specs folder); the spec's default
+    /// decider when absent.
+    #[serde(default)]
+    pub decider: Option<String>,
+    /// Tools every call to is denied.
+    #[serde(default)]
+    pub deny_tools: Vec<String>,
+    /// Tools every call to needs a person's approval.
+    #[serde(default)]
+    pub ask_tools: Vec<String>,
+    /// Policy files under the specs folder, ruling with the spec's.
+    #[serde(default)]
+    pub policies: Vec<String>,
+    /// A security profile (`untrusted-input`), instead of the spec's.
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// A run as the API answers it after a control action.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunRef {
+    /// The run.
+    pub run_id: String,
+    /// Where it stands.
+    pub status: String,
+}
+
+/// `relative` under `base`, refused when it is absolute or climbs out of it.
+fn under(base: &Path, relative: &str, what: &str) -> Result<PathBuf, Problem> {
+    let p = Path::new(relative);
+    if relative.is_empty()
+        || p.components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(Problem::invalid(format!(
+            "{what} `{relative}`: give a path inside the server's specs folder, without `..`"
+        )));
+    }
+    Ok(base.join(p))
+}
+
+/// A decider named in a request: a script must be under the specs folder.
+fn checked_decider(text: &str, base: &Path) -> Result<String, Problem> {
+    match text.split_once(':') {
+        Some(("scripted", path)) => Ok(format!(
+            "scripted:{}",
+            under(base, path, "script")?.display()
+        )),
+        _ => Ok(text.to_owned()),
+    }
+}
+
+impl Shared {
+    async fn prepare(&self, caller: &Caller, req: StartRun) -> Result<warrant_app::Prepared, Problem> {
+        let base = self.specs.clone().ok_or_else(|| {
+            Problem::invalid("this server has no specs folder (`warrant serve --specs DIR`)")
+        })?;
+        let (mut spec, spec_path) = match (&req.spec, &req.spec_path) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(Problem::invalid("give one of `spec` (inline) or `spec_path`"));
+            }
+            (None, Some(rel)) => {
+                let path = under(&base, rel, "spec_path")?;
+                (warrant_app::load_spec(&path)?, path)
+            }
+            (Some(inline), None) => {
+                let (text, format) = match inline {
+                    Value::String(s) => (s.clone(), Format::Yaml),
+                    other => (other.to_string(), Format::Json),
+                };
+                let path = base.join("request.yaml");
+                (warrant_app::parse_spec(&text, format, "spec", &base)?, path)
+            }
+        };
+        if let Some(d) = spec.decider.clone()
+            && req.decider.is_none()
+            && req.spec.is_some()
+        {
+            // An inline spec's default script is held to the specs folder too.
+            if let Some(("scripted", path)) = d.split_once(':')
+                && !Path::new(path).starts_with(&base)
+            {
+                return Err(Problem::invalid(format!(
+                    "decider `{d}`: give a script inside the server's specs folder"
+                )));
+            }
+        }
+        if let Some(profile) = &req.profile {
+            spec.profile = Some(profile.parse().map_err(|e: String| Problem::invalid(e))?);
+        }
+        let decider = req
+            .decider
+            .as_deref()
+            .map(|d| checked_decider(d, &base))
+            .transpose()?;
+        let policies = req
+            .policies
+            .iter()
+            .map(|p| under(&base, p, "policy"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RunOptions {
+            decider,
+            deny_tools: req.deny_tools,
+            ask_tools: req.ask_tools,
+            policies,
+            execution_control: None,
+            tenant: caller.principal.tenant.clone(),
+            user: caller.principal.user.clone(),
+        };
+        Ok(warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await?)
+    }
+}
+
+/// `POST /v1/runs`.
+pub async fn start_run(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    headers: HeaderMap,
+    Body(req): Body<StartRun>,
+) -> Result<Response, Problem> {
+    caller.principal.require(Role::Runner)?;
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => {
+            let k = v
+                .to_str()
+                .ok()
+                .filter(|k| !k.is_empty() && k.len() <= IDEMPOTENCY_KEY_MAX)
+                .ok_or_else(|| {
+                    Problem::bad_request(format!(
+                        "`Idempotency-Key` must be 1 to {IDEMPOTENCY_KEY_MAX} visible characters"
+                    ))
+                })?;
+            Some((caller.principal.tenant.clone(), k.to_owned()))
+        }
+    };
+    let digest = warrant_core::canon::digest(&serde_json::to_value(&req).unwrap_or_default());
+    // One start per key at a time: the lock is held while the run is prepared.
+    let _guard = match &key {
+        Some(_) => Some(shared.starting.lock().await),
+        None => None,
+    };
+    if let Some(k) = &key
+        && let Some((d, run)) = shared.idempotent.lock().ok().and_then(|m| m.get(k).cloned())
+    {
+        if d != digest {
+            return Err(Problem::conflict(
+                "idempotency-key-reused",
+                "this `Idempotency-Key` was used with another body",
+            ));
+        }
+        let status = shared.status_of(&run).await?;
+        return Ok((StatusCode::OK, Json(RunRef { run_id: run.0, status })).into_response());
+    }
+    let prepared = shared.prepare(&caller, req).await?;
+    let run = shared.runner.start(prepared).await?;
+    if let Ok(mut t) = shared.tenants.lock() {
+        t.insert(run.clone(), caller.principal.tenant.clone());
+    }
+    if let Some(k) = key
+        && let Ok(mut m) = shared.idempotent.lock()
+    {
+        m.insert(k, (digest, run.clone()));
+    }
+    let status = shared.status_of(&run).await?;
+    let mut response = (
+        StatusCode::CREATED,
+        Json(RunRef {
+            run_id: run.0.clone(),
+            status,
+        }),
+    )
+        .into_response();
+    if let Ok(v) = format!("/v1/runs/{run}").parse() {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+impl Shared {
+    async fn status_of(&self, run: &RunId) -> Result<String, Problem> {
+        let events = self.app.log(run).await?;
+        let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        Ok(self.app.status(run, &state).await)
+    }
+}
+
+/// `GET /v1/runs` filters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunsQuery {
+    /// `running`, `interrupted`, `waiting`, `ready` or an outcome.
+    pub status: Option<String>,
+    /// An outcome (`attained`, `not_attained`, `failed`, `cancelled`, `exhausted`).
+    pub outcome: Option<String>,
+    /// A spec id.
+    pub spec: Option<String>,
+    /// Runs started at or after this time (ms since the epoch).
+    pub since: Option<u64>,
+    /// Most runs on the page (default 50, at most 500).
+    pub limit: Option<usize>,
+    /// The previous page's `next`.
+    pub cursor: Option<String>,
+}
+
+/// One page of runs.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunsPage {
+    /// The runs, newest first.
+    #[schemars(with = "Vec<Value>")]
+    pub runs: Vec<warrant_core::ports::RunSummary>,
+    /// Pass as `cursor` for the next page; absent on the last.
+    pub next: Option<String>,
+}
+
+fn cursor_text(c: &RunCursor) -> String {
+    format!("{}.{}", c.started_at_ms, c.run_id)
+}
+
+fn parse_cursor(text: &str) -> Result<RunCursor, Problem> {
+    text.split_once('.')
+        .and_then(|(ms, id)| {
+            Some(RunCursor {
+                started_at_ms: ms.parse().ok()?,
+                run_id: RunId(id.to_owned()),
+            })
+        })
+        .ok_or_else(|| Problem::bad_request(format!("`cursor` `{text}` is not one this API gave")))
+}
+
+/// `GET /v1/runs`.
+pub async fn list_runs(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RunsPage>, Problem> {
+    let Query(q) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    Ok(Json(shared.runs_page(&caller, q).await?))
+}
+
+impl Shared {
+    /// A page of the caller's tenant's runs.
+    pub async fn runs_page(&self, caller: &Caller, q: RunsQuery) -> Result<RunsPage, Problem> {
+        let limit = q.limit.unwrap_or(50).clamp(1, RUNS_PAGE_MAX);
+        if q.status.is_some() && q.outcome.is_some() {
+            return Err(Problem::bad_request("give `status` or `outcome`, not both"));
+        }
+        let mut query = RunQuery {
+            status: q.status.or(q.outcome),
+            spec_id: q.spec,
+            since_ms: q.since,
+            after: q.cursor.as_deref().map(parse_cursor).transpose()?,
+            limit,
+            ..RunQuery::default()
+        };
+        let mut runs = Vec::new();
+        loop {
+            let page = self.app.runs(query.clone()).await?;
+            let mut last = None;
+            for r in page.runs {
+                last = Some(RunCursor {
+                    started_at_ms: r.started_at_ms,
+                    run_id: r.run_id.clone(),
+                });
+                if self.tenant_of(&r.run_id).await?.as_deref() == Some(&caller.principal.tenant) {
+                    runs.push(r);
+                    if runs.len() == limit {
+                        break;
+                    }
+                }
+            }
+            let more = page.next.is_some() || runs.len() == limit;
+            match (more, last) {
+                (true, Some(c)) if runs.len() == limit => {
+                    return Ok(RunsPage {
+                        runs,
+                        next: Some(cursor_text(&c)),
+                    });
+                }
+                (true, Some(c)) => query.after = Some(c),
+                _ => return Ok(RunsPage { runs, next: None }),
+            }
+        }
+    }
+}
+
+/// `GET /v1/runs/{id}`.
+pub async fn get_run(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<warrant_app::RunView>, Problem> {
+    let run = shared.visible(&caller, &id).await?;
+    Ok(Json(shared.app.show(&run).await?))
+}
+
+/// `GET /v1/runs/{id}/report`.
+pub async fn get_report(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<warrant_core::report::RunReport>, Problem> {
+    let run = shared.visible(&caller, &id).await?;
+    Ok(Json(shared.app.report(&run).await?))
+}
+
+/// `GET /v1/runs/{id}/events` parameters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// The first sequence number wanted (default 1).
+    pub from: Option<u64>,
+    /// Most events on a JSON page (default and most 1000).
+    pub limit: Option<usize>,
+}
+
+/// One page of events.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct EventsPage {
+    /// The events, in order.
+    #[schemars(with = "Vec<Value>")]
+    pub events: Vec<Arc<warrant_core::Event>>,
+    /// Pass as `from` for what follows (also when the run is still going).
+    pub next: u64,
+    /// Whether the run's last event is on this page or an earlier one.
+    pub finished: bool,
+}
+
+/// `GET /v1/runs/{id}/events`: a JSON page, or with `Accept: text/event-stream` a stream
+/// that resumes after `Last-Event-ID` (or from `?from=`), each event's sequence number its
+/// id, with heartbeats, closing after the run's last event.
+pub async fn events(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let Query(q) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let run = shared.visible(&caller, &id).await?;
+    let stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if stream {
+        let after = match headers.get("last-event-id") {
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .ok_or_else(|| Problem::bad_request("`Last-Event-ID` must be a sequence number"))?,
+            ),
+            None => None,
+        };
+        let from = after.map_or(q.from.unwrap_or(1), |s| s.saturating_add(1)).max(1);
+        return Ok(event_stream(&shared, &run, from).into_response());
+    }
+    let from = q.from.unwrap_or(1).max(1);
+    let limit = q.limit.unwrap_or(EVENTS_PAGE_MAX).clamp(1, EVENTS_PAGE_MAX);
+    let mut stored = shared
+        .app
+        .store()
+        .read(&run, from)
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?;
+    let all = shared.app.log(&run).await?;
+    let finished = all
+        .last()
+        .is_some_and(|e| matches!(e.kind, EventKind::RunFinished { .. }))
+        && stored.len() <= limit;
+    stored.truncate(limit);
+    let next = stored.last().map_or(from, |e| e.event.seq.saturating_add(1));
+    Ok(Json(EventsPage {
+        events: stored.into_iter().map(|s| s.event).collect(),
+        next,
+        finished,
+    })
+    .into_response())
+}
+
+/// The SSE stream of `run` from `from`: each event once, in order, until the last.
+fn event_stream(
+    shared: &Shared,
+    run: &RunId,
+    from: u64,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
+    let feed = shared.app.store().subscribe(run, from);
+    let stream = futures_util::stream::unfold(Some(feed), |feed| async move {
+        let mut feed = feed?;
+        match feed.next().await {
+            Ok(Some(stored)) => {
+                let e = &stored.event;
+                let data = serde_json::to_string(&**e).unwrap_or_default();
+                // One kind of SSE message: the event's own `type` says what it is.
+                let sse = SseEvent::default().id(e.seq.to_string()).data(data);
+                Some((Ok(sse), Some(feed)))
+            }
+            Ok(None) => None,
+            Err(e) => Some((
+                Ok(SseEvent::default()
+                    .event("error")
+                    .data(json!({"detail": e.to_string()}).to_string())),
+                None,
+            )),
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// `POST /v1/runs/{id}/cancel` body.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `POST /v1/runs/{id}/cancel`.
+pub async fn cancel(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let run = shared.visible(&caller, &id).await?;
+    caller.principal.require(Role::Operator)?;
+    // The body is optional: none, or `{"reason": ...}`.
+    let reason = if body.iter().all(u8::is_ascii_whitespace) {
+        String::new()
+    } else {
+        serde_json::from_slice::<CancelBody>(&body)
+            .map_err(|e| Problem::bad_request(format!("the body: {e}")))?
+            .reason
+    };
+    shared.cancel_run(&caller, &run, &reason).await
+}
+
+impl Shared {
+    /// Cancels `run`: a run held here is told at once; one no process drives is ended
+    /// through re-entry; one another process drives ends at its next check.
+    pub async fn cancel_run(&self, caller: &Caller, run: &RunId, reason: &str) -> Result<Response, Problem> {
+        let reason = if reason.is_empty() { "cancelled through the API" } else { reason };
+        let by = caller.principal.by();
+        let status = if self.runner.holds(run) {
+            self.app
+                .engine()
+                .cancel(run, &by, reason)
+                .await
+                .map_err(|e| Problem::internal(e.to_string()))?;
+            self.runner.wake(run);
+            let mut waited = Duration::ZERO;
+            let step = Duration::from_millis(50);
+            while self.runner.holds(run) && waited < CANCEL_WAIT {
+                tokio::time::sleep(step).await;
+                waited += step;
+            }
+            self.status_of(run).await?
+        } else {
+            match self.app.cancel(run, &by, reason, CANCEL_WAIT).await? {
+                warrant_app::Cancelled::AlreadyEnded(s) => {
+                    return Err(Problem::conflict(
+                        "run-ended",
+                        format!("run `{run}` had ended already: {s}"),
+                    ));
+                }
+                warrant_app::Cancelled::Cancelled => "cancelled".to_owned(),
+                warrant_app::Cancelled::EndedFirst(s) => s,
+                warrant_app::Cancelled::Pending { .. } => "running".to_owned(),
+            }
+        };
+        let code = if status == "cancelled" { StatusCode::OK } else { StatusCode::ACCEPTED };
+        Ok((code, Json(RunRef { run_id: run.0.clone(), status })).into_response())
+    }
+}
+
+/// `POST /v1/runs/{id}/resume`: re-enters a run no process drives.
+pub async fn resume(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, Problem> {
+    let run = shared.visible(&caller, &id).await?;
+    caller.principal.require(Role::Operator)?;
+    shared.resume_run(&run).await
+}
+
+impl Shared {
+    /// Re-enters `run` here (or wakes it when held here).
+    pub async fn resume_run(&self, run: &RunId) -> Result<Response, Problem> {
+        let status = self.status_of(run).await?;
+        if !matches!(status.as_str(), "running" | "interrupted" | "waiting" | "ready") {
+            return Err(Problem::conflict(
+                "run-ended",
+                format!("run `{run}` has ended: {status}"),
+            ));
+        }
+        if status == "running" && !self.runner.holds(run) {
+            return Err(Problem::conflict(
+                "run-driven",
+                format!("run `{run}` is driven by another process"),
+            ));
+        }
+        self.runner.reenter(run).await?;
+        Ok((
+            StatusCode::ACCEPTED,
+            Json(RunRef {
+                run_id: run.0.clone(),
+                status,
+            }),
+        )
+            .into_response())
+    }
+}
+
+/// `POST /v1/runs/{id}/calls/{call}/reconcile` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileBody {
+    /// Whether the call's effect happened.
+    pub happened: bool,
+    /// It did not happen: send it again (as a new call, ruled on again).
+    #[serde(default)]
+    pub resend: bool,
+    /// What was found out, and how.
+    #[serde(default)]
+    pub note: String,
+}
+
+/// `POST /v1/runs/{id}/calls/{call}/reconcile`.
+pub async fn reconcile(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath((id, call)): UrlPath<(String, String)>,
+    Body(body): Body<ReconcileBody>,
+) -> Result<Response, Problem> {
+    let run = shared.visible(&caller, &id).await?;
+    caller.principal.require(Role::Operator)?;
+    let call: CallId = call
+        .parse()
+        .map_err(|_| Problem::not_found(format!("no call `{call}` in run `{run}`")))?;
+    if body.happened && body.resend {
+        return Err(Problem::invalid("`resend` is for a call that did not happen"));
+    }
+    shared
+        .app
+        .reconcile(
+            &run,
+            call,
+            warrant_app::Reconciled {
+                happened: body.happened,
+                resend: body.resend,
+            },
+            &caller.principal.by(),
+            &body.note,
+        )
+        .await
+        .map_err(|e| Problem::conflict("not-reconcilable", e.to_string()))?;
+    shared.runner.wake(&run);
+    if !shared.runner.holds(&run) {
+        let _ = shared.runner.reenter(&run).await;
+    }
+    let status = shared.status_of(&run).await?;
+    Ok(Json(RunRef { run_id: run.0, status }).into_response())
+}
+
+/// `GET /v1/approvals` parameters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsQuery {
+    /// Every request of this run (answered or not); else the pending ones of every run.
+    pub run: Option<String>,
+}
+
+/// `GET /v1/approvals`.
+pub async fn approvals(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    query: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<ApprovalRow>>, Problem> {
+    let Query(q) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    Ok(Json(shared.approval_rows(&caller, q.run.as_deref()).await?))
+}
+
+impl Shared {
+    /// Approval requests the caller's tenant may see.
+    pub async fn approval_rows(&self, caller: &Caller, run: Option<&str>) -> Result<Vec<ApprovalRow>, Problem> {
+        let run = match run {
+            Some(id) => Some(self.visible(caller, id).await?),
+            None => None,
+        };
+        let rows = self.app.approvals(run.as_ref()).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            if self.tenant_of(&r.run).await?.as_deref() == Some(&caller.principal.tenant) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The request `request`, when the caller's tenant may see it.
+    async fn request(&self, caller: &Caller, request: &str) -> Result<ApprovalRow, Problem> {
+        let not_found = || Problem::not_found(format!("no approval request `{request}`"));
+        let run = request.rsplit_once("-a").map(|(r, _)| r).ok_or_else(not_found)?;
+        let run = self.visible(caller, run).await.map_err(|_| not_found())?;
+        self.app
+            .approvals(Some(&run))
+            .await?
+            .into_iter()
+            .find(|a| a.request == request)
+            .ok_or_else(not_found)
+    }
+}
+
+/// `POST /v1/approvals/{id}/approve` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    /// The digest of the arguments the approver was shown (`args_digest`): another is 409.
+    pub args_digest: String,
+    /// `once` (this call) or `run` (this action for the rest of the run).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Until when the approval holds (ms since the epoch).
+    #[serde(default)]
+    pub until_ms: Option<u64>,
+}
+
+/// `POST /v1/approvals/{id}/deny` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyBody {
+    /// The digest of the arguments the person was shown.
+    pub args_digest: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// What became of an answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct AnswerResult {
+    /// The request.
+    pub request: String,
+    /// `approved` or `denied`.
+    pub status: String,
+    /// `false` when the same answer was recorded before (nothing changed).
+    pub recorded: bool,
+}
+
+/// `POST /v1/approvals/{id}/approve`.
+pub async fn approve(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+    Body(body): Body<ApproveBody>,
+) -> Result<Json<AnswerResult>, Problem> {
+    let scope = match body.scope.as_deref() {
+        None | Some("once") => ApprovalScope::Once,
+        Some("run") => ApprovalScope::Run,
+        Some(other) => {
+            return Err(Problem::invalid(format!(
+                "`scope` `{other}`: `once` or `run`"
+            )));
+        }
+    };
+    let answer = Answer::Approve {
+        scope,
+        until_ms: body.until_ms,
+    };
+    Ok(Json(shared.answer(&caller, &id, &body.args_digest, answer).await?))
+}
+
+/// `POST /v1/approvals/{id}/deny`.
+pub async fn deny(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+    Body(body): Body<DenyBody>,
+) -> Result<Json<AnswerResult>, Problem> {
+    let reason = if body.reason.is_empty() {
+        "denied through the API".to_owned()
+    } else {
+        body.reason
+    };
+    Ok(Json(
+        shared
+            .answer(&caller, &id, &body.args_digest, Answer::Deny { reason })
+            .await?,
+    ))
+}
+
+impl Shared {
+    /// Records `answer` to `request` for `caller`, who was shown arguments with `digest`.
+    pub async fn answer(
+        &self,
+        caller: &Caller,
+        request: &str,
+        digest: &str,
+        answer: Answer,
+    ) -> Result<AnswerResult, Problem> {
+        let row = self.request(caller, request).await?;
+        caller.principal.require(Role::Approver)?;
+        if row.args_digest != digest {
+            return Err(Problem::conflict(
+                "digest-mismatch",
+                format!(
+                    "`{request}` asks about arguments with digest {}, not {digest}: look at the request again",
+                    row.args_digest
+                ),
+            ));
+        }
+        let status = match &answer {
+            Answer::Approve { .. } => "approved",
+            Answer::Deny { .. } => "denied",
+        };
+        let answered = self
+            .app
+            .answer(request, answer, &caller.principal.by())
+            .await
+            .map_err(|e| Problem::conflict("not-answerable", e.to_string()))?;
+        if self.runner.holds(&row.run) {
+            self.runner.wake(&row.run);
+        } else if let Err(p) = self.runner.reenter(&row.run).await {
+            crate::log(&format!("not re-entering {}: {}", row.run, p.detail));
+        }
+        Ok(AnswerResult {
+            request: request.to_owned(),
+            status: status.to_owned(),
+            recorded: answered == warrant_engine::Answered::Recorded,
+        })
+    }
+}

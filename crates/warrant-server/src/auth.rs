@@ -1,0 +1,256 @@
+//! Who is asking: bearer tokens (kept as SHA-256 digests, never in clear) mapped to principals
+//! — a tenant, a user and roles — read from the `--principals` file, which is read again when
+//! it changes, so a removed principal's token stops working without a restart.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::problem::Problem;
+
+/// Largest principals file read.
+const PRINCIPALS_BYTES_MAX: u64 = 4 << 20;
+
+/// What a principal may do. Every role may read its tenant's runs and approvals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads runs, events, reports and approvals.
+    Viewer,
+    /// Starts runs.
+    Runner,
+    /// Answers approval requests.
+    Approver,
+    /// Cancels, resumes and reconciles runs; may do everything the others may.
+    Operator,
+}
+
+impl Role {
+    /// The role's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Runner => "runner",
+            Role::Approver => "approver",
+            Role::Operator => "operator",
+        }
+    }
+}
+
+/// Who is asking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// Whose runs it sees: only its tenant's.
+    pub tenant: String,
+    /// Who it is; control actions are recorded under this name.
+    pub user: String,
+    /// What it may do.
+    pub roles: BTreeSet<Role>,
+}
+
+impl Principal {
+    /// The single local principal of a server started without a principals file: every role,
+    /// tenant `local` (the CLI's default tenant, so both see the same runs).
+    pub fn local() -> Principal {
+        Principal {
+            tenant: "local".to_owned(),
+            user: "local".to_owned(),
+            roles: [Role::Viewer, Role::Runner, Role::Approver, Role::Operator]
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Whether it may act as `role` (an operator may do everything).
+    pub fn may(&self, role: Role) -> bool {
+        role == Role::Viewer || self.roles.contains(&role) || self.roles.contains(&Role::Operator)
+    }
+
+    /// `Ok` when it may act as `role`, else a 403 that names the role.
+    pub fn require(&self, role: Role) -> Result<(), Problem> {
+        if self.may(role) {
+            Ok(())
+        } else {
+            Err(Problem::forbidden(format!(
+                "`{}` may not do this: it needs the `{}` role",
+                self.user,
+                role.name()
+            )))
+        }
+    }
+
+    /// The name the run's log records for its control actions: `tenant/user`.
+    pub fn by(&self) -> String {
+        format!("{}/{}", self.tenant, self.user)
+    }
+}
+
+/// The SHA-256 digest of a token, in hex: what a principals file holds.
+pub fn token_digest(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    principals: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    /// `sha256:<hex>` of the bearer token.
+    token: String,
+    tenant: String,
+    user: String,
+    roles: BTreeSet<Role>,
+}
+
+/// The principals a server knows.
+pub enum Principals {
+    /// No file: one local principal, loopback only, no token asked.
+    Local,
+    /// From a file, by token digest; read again when the file changes.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What it held when last read, and when it was modified then.
+        cache: Mutex<(Option<SystemTime>, HashMap<String, Principal>)>,
+    },
+}
+
+impl Principals {
+    /// The principals of `path`, checked now: a file that does not parse is refused at start.
+    pub fn from_file(path: &Path) -> Result<Principals, String> {
+        let (modified, table) = read(path)?;
+        Ok(Principals::File {
+            path: path.to_owned(),
+            cache: Mutex::new((modified, table)),
+        })
+    }
+
+    /// Whether tokens are asked for.
+    pub fn required(&self) -> bool {
+        matches!(self, Principals::File { .. })
+    }
+
+    /// The principal `token` stands for. Without a file, everyone is the local principal.
+    pub fn authenticate(&self, token: Option<&str>) -> Result<Principal, Problem> {
+        let Principals::File { path, cache } = self else {
+            return Ok(Principal::local());
+        };
+        let Some(token) = token else {
+            return Err(Problem::unauthorized("a bearer token is needed"));
+        };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let mut cache = cache
+            .lock()
+            .map_err(|_| Problem::internal("the principals table is unavailable"))?;
+        if modified != cache.0 {
+            // Changed (or gone): read again. A file that no longer parses admits nobody.
+            *cache = read(path).unwrap_or((modified, HashMap::new()));
+        }
+        cache
+            .1
+            .get(&token_digest(token))
+            .cloned()
+            .ok_or_else(|| Problem::unauthorized("this token is not known"))
+    }
+}
+
+fn read(path: &Path) -> Result<(Option<SystemTime>, HashMap<String, Principal>), String> {
+    let shown = path.display();
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let text = warrant_app::read_text(path, PRINCIPALS_BYTES_MAX, "principals file")
+        .map_err(|e| e.to_string())?;
+    let file: File = serde_saphyr::from_str(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let mut table = HashMap::new();
+    for (i, e) in file.principals.into_iter().enumerate() {
+        let Some(digest) = e.token.strip_prefix("sha256:") else {
+            return Err(format!(
+                "{shown}: principals[{i}].token: write the token's digest, `sha256:<hex>` \
+                 (`warrant serve --hash-token TOKEN` prints it), never the token itself"
+            ));
+        };
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "{shown}: principals[{i}].token: `sha256:` takes 64 hex digits"
+            ));
+        }
+        if e.tenant.is_empty() || e.user.is_empty() {
+            return Err(format!(
+                "{shown}: principals[{i}]: `tenant` and `user` must not be empty"
+            ));
+        }
+        let principal = Principal {
+            tenant: e.tenant,
+            user: e.user,
+            roles: e.roles,
+        };
+        if table
+            .insert(digest.to_ascii_lowercase(), principal)
+            .is_some()
+        {
+            return Err(format!(
+                "{shown}: principals[{i}]: the same token is given twice"
+            ));
+        }
+    }
+    Ok((modified, table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_known_by_its_digest_and_forgotten_when_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("principals.yaml");
+        let write = |body: &str| std::fs::write(&path, body).unwrap();
+        write(&format!(
+            "principals:\n  - {{token: 'sha256:{}', tenant: acme, user: ann, roles: [approver]}}\n",
+            token_digest("secret-ann")
+        ));
+        let p = Principals::from_file(&path).unwrap();
+        let ann = p.authenticate(Some("secret-ann")).unwrap();
+        assert_eq!((ann.tenant.as_str(), ann.user.as_str()), ("acme", "ann"));
+        assert!(ann.may(Role::Approver) && !ann.may(Role::Operator) && ann.may(Role::Viewer));
+        assert_eq!(p.authenticate(Some("guess")).unwrap_err().status, 401);
+        assert_eq!(p.authenticate(None).unwrap_err().status, 401);
+        // Removed: the file is read again, and the token no longer works.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write("principals: []\n");
+        let f = std::fs::File::options().append(true).open(&path).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        assert_eq!(p.authenticate(Some("secret-ann")).unwrap_err().status, 401);
+    }
+
+    #[test]
+    fn a_token_written_in_clear_is_refused_with_the_way_to_write_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        std::fs::write(
+            &path,
+            "principals:\n  - {token: hunter2, tenant: a, user: b, roles: [viewer]}\n",
+        )
+        .unwrap();
+        let Err(e) = Principals::from_file(&path) else {
+            panic!("accepted a token in clear");
+        };
+        assert!(e.contains("principals[0].token") && e.contains("sha256:"), "{e}");
+    }
+}

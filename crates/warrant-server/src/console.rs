@@ -1,0 +1,666 @@
+//! The web console: server-rendered pages over the same handlers' logic as the API, a small
+//! script (no inline script: the CSP forbids it) that follows a run's events live, and forms
+//! that carry a CSRF token. Login is by token, kept in an HttpOnly, SameSite=Strict cookie.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use warrant_app::ApprovalRow;
+use warrant_core::event::{ApprovalScope, EventKind};
+use warrant_core::provenance::Source;
+use warrant_engine::Answer;
+
+use crate::Shared;
+use crate::api::{COOKIE, Caller, RunsQuery, cookie};
+use crate::auth::hex;
+use crate::problem::Problem;
+
+const SCRIPT: &str = include_str!("../assets/console.js");
+const STYLE: &str = include_str!("../assets/console.css");
+
+/// The console's routes.
+pub fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/", get(runs_page))
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+        .route("/runs/{id}", get(run_page))
+        .route("/runs/{id}/report", get(report_page))
+        .route("/approvals", get(approvals_page))
+        .route("/console/approvals/{id}", post(answer_form))
+        .route("/console/runs/{id}/{action}", post(control_form))
+        .route(
+            "/assets/console.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route(
+            "/assets/console.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE) }),
+        )
+}
+
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    let mut r = body.into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    r
+}
+
+/// `text` escaped for HTML text and attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                let _ = write!(out, "\\u{{{:04x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The page frame.
+fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str) -> Html<String> {
+    let nav = match caller {
+        Some(c) => format!(
+            "<nav><a href=\"/\">Runs</a> <a href=\"/approvals\">Approvals</a> \
+             <span class=\"who\">{}</span>\
+             <form method=\"post\" action=\"/logout\" class=\"inline\"><button>Log out</button></form></nav>",
+            esc(&c.principal.by())
+        ),
+        None => String::new(),
+    };
+    Html(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · Warrant</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
+         <script src=\"/assets/console.js\" defer></script></head>\
+         <body data-page=\"{page}\"><header><h1>Warrant</h1>{nav}</header><main>{body}</main></body></html>",
+        esc(title)
+    ))
+}
+
+/// The CSRF token of `caller`'s session: keyed by the server's secret and the cookie.
+fn csrf(shared: &Shared, headers: &HeaderMap) -> String {
+    let mut h = Sha256::new();
+    h.update(shared.secret);
+    h.update(cookie(headers, COOKIE).unwrap_or("local").as_bytes());
+    hex(&h.finalize())
+}
+
+fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), Problem> {
+    let want = csrf(shared, headers);
+    // Compared whole; both are fixed-length hex.
+    let same = want.len() == given.len()
+        && want
+            .bytes()
+            .zip(given.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(())
+    } else {
+        Err(Problem::forbidden(
+            "the form's CSRF token is missing or not this session's: reload the page",
+        ))
+    }
+}
+
+/// The caller of a page, or the way to the login page.
+async fn who(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Caller, Response> {
+    let token = cookie(headers, COOKIE);
+    match shared.principals.authenticate(token) {
+        Ok(principal) => Ok(Caller { principal }),
+        Err(_) => Err(Redirect::to("/login").into_response()),
+    }
+}
+
+async fn login_page(State(shared): State<Arc<Shared>>) -> Response {
+    if !shared.principals.required() {
+        return Redirect::to("/").into_response();
+    }
+    page(
+        "Log in",
+        "login",
+        None,
+        "<h2>Log in</h2><form method=\"post\" action=\"/login\" class=\"login\">\
+         <label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label>\
+         <button>Log in</button></form>",
+    )
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+async fn login(State(shared): State<Arc<Shared>>, Form(form): Form<LoginForm>) -> Response {
+    let token = form.token.trim();
+    let valid = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
+        && shared.principals.authenticate(Some(token)).is_ok();
+    if !valid {
+        let mut r = page(
+            "Log in",
+            "login",
+            None,
+            "<h2>Log in</h2><p class=\"error\">This token is not known.</p>\
+             <p><a href=\"/login\">Try again</a></p>",
+        )
+        .into_response();
+        *r.status_mut() = StatusCode::UNAUTHORIZED;
+        return r;
+    }
+    let mut r = Redirect::to("/").into_response();
+    if let Ok(v) = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict").parse() {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+async fn logout() -> Response {
+    let mut r = Redirect::to("/login").into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("warrant_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    r
+}
+
+fn status_badge(status: &str) -> String {
+    format!(
+        "<span class=\"status s-{0}\" data-status>{0}</span>",
+        esc(status)
+    )
+}
+
+async fn runs_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let runs = match shared.runs_page(&caller, RunsQuery::default()).await {
+        Ok(p) => p.runs,
+        Err(p) => return p.into_response(),
+    };
+    let mut body = String::from(
+        "<h2>Runs</h2><table id=\"runs\"><thead><tr><th>Run</th><th>Spec</th><th>Status</th>\
+         <th>Events</th></tr></thead><tbody>",
+    );
+    for r in &runs {
+        let _ = write!(
+            body,
+            "<tr data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.spec_id),
+            status_badge(&r.status),
+            r.events,
+            id = esc(&r.run_id.0)
+        );
+    }
+    body.push_str("</tbody></table>");
+    if runs.is_empty() {
+        body.push_str("<p class=\"empty\">No runs yet.</p>");
+    }
+    page("Runs", "runs", Some(&caller), &body).into_response()
+}
+
+/// Whether `source` is text an untrusted provider wrote (or a value produced after the
+/// decider read such text).
+fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
+    match source {
+        Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
+            !trusted.contains(provider)
+        }
+        Source::Decider { tainted_by } => !tainted_by.is_empty(),
+        Source::Objective | Source::Carried { .. } | Source::Unobserved => false,
+    }
+}
+
+/// An approval request's arguments, each value with where it came from; untrusted ones
+/// stand out.
+fn args_table(row: &ApprovalRow, trusted: &BTreeSet<String>) -> String {
+    let mut out = String::from("<table class=\"args\"><tbody>");
+    let mut shown = BTreeSet::new();
+    for label in &row.provenance {
+        shown.insert(label.pointer.clone());
+        let value = row
+            .args
+            .pointer(&label.pointer)
+            .map_or_else(String::new, value_text);
+        let bad = untrusted(&label.source, trusted)
+            || label.also.iter().any(|s| untrusted(s, trusted));
+        let mut origin = label.source.to_string();
+        for a in &label.also {
+            let _ = write!(origin, ", and {a}");
+        }
+        let _ = write!(
+            out,
+            "<tr class=\"{}\"><th>{}</th><td><code>{}</code></td><td>{}{}</td></tr>",
+            if bad { "untrusted" } else { "trusted" },
+            esc(&label.pointer),
+            esc(&value),
+            if bad {
+                "<strong class=\"flag\">untrusted</strong> "
+            } else {
+                ""
+            },
+            esc(&origin)
+        );
+    }
+    if let Value::Object(m) = &*row.args {
+        for (k, v) in m {
+            let pointer = format!("/{k}");
+            if !shown.contains(&pointer) {
+                let _ = write!(
+                    out,
+                    "<tr><th>{}</th><td><code>{}</code></td><td></td></tr>",
+                    esc(&pointer),
+                    esc(&value_text(v))
+                );
+            }
+        }
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn when(ms: u64) -> String {
+    format!("<time data-ms=\"{ms}\">{ms}</time>")
+}
+
+async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let rows = match shared.approval_rows(&caller, None).await {
+        Ok(r) => r,
+        Err(p) => return p.into_response(),
+    };
+    let token = csrf(&shared, &headers);
+    let mut body = String::from("<h2>Approvals</h2>");
+    if rows.is_empty() {
+        body.push_str("<p class=\"empty\">Nothing waits for an answer.</p>");
+    }
+    for row in &rows {
+        let trusted = trusted_of(&shared, &row.run).await;
+        let _ = write!(
+            body,
+            "<section class=\"approval\" data-request=\"{req}\"><h3><code>{tool}</code> on {provider}</h3>\
+             <p>Run <a href=\"/runs/{run}\">{run}</a>, step {step}, call {call}. {reason}</p>\
+             {args}<p class=\"digest\">Arguments digest <code>{digest}</code>; expires {expires}.</p>\
+             <form method=\"post\" action=\"/console/approvals/{req}\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+             <input type=\"hidden\" name=\"args_digest\" value=\"{digest}\">\
+             <button name=\"action\" value=\"once\">Approve once</button>\
+             <button name=\"action\" value=\"run\">Approve for the run</button>\
+             <input name=\"reason\" placeholder=\"Reason to deny\" aria-label=\"Reason to deny\">\
+             <button name=\"action\" value=\"deny\" class=\"deny\">Deny</button></form></section>",
+            req = esc(&row.request),
+            tool = esc(&row.tool),
+            provider = esc(&row.provider),
+            run = esc(&row.run.0),
+            step = esc(&row.step.0),
+            call = row.call,
+            reason = esc(&row.reason),
+            args = args_table(row, &trusted),
+            digest = esc(&row.args_digest),
+            expires = when(row.expires_at_ms),
+        );
+    }
+    page("Approvals", "approvals", Some(&caller), &body).into_response()
+}
+
+async fn trusted_of(shared: &Shared, run: &warrant_core::ids::RunId) -> BTreeSet<String> {
+    let Ok(events) = shared.app.log(run).await else {
+        return BTreeSet::new();
+    };
+    events
+        .first()
+        .and_then(|e| match &e.kind {
+            EventKind::RunStarted { spec, .. } => Some(spec.trusted_providers()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+struct AnswerForm {
+    csrf: String,
+    args_digest: String,
+    action: String,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn answer_form(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
+        return p.into_response();
+    }
+    let answer = match form.action.as_str() {
+        "once" => Answer::Approve {
+            scope: ApprovalScope::Once,
+            until_ms: None,
+        },
+        "run" => Answer::Approve {
+            scope: ApprovalScope::Run,
+            until_ms: None,
+        },
+        "deny" => Answer::Deny {
+            reason: if form.reason.trim().is_empty() {
+                "denied in the console".to_owned()
+            } else {
+                form.reason.trim().to_owned()
+            },
+        },
+        other => return Problem::bad_request(format!("no action `{other}`")).into_response(),
+    };
+    match shared.answer(&caller, &id, &form.args_digest, answer).await {
+        Ok(_) => {
+            let run = id.rsplit_once("-a").map_or("", |(r, _)| r);
+            Redirect::to(&format!("/runs/{run}")).into_response()
+        }
+        Err(p) => p.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct ControlForm {
+    csrf: String,
+}
+
+async fn control_form(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath((id, action)): UrlPath<(String, String)>,
+    Form(form): Form<ControlForm>,
+) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
+        return p.into_response();
+    }
+    let run = match shared.visible(&caller, &id).await {
+        Ok(r) => r,
+        Err(p) => return p.into_response(),
+    };
+    if let Err(p) = caller.principal.require(crate::Role::Operator) {
+        return p.into_response();
+    }
+    let done = match action.as_str() {
+        "cancel" => shared.cancel_run(&caller, &run, "cancelled in the console").await,
+        "resume" => shared.resume_run(&run).await,
+        other => Err(Problem::not_found(format!("no action `{other}`"))),
+    };
+    match done {
+        Ok(_) => Redirect::to(&format!("/runs/{run}")).into_response(),
+        Err(p) => p.into_response(),
+    }
+}
+
+/// One event as a timeline line: its type and the few fields a person reads first.
+fn event_line(e: &warrant_core::Event) -> String {
+    let v = serde_json::to_value(e).unwrap_or_default();
+    let pick = ["step", "tool", "call", "status", "verdict", "outcome", "request", "reason"];
+    let mut detail = String::new();
+    for k in pick {
+        if let Some(x) = v.get(k) {
+            let text = match x {
+                Value::String(s) => s.clone(),
+                Value::Object(o) => o
+                    .get("outcome")
+                    .or_else(|| o.get("kind"))
+                    .map_or_else(|| x.to_string(), value_text),
+                other => other.to_string(),
+            };
+            let _ = write!(detail, " {k}={}", text.chars().take(120).collect::<String>());
+        }
+    }
+    format!(
+        "<li data-seq=\"{}\"><span class=\"seq\">{}</span> <b>{}</b>{}</li>",
+        e.seq,
+        e.seq,
+        e.kind.name(),
+        esc(&detail)
+    )
+}
+
+async fn run_page(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let run = match shared.visible(&caller, &id).await {
+        Ok(r) => r,
+        Err(p) => return p.into_response(),
+    };
+    let (view, report, events) = match (
+        shared.app.show(&run).await,
+        shared.app.report(&run).await,
+        shared.app.log(&run).await,
+    ) {
+        (Ok(v), Ok(r), Ok(e)) => (v, r, e),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Problem::from(e).into_response(),
+    };
+    let token = csrf(&shared, &headers);
+    let mut body = format!(
+        "<h2>Run <code>{id}</code></h2><p>Spec <b>{spec}</b>: {objective}</p>\
+         <p>Status <span id=\"status\" class=\"status s-{status}\">{status}</span> · \
+         route {route} · <a href=\"/runs/{id}/report\">report</a></p>",
+        id = esc(&run.0),
+        spec = esc(&view.spec.id),
+        objective = esc(&view.spec.objective),
+        status = esc(&view.status),
+        route = esc(&report.route.join(" → ")),
+    );
+    if caller.principal.may(crate::Role::Operator)
+        && matches!(view.status.as_str(), "running" | "waiting" | "ready" | "interrupted")
+    {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/console/runs/{id}/cancel\" class=\"inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{token}\"><button class=\"deny\">Cancel</button></form>\
+             <form method=\"post\" action=\"/console/runs/{id}/resume\" class=\"inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{token}\"><button>Resume</button></form>",
+            id = esc(&run.0)
+        );
+    }
+    if !view.waiting.approvals.is_empty() {
+        let _ = write!(
+            body,
+            "<p class=\"waiting\">{} approval request(s) wait: <a href=\"/approvals\">answer them</a>.</p>",
+            view.waiting.approvals.len()
+        );
+    }
+    body.push_str("<h3>Calls</h3><table class=\"calls\"><thead><tr><th>Step</th><th>Call</th><th>Tool</th><th>Status</th><th>Failure</th></tr></thead><tbody>");
+    for s in &report.steps {
+        for c in &s.calls {
+            let fault = c.fault.as_ref().map_or_else(String::new, |f| {
+                format!("{} ({}): {}", f.code, f.layer, f.message)
+            });
+            let status = c
+                .status
+                .map_or_else(|| "in flight".to_owned(), |st| st.to_string());
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                esc(&s.id.0),
+                c.call,
+                esc(&c.tool),
+                esc(&status),
+                esc(&fault)
+            );
+        }
+    }
+    body.push_str("</tbody></table>");
+    if !report.carried.is_empty() {
+        body.push_str("<h3>Carried values</h3><ul>");
+        for c in &report.carried {
+            let lineage = serde_json::to_string(&c.lineage).unwrap_or_default();
+            let _ = write!(
+                body,
+                "<li><b>{}</b> = <code>{}</code> <small>{}</small></li>",
+                esc(&c.name),
+                esc(&c.value.to_string()),
+                esc(&lineage)
+            );
+        }
+        body.push_str("</ul>");
+    }
+    if !report.terminal.is_empty() {
+        body.push_str("<h3>Objective</h3><ul>");
+        for r in &report.terminal {
+            let _ = write!(
+                body,
+                "<li class=\"{}\">{} {}: {}</li>",
+                if r.satisfied { "met" } else { "unmet" },
+                if r.satisfied { "✓" } else { "✗" },
+                esc(&r.step.0),
+                esc(&r.requirement)
+            );
+        }
+        body.push_str("</ul>");
+    }
+    let next = events.last().map_or(1, |e| e.seq.saturating_add(1));
+    let _ = write!(
+        body,
+        "<h3>Timeline</h3><ol id=\"timeline\" data-run=\"{}\" data-from=\"{next}\">",
+        esc(&run.0)
+    );
+    for e in &events {
+        body.push_str(&event_line(e));
+    }
+    body.push_str("</ol>");
+    page(&format!("Run {}", run.0), "run", Some(&caller), &body).into_response()
+}
+
+async fn report_page(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let run = match shared.visible(&caller, &id).await {
+        Ok(r) => r,
+        Err(p) => return p.into_response(),
+    };
+    let report = match shared.app.report(&run).await {
+        Ok(r) => r,
+        Err(e) => return Problem::from(e).into_response(),
+    };
+    let outcome = report
+        .outcome
+        .as_ref()
+        .map_or_else(|| report.status.clone(), |o| o.name().to_owned());
+    let mut body = format!(
+        "<h2>Report of <a href=\"/runs/{id}\"><code>{id}</code></a></h2>\
+         <p class=\"outcome s-{o}\">Outcome: <b>{o}</b>{conf}</p><p>{objective}</p>\
+         <p>Route: {route}</p><p>Took {elapsed} ms ({setup} ms starting providers), \
+         {decisions} decisions, {calls} calls, {events} events.</p>",
+        id = esc(&run.0),
+        o = esc(&outcome),
+        conf = if report.conformant { "" } else { " (not conformant)" },
+        objective = esc(&report.spec.objective),
+        route = esc(&report.route.join(" → ")),
+        elapsed = report.timings.elapsed_ms,
+        setup = report.timings.setup_ms,
+        decisions = report.timings.decisions,
+        calls = report.timings.calls,
+        events = report.timings.events,
+    );
+    body.push_str("<h3>Steps</h3><table><thead><tr><th>Step</th><th>Status</th><th>Decisions</th><th>Calls</th></tr></thead><tbody>");
+    for s in &report.steps {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&s.id.0),
+            status_badge(&s.status),
+            s.decisions,
+            s.calls.len()
+        );
+    }
+    body.push_str("</tbody></table><h3>Failures by layer</h3>");
+    if report.failures.is_empty() {
+        body.push_str("<p>None.</p>");
+    } else {
+        body.push_str("<table><thead><tr><th>Layer</th><th>Code</th><th>Where</th><th>What</th></tr></thead><tbody>");
+        for f in &report.failures {
+            let at = match (&f.step, f.call) {
+                (Some(s), Some(c)) => format!("{} {c}", s.0),
+                (Some(s), None) => s.0.clone(),
+                _ => String::new(),
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&f.layer.to_string()),
+                esc(&f.code),
+                esc(&at),
+                esc(&f.message)
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    if !report.warnings.is_empty() {
+        body.push_str("<h3>Warnings</h3><ul>");
+        for w in &report.warnings {
+            let _ = write!(body, "<li>{}</li>", esc(w));
+        }
+        body.push_str("</ul>");
+    }
+    page(&format!("Report {}", run.0), "report", Some(&caller), &body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_html_and_terminals() {
+        assert_eq!(
+            esc("<script>alert('x')</script>&\"\u{1b}[2J"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;\\u{001b}[2J"
+        );
+    }
+}

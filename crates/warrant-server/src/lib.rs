@@ -1,0 +1,389 @@
+//! `warrant serve`: the control and observation service. One process executes runs on its own
+//! runtime through the application layer (`warrant_app`), the same path as the CLI, over the
+//! same store: a versioned JSON API under `/v1` (documented at `/v1/openapi.json`), a stream
+//! of each run's events, approvals bound to the arguments a person saw, and a web console.
+//!
+//! On start it re-enters every run no process drives that can go on; on SIGTERM or Ctrl-C it
+//! stops accepting, gives the runs it drives a bounded time to reach a point where they wait
+//! or end, and leaves the rest to re-entry at the next start.
+
+mod api;
+pub mod auth;
+mod console;
+mod openapi;
+pub mod problem;
+mod runner;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use warrant_app::{App, Deciders};
+use warrant_core::ids::RunId;
+use warrant_core::ports::EventStore;
+
+pub use auth::{Principal, Principals, Role, token_digest};
+pub use problem::Problem;
+
+/// How a server is set up.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen. Anything but loopback needs principals.
+    pub listen: SocketAddr,
+    /// The store file (SQLite), shared with the CLI.
+    pub store: PathBuf,
+    /// Bearer tokens to principals; `None`: one local principal, loopback only.
+    pub principals: Option<PathBuf>,
+    /// The folder specs, scripts and policies named by requests are read from.
+    pub specs: Option<PathBuf>,
+    /// Most runs held at once (driving or waiting).
+    pub max_runs: usize,
+    /// A model capability table for live deciders.
+    pub models: Option<PathBuf>,
+    /// Largest request body, in bytes.
+    pub body_limit: usize,
+    /// How long in-flight work gets to settle at shutdown.
+    pub grace: Duration,
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration is at fault.
+    #[error("{0}")]
+    Invalid(String),
+    /// Something failed (binding, the store).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub(crate) app: App,
+    pub(crate) deciders: Deciders,
+    pub(crate) principals: Principals,
+    pub(crate) specs: Option<PathBuf>,
+    pub(crate) runner: Arc<runner::Runner>,
+    pub(crate) body_limit: usize,
+    /// Keys the console's CSRF tokens.
+    pub(crate) secret: [u8; 32],
+    pub(crate) ready: AtomicBool,
+    /// Run id to tenant (it never changes).
+    pub(crate) tenants: Mutex<HashMap<RunId, String>>,
+    /// `(tenant, Idempotency-Key)` to the body's digest and the run it started.
+    pub(crate) idempotent: Mutex<HashMap<(String, String), (String, RunId)>>,
+    /// Held while a run with an idempotency key is being started.
+    pub(crate) starting: tokio::sync::Mutex<()>,
+}
+
+/// A server bound to its address, not yet serving.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    grace: Duration,
+}
+
+/// Writes a line to stderr, sanitised (it may hold what a provider or a model wrote).
+pub(crate) fn log(message: &str) {
+    use std::io::Write as _;
+    let text = format!("warrant serve: {message}\n");
+    let line = warrant_core::text::sanitize(&text);
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+impl Server {
+    /// Checks `config`, opens the store and binds the address.
+    pub async fn bind(config: Config, store: Arc<dyn EventStore>) -> Result<Server, ServerError> {
+        let principals = match &config.principals {
+            Some(path) => Principals::from_file(path).map_err(ServerError::Invalid)?,
+            None => {
+                if !config.listen.ip().is_loopback() {
+                    return Err(ServerError::Invalid(format!(
+                        "`--listen {}` is not a loopback address: without `--principals FILE` \
+                         anyone who reaches it could run and approve; give principals, or \
+                         listen on 127.0.0.1",
+                        config.listen
+                    )));
+                }
+                Principals::Local
+            }
+        };
+        if config.max_runs == 0 {
+            return Err(ServerError::Invalid("`--max-runs` must be at least 1".into()));
+        }
+        let specs = match &config.specs {
+            Some(dir) => Some(std::fs::canonicalize(dir).map_err(|e| {
+                ServerError::Invalid(format!("--specs `{}`: {e}", dir.display()))
+            })?),
+            None => None,
+        };
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
+        let deciders = Deciders::new(config.models.clone());
+        let app = App::new(store, deciders.clone());
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret)
+            .map_err(|e| ServerError::Failed(format!("no randomness for CSRF tokens: {e}")))?;
+        let shared = Arc::new(Shared {
+            runner: Arc::new(runner::Runner::new(app.clone(), config.max_runs)),
+            app,
+            deciders,
+            principals,
+            specs,
+            body_limit: config.body_limit,
+            secret,
+            ready: AtomicBool::new(false),
+            tenants: Mutex::new(HashMap::new()),
+            idempotent: Mutex::new(HashMap::new()),
+            starting: tokio::sync::Mutex::new(()),
+        });
+        Ok(Server {
+            listener,
+            shared,
+            grace: config.grace,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
+        self.listener
+            .local_addr()
+            .map_err(|e| ServerError::Failed(e.to_string()))
+    }
+
+    /// Serves until `shutdown` resolves: re-enters the runs that can go on, then answers
+    /// requests; at shutdown, stops accepting and gives runs `grace` to settle.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let shared = self.shared.clone();
+        let background = async {
+            match shared.runner.reenter_all().await {
+                Ok(n) if n > 0 => log(&format!("re-entered {n} runs")),
+                Ok(_) => {}
+                Err(p) => log(&format!("re-entering runs: {}", p.detail)),
+            }
+            shared.ready.store(true, Ordering::SeqCst);
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if let Err(p) = shared.runner.sweep().await {
+                    log(&format!("looking for answered runs: {}", p.detail));
+                }
+            }
+        };
+        let router = router(self.shared.clone());
+        let served = axum::serve(self.listener, router).with_graceful_shutdown(shutdown);
+        let result = tokio::select! {
+            r = served => r.map_err(|e| ServerError::Failed(e.to_string())),
+            () = background => Ok(()),
+        };
+        self.shared.runner.stop(self.grace).await;
+        result
+    }
+}
+
+/// The routes.
+fn router(shared: Arc<Shared>) -> Router {
+    let limit = shared.body_limit;
+    Router::new()
+        .route("/v1/runs", post(api::start_run).get(api::list_runs))
+        .route("/v1/runs/{id}", get(api::get_run))
+        .route("/v1/runs/{id}/report", get(api::get_report))
+        .route("/v1/runs/{id}/events", get(api::events))
+        .route("/v1/runs/{id}/cancel", post(api::cancel))
+        .route("/v1/runs/{id}/resume", post(api::resume))
+        .route(
+            "/v1/runs/{id}/calls/{call}/reconcile",
+            post(api::reconcile),
+        )
+        .route("/v1/approvals", get(api::approvals))
+        .route("/v1/approvals/{id}/approve", post(api::approve))
+        .route("/v1/approvals/{id}/deny", post(api::deny))
+        .route("/v1/openapi.json", get(openapi::document))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .merge(console::routes())
+        .fallback(|| async { Problem::not_found("nothing here (the API is under /v1)") })
+        .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(same_origin))
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(shared)
+}
+
+/// Refuses a request that changes something when a browser says another site sent it: a
+/// page elsewhere cannot make a logged-in (or a loopback) browser start, answer or cancel.
+/// Clients that are not browsers send neither header and are judged by their token alone.
+async fn same_origin(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let safe = matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    if !safe {
+        let h = request.headers();
+        let cross_site = h
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v != "same-origin" && v != "none");
+        let host = h.get(header::HOST).and_then(|v| v.to_str().ok());
+        let foreign_origin = h
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|o| {
+                let authority = o.split_once("://").map_or(o, |(_, a)| a);
+                Some(authority) != host
+            });
+        if cross_site || foreign_origin {
+            return Problem::forbidden("a request from another site: refused").into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Headers every answer carries: no framing, no sniffing, scripts only from this server.
+async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// `GET /readyz`: the store answers and start-up re-entry is done.
+async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
+    let store = shared
+        .app
+        .store()
+        .runs(warrant_core::ports::RunQuery {
+            limit: 1,
+            ..Default::default()
+        })
+        .await;
+    match (store, shared.ready.load(Ordering::SeqCst)) {
+        (Ok(_), true) => "ready\n".into_response(),
+        (Err(e), _) => Problem::unavailable(format!("the store does not answer: {e}")).into_response(),
+        (Ok(_), false) => Problem::unavailable("re-entering interrupted runs").into_response(),
+    }
+}
+
+/// `GET /metrics`, in Prometheus' text format.
+async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
+    use std::fmt::Write as _;
+    let c = &shared.runner.counters;
+    let mut out = String::new();
+    let mut metric = |name: &str, help: &str, kind: &str, rows: Vec<(String, u64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    metric(
+        "warrant_runs_started_total",
+        "Runs started by this server.",
+        "counter",
+        vec![(String::new(), load(&c.started))],
+    );
+    metric(
+        "warrant_runs_reentered_total",
+        "Runs re-entered by this server.",
+        "counter",
+        vec![(String::new(), load(&c.reentered))],
+    );
+    let ended = c
+        .ended
+        .lock()
+        .map(|m| {
+            let mut v: Vec<_> = m
+                .iter()
+                .map(|(k, n)| (format!("{{outcome=\"{k}\"}}"), *n))
+                .collect();
+            v.sort();
+            v
+        })
+        .unwrap_or_default();
+    metric(
+        "warrant_runs_ended_total",
+        "Runs that ended while this server drove them, by outcome.",
+        "counter",
+        ended,
+    );
+    let calls = c
+        .calls
+        .lock()
+        .map(|m| {
+            let mut v: Vec<_> = m
+                .iter()
+                .map(|(k, n)| (format!("{{status=\"{k}\"}}"), *n))
+                .collect();
+            v.sort();
+            v
+        })
+        .unwrap_or_default();
+    metric(
+        "warrant_calls_total",
+        "Calls that ended in runs this server drove, by status.",
+        "counter",
+        calls,
+    );
+    metric(
+        "warrant_decisions_total",
+        "Decisions taken in runs this server drove.",
+        "counter",
+        vec![(String::new(), load(&c.decisions))],
+    );
+    metric(
+        "warrant_events_total",
+        "Events appended by runs this server drove.",
+        "counter",
+        vec![(String::new(), load(&c.events))],
+    );
+    metric(
+        "warrant_runs_held",
+        "Runs held by this server now (driving or waiting).",
+        "gauge",
+        vec![(String::new(), u64::try_from(shared.runner.held()).unwrap_or(u64::MAX))],
+    );
+    let pending = shared
+        .app
+        .store()
+        .pending_approvals(None)
+        .await
+        .map_or(0, |p| u64::try_from(p.len()).unwrap_or(u64::MAX));
+    metric(
+        "warrant_approvals_pending",
+        "Approval requests nobody has answered, across the store.",
+        "gauge",
+        vec![(String::new(), pending)],
+    );
+    let mut response = out.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    response
+}

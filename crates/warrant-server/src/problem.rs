@@ -1,0 +1,105 @@
+//! Errors as RFC 9457 problem details (`application/problem+json`), each with a stable `type`
+//! a client can branch on; never a bare 500 with text.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// A problem, as the API answers it.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Problem {
+    /// A stable URI naming the kind of problem (`urn:warrant:problem:<kind>`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A short summary of the kind.
+    pub title: &'static str,
+    /// The HTTP status.
+    pub status: u16,
+    /// What is wrong here, and where.
+    pub detail: String,
+}
+
+impl Problem {
+    fn new(status: u16, kind: &str, title: &'static str, detail: impl Into<String>) -> Problem {
+        Problem {
+            kind: format!("urn:warrant:problem:{kind}"),
+            title,
+            status,
+            detail: detail.into(),
+        }
+    }
+
+    /// 400: the request is malformed (not JSON, a wrong field, a bad header).
+    pub fn bad_request(detail: impl Into<String>) -> Problem {
+        Problem::new(400, "bad-request", "The request is malformed", detail)
+    }
+    /// 401: no token, or one nobody has.
+    pub fn unauthorized(detail: impl Into<String>) -> Problem {
+        Problem::new(401, "unauthorized", "Who is asking is not known", detail)
+    }
+    /// 403: the principal's roles do not allow it, or the form's CSRF token is wrong.
+    pub fn forbidden(detail: impl Into<String>) -> Problem {
+        Problem::new(403, "forbidden", "Not allowed", detail)
+    }
+    /// 404: nothing there, or nothing the caller's tenant may see (ids do not leak).
+    pub fn not_found(detail: impl Into<String>) -> Problem {
+        Problem::new(404, "not-found", "Not found", detail)
+    }
+    /// 405.
+    pub fn method_not_allowed() -> Problem {
+        Problem::new(
+            405,
+            "method-not-allowed",
+            "Method not allowed",
+            "this path does not take this method (see /v1/openapi.json)",
+        )
+    }
+    /// 409: the state does not allow it (an answered request, a digest that is not the one
+    /// asked about, an idempotency key reused with another body).
+    pub fn conflict(kind: &str, detail: impl Into<String>) -> Problem {
+        Problem::new(409, kind, "Conflict", detail)
+    }
+    /// 413: the body is over the limit.
+    pub fn too_large(limit: usize) -> Problem {
+        Problem::new(
+            413,
+            "too-large",
+            "The body is too large",
+            format!("bodies are limited to {limit} bytes"),
+        )
+    }
+    /// 422: well-formed, but the spec or the options do not validate.
+    pub fn invalid(detail: impl Into<String>) -> Problem {
+        Problem::new(422, "invalid", "The input does not validate", detail)
+    }
+    /// 503: the server is busy (its run limit) or shutting down.
+    pub fn unavailable(detail: impl Into<String>) -> Problem {
+        Problem::new(503, "unavailable", "Not available now", detail)
+    }
+    /// 500: something failed on the way (a provider, the store).
+    pub fn internal(detail: impl Into<String>) -> Problem {
+        Problem::new(500, "failed", "The operation failed", detail)
+    }
+}
+
+impl From<warrant_app::AppError> for Problem {
+    fn from(e: warrant_app::AppError) -> Problem {
+        match e {
+            warrant_app::AppError::Invalid(d) => Problem::invalid(d),
+            warrant_app::AppError::Failed(d) => Problem::internal(d),
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        response
+    }
+}

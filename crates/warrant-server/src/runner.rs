@@ -1,0 +1,332 @@
+//! The runs this server drives, each on a task of its runtime, through the application layer
+//! (`warrant_app`) like the CLI — no second path to the engine or the providers.
+//!
+//! A run that waits (for an approval, a reconciliation) stays held here with its providers
+//! connected (stdio servers included) and goes on when its log moves — an answer recorded
+//! through the API or by `warrant approve` in another process — or when it is told to. Which
+//! process drives a run at any moment is the store's lease: the engine claims it before it
+//! appends and gives it back when the run waits or ends, so the CLI and this server never drive
+//! the same run at once (a second claim is refused while the holder is alive).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot, watch};
+use warrant_app::{App, Prepared};
+use warrant_core::event::{Event, EventKind};
+use warrant_core::ids::RunId;
+use warrant_core::ports::IdGen;
+use warrant_core::ports::Clock as _;
+use warrant_engine::{Engine, SystemClock};
+use warrant_engine::time::TimeOrderedIds;
+
+use crate::problem::Problem;
+
+/// The longest a waiting run goes without a look at its log when nothing wakes it.
+const WAIT_LOOK: Duration = Duration::from_secs(3600);
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Runs started here.
+    pub started: AtomicU64,
+    /// Runs re-entered here.
+    pub reentered: AtomicU64,
+    /// Runs that ended here, by outcome.
+    pub ended: Mutex<HashMap<&'static str, u64>>,
+    /// Events appended by runs driven here.
+    pub events: AtomicU64,
+    /// Calls that ended here, by status.
+    pub calls: Mutex<HashMap<String, u64>>,
+    /// Decisions taken by runs driven here.
+    pub decisions: AtomicU64,
+}
+
+/// The run supervisor.
+pub struct Runner {
+    app: App,
+    ids: TimeOrderedIds,
+    permits: Arc<Semaphore>,
+    max_runs: usize,
+    held: Mutex<HashMap<RunId, Arc<Notify>>>,
+    tasks: AtomicUsize,
+    idle: Notify,
+    stopping: watch::Sender<bool>,
+    /// What runs driven here did.
+    pub counters: Arc<Counters>,
+}
+
+/// A run id chosen before the run starts, so the caller can be told it at once.
+struct Chosen(RunId);
+
+impl IdGen for Chosen {
+    fn run_id(&self) -> RunId {
+        self.0.clone()
+    }
+}
+
+/// Tells the starter when the run's first event is in the store, and counts what runs do.
+struct Watch {
+    started: Option<oneshot::Sender<()>>,
+    counters: Arc<Counters>,
+}
+
+impl warrant_engine::Subscriber for Watch {
+    fn on_event(&mut self, _run: &RunId, event: &Event) -> Result<(), String> {
+        let c = &self.counters;
+        c.events.fetch_add(1, Ordering::Relaxed);
+        match &event.kind {
+            EventKind::RunStarted { .. } => {
+                if let Some(tx) = self.started.take() {
+                    let _ = tx.send(());
+                }
+            }
+            EventKind::Decided { .. } => {
+                c.decisions.fetch_add(1, Ordering::Relaxed);
+            }
+            EventKind::CallFinished { status, .. } => {
+                if let Ok(mut m) = c.calls.lock() {
+                    *m.entry(status.to_string()).or_default() += 1;
+                }
+            }
+            EventKind::RunFinished { outcome } => {
+                if let Ok(mut m) = c.ended.lock() {
+                    *m.entry(outcome.name()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Runner {
+    /// A supervisor over `app` driving at most `max_runs` runs at once (waiting ones count).
+    pub fn new(app: App, max_runs: usize) -> Runner {
+        Runner {
+            app,
+            ids: TimeOrderedIds::default(),
+            permits: Arc::new(Semaphore::new(max_runs)),
+            max_runs,
+            held: Mutex::new(HashMap::new()),
+            tasks: AtomicUsize::new(0),
+            idle: Notify::new(),
+            stopping: watch::Sender::new(false),
+            counters: Arc::default(),
+        }
+    }
+
+    /// Runs held here now (driving or waiting).
+    pub fn held(&self) -> usize {
+        self.held.lock().map_or(0, |h| h.len())
+    }
+
+    /// Whether this server holds `run`.
+    pub fn holds(&self, run: &RunId) -> bool {
+        self.held.lock().is_ok_and(|h| h.contains_key(run))
+    }
+
+    /// Wakes the task holding `run` to look at its log again (an answer, a cancellation).
+    pub fn wake(&self, run: &RunId) {
+        if let Some(n) = self.held.lock().ok().and_then(|h| h.get(run).cloned()) {
+            n.notify_one();
+        }
+    }
+
+    fn permit(&self) -> Result<OwnedSemaphorePermit, Problem> {
+        if *self.stopping.borrow() {
+            return Err(Problem::unavailable("the server is shutting down"));
+        }
+        self.permits.clone().try_acquire_owned().map_err(|_| {
+            Problem::unavailable(format!(
+                "the server holds {} runs, its limit (--max-runs): try again when some end",
+                self.max_runs
+            ))
+        })
+    }
+
+    /// Starts `prepared` (a new run) and answers once its first event is recorded: its id.
+    pub async fn start(self: &Arc<Self>, prepared: Prepared) -> Result<RunId, Problem> {
+        let permit = self.permit()?;
+        let run = self.ids.run_id();
+        let engine = self
+            .app
+            .engine_for(&prepared)
+            .with_ids(Arc::new(Chosen(run.clone())));
+        let (tx, rx) = oneshot::channel();
+        engine.subscribe(
+            "server",
+            Box::new(Watch {
+                started: Some(tx),
+                counters: self.counters.clone(),
+            }),
+        );
+        self.counters.started.fetch_add(1, Ordering::Relaxed);
+        let (failed_tx, failed_rx) = oneshot::channel();
+        self.clone()
+            .spawn_drive(run.clone(), prepared, engine, permit, Some(failed_tx));
+        tokio::select! {
+            _ = rx => Ok(run),
+            failed = failed_rx => Err(failed.unwrap_or_else(|_| {
+                Problem::internal("the run stopped before it started")
+            })),
+        }
+    }
+
+    /// Re-enters `run` (interrupted, or answered while no process held it) with what it
+    /// recorded, and holds it. `Ok(false)` when this server holds it already.
+    pub async fn reenter(self: &Arc<Self>, run: &RunId) -> Result<bool, Problem> {
+        if self.holds(run) {
+            self.wake(run);
+            return Ok(false);
+        }
+        let permit = self.permit()?;
+        let prepared = self.app.reentry(run).await?;
+        let engine = self.app.engine_for(&prepared);
+        engine.subscribe(
+            "server",
+            Box::new(Watch {
+                started: None,
+                counters: self.counters.clone(),
+            }),
+        );
+        self.counters.reentered.fetch_add(1, Ordering::Relaxed);
+        self.clone()
+            .spawn_drive(run.clone(), prepared, engine, permit, None);
+        Ok(true)
+    }
+
+    /// Re-enters every run no process drives that can go on (the `resume --all` set), in
+    /// the background of the caller; returns how many were taken up.
+    pub async fn reenter_all(self: &Arc<Self>) -> Result<usize, Problem> {
+        let mut taken = 0;
+        for run in self.app.resumable().await? {
+            match self.reenter(&run).await {
+                Ok(true) => taken += 1,
+                Ok(false) => {}
+                Err(p) => crate::log(&format!("not re-entering {run}: {}", p.detail)),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Takes up the runs answered while no task of this server was waiting on them, or
+    /// wakes the one that is: answers recorded by another process (`warrant approve`).
+    pub async fn sweep(self: &Arc<Self>) -> Result<(), Problem> {
+        let mut query = warrant_core::ports::RunQuery {
+            status: Some("ready".to_owned()),
+            limit: 500,
+            ..Default::default()
+        };
+        loop {
+            let page = self.app.runs(query.clone()).await?;
+            for r in &page.runs {
+                if r.status != "ready" {
+                    continue;
+                }
+                if let Err(p) = self.reenter(&r.run_id).await {
+                    crate::log(&format!("not re-entering {}: {}", r.run_id, p.detail));
+                }
+            }
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn spawn_drive(
+        self: Arc<Self>,
+        run: RunId,
+        prepared: Prepared,
+        engine: Engine,
+        permit: OwnedSemaphorePermit,
+        failed: Option<oneshot::Sender<Problem>>,
+    ) {
+        let wake = Arc::new(Notify::new());
+        if let Ok(mut h) = self.held.lock() {
+            h.insert(run.clone(), wake.clone());
+        }
+        self.tasks.fetch_add(1, Ordering::SeqCst);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the server's run supervisor owns the tasks that drive its runs"
+        )]
+        tokio::spawn(async move {
+            self.drive(&run, prepared, engine, &wake, failed).await;
+            if let Ok(mut h) = self.held.lock() {
+                h.remove(&run);
+            }
+            drop(permit);
+            if self.tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.idle.notify_waiters();
+            }
+        });
+    }
+
+    async fn drive(
+        &self,
+        run: &RunId,
+        prepared: Prepared,
+        engine: Engine,
+        wake: &Notify,
+        mut failed: Option<oneshot::Sender<Problem>>,
+    ) {
+        let mut stopping = self.stopping.subscribe();
+        let mut result = prepared.drive(&engine).await;
+        loop {
+            let r = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    match failed.take() {
+                        Some(tx) => {
+                            let _ = tx.send(e.into());
+                        }
+                        None => crate::log(&format!("run {run}: {e}")),
+                    }
+                    return;
+                }
+            };
+            if r.outcome.is_some() || *stopping.borrow() {
+                let _ = engine.drain_subscribers().await;
+                return;
+            }
+            // It waits, its providers connected: until it is woken (an answer through the
+            // API, or one another process recorded, which the sweep finds), until its first
+            // pending approval expires (the next look records that), or until the server stops.
+            let now = SystemClock.now_ms();
+            let look = r
+                .state
+                .pending_approvals()
+                .map(|a| a.expires_at_ms)
+                .min()
+                .map_or(WAIT_LOOK, |t| {
+                    Duration::from_millis(t.saturating_sub(now).saturating_add(50)).min(WAIT_LOOK)
+                });
+            tokio::select! {
+                () = wake.notified() => {}
+                () = tokio::time::sleep(look) => {}
+                _ = stopping.changed() => return,
+            }
+            result = prepared.resume(&engine, run).await;
+        }
+    }
+
+    /// Stops taking runs and waits up to `grace` for the ones driving to reach a point where
+    /// they wait or end; the rest are re-entered at the next start.
+    pub async fn stop(&self, grace: Duration) {
+        self.stopping.send_replace(true);
+        let idle = async {
+            while self.tasks.load(Ordering::SeqCst) > 0 {
+                let notified = self.idle.notified();
+                if self.tasks.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(grace, idle).await;
+    }
+}
