@@ -92,7 +92,9 @@ where
     ) -> Result<Body<T>, Problem> {
         match Json::<T>::from_request(req, shared).await {
             Ok(Json(v)) => Ok(Body(v)),
-            Err(JsonRejection::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            Err(JsonRejection::BytesRejection(e))
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+            {
                 Err(Problem::too_large(shared.body_limit))
             }
             Err(JsonRejection::MissingJsonContentType(_)) => Err(Problem::bad_request(
@@ -210,13 +212,19 @@ fn checked_decider(text: &str, base: &Path) -> Result<String, Problem> {
 }
 
 impl Shared {
-    async fn prepare(&self, caller: &Caller, req: StartRun) -> Result<warrant_app::Prepared, Problem> {
+    async fn prepare(
+        &self,
+        caller: &Caller,
+        req: StartRun,
+    ) -> Result<warrant_app::Prepared, Problem> {
         let base = self.specs.clone().ok_or_else(|| {
             Problem::invalid("this server has no specs folder (`warrant serve --specs DIR`)")
         })?;
         let (mut spec, spec_path) = match (&req.spec, &req.spec_path) {
             (Some(_), Some(_)) | (None, None) => {
-                return Err(Problem::invalid("give one of `spec` (inline) or `spec_path`"));
+                return Err(Problem::invalid(
+                    "give one of `spec` (inline) or `spec_path`",
+                ));
             }
             (None, Some(rel)) => {
                 let path = under(&base, rel, "spec_path")?;
@@ -300,7 +308,11 @@ pub async fn start_run(
         None => None,
     };
     if let Some(k) = &key
-        && let Some((d, run)) = shared.idempotent.lock().ok().and_then(|m| m.get(k).cloned())
+        && let Some((d, run)) = shared
+            .idempotent
+            .lock()
+            .ok()
+            .and_then(|m| m.get(k).cloned())
     {
         if d != digest {
             return Err(Problem::conflict(
@@ -309,7 +321,14 @@ pub async fn start_run(
             ));
         }
         let status = shared.status_of(&run).await?;
-        return Ok((StatusCode::OK, Json(RunRef { run_id: run.0, status })).into_response());
+        return Ok((
+            StatusCode::OK,
+            Json(RunRef {
+                run_id: run.0,
+                status,
+            }),
+        )
+            .into_response());
     }
     let prepared = shared.prepare(&caller, req).await?;
     let run = shared.runner.start(prepared).await?;
@@ -508,11 +527,15 @@ pub async fn events(
                 v.to_str()
                     .ok()
                     .and_then(|s| s.trim().parse::<u64>().ok())
-                    .ok_or_else(|| Problem::bad_request("`Last-Event-ID` must be a sequence number"))?,
+                    .ok_or_else(|| {
+                        Problem::bad_request("`Last-Event-ID` must be a sequence number")
+                    })?,
             ),
             None => None,
         };
-        let from = after.map_or(q.from.unwrap_or(1), |s| s.saturating_add(1)).max(1);
+        let from = after
+            .map_or(q.from.unwrap_or(1), |s| s.saturating_add(1))
+            .max(1);
         return Ok(event_stream(&shared, &run, from).into_response());
     }
     let from = q.from.unwrap_or(1).max(1);
@@ -529,7 +552,9 @@ pub async fn events(
         .is_some_and(|e| matches!(e.kind, EventKind::RunFinished { .. }))
         && stored.len() <= limit;
     stored.truncate(limit);
-    let next = stored.last().map_or(from, |e| e.event.seq.saturating_add(1));
+    let next = stored
+        .last()
+        .map_or(from, |e| e.event.seq.saturating_add(1));
     Ok(Json(EventsPage {
         events: stored.into_iter().map(|s| s.event).collect(),
         next,
@@ -599,8 +624,17 @@ pub async fn cancel(
 impl Shared {
     /// Cancels `run`: a run held here is told at once; one no process drives is ended
     /// through re-entry; one another process drives ends at its next check.
-    pub async fn cancel_run(&self, caller: &Caller, run: &RunId, reason: &str) -> Result<Response, Problem> {
-        let reason = if reason.is_empty() { "cancelled through the API" } else { reason };
+    pub async fn cancel_run(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        reason: &str,
+    ) -> Result<Response, Problem> {
+        let reason = if reason.is_empty() {
+            "cancelled through the API"
+        } else {
+            reason
+        };
         let by = caller.principal.by();
         let status = if self.runner.holds(run) {
             self.app
@@ -629,8 +663,19 @@ impl Shared {
                 warrant_app::Cancelled::Pending { .. } => "running".to_owned(),
             }
         };
-        let code = if status == "cancelled" { StatusCode::OK } else { StatusCode::ACCEPTED };
-        Ok((code, Json(RunRef { run_id: run.0.clone(), status })).into_response())
+        let code = if status == "cancelled" {
+            StatusCode::OK
+        } else {
+            StatusCode::ACCEPTED
+        };
+        Ok((
+            code,
+            Json(RunRef {
+                run_id: run.0.clone(),
+                status,
+            }),
+        )
+            .into_response())
     }
 }
 
@@ -649,7 +694,10 @@ impl Shared {
     /// Re-enters `run` here (or wakes it when held here).
     pub async fn resume_run(&self, run: &RunId) -> Result<Response, Problem> {
         let status = self.status_of(run).await?;
-        if !matches!(status.as_str(), "running" | "interrupted" | "waiting" | "ready") {
+        if !matches!(
+            status.as_str(),
+            "running" | "interrupted" | "waiting" | "ready"
+        ) {
             return Err(Problem::conflict(
                 "run-ended",
                 format!("run `{run}` has ended: {status}"),
@@ -700,7 +748,9 @@ pub async fn reconcile(
         .parse()
         .map_err(|_| Problem::not_found(format!("no call `{call}` in run `{run}`")))?;
     if body.happened && body.resend {
-        return Err(Problem::invalid("`resend` is for a call that did not happen"));
+        return Err(Problem::invalid(
+            "`resend` is for a call that did not happen",
+        ));
     }
     shared
         .app
@@ -721,7 +771,11 @@ pub async fn reconcile(
         let _ = shared.runner.reenter(&run).await;
     }
     let status = shared.status_of(&run).await?;
-    Ok(Json(RunRef { run_id: run.0, status }).into_response())
+    Ok(Json(RunRef {
+        run_id: run.0,
+        status,
+    })
+    .into_response())
 }
 
 /// `GET /v1/approvals` parameters.
@@ -744,7 +798,11 @@ pub async fn approvals(
 
 impl Shared {
     /// Approval requests the caller's tenant may see.
-    pub async fn approval_rows(&self, caller: &Caller, run: Option<&str>) -> Result<Vec<ApprovalRow>, Problem> {
+    pub async fn approval_rows(
+        &self,
+        caller: &Caller,
+        run: Option<&str>,
+    ) -> Result<Vec<ApprovalRow>, Problem> {
         let run = match run {
             Some(id) => Some(self.visible(caller, id).await?),
             None => None,
@@ -762,7 +820,10 @@ impl Shared {
     /// The request `request`, when the caller's tenant may see it.
     async fn request(&self, caller: &Caller, request: &str) -> Result<ApprovalRow, Problem> {
         let not_found = || Problem::not_found(format!("no approval request `{request}`"));
-        let run = request.rsplit_once("-a").map(|(r, _)| r).ok_or_else(not_found)?;
+        let run = request
+            .rsplit_once("-a")
+            .map(|(r, _)| r)
+            .ok_or_else(not_found)?;
         let run = self.visible(caller, run).await.map_err(|_| not_found())?;
         self.app
             .approvals(Some(&run))
@@ -829,7 +890,11 @@ pub async fn approve(
         scope,
         until_ms: body.until_ms,
     };
-    Ok(Json(shared.answer(&caller, &id, &body.args_digest, answer).await?))
+    Ok(Json(
+        shared
+            .answer(&caller, &id, &body.args_digest, answer)
+            .await?,
+    ))
 }
 
 /// `POST /v1/approvals/{id}/deny`.

@@ -251,6 +251,9 @@ mod tests {
         let Err(e) = Principals::from_file(&path) else {
             panic!("accepted a token in clear");
         };
-        assert!(e.contains("principals[0].token") && e.contains("sha256:"), "{e}");
+        assert!(
+            e.contains("principals[0].token") && e.contains("sha256:"),
+            "{e}"
+        );
     }
 }

@@ -153,7 +153,9 @@ struct LoginForm {
 async fn login(State(shared): State<Arc<Shared>>, Form(form): Form<LoginForm>) -> Response {
     let token = form.token.trim();
     let valid = !token.is_empty()
-        && token.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
         && shared.principals.authenticate(Some(token)).is_ok();
     if !valid {
         let mut r = page(
@@ -243,8 +245,8 @@ fn args_table(row: &ApprovalRow, trusted: &BTreeSet<String>) -> String {
             .args
             .pointer(&label.pointer)
             .map_or_else(String::new, value_text);
-        let bad = untrusted(&label.source, trusted)
-            || label.also.iter().any(|s| untrusted(s, trusted));
+        let bad =
+            untrusted(&label.source, trusted) || label.also.iter().any(|s| untrusted(s, trusted));
         let mut origin = label.source.to_string();
         for a in &label.also {
             let _ = write!(origin, ", and {a}");
@@ -422,7 +424,11 @@ async fn control_form(
         return p.into_response();
     }
     let done = match action.as_str() {
-        "cancel" => shared.cancel_run(&caller, &run, "cancelled in the console").await,
+        "cancel" => {
+            shared
+                .cancel_run(&caller, &run, "cancelled in the console")
+                .await
+        }
         "resume" => shared.resume_run(&run).await,
         other => Err(Problem::not_found(format!("no action `{other}`"))),
     };
@@ -435,7 +441,9 @@ async fn control_form(
 /// One event as a timeline line: its type and the few fields a person reads first.
 fn event_line(e: &warrant_core::Event) -> String {
     let v = serde_json::to_value(e).unwrap_or_default();
-    let pick = ["step", "tool", "call", "status", "verdict", "outcome", "request", "reason"];
+    let pick = [
+        "step", "tool", "call", "status", "verdict", "outcome", "request", "reason",
+    ];
     let mut detail = String::new();
     for k in pick {
         if let Some(x) = v.get(k) {
@@ -447,7 +455,11 @@ fn event_line(e: &warrant_core::Event) -> String {
                     .map_or_else(|| x.to_string(), value_text),
                 other => other.to_string(),
             };
-            let _ = write!(detail, " {k}={}", text.chars().take(120).collect::<String>());
+            let _ = write!(
+                detail,
+                " {k}={}",
+                text.chars().take(120).collect::<String>()
+            );
         }
     }
     format!(
@@ -478,7 +490,9 @@ async fn run_page(
         shared.app.log(&run).await,
     ) {
         (Ok(v), Ok(r), Ok(e)) => (v, r, e),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Problem::from(e).into_response(),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return Problem::from(e).into_response();
+        }
     };
     let token = csrf(&shared, &headers);
     let mut body = format!(
@@ -492,7 +506,10 @@ async fn run_page(
         route = esc(&report.route.join(" → ")),
     );
     if caller.principal.may(crate::Role::Operator)
-        && matches!(view.status.as_str(), "running" | "waiting" | "ready" | "interrupted")
+        && matches!(
+            view.status.as_str(),
+            "running" | "waiting" | "ready" | "interrupted"
+        )
     {
         let _ = write!(
             body,
@@ -600,7 +617,11 @@ async fn report_page(
          {decisions} decisions, {calls} calls, {events} events.</p>",
         id = esc(&run.0),
         o = esc(&outcome),
-        conf = if report.conformant { "" } else { " (not conformant)" },
+        conf = if report.conformant {
+            ""
+        } else {
+            " (not conformant)"
+        },
         objective = esc(&report.spec.objective),
         route = esc(&report.route.join(" → ")),
         elapsed = report.timings.elapsed_ms,

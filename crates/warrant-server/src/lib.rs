@@ -117,14 +117,17 @@ impl Server {
             }
         };
         if config.max_runs == 0 {
-            return Err(ServerError::Invalid("`--max-runs` must be at least 1".into()));
+            return Err(ServerError::Invalid(
+                "`--max-runs` must be at least 1".into(),
+            ));
         }
-        let specs = match &config.specs {
-            Some(dir) => Some(std::fs::canonicalize(dir).map_err(|e| {
-                ServerError::Invalid(format!("--specs `{}`: {e}", dir.display()))
-            })?),
-            None => None,
-        };
+        let specs =
+            match &config.specs {
+                Some(dir) => Some(std::fs::canonicalize(dir).map_err(|e| {
+                    ServerError::Invalid(format!("--specs `{}`: {e}", dir.display()))
+                })?),
+                None => None,
+            };
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
@@ -202,10 +205,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/runs/{id}/events", get(api::events))
         .route("/v1/runs/{id}/cancel", post(api::cancel))
         .route("/v1/runs/{id}/resume", post(api::resume))
-        .route(
-            "/v1/runs/{id}/calls/{call}/reconcile",
-            post(api::reconcile),
-        )
+        .route("/v1/runs/{id}/calls/{call}/reconcile", post(api::reconcile))
         .route("/v1/approvals", get(api::approvals))
         .route("/v1/approvals/{id}/approve", post(api::approve))
         .route("/v1/approvals/{id}/deny", post(api::deny))
@@ -269,7 +269,10 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
@@ -285,7 +288,9 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
         .await;
     match (store, shared.ready.load(Ordering::SeqCst)) {
         (Ok(_), true) => "ready\n".into_response(),
-        (Err(e), _) => Problem::unavailable(format!("the store does not answer: {e}")).into_response(),
+        (Err(e), _) => {
+            Problem::unavailable(format!("the store does not answer: {e}")).into_response()
+        }
         (Ok(_), false) => Problem::unavailable("re-entering interrupted runs").into_response(),
     }
 }
@@ -366,7 +371,10 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "warrant_runs_held",
         "Runs held by this server now (driving or waiting).",
         "gauge",
-        vec![(String::new(), u64::try_from(shared.runner.held()).unwrap_or(u64::MAX))],
+        vec![(
+            String::new(),
+            u64::try_from(shared.runner.held()).unwrap_or(u64::MAX),
+        )],
     );
     let pending = shared
         .app

@@ -34,7 +34,12 @@ struct Op {
     stream: bool,
 }
 
-const fn op(method: &'static str, path: &'static str, summary: &'static str, role: &'static str) -> Op {
+const fn op(
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    role: &'static str,
+) -> Op {
     Op {
         method,
         path,
@@ -52,59 +57,119 @@ fn ops() -> Vec<Op> {
         Op {
             body: Some(schema::<api::StartRun>),
             answer: Some(schema::<api::RunRef>),
-            ..op("post", "/v1/runs", "Start a run (an `Idempotency-Key` header returns the same run for the same key and body; 409 for another body).", "runner")
+            ..op(
+                "post",
+                "/v1/runs",
+                "Start a run (an `Idempotency-Key` header returns the same run for the same key and body; 409 for another body).",
+                "runner",
+            )
         },
         Op {
             query: Some(schema::<api::RunsQuery>),
             answer: Some(schema::<api::RunsPage>),
-            ..op("get", "/v1/runs", "The tenant's runs, newest first, a page at a time.", "viewer")
+            ..op(
+                "get",
+                "/v1/runs",
+                "The tenant's runs, newest first, a page at a time.",
+                "viewer",
+            )
         },
         Op {
             answer: Some(schema::<Value>),
-            ..op("get", "/v1/runs/{id}", "One run: status, steps, calls, what it waits on.", "viewer")
+            ..op(
+                "get",
+                "/v1/runs/{id}",
+                "One run: status, steps, calls, what it waits on.",
+                "viewer",
+            )
         },
         Op {
             answer: Some(schema::<warrant_core::report::RunReport>),
-            ..op("get", "/v1/runs/{id}/report", "The run's evidence report (`warrant.run-report/1`).", "viewer")
+            ..op(
+                "get",
+                "/v1/runs/{id}/report",
+                "The run's evidence report (`warrant.run-report/1`).",
+                "viewer",
+            )
         },
         Op {
             query: Some(schema::<api::EventsQuery>),
             answer: Some(schema::<api::EventsPage>),
             stream: true,
-            ..op("get", "/v1/runs/{id}/events", "The run's events: a JSON page, or Server-Sent Events with `Accept: text/event-stream` (id = sequence number; resume with `Last-Event-ID` or `?from=`; closes after the last event).", "viewer")
+            ..op(
+                "get",
+                "/v1/runs/{id}/events",
+                "The run's events: a JSON page, or Server-Sent Events with `Accept: text/event-stream` (id = sequence number; resume with `Last-Event-ID` or `?from=`; closes after the last event).",
+                "viewer",
+            )
         },
         Op {
             body: Some(schema::<api::CancelBody>),
             answer: Some(schema::<api::RunRef>),
-            ..op("post", "/v1/runs/{id}/cancel", "Cancel a run (200 once cancelled; 202 while the process driving it has not acted).", "operator")
+            ..op(
+                "post",
+                "/v1/runs/{id}/cancel",
+                "Cancel a run (200 once cancelled; 202 while the process driving it has not acted).",
+                "operator",
+            )
         },
         Op {
             answer: Some(schema::<api::RunRef>),
-            ..op("post", "/v1/runs/{id}/resume", "Re-enter a run no process drives.", "operator")
+            ..op(
+                "post",
+                "/v1/runs/{id}/resume",
+                "Re-enter a run no process drives.",
+                "operator",
+            )
         },
         Op {
             body: Some(schema::<api::ReconcileBody>),
             answer: Some(schema::<api::RunRef>),
-            ..op("post", "/v1/runs/{id}/calls/{call}/reconcile", "Record whether a call in doubt happened (and resend one that did not).", "operator")
+            ..op(
+                "post",
+                "/v1/runs/{id}/calls/{call}/reconcile",
+                "Record whether a call in doubt happened (and resend one that did not).",
+                "operator",
+            )
         },
         Op {
             query: Some(schema::<api::ApprovalsQuery>),
             answer: Some(schema::<Vec<Value>>),
-            ..op("get", "/v1/approvals", "Pending approval requests of the tenant, or every request of one run.", "viewer")
+            ..op(
+                "get",
+                "/v1/approvals",
+                "Pending approval requests of the tenant, or every request of one run.",
+                "viewer",
+            )
         },
         Op {
             body: Some(schema::<api::ApproveBody>),
             answer: Some(schema::<api::AnswerResult>),
-            ..op("post", "/v1/approvals/{id}/approve", "Approve, sending the digest of the arguments shown (another digest is 409).", "approver")
+            ..op(
+                "post",
+                "/v1/approvals/{id}/approve",
+                "Approve, sending the digest of the arguments shown (another digest is 409).",
+                "approver",
+            )
         },
         Op {
             body: Some(schema::<api::DenyBody>),
             answer: Some(schema::<api::AnswerResult>),
-            ..op("post", "/v1/approvals/{id}/deny", "Deny, with a reason.", "approver")
+            ..op(
+                "post",
+                "/v1/approvals/{id}/deny",
+                "Deny, with a reason.",
+                "approver",
+            )
         },
         op("get", "/v1/openapi.json", "This document.", "any"),
         op("get", "/healthz", "The process answers.", "any"),
-        op("get", "/readyz", "The store answers and start-up re-entry is done.", "any"),
+        op(
+            "get",
+            "/readyz",
+            "The store answers and start-up re-entry is done.",
+            "any",
+        ),
         op("get", "/metrics", "Prometheus text format.", "any"),
     ]
 }
@@ -134,7 +199,9 @@ pub fn build() -> Value {
             let target = resolve(&g, &s);
             if let Some(props) = target.get("properties").and_then(Value::as_object) {
                 for (name, schema) in props {
-                    parameters.push(json!({"name": name, "in": "query", "required": false, "schema": schema}));
+                    parameters.push(
+                        json!({"name": name, "in": "query", "required": false, "schema": schema}),
+                    );
                 }
             }
         }
@@ -152,7 +219,10 @@ pub fn build() -> Value {
             content.insert("application/json".into(), json!({"schema": a(&mut g)}));
         }
         if o.stream {
-            content.insert("text/event-stream".into(), json!({"schema": {"type": "string"}}));
+            content.insert(
+                "text/event-stream".into(),
+                json!({"schema": {"type": "string"}}),
+            );
         }
         let ok = if content.is_empty() {
             json!({"description": "OK"})

@@ -17,10 +17,10 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use warrant_app::{App, Prepared};
 use warrant_core::event::{Event, EventKind};
 use warrant_core::ids::RunId;
-use warrant_core::ports::IdGen;
 use warrant_core::ports::Clock as _;
-use warrant_engine::{Engine, SystemClock};
+use warrant_core::ports::IdGen;
 use warrant_engine::time::TimeOrderedIds;
+use warrant_engine::{Engine, SystemClock};
 
 use crate::problem::Problem;
 

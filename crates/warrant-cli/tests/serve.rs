@@ -1,0 +1,658 @@
+//! `warrant serve` from outside, over loopback HTTP: runs started and followed through the
+//! API, approvals bound to the digest shown, tenants and roles, bad input, the store shared
+//! with the CLI, and a restart that loses nothing.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "tests"
+)]
+
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::*;
+
+/// A `warrant serve` process, stopped (SIGKILL) when dropped.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(store: &Path, extra: &[&str]) -> Served {
+    let specs = root().join("examples");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", store)
+        .env_remove("WARRANT_FAULT")
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(&specs)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    Served { child, base }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Sends `req` with `token` (if any): the status and the JSON body.
+async fn call(req: reqwest::RequestBuilder, token: Option<&str>) -> (StatusCode, Value) {
+    let req = match token {
+        Some(t) => req.bearer_auth(t),
+        None => req,
+    };
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    let problem = r
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("application/problem+json"));
+    let text = r.text().await.unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if !status.is_success() {
+        assert!(problem, "{status}: not problem+json: {body}");
+        assert_eq!(body["status"], status.as_u16(), "{body}");
+        assert!(
+            body["type"]
+                .as_str()
+                .unwrap()
+                .starts_with("urn:warrant:problem:"),
+            "{body}"
+        );
+    }
+    (status, body)
+}
+
+async fn start(s: &Served, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+    call(
+        client().post(format!("{}/v1/runs", s.base)).json(&body),
+        token,
+    )
+    .await
+}
+
+fn pay_rent() -> Value {
+    json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]})
+}
+
+/// Waits until run `id` has status `want` (bounded).
+async fn until_status(s: &Served, token: Option<&str>, id: &str, want: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let (st, v) = call(client().get(format!("{}/v1/runs/{id}", s.base)), token).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        if v["status"] == want {
+            return v;
+        }
+        last = v;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {id} never reached `{want}`: {last}");
+}
+
+/// Reads an SSE stream until it closes: each message's id and event.
+async fn follow(
+    base: &str,
+    id: &str,
+    last_event_id: Option<u64>,
+    stop_after: Option<usize>,
+) -> Vec<(u64, Value)> {
+    let mut req = client()
+        .get(format!("{base}/v1/runs/{id}/events"))
+        .header("accept", "text/event-stream");
+    if let Some(l) = last_event_id {
+        req = req.header("last-event-id", l.to_string());
+    }
+    let mut r = req.send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let mut seq = None;
+            let mut data = None;
+            for line in frame.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    seq = Some(v.parse::<u64>().unwrap());
+                }
+                if let Some(v) = line.strip_prefix("data: ") {
+                    data = Some(serde_json::from_str::<Value>(v).unwrap());
+                }
+            }
+            if let (Some(seq), Some(data)) = (seq, data) {
+                assert_eq!(
+                    data["seq"], seq,
+                    "the SSE id is the event's sequence number"
+                );
+                out.push((seq, data));
+                if stop_after.is_some_and(|n| out.len() >= n) {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn digest_of(approvals: &Value, i: usize) -> (String, String) {
+    (
+        approvals[i]["request"].as_str().unwrap().to_owned(),
+        approvals[i]["args_digest"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest_shown_and_streams_every_event_once()
+ {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &[]);
+    let (st, started) = start(&s, None, pay_rent()).await;
+    assert_eq!(st, StatusCode::CREATED, "{started}");
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+
+    // A follower from the start, in a task, while the run waits and then goes on.
+    let follower = {
+        let (base, id) = (s.base.clone(), id.clone());
+        tokio::spawn(async move { follow(&base, &id, None, None).await })
+    };
+
+    let (_, approvals) = call(client().get(format!("{}/v1/approvals", s.base)), None).await;
+    assert_eq!(approvals.as_array().unwrap().len(), 1, "{approvals}");
+    let (request, digest) = digest_of(&approvals, 0);
+    // Arguments the person did not see: refused, nothing recorded.
+    let (st, p) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": "sha256:0000"})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{p}");
+    assert_eq!(p["type"], "urn:warrant:problem:digest-mismatch");
+    until_status(&s, None, &id, "waiting").await;
+    let (st, a) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{a}");
+    assert_eq!(a["recorded"], true);
+    until_status(&s, None, &id, "attained").await;
+    // The same approval again changes nothing.
+    let (st, again) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        None,
+    )
+    .await;
+    assert!(
+        st == StatusCode::OK && again["recorded"] == false || st == StatusCode::CONFLICT,
+        "{st} {again}"
+    );
+
+    let events = follower.await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|(s, _)| *s).collect();
+    let n = seqs.len() as u64;
+    assert_eq!(
+        seqs,
+        (1..=n).collect::<Vec<_>>(),
+        "every event once, in order, no gap"
+    );
+    assert_eq!(events.last().unwrap().1["type"], "run_finished");
+    let resolved: Vec<&Value> = events
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| e["type"] == "approval_resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(
+        resolved[0]["by"], "local/local",
+        "the log names who approved"
+    );
+    let dispatched = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "call_dispatched" && e["effect"] == "commit")
+        .count();
+    assert_eq!(dispatched, 1, "the transfer happened once");
+
+    // The JSON page and the report agree with the stream.
+    let (_, page) = call(
+        client().get(format!("{}/v1/runs/{id}/events?from=5&limit=3", s.base)),
+        None,
+    )
+    .await;
+    assert_eq!(page["events"].as_array().unwrap().len(), 3);
+    assert_eq!(page["events"][0]["seq"], 5);
+    assert_eq!(page["next"], 8);
+    assert_eq!(page["finished"], false);
+    let (_, report) = call(
+        client().get(format!("{}/v1/runs/{id}/report", s.base)),
+        None,
+    )
+    .await;
+    assert_eq!(report["format"], "warrant.run-report/1");
+    assert_eq!(report["outcome"]["outcome"], "attained", "{report}");
+
+    // A follower that comes back with Last-Event-ID sees only what followed.
+    let rest = follow(&s.base, &id, Some(n - 3), None).await;
+    let rest: Vec<u64> = rest.iter().map(|(s, _)| *s).collect();
+    assert_eq!(rest, vec![n - 2, n - 1, n]);
+}
+
+fn principals(dir: &Path, entries: &[(&str, &str, &str, &[&str])]) -> PathBuf {
+    let path = dir.join("principals.yaml");
+    let mut text = String::from("principals:\n");
+    for (token, tenant, user, roles) in entries {
+        let digest = warrant_server::token_digest(token);
+        text.push_str(&format!(
+            "  - {{token: 'sha256:{digest}', tenant: {tenant}, user: {user}, roles: [{}]}}\n",
+            roles.join(", ")
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_sees_and_acts_on_its_own_runs_only_and_roles_gate_every_action() {
+    let (dir, store) = scratch();
+    let all: &[(&str, &str, &str, &[&str])] = &[
+        ("tok-ann", "acme", "ann", &["runner", "approver"]),
+        ("tok-vic", "acme", "vic", &["viewer"]),
+        ("tok-ops", "acme", "ops", &["operator"]),
+        (
+            "tok-eve",
+            "globex",
+            "eve",
+            &["runner", "approver", "operator"],
+        ),
+    ];
+    let file = principals(dir.path(), all);
+    let s = serve(&store, &["--principals", file.to_str().unwrap()]);
+    let ann = Some("tok-ann");
+    let eve = Some("tok-eve");
+
+    // No token, a forged one: 401.
+    let (st, _) = call(client().get(format!("{}/v1/runs", s.base)), None).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let (st, _) = call(
+        client().get(format!("{}/v1/runs", s.base)),
+        Some("tok-forged"),
+    )
+    .await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    // A viewer cannot start a run.
+    let (st, p) = start(&s, Some("tok-vic"), pay_rent()).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{p}");
+
+    let (st, started) = start(&s, ann, pay_rent()).await;
+    assert_eq!(st, StatusCode::CREATED, "{started}");
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    let run = until_status(&s, ann, &id, "waiting").await;
+    let request = run["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let digest = run["approvals"][0]["args_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Another tenant: every endpoint answers as if the run did not exist.
+    for path in [
+        format!("/v1/runs/{id}"),
+        format!("/v1/runs/{id}/report"),
+        format!("/v1/runs/{id}/events"),
+        format!("/v1/approvals?run={id}"),
+    ] {
+        let (st, p) = call(client().get(format!("{}{path}", s.base)), eve).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}: {p}");
+    }
+    for (path, body) in [
+        (format!("/v1/runs/{id}/cancel"), json!({})),
+        (format!("/v1/runs/{id}/resume"), json!({})),
+        (
+            format!("/v1/runs/{id}/calls/c2/reconcile"),
+            json!({"happened": true}),
+        ),
+        (
+            format!("/v1/approvals/{request}/approve"),
+            json!({"args_digest": digest}),
+        ),
+        (
+            format!("/v1/approvals/{request}/deny"),
+            json!({"args_digest": digest}),
+        ),
+    ] {
+        let (st, p) = call(client().post(format!("{}{path}", s.base)).json(&body), eve).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}: {p}");
+    }
+    let (_, runs) = call(client().get(format!("{}/v1/runs", s.base)), eve).await;
+    assert_eq!(runs["runs"], json!([]), "{runs}");
+    let (_, approvals) = call(client().get(format!("{}/v1/approvals", s.base)), eve).await;
+    assert_eq!(approvals, json!([]));
+
+    // Roles within the tenant: a viewer sees but cannot approve; an approver cannot cancel.
+    let (_, runs) = call(client().get(format!("{}/v1/runs", s.base)), Some("tok-vic")).await;
+    assert_eq!(runs["runs"][0]["run_id"], id.as_str());
+    let (st, _) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        Some("tok-vic"),
+    )
+    .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let (st, _) = call(
+        client().post(format!("{}/v1/runs/{id}/cancel", s.base)),
+        ann,
+    )
+    .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    until_status(&s, ann, &id, "waiting").await;
+
+    // A request from another site is refused whoever sends it.
+    let (st, _) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .header("sec-fetch-site", "cross-site")
+            .json(&json!({"args_digest": digest})),
+        ann,
+    )
+    .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+
+    // A removed principal's token stops working.
+    std::thread::sleep(Duration::from_millis(20));
+    principals(dir.path(), &all[1..]);
+    let f = std::fs::File::options().append(true).open(&file).unwrap();
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    let (st, _) = call(client().get(format!("{}/v1/runs/{id}", s.base)), ann).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+
+    // The operator of the tenant cancels; the log names them.
+    let (st, c) = call(
+        client()
+            .post(format!("{}/v1/runs/{id}/cancel", s.base))
+            .json(&json!({"reason": "wrong month"})),
+        Some("tok-ops"),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{c}");
+    assert_eq!(c["status"], "cancelled");
+    let (_, page) = call(
+        client().get(format!("{}/v1/runs/{id}/events", s.base)),
+        Some("tok-ops"),
+    )
+    .await;
+    let last = page["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["outcome"], "cancelled", "{last}");
+    assert_eq!(last["by"], "acme/ops", "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_problem_that_says_what_is_wrong_and_writes_nothing() {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &["--body-limit", "4096"]);
+    let url = format!("{}/v1/runs", s.base);
+    let raw = |body: &str| {
+        client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+    let (st, p) = call(raw("{not json"), None).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{p}");
+    let (st, p) = call(
+        raw(r#"{"spec_path": "pay-rent/spec.yaml", "colour": 1}"#),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("colour"), "{p}");
+    let (st, p) = call(
+        raw(&format!("{{\"spec\": \"{}\"}}", "x".repeat(5000))),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE, "{p}");
+    let (st, p) = call(
+        client()
+            .post(&url)
+            .header("content-type", "text/plain")
+            .body("{}"),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{p}");
+    // A spec that does not validate: 422 with what `warrant validate` says.
+    let (st, p) = start(
+        &s,
+        None,
+        json!({"spec": "version: warrant/v1\nid: x\nobjective: o\nproviders: {bank: {reference: bank}}\nsteps: [{id: a, provider: nowhere, tools: [t]}]\n"}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("nowhere"), "{p}");
+    // Paths out of the specs folder.
+    for body in [
+        json!({"spec_path": "../Cargo.toml"}),
+        json!({"spec_path": "/etc/passwd"}),
+        json!({"spec_path": "pay-rent/spec.yaml", "decider": "scripted:../../etc/passwd"}),
+    ] {
+        let (st, p) = start(&s, None, body.clone()).await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {p}");
+    }
+    for path in [
+        "/v1/runs/r-nope",
+        "/v1/runs/r-nope/report",
+        "/v1/runs/r-nope/events",
+        "/v1/nothing",
+    ] {
+        let (st, _) = call(client().get(format!("{}{path}", s.base)), None).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}");
+    }
+    let (st, p) = call(client().delete(format!("{}/v1/runs", s.base)), None).await;
+    assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED, "{p}");
+    let (st, p) = call(client().get(format!("{}/v1/runs?limit=x", s.base)), None).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{p}");
+    let (st, p) = call(client().get(format!("{}/v1/runs?cursor=zz", s.base)), None).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{p}");
+    // Nothing was written.
+    let (_, runs) = call(client().get(&url), None).await;
+    assert_eq!(runs["runs"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_returns_the_same_run_and_refuses_another_body() {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &[]);
+    let url = format!("{}/v1/runs", s.base);
+    let (st, first) = call(
+        client()
+            .post(&url)
+            .header("idempotency-key", "k1")
+            .json(&pay_rent()),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED);
+    let (st, again) = call(
+        client()
+            .post(&url)
+            .header("idempotency-key", "k1")
+            .json(&pay_rent()),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(again["run_id"], first["run_id"]);
+    let (st, p) = call(
+        client()
+            .post(&url)
+            .header("idempotency-key", "k1")
+            .json(&json!({"spec_path": "pay-rent/spec.yaml"})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{p}");
+    let (_, runs) = call(client().get(&url), None).await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_non_loopback_address_without_principals_is_refused() {
+    let (_dir, store) = scratch();
+    let o = warrant(&store, &["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--principals"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_and_the_server_share_the_store_and_a_restart_loses_nothing() {
+    let (_dir, store) = scratch();
+    // A run the CLI started waits; the server answers it and drives it to its end.
+    let waiting = ask_transfer(&store);
+    let cli_run = waiting["run_id"].as_str().unwrap().to_owned();
+    let s = serve(&store, &[]);
+    let (_, approvals) = call(
+        client().get(format!("{}/v1/approvals?run={cli_run}", s.base)),
+        None,
+    )
+    .await;
+    let (request, digest) = digest_of(&approvals, 0);
+    let (st, _) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    until_status(&s, None, &cli_run, "attained").await;
+
+    // A run the server started waits; the CLI approves it; the server sees and finishes it.
+    let (_, started) = start(&s, None, pay_rent()).await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+    let (_, run) = call(client().get(format!("{}/v1/runs/{id}", s.base)), None).await;
+    let request = run["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let o = warrant(&store, &["approve", &request]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    until_status(&s, None, &id, "attained").await;
+
+    // A third waits; the server is killed; it is approved while no server runs; a new
+    // server re-enters it, and a follower that reconnects misses nothing and repeats nothing.
+    let (_, started) = start(&s, None, pay_rent()).await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+    let before = follow(&s.base, &id, None, Some(3)).await;
+    let seen = before.last().unwrap().0;
+    drop(s);
+    let approvals = json(&warrant(&store, &["approvals", "--json"]));
+    let request = approvals
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["run"] == id.as_str())
+        .unwrap()["request"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = warrant(&store, &["approve", &request]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = serve(&store, &[]);
+    let rest = follow(&s.base, &id, Some(seen), None).await;
+    let all: Vec<u64> = before.iter().chain(rest.iter()).map(|(s, _)| *s).collect();
+    let n = all.len() as u64;
+    assert_eq!(
+        all,
+        (1..=n).collect::<Vec<_>>(),
+        "once each, in order, no gap"
+    );
+    assert_eq!(rest.last().unwrap().1["outcome"], "attained");
+    let commits = rest
+        .iter()
+        .filter(|(_, e)| e["type"] == "call_dispatched" && e["effect"] == "commit")
+        .count();
+    assert_eq!(commits, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_names_every_route_the_server_answers() {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &[]);
+    let (st, doc) = call(client().get(format!("{}/v1/openapi.json", s.base)), None).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 12, "{}", paths.len());
+    for (path, ops) in paths {
+        let concrete = path.replace("{id}", "r-unknown").replace("{call}", "c1");
+        for method in ops.as_object().unwrap().keys() {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = client()
+                .request(m, format!("{}{concrete}", s.base))
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            let body = r.text().await.unwrap();
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            assert!(
+                !body.contains("nothing here"),
+                "{method} {path}: not routed"
+            );
+        }
+    }
+    // Every schema a path refers to is in the components.
+    let text = doc.to_string();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for r in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let name = r.split('"').next().unwrap();
+        assert!(schemas.contains_key(name), "missing schema {name}");
+    }
+}
