@@ -243,6 +243,8 @@ async fn same_origin(
         let foreign_origin = h
             .get(header::ORIGIN)
             .and_then(|v| v.to_str().ok())
+            // `null`: an origin the browser keeps to itself; `Sec-Fetch-Site` says the rest.
+            .filter(|o| *o != "null")
             .is_some_and(|o| {
                 let authority = o.split_once("://").map_or(o, |(_, a)| a);
                 Some(authority) != host
@@ -271,7 +273,7 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     response
 }

@@ -1,0 +1,423 @@
+//! The web console in a real browser: headless Chromium from the system's packages, driven
+//! over WebDriver (chromedriver) with plain HTTP requests. A person logs in with a token,
+//! sees the argument an untrusted provider wrote flagged in the approvals inbox, approves,
+//! and watches the run reach `attained` on its page through the event stream, without a
+//! reload; a second tenant's session sees none of it.
+//!
+//! `./test` installs `chromium` and `chromium-driver` when they are missing.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "tests"
+)]
+
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The WebDriver element key.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A browser session over WebDriver.
+struct Browser {
+    http: reqwest::Client,
+    session: String,
+    _driver: Proc,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let driver_bin = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("chromedriver is installed (`./test` installs chromium-driver)");
+        let port = free_port();
+        let driver = Proc(
+            Command::new(driver_bin)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await
+                && r.json::<Value>().await.unwrap()["value"]["ready"] == true
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+            }
+        }}});
+        let r: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = r["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no browser session: {r}"))
+            .to_owned();
+        let b = Browser {
+            http,
+            session: format!("{base}/session/{session}"),
+            _driver: driver,
+        };
+        // Elements are looked for until they appear (bounded), as a person waits for a page.
+        b.cmd(
+            reqwest::Method::POST,
+            "/timeouts",
+            Some(json!({"implicit": 10_000, "pageLoad": 30_000})),
+        )
+        .await;
+        b
+    }
+
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.session));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().await.unwrap().json().await.unwrap();
+        if let Some(e) = v["value"]["error"].as_str()
+            && e != "no such element"
+        {
+            panic!("WebDriver {path}: {e}: {}", v["value"]["message"]);
+        }
+        v["value"].clone()
+    }
+
+    async fn go(&self, url: &str) {
+        self.cmd(reqwest::Method::POST, "/url", Some(json!({"url": url})))
+            .await;
+    }
+
+    async fn find(&self, css: &str) -> Option<String> {
+        let v = self
+            .cmd(
+                reqwest::Method::POST,
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        v[ELEMENT].as_str().map(str::to_owned)
+    }
+
+    async fn text(&self, css: &str) -> String {
+        let e = self
+            .find(css)
+            .await
+            .unwrap_or_else(|| panic!("no `{css}` on the page: {}", self.html()));
+        self.cmd(reqwest::Method::GET, &format!("/element/{e}/text"), None)
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn html(&self) -> String {
+        // Synchronous for use in messages: a second client, blocking on its own thread.
+        let session = self.session.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let v: Value = reqwest::Client::new()
+                    .post(format!("{session}/execute/sync"))
+                    .json(&json!({"script": "return location.href + ' ' + document.documentElement.outerHTML;", "args": []}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                v["value"].to_string()
+            })
+        })
+        .join()
+        .unwrap()
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let Some(e) = self.find(css).await else {
+            let page = self
+                .script("return document.documentElement.outerHTML;")
+                .await;
+            panic!("no `{css}` on the page: {page}");
+        };
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{e}/value"),
+            Some(json!({"text": text})),
+        )
+        .await;
+    }
+
+    async fn click(&self, css: &str) {
+        let e = self
+            .find(css)
+            .await
+            .unwrap_or_else(|| panic!("no `{css}` to click"));
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{e}/click"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    async fn script(&self, js: &str) -> Value {
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({"script": js, "args": []})),
+        )
+        .await
+    }
+
+    async fn body(&self) -> String {
+        self.text("body").await
+    }
+
+    /// Waits (bounded) until `css`'s text is `want`.
+    async fn until_text(&self, css: &str, want: &str) {
+        let mut last = String::new();
+        for _ in 0..200 {
+            last = self.text(css).await;
+            if last == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("`{css}` never showed `{want}`: last `{last}`");
+    }
+
+    async fn window(&self) -> String {
+        self.cmd(reqwest::Method::GET, "/window", None)
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn new_tab(&self) -> String {
+        let h = self
+            .cmd(
+                reqwest::Method::POST,
+                "/window/new",
+                Some(json!({"type": "tab"})),
+            )
+            .await;
+        h["handle"].as_str().unwrap().to_owned()
+    }
+
+    async fn switch(&self, handle: &str) {
+        self.cmd(
+            reqwest::Method::POST,
+            "/window",
+            Some(json!({"handle": handle})),
+        )
+        .await;
+    }
+
+    async fn log_in(&self, base: &str, token: &str) {
+        self.cmd(reqwest::Method::DELETE, "/cookie", None).await;
+        self.go(&format!("{base}/login")).await;
+        self.type_into("input[name=token]", token).await;
+        self.click("form.login button").await;
+    }
+}
+
+impl Drop for Browser {
+    /// Ends the session (Chromium exits with it) before the driver is killed, also when a
+    /// test fails: a plain HTTP request, no runtime needed.
+    fn drop(&mut self) {
+        use std::io::{Read as _, Write as _};
+        let Some((host, path)) = self
+            .session
+            .strip_prefix("http://")
+            .and_then(|s| s.split_once('/'))
+        else {
+            return;
+        };
+        if let Ok(mut tcp) = std::net::TcpStream::connect(host) {
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+            let _ = write!(
+                tcp,
+                "DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = tcp.read_to_end(&mut Vec::new());
+        }
+    }
+}
+
+const SPEC: &str = "
+version: warrant/v1
+id: pay-rent-untrusted
+objective: Pay this month's rent of 950 EUR to DE89370400440532013000.
+decider: scripted:script.yaml
+profile: untrusted-input
+providers:
+  bank: {reference: bank}
+steps:
+  - id: pay
+    provider: bank
+    tools: [balance, read_statement, transfer]
+";
+
+/// A decider that obeys what it read: it pays the account the statement names.
+const SCRIPT: &str = "
+steps:
+  pay:
+    - call: read_statement
+    - call: transfer
+      args: {to: DE44500105175407324931, amount: 950, memo: rent}
+    - done: paid
+";
+
+fn serve(store: &Path, specs: &Path, principals: &Path) -> (Proc, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .env("WARRANT_STORE", store)
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(specs)
+        .arg("--principals")
+        .arg(principals)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    (Proc(child), base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
+    let (dir, store) = scratch();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    std::fs::write(specs.join("spec.yaml"), SPEC).unwrap();
+    std::fs::write(specs.join("script.yaml"), SCRIPT).unwrap();
+    let principals = dir.path().join("principals.yaml");
+    std::fs::write(
+        &principals,
+        format!(
+            "principals:\n  - {{token: 'sha256:{}', tenant: acme, user: ann, roles: [runner, approver, operator]}}\n  - {{token: 'sha256:{}', tenant: globex, user: eve, roles: [runner, approver, operator]}}\n",
+            warrant_server::token_digest("tok-ann"),
+            warrant_server::token_digest("tok-eve"),
+        ),
+    )
+    .unwrap();
+    let (_server, base) = serve(&store, &specs, &principals);
+    let api = reqwest::Client::new();
+    let started: Value = api
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("tok-ann")
+        .json(&json!({"spec_path": "spec.yaml"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+
+    let b = Browser::start().await;
+    b.log_in(&base, "tok-ann").await;
+    b.until_text("[data-run] td a", &run).await;
+
+    // The run's page, open while the run waits: it follows the events.
+    let run_tab = b.window().await;
+    b.go(&format!("{base}/runs/{run}")).await;
+    b.until_text("#status", "waiting").await;
+    b.script("window.__notReloaded = true; return 1;").await;
+
+    // The inbox, in another tab: the recipient came from the bank's statement, and says so.
+    let inbox = b.new_tab().await;
+    b.switch(&inbox).await;
+    b.go(&format!("{base}/approvals")).await;
+    let flagged = b.text("tr.untrusted").await;
+    assert!(
+        flagged.contains("/to") && flagged.contains("DE44500105175407324931"),
+        "{flagged}"
+    );
+    assert!(flagged.to_lowercase().contains("untrusted"), "{flagged}");
+    assert!(flagged.contains("bank"), "it names the provider: {flagged}");
+    let digest = b.text(".digest code").await;
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    b.click("button[value=once]").await;
+
+    // Back on the run's page, never reloaded: the stream brought it to its outcome.
+    b.switch(&run_tab).await;
+    b.until_text("#status", "attained").await;
+    assert_eq!(
+        b.script("return window.__notReloaded === true;").await,
+        json!(true),
+        "the page was not reloaded"
+    );
+    let timeline = b.text("#timeline").await;
+    assert!(timeline.contains("approval_resolved") && timeline.contains("run_finished"));
+
+    // A form without its CSRF token is refused, even with the session's cookie.
+    let refused = api
+        .post(format!("{base}/console/runs/{run}/resume"))
+        .header("cookie", "warrant_token=tok-ann")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("csrf=forged")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::FORBIDDEN);
+
+    // Another tenant's session sees neither the run nor its approval.
+    b.log_in(&base, "tok-eve").await;
+    assert!(!b.body().await.contains(&run));
+    b.go(&format!("{base}/approvals")).await;
+    assert!(b.body().await.contains("Nothing waits"));
+    b.go(&format!("{base}/runs/{run}")).await;
+    assert!(b.body().await.contains("not-found"), "{}", b.body().await);
+    // Logged out, the console asks for a token.
+    b.cmd(reqwest::Method::DELETE, "/cookie", None).await;
+    b.go(&format!("{base}/approvals")).await;
+    assert!(b.find("input[name=token]").await.is_some());
+}
