@@ -281,6 +281,10 @@ pub struct ServeArgs {
     /// next start).
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub grace: u64,
+    /// Seconds a client has to send a request's headers, and then its body; a slower one
+    /// is disconnected (or answered 408).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub client_timeout: u64,
     /// Print the `sha256:` digest of the token read from stdin (for a principals file), and
     /// exit.
     #[arg(long)]

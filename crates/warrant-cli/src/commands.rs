@@ -1189,6 +1189,7 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
         models: MODELS.get().cloned().flatten(),
         body_limit: args.body_limit,
         grace: std::time::Duration::from_secs(args.grace),
+        client_timeout: std::time::Duration::from_secs(args.client_timeout),
     };
     let store: Arc<dyn warrant_core::ports::EventStore> = Arc::new(open_store(store_path)?);
     let server = warrant_server::Server::bind(config, store)

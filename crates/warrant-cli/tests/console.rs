@@ -138,16 +138,20 @@ impl Browser {
         v[ELEMENT].as_str().map(str::to_owned)
     }
 
+    /// The rendered text of the first element `css` selects, waiting (bounded) for one: read
+    /// in the page, so a list the page re-renders never leaves a stale reference.
     async fn text(&self, css: &str) -> String {
-        let e = self
-            .find(css)
-            .await
-            .unwrap_or_else(|| panic!("no `{css}` on the page: {}", self.html()));
-        self.cmd(reqwest::Method::GET, &format!("/element/{e}/text"), None)
-            .await
-            .as_str()
-            .unwrap()
-            .to_owned()
+        let js = format!(
+            "const e = document.querySelector({}); return e ? e.innerText : null;",
+            json!(css)
+        );
+        for _ in 0..200 {
+            if let Value::String(t) = self.script(&js).await {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no `{css}` on the page: {}", self.html());
     }
 
     fn html(&self) -> String {

@@ -276,6 +276,9 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
     .await;
     assert_eq!(report["format"], "warrant.run-report/1");
     assert_eq!(report["outcome"]["outcome"], "attained", "{report}");
+    // Held by the server while it waited: the providers it answered with are the ones it
+    // started with, and the report has nothing to warn of.
+    assert!(report.get("warnings").is_none(), "{report}");
 
     // A follower that comes back with Last-Event-ID sees only what followed.
     let rest = follow(&s.base, &id, Some(n - 3), None).await;
@@ -430,6 +433,34 @@ async fn a_tenant_sees_and_acts_on_its_own_runs_only_and_roles_gate_every_action
     let last = page["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["outcome"], "cancelled", "{last}");
     assert_eq!(last["by"], "acme/ops", "{last}");
+
+    // The log is the audit trail: the tenant's control actions, by whom; none of another's.
+    let (_, audit) = call(
+        client().get(format!("{}/v1/audit", s.base)),
+        Some("tok-vic"),
+    )
+    .await;
+    let actions: Vec<(String, String)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["action"].as_str().unwrap().into(),
+                a["by"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("start".into(), "acme/ann".into()),
+            ("cancel".into(), "acme/ops".into())
+        ],
+        "{audit}"
+    );
+    let (_, audit) = call(client().get(format!("{}/v1/audit", s.base)), eve).await;
+    assert_eq!(audit, json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -618,6 +649,14 @@ async fn the_cli_and_the_server_share_the_store_and_a_restart_loses_nothing() {
         .filter(|(_, e)| e["type"] == "call_dispatched" && e["effect"] == "commit")
         .count();
     assert_eq!(commits, 1);
+    // This one's providers were started again by the new server: the report says so.
+    let (_, report) = call(
+        client().get(format!("{}/v1/runs/{id}/report", s.base)),
+        None,
+    )
+    .await;
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("started its providers"), "{report}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -656,4 +695,31 @@ async fn the_openapi_document_names_every_route_the_server_answers() {
         let name = r.split('"').next().unwrap();
         assert!(schemas.contains_key(name), "missing schema {name}");
     }
+}
+
+#[test]
+fn a_client_that_trickles_its_request_is_disconnected() {
+    use std::io::{Read as _, Write as _};
+    let (_dir, store) = scratch();
+    let s = serve(&store, &["--client-timeout", "1"]);
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // Half a request line, and then nothing.
+    tcp.write_all(b"GET /v1/runs HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = tcp.read_to_end(&mut answer);
+    assert!(read.is_ok(), "the server closed the connection: {read:?}");
+    // A body that never comes: 408.
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    tcp.write_all(
+        b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+    )
+    .unwrap();
+    let mut answer = [0u8; 512];
+    let n = tcp.read(&mut answer).unwrap();
+    let head = String::from_utf8_lossy(&answer[..n]);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
 }

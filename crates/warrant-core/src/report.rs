@@ -231,6 +231,23 @@ impl RunReport {
     pub fn from_events(events: &[Arc<Event>]) -> Result<RunReport, crate::fold::FoldError> {
         let state = RunState::from_events(events.iter().map(|e| &**e))?;
         let mut report = RunReport::from_state(&state);
+        // A re-entry that connected the providers again (its `run_resumed` records the time
+        // it took): what a provider held only in memory before it is gone.
+        let mut called = false;
+        for e in events {
+            match &e.kind {
+                EventKind::CallDispatched { .. } => called = true,
+                EventKind::RunResumed {
+                    setup_ms: Some(ms), ..
+                } if called => report.warnings.push(format!(
+                    "event {}: the run was re-entered by a process that started its providers \
+                     again ({ms} ms): what a provider held only in memory (an MCP server's \
+                     session, an in-process provider's state) before then was lost",
+                    e.seq
+                )),
+                _ => {}
+            }
+        }
         for e in events {
             let (step, fault) = match &e.kind {
                 EventKind::ObserveFailed { step, fault, .. }

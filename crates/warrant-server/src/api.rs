@@ -90,7 +90,12 @@ where
         req: axum::extract::Request,
         shared: &Arc<Shared>,
     ) -> Result<Body<T>, Problem> {
-        match Json::<T>::from_request(req, shared).await {
+        let read =
+            tokio::time::timeout(shared.client_timeout, Json::<T>::from_request(req, shared));
+        let Ok(read) = read.await else {
+            return Err(Problem::timeout(shared.client_timeout));
+        };
+        match read {
             Ok(Json(v)) => Ok(Body(v)),
             Err(JsonRejection::BytesRejection(e))
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
@@ -955,5 +960,125 @@ impl Shared {
             status: status.to_owned(),
             recorded: answered == warrant_engine::Answered::Recorded,
         })
+    }
+}
+
+/// `GET /v1/audit` parameters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only actions in runs started at or after this time (ms since the epoch).
+    pub since: Option<u64>,
+    /// Most actions listed (default 100, at most 1000), newest runs first.
+    pub limit: Option<usize>,
+}
+
+/// One control action, as the run's log records it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct AuditEntry {
+    /// The run.
+    pub run_id: String,
+    /// The event that records it.
+    pub seq: u64,
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+    /// `start`, `approve`, `deny`, `reconcile` or `cancel`.
+    pub action: &'static str,
+    /// Who: `tenant/user` for the server's principals, the operator's name for the CLI's.
+    pub by: String,
+    /// What it was about (a request, a call, a reason).
+    pub detail: String,
+}
+
+/// `GET /v1/audit`: the tenant's control actions, read from its runs' logs (the log is the
+/// audit trail).
+pub async fn audit(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<AuditEntry>>, Problem> {
+    let Query(q) = query.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = shared
+            .runs_page(
+                &caller,
+                RunsQuery {
+                    since: q.since,
+                    limit: Some(RUNS_PAGE_MAX),
+                    cursor: cursor.take(),
+                    ..RunsQuery::default()
+                },
+            )
+            .await?;
+        for r in &page.runs {
+            for e in shared.app.log(&r.run_id).await? {
+                let entry = |action, by: String, detail: String| AuditEntry {
+                    run_id: r.run_id.0.clone(),
+                    seq: e.seq,
+                    at_ms: e.at_ms,
+                    action,
+                    by,
+                    detail,
+                };
+                let found = match &e.kind {
+                    EventKind::RunStarted {
+                        principal, spec, ..
+                    } => Some(entry(
+                        "start",
+                        principal.as_ref().map_or_else(
+                            || "local/local".to_owned(),
+                            |p| format!("{}/{}", p.tenant, p.user),
+                        ),
+                        format!("spec {}", spec.id),
+                    )),
+                    EventKind::ApprovalResolved {
+                        request,
+                        approved,
+                        by,
+                        reason,
+                        ..
+                    } => Some(entry(
+                        if *approved { "approve" } else { "deny" },
+                        by.clone(),
+                        if reason.is_empty() {
+                            request.clone()
+                        } else {
+                            format!("{request}: {reason}")
+                        },
+                    )),
+                    EventKind::CallReconciled {
+                        call, happened, by, ..
+                    } => Some(entry(
+                        "reconcile",
+                        by.clone(),
+                        format!(
+                            "{call} {}",
+                            if *happened {
+                                "happened"
+                            } else {
+                                "did not happen"
+                            }
+                        ),
+                    )),
+                    EventKind::RunFinished {
+                        outcome: warrant_core::Outcome::Cancelled { by, reason },
+                    } => Some(entry("cancel", by.clone(), reason.clone())),
+                    _ => None,
+                };
+                if let Some(a) = found {
+                    out.push(a);
+                    if out.len() == limit {
+                        return Ok(Json(out));
+                    }
+                }
+            }
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(Json(out)),
+        }
     }
 }

@@ -52,6 +52,9 @@ pub struct Config {
     pub body_limit: usize,
     /// How long in-flight work gets to settle at shutdown.
     pub grace: Duration,
+    /// How long a client has to send a request's headers, and its body: a slower one is
+    /// cut off (408 for a body).
+    pub client_timeout: Duration,
 }
 
 /// Why a server did not start.
@@ -73,6 +76,7 @@ pub(crate) struct Shared {
     pub(crate) specs: Option<PathBuf>,
     pub(crate) runner: Arc<runner::Runner>,
     pub(crate) body_limit: usize,
+    pub(crate) client_timeout: Duration,
     /// Keys the console's CSRF tokens.
     pub(crate) secret: [u8; 32],
     pub(crate) ready: AtomicBool,
@@ -89,6 +93,7 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
     grace: Duration,
+    client_timeout: Duration,
 }
 
 /// Writes a line to stderr, sanitised (it may hold what a provider or a model wrote).
@@ -143,6 +148,7 @@ impl Server {
             principals,
             specs,
             body_limit: config.body_limit,
+            client_timeout: config.client_timeout,
             secret,
             ready: AtomicBool::new(false),
             tenants: Mutex::new(HashMap::new()),
@@ -153,6 +159,7 @@ impl Server {
             listener,
             shared,
             grace: config.grace,
+            client_timeout: config.client_timeout,
         })
     }
 
@@ -185,14 +192,62 @@ impl Server {
             }
         };
         let router = router(self.shared.clone());
-        let served = axum::serve(self.listener, router).with_graceful_shutdown(shutdown);
+        let served = accept(self.listener, router, self.client_timeout, shutdown);
         let result = tokio::select! {
-            r = served => r.map_err(|e| ServerError::Failed(e.to_string())),
+            r = served => r,
             () = background => Ok(()),
         };
         self.shared.runner.stop(self.grace).await;
         result
     }
+}
+
+/// Accepts connections until `shutdown`, each served over HTTP/1.1 with a deadline for the
+/// request's headers (a client that trickles them is disconnected); then lets the requests in
+/// progress finish (event streams end with the server).
+async fn accept(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    client_timeout: Duration,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(client_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors, a reset before accept: wait a moment, go on.
+                    log(&format!("accepting a connection: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = router.clone();
+        let service =
+            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                tower_service::Service::call(&mut service.clone(), request)
+            });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the server owns the task that serves each connection"
+        )]
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    // Requests in progress get a moment; event streams would otherwise hold the shutdown.
+    let _ = tokio::time::timeout(Duration::from_secs(2), graceful.shutdown()).await;
+    Ok(())
 }
 
 /// The routes.
@@ -209,6 +264,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/approvals", get(api::approvals))
         .route("/v1/approvals/{id}/approve", post(api::approve))
         .route("/v1/approvals/{id}/deny", post(api::deny))
+        .route("/v1/audit", get(api::audit))
         .route("/v1/openapi.json", get(openapi::document))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -162,6 +162,16 @@ fn ops() -> Vec<Op> {
                 "approver",
             )
         },
+        Op {
+            query: Some(schema::<api::AuditQuery>),
+            answer: Some(schema::<Vec<api::AuditEntry>>),
+            ..op(
+                "get",
+                "/v1/audit",
+                "The tenant's control actions (start, approve, deny, reconcile, cancel), read from its runs' logs.",
+                "viewer",
+            )
+        },
         op("get", "/v1/openapi.json", "This document.", "any"),
         op("get", "/healthz", "The process answers.", "any"),
         op(

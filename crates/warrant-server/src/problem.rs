@@ -59,6 +59,15 @@ impl Problem {
     pub fn conflict(kind: &str, detail: impl Into<String>) -> Problem {
         Problem::new(409, kind, "Conflict", detail)
     }
+    /// 408: the body did not arrive in time.
+    pub fn timeout(limit: std::time::Duration) -> Problem {
+        Problem::new(
+            408,
+            "timeout",
+            "The body came too slowly",
+            format!("a request's body must arrive within {} s", limit.as_secs()),
+        )
+    }
     /// 413: the body is over the limit.
     pub fn too_large(limit: usize) -> Problem {
         Problem::new(
