@@ -155,6 +155,10 @@ pub enum Command {
         /// as `+30m`, `+2h`, `+1d` (units ms, s, m, h, d). It must be in the future.
         #[arg(long, value_name = "MS|+DURATION", value_parser = parse_until)]
         until: Option<Until>,
+        /// Approve these arguments (a JSON object) instead of the ones asked about: the call
+        /// runs with them, validated and ruled on again, and the decider is shown both.
+        #[arg(long, value_name = "JSON", value_parser = parse_edit)]
+        edit: Option<serde_json::Value>,
         /// Who approves (default: $USER).
         #[arg(long = "as", value_name = "PRINCIPAL")]
         by: Option<String>,
@@ -488,5 +492,17 @@ impl From<ScopeArg> for warrant_core::event::ApprovalScope {
             ScopeArg::Once => warrant_core::event::ApprovalScope::Once,
             ScopeArg::Run => warrant_core::event::ApprovalScope::Run,
         }
+    }
+}
+
+/// `--edit`: a JSON object of arguments, at most 64 KiB.
+fn parse_edit(text: &str) -> Result<serde_json::Value, String> {
+    if text.len() > 64 << 10 {
+        return Err("the edited arguments are over 64 KiB".to_owned());
+    }
+    match serde_json::from_str(text) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(_) => Err("the edited arguments must be a JSON object".to_owned()),
+        Err(e) => Err(format!("the edited arguments are not JSON: {e}")),
     }
 }

@@ -94,6 +94,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             request,
             scope,
             until,
+            edit,
             by,
         } => {
             let until_ms = match until {
@@ -107,6 +108,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
                 Answer::Approve {
                     scope: scope.into(),
                     until_ms,
+                    edited: edit.map(Arc::new),
                 },
                 by,
             )
@@ -408,10 +410,12 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
                 "y" | "yes" => Some(Answer::Approve {
                     scope: warrant_core::event::ApprovalScope::Once,
                     until_ms: None,
+                    edited: None,
                 }),
                 "r" | "run" => Some(Answer::Approve {
                     scope: warrant_core::event::ApprovalScope::Run,
                     until_ms: None,
+                    edited: None,
                 }),
                 "n" | "no" => {
                     let reason = read_answer("why?")?;

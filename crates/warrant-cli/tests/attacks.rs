@@ -1536,6 +1536,7 @@ async fn drive(
                 Answer::Approve {
                     scope: ApprovalScope::Once,
                     until_ms: None,
+                    edited: None,
                 }
             } else {
                 Answer::Deny {

@@ -197,6 +197,7 @@ async fn measure(sc: &Scenario, script_yaml: &str, with_policy: bool) -> Measure
                 Answer::Approve {
                     scope: ApprovalScope::Once,
                     until_ms: None,
+                    edited: None,
                 }
             } else {
                 Answer::Deny {

@@ -723,3 +723,83 @@ fn a_client_that_trickles_its_request_is_disconnected() {
     let head = String::from_utf8_lossy(&answer[..n]);
     assert!(head.starts_with("HTTP/1.1 408"), "{head}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_may_edit_the_arguments_and_the_edit_is_what_runs() {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &[]);
+    let (_, started) = start(&s, None, pay_rent()).await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    let run = until_status(&s, None, &id, "waiting").await;
+    let request = run["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let digest = run["approvals"][0]["args_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let edit = json!({"to": "DE89370400440532013000", "amount": 950, "memo": "rent, December"});
+    // Edits approve one call: not for the whole run.
+    let (st, p) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest, "scope": "run", "args": edit})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{p}");
+    let (st, a) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest, "args": edit})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{a}");
+    until_status(&s, None, &id, "attained").await;
+    let (_, page) = call(
+        client().get(format!("{}/v1/runs/{id}/events", s.base)),
+        None,
+    )
+    .await;
+    let dispatched: Vec<&Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "call_dispatched" && e["effect"] == "commit")
+        .collect();
+    assert_eq!(dispatched.len(), 1);
+    assert_eq!(dispatched[0]["args"], edit);
+    assert_eq!(
+        dispatched[0]["narrowed"][0]["by"],
+        format!("approval {request}")
+    );
+}
+
+#[test]
+fn warrant_approve_edit_runs_the_edited_arguments() {
+    let (_dir, store) = scratch();
+    let waiting = ask_transfer(&store);
+    let run = waiting["run_id"].as_str().unwrap();
+    let request = waiting["approvals"][0]["request"].as_str().unwrap();
+    let bad = warrant(&store, &["approve", request, "--edit", "[1]"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("JSON object"), "{}", stderr(&bad));
+    let o = warrant(
+        &store,
+        &[
+            "approve",
+            request,
+            "--edit",
+            r#"{"to": "DE89370400440532013000", "amount": 950, "memo": "rent, edited"}"#,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let done = warrant(&store, &["resume", run, "--json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let events = stdout(&warrant(&store, &["events", run, "--json"]));
+    let dispatched = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "call_dispatched" && e["effect"] == "commit")
+        .unwrap();
+    assert_eq!(dispatched["args"]["memo"], "rent, edited");
+}

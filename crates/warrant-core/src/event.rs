@@ -714,6 +714,11 @@ pub enum EventKind {
         /// Why (required for a denial).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reason: String,
+        /// For an approval with edits: the arguments the person approved instead of the ones
+        /// asked about. The call runs with them — validated and ruled on again — and the
+        /// approval binds their digest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        edited_args: Option<Arc<Value>>,
     },
     /// A request expired unanswered; the call it held is refused.
     ApprovalExpired {

@@ -210,6 +210,17 @@ pub struct Approval {
     pub consumed_by: Vec<CallId>,
     /// When it expires unanswered.
     pub expires_at_ms: u64,
+    /// An approval with edits: the arguments approved instead, and their digest (which the
+    /// approval then binds).
+    pub edited: Option<(Arc<Value>, String)>,
+}
+
+impl Approval {
+    /// The digest of the arguments an approval lets through: the edited ones when the person
+    /// edited them, else the ones asked about.
+    pub fn bound_digest(&self) -> &str {
+        self.edited.as_ref().map_or(&self.args_digest, |(_, d)| d)
+    }
 }
 
 /// What a decision's projection showed: enough to validate the handles it issued.
@@ -949,6 +960,7 @@ impl RunState {
                     status: ApprovalStatus::Pending,
                     consumed_by: Vec::new(),
                     expires_at_ms: *expires_at_ms,
+                    edited: None,
                 });
             }
             EventKind::ApprovalResolved {
@@ -958,6 +970,7 @@ impl RunState {
                 until_ms,
                 by,
                 reason,
+                edited_args,
             } => {
                 let a = self
                     .approval_mut(request)
@@ -966,6 +979,14 @@ impl RunState {
                     return Err(fail(format!(
                         "approval request `{request}` is already resolved"
                     )));
+                }
+                if let Some(edited) = edited_args {
+                    if !*approved || *scope == Some(ApprovalScope::Run) {
+                        return Err(fail(format!(
+                            "approval request `{request}`: only an approval of one call carries edited arguments"
+                        )));
+                    }
+                    a.edited = Some((edited.clone(), crate::canon::digest(edited)));
                 }
                 a.status = if *approved {
                     ApprovalStatus::Approved {

@@ -100,6 +100,9 @@ pub enum Answer {
         scope: warrant_core::event::ApprovalScope,
         /// Until when (ms since the epoch).
         until_ms: Option<u64>,
+        /// The arguments the person approved instead of the ones asked about (an approval
+        /// of this call only): validated and ruled on again when the call goes on.
+        edited: Option<Arc<serde_json::Value>>,
     },
     /// Deny, with a reason.
     Deny {
@@ -393,8 +396,13 @@ impl Engine {
                 Answer::Approve {
                     scope: s,
                     until_ms: u,
+                    edited: e,
                 },
-            ) => Some(scope == s && until_ms == u),
+            ) => Some(
+                scope == s
+                    && until_ms == u
+                    && approval.edited.as_ref().map(|(v, _)| v) == e.as_ref(),
+            ),
             (ApprovalStatus::Denied { .. }, Answer::Deny { .. }) => Some(true),
             (ApprovalStatus::Expired, _) => {
                 return Err(refuse(format!("`{request}` expired unanswered")));
@@ -425,14 +433,29 @@ impl Engine {
             // The run's own process records the expiry when it carries on.
             return Err(refuse(format!("`{request}` expired unanswered")));
         }
+        if let Answer::Approve {
+            scope: ApprovalScope::Run,
+            edited: Some(_),
+            ..
+        } = answer
+        {
+            return Err(refuse(
+                "edited arguments approve this one call: answer with scope `once`".to_owned(),
+            ));
+        }
         let kind = match answer {
-            Answer::Approve { scope, until_ms } => EventKind::ApprovalResolved {
+            Answer::Approve {
+                scope,
+                until_ms,
+                edited,
+            } => EventKind::ApprovalResolved {
                 request: request.to_owned(),
                 approved: true,
                 scope: Some(*scope),
                 until_ms: *until_ms,
                 by: by.to_owned(),
                 reason: String::new(),
+                edited_args: edited.clone(),
             },
             Answer::Deny { reason } => EventKind::ApprovalResolved {
                 request: request.to_owned(),
@@ -441,6 +464,7 @@ impl Engine {
                 until_ms: None,
                 by: by.to_owned(),
                 reason: reason.clone(),
+                edited_args: None,
             },
         };
         let event = Event {

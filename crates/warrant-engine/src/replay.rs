@@ -498,6 +498,19 @@ impl ReplayInterceptor {
             }
             chain.iter_mut().find(|c| c.name == name)
         }
+        // A person's edit at approval is recorded as a narrowing by `approval <request>`: it
+        // comes back from the approval in the log, not from an interceptor.
+        let edits: HashSet<String> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ApprovalResolved {
+                    request,
+                    edited_args: Some(_),
+                    ..
+                } => Some(format!("approval {request}")),
+                _ => None,
+            })
+            .collect();
         for e in events {
             match &e.kind {
                 EventKind::CallDispatched {
@@ -506,7 +519,7 @@ impl ReplayInterceptor {
                     narrowed,
                     ..
                 } => {
-                    for n in narrowed {
+                    for n in narrowed.iter().filter(|n| !edits.contains(&n.by)) {
                         if let Some(c) = named(&mut chain, &n.by) {
                             c.narrowed
                                 .insert(*call, ((**args).clone(), n.reason.clone()));
@@ -522,7 +535,7 @@ impl ReplayInterceptor {
                     ..
                 } => {
                     if let Some(args) = narrowed_args {
-                        for n in narrowed {
+                        for n in narrowed.iter().filter(|n| !edits.contains(&n.by)) {
                             if let Some(c) = named(&mut chain, &n.by) {
                                 c.narrowed
                                     .insert(*call, ((**args).clone(), n.reason.clone()));

@@ -113,6 +113,7 @@ fn once() -> Answer {
     Answer::Approve {
         scope: ApprovalScope::Once,
         until_ms: None,
+        edited: None,
     }
 }
 
@@ -226,6 +227,7 @@ async fn a_run_scoped_approval_covers_the_action_for_the_rest_of_the_run() {
             Answer::Approve {
                 scope: ApprovalScope::Run,
                 until_ms: None,
+                edited: None,
             },
             "alice",
         )
@@ -563,4 +565,129 @@ async fn the_runs_index_and_the_fold_agree_on_a_run_s_status() {
     let done = w.resume(&waiting.run_id).await;
     assert_eq!(done.outcome, Some(Outcome::Attained));
     assert_eq!(agree(&waiting.run_id), "attained");
+}
+
+fn with_edit(args: serde_json::Value) -> Answer {
+    Answer::Approve {
+        scope: ApprovalScope::Once,
+        until_ms: None,
+        edited: Some(Arc::new(args)),
+    }
+}
+
+#[tokio::test]
+async fn an_approval_with_edits_runs_the_edited_arguments_ruled_on_again_and_shows_both() {
+    let w = world(&format!("{}    - done: paid\n", transfer(9500)));
+    let waiting = w.start().await;
+    let req = "ap-1-a1";
+    // An edit approves one call, never the action for the rest of the run.
+    let for_the_run = Answer::Approve {
+        scope: ApprovalScope::Run,
+        until_ms: None,
+        edited: Some(Arc::new(
+            json!({"to": "DE89370400440532013000", "amount": 950}),
+        )),
+    };
+    assert!(w.engine.answer(req, for_the_run, "alice").await.is_err());
+    let edit = json!({"to": "DE89370400440532013000", "amount": 950});
+    assert_eq!(
+        w.engine
+            .answer(req, with_edit(edit.clone()), "alice")
+            .await
+            .unwrap(),
+        Answered::Recorded
+    );
+    // The same edit again is a no-op; another edit is another answer, refused.
+    assert_eq!(
+        w.engine
+            .answer(req, with_edit(edit.clone()), "alice")
+            .await
+            .unwrap(),
+        Answered::AlreadyAnswered
+    );
+    assert!(
+        w.engine
+            .answer(
+                req,
+                with_edit(json!({"to": "DE89370400440532013000", "amount": 1})),
+                "bob"
+            )
+            .await
+            .is_err()
+    );
+    let done = w.resume(&waiting.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    let transfers = w.bank.transfers();
+    assert_eq!(transfers.len(), 1, "{transfers:?}");
+    assert_eq!(
+        transfers[0]["amount"].as_f64(),
+        Some(950.0),
+        "the edited amount ran"
+    );
+    let events = w.events(&waiting.run_id);
+    // What the decider proposed stays on record; what ran is the edit, marked as such, and
+    // the approval (bound to the edit's digest, ruled on again) was consumed once.
+    let proposed = events.iter().find_map(|e| match &e.kind {
+        EventKind::CallStarted { args, .. } => Some(args.clone()),
+        _ => None,
+    });
+    assert_eq!(proposed.unwrap()["amount"], 9500);
+    let (ran, narrowed, digest) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CallDispatched {
+                args,
+                narrowed,
+                args_digest,
+                ..
+            } => Some((args.clone(), narrowed.clone(), args_digest.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(*ran, edit);
+    assert_eq!(digest, warrant_core::canon::digest(&edit));
+    assert_eq!(narrowed.len(), 1);
+    assert_eq!(narrowed[0].by, "approval ap-1-a1");
+    assert_eq!(count(&events, "approval_consumed"), 1);
+    assert_eq!(
+        count(&events, "approval_requested"),
+        1,
+        "the edit needs no second ask"
+    );
+    w.check(&waiting.run_id).await;
+}
+
+#[tokio::test]
+async fn edited_arguments_that_do_not_validate_stop_the_call_before_the_provider() {
+    let w = world(&format!("{}    - done: paid\n", transfer(950)));
+    let waiting = w.start().await;
+    w.engine
+        .answer(
+            "ap-1-a1",
+            with_edit(json!({"to": "DE89370400440532013000", "amount": "all of it"})),
+            "alice",
+        )
+        .await
+        .unwrap();
+    let done = w.resume(&waiting.run_id).await;
+    assert!(w.bank.transfers().is_empty(), "nothing reached the bank");
+    let events = w.events(&waiting.run_id);
+    let fault = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CallFinished { status, fault, .. } => Some((*status, fault.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(fault.0, CallStatus::StoppedByPolicy);
+    let fault = fault.1.unwrap();
+    assert_eq!(fault.layer, Layer::Policy);
+    assert!(
+        fault.message.contains("approved with edits"),
+        "{}",
+        fault.message
+    );
+    assert_eq!(count(&events, "call_dispatched"), 0);
+    assert_ne!(done.outcome, Some(Outcome::Attained));
+    w.check(&waiting.run_id).await;
 }

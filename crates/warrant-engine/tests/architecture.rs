@@ -264,6 +264,7 @@ mod every_path {
                 Answer::Approve {
                     scope: ApprovalScope::Once,
                     until_ms: None,
+                    edited: None,
                 },
                 "ana",
             )

@@ -139,6 +139,7 @@ async fn the_profile_holds_a_tainted_commit_for_a_person_and_without_it_nothing_
             Answer::Approve {
                 scope: ApprovalScope::Once,
                 until_ms: None,
+                edited: None,
             },
             "alice",
         )

@@ -473,6 +473,7 @@ async fn simulate(seed: u64) -> Vec<Arc<Event>> {
                             Answer::Approve {
                                 scope: ApprovalScope::Once,
                                 until_ms: None,
+                                edited: None,
                             }
                         } else {
                             Answer::Deny {

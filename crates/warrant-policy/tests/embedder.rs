@@ -165,6 +165,7 @@ async fn a_re_entered_run_is_ruled_by_the_policies_it_recorded() {
             Answer::Approve {
                 scope: warrant_core::event::ApprovalScope::Once,
                 until_ms: None,
+                edited: None,
             },
             "alice",
         )

@@ -851,6 +851,10 @@ pub struct ApproveBody {
     /// Until when the approval holds (ms since the epoch).
     #[serde(default)]
     pub until_ms: Option<u64>,
+    /// Approve these arguments instead of the ones shown (scope `once`): the call runs with
+    /// them, validated and ruled on again, and the decider is shown both.
+    #[serde(default)]
+    pub args: Option<Value>,
 }
 
 /// `POST /v1/approvals/{id}/deny` body.
@@ -894,6 +898,7 @@ pub async fn approve(
     let answer = Answer::Approve {
         scope,
         until_ms: body.until_ms,
+        edited: body.args.map(Arc::new),
     };
     Ok(Json(
         shared

@@ -320,7 +320,10 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
              <button name=\"action\" value=\"once\">Approve once</button>\
              <button name=\"action\" value=\"run\">Approve for the run</button>\
              <input name=\"reason\" placeholder=\"Reason to deny\" aria-label=\"Reason to deny\">\
-             <button name=\"action\" value=\"deny\" class=\"deny\">Deny</button></form></section>",
+             <button name=\"action\" value=\"deny\" class=\"deny\">Deny</button>\
+             <details><summary>Approve with edited arguments</summary>\
+             <textarea name=\"edited\" rows=\"4\" cols=\"60\" aria-label=\"Edited arguments (JSON)\">{edited}</textarea>\
+             <button name=\"action\" value=\"edit\">Approve these arguments once</button></details></form></section>",
             req = esc(&row.request),
             tool = esc(&row.tool),
             provider = esc(&row.provider),
@@ -331,6 +334,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
             args = args_table(row, &trusted),
             digest = esc(&row.args_digest),
             expires = when(row.expires_at_ms),
+            edited = esc(&serde_json::to_string_pretty(&*row.args).unwrap_or_default()),
         );
     }
     page("Approvals", "approvals", Some(&caller), &body).into_response()
@@ -356,6 +360,8 @@ struct AnswerForm {
     action: String,
     #[serde(default)]
     reason: String,
+    #[serde(default)]
+    edited: String,
 }
 
 async fn answer_form(
@@ -375,10 +381,12 @@ async fn answer_form(
         "once" => Answer::Approve {
             scope: ApprovalScope::Once,
             until_ms: None,
+            edited: None,
         },
         "run" => Answer::Approve {
             scope: ApprovalScope::Run,
             until_ms: None,
+            edited: None,
         },
         "deny" => Answer::Deny {
             reason: if form.reason.trim().is_empty() {
@@ -386,6 +394,17 @@ async fn answer_form(
             } else {
                 form.reason.trim().to_owned()
             },
+        },
+        "edit" => match serde_json::from_str::<Value>(&form.edited) {
+            Ok(v @ Value::Object(_)) => Answer::Approve {
+                scope: ApprovalScope::Once,
+                until_ms: None,
+                edited: Some(Arc::new(v)),
+            },
+            _ => {
+                return Problem::bad_request("the edited arguments must be a JSON object")
+                    .into_response();
+            }
         },
         other => return Problem::bad_request(format!("no action `{other}`")).into_response(),
     };

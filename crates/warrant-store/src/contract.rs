@@ -120,6 +120,7 @@ pub fn answered(seq: u64, request: &str) -> Arc<Event> {
             until_ms: None,
             by: "alice".into(),
             reason: String::new(),
+            edited_args: None,
         },
     })
 }

@@ -203,7 +203,7 @@ impl Run<'_> {
         // A call already dispatched (repeated at re-entry) cannot start a new request.
         let dispatched = self.state.call(call).is_some_and(|c| c.executed.is_some());
         for a in self.state.approvals().iter().filter(|a| a.call == call) {
-            let bound = a.args_digest == args_digest && a.schema_digest == schema_digest;
+            let bound = a.bound_digest() == args_digest && a.schema_digest == schema_digest;
             match &a.status {
                 ApprovalStatus::Approved { until_ms, .. } if bound && live(until_ms) => {
                     // Already consumed by this very call (a repeat at re-entry): nothing new.

@@ -275,7 +275,43 @@ impl Run<'_> {
             Arc::new(self.bind_carried(&bindings, proposed)?)
         };
 
-        self.validate_args(&action.input_schema, tool, &executed)?;
+        // A person who approved this call with edited arguments: they run instead, as an
+        // interceptor's narrowing would — validated, labelled and ruled on again below, the
+        // approval binding their digest — and the decider's next projection shows both.
+        let mut narrowed = Vec::new();
+        let edit = self
+            .state
+            .approvals()
+            .iter()
+            .find_map(|a| match (&a.status, &a.edited) {
+                (ApprovalStatus::Approved { .. }, Some((args, _))) if a.call == call => {
+                    Some((a.id.clone(), args.clone()))
+                }
+                _ => None,
+            });
+        if let Some((request, args)) = &edit {
+            executed = args.clone();
+            narrowed.push(Narrowing {
+                by: format!("approval {request}"),
+                reason: "the approver edited the arguments".to_owned(),
+            });
+        }
+        self.validate_args(&action.input_schema, tool, &executed)
+            .map_err(|r| match &edit {
+                Some((request, _)) => Refusal {
+                    status: CallStatus::StoppedByPolicy,
+                    fault: Fault {
+                        layer: Layer::Policy,
+                        message: format!(
+                            "the arguments approved with edits ({request}) are invalid: {}",
+                            r.fault.message
+                        ),
+                        code: r.fault.code,
+                    },
+                    ..r
+                },
+                None => r,
+            })?;
         let mut labels = provenance::label(
             &executed,
             &self.objective_lower,
@@ -291,7 +327,6 @@ impl Run<'_> {
 
         // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
         // arguments are validated and ruled on again: narrowing never widens authority.
-        let mut narrowed = Vec::new();
         let interceptors = self.engine.interceptors.clone();
         let handle_age_ms = self.handle_age(call);
         for interceptor in interceptors.iter() {
