@@ -1,0 +1,246 @@
+//! `warrant serve` killed with runs in flight and clients following them: the server aborts
+//! at a fault point (as `kill -9` would stop it) while 50 runs commit to ledgers that record
+//! every effect outside Warrant's store. A new server re-enters them: every run reaches its
+//! outcome, no effect is repeated or lost, and every follower that reconnects with
+//! `Last-Event-ID` sees each event of its run exactly once, in order.
+//!
+//! Needs the `fault-injection` feature (the README's test command enables it).
+
+#![cfg(feature = "fault-injection")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use warrant_surfaces::ledger::Ledger;
+
+const RUNS: usize = 50;
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(store: &Path, specs: &Path, fault: Option<&str>) -> (Served, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    cmd.env("WARRANT_STORE", store)
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(specs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    match fault {
+        Some(f) => cmd.env("WARRANT_FAULT", f),
+        None => cmd.env_remove("WARRANT_FAULT"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (Served(child), base)
+}
+
+fn spec(dir: &Path) -> String {
+    format!(
+        "version: warrant/v1
+id: ledger-serve-crash
+objective: Write one entry to each ledger.
+decider: scripted:script.yaml
+providers:
+  first: {{reference: ledger, config: {{file: {a}, keys: true}}}}
+  second: {{reference: ledger, config: {{file: {b}, keys: true}}}}
+steps:
+  - id: one
+    provider: first
+    tools: [count_entries, append_entry]
+    commit: required
+  - id: two
+    provider: second
+    tools: [count_entries, append_entry]
+    after: [one]
+    commit: required
+",
+        a = dir.join("a.jsonl").display(),
+        b = dir.join("b.jsonl").display(),
+    )
+}
+
+const SCRIPT: &str = "steps:
+  one:
+    - call: count_entries
+    - call: append_entry
+      args: {entry: one}
+    - done: written
+  two:
+    - call: count_entries
+    - call: append_entry
+      args: {entry: two}
+    - done: written
+";
+
+/// Follows `run` from after `last`: the events it gives (sequence number and event) until the
+/// stream closes or the connection breaks.
+async fn follow(base: &str, run: &str, last: Option<u64>) -> Vec<(u64, Value)> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let mut req = client
+        .get(format!("{base}/v1/runs/{run}/events"))
+        .header("accept", "text/event-stream");
+    if let Some(l) = last {
+        req = req.header("last-event-id", l.to_string());
+    }
+    let Ok(mut r) = req.send().await else {
+        return Vec::new();
+    };
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let seq = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .map(|s| s.parse::<u64>().unwrap());
+            let data = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .map(|d| serde_json::from_str::<Value>(d).unwrap());
+            if let (Some(seq), Some(data)) = (seq, data) {
+                out.push((seq, data));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_followers_resume() {
+    let (dir, store) = scratch();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    std::fs::write(specs.join("spec.yaml"), spec(dir.path())).unwrap();
+    std::fs::write(specs.join("script.yaml"), SCRIPT).unwrap();
+
+    // The first server dies at its 40th durable intent, runs half done.
+    let (mut first, base) = serve(&store, &specs, Some("after-intent:40"));
+    let client = reqwest::Client::new();
+    let mut starts = Vec::new();
+    for _ in 0..RUNS {
+        let (client, base) = (client.clone(), base.clone());
+        starts.push(tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/v1/runs"))
+                .json(&json!({"spec_path": "spec.yaml"}))
+                .send()
+                .await
+                .ok()?;
+            let v: Value = r.json().await.ok()?;
+            let run = v["run_id"].as_str()?.to_owned();
+            let events = follow(&base, &run, None).await;
+            Some((run, events))
+        }));
+    }
+    let mut followed: HashMap<String, Vec<(u64, Value)>> = HashMap::new();
+    for s in starts {
+        if let Some((run, events)) = s.await.unwrap() {
+            followed.insert(run, events);
+        }
+    }
+    let status = tokio::task::spawn_blocking(move || first.0.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(!status.success(), "the first server was killed at its fault point");
+
+    // A new server re-enters every run; each follower comes back where it was.
+    let (_second, base) = serve(&store, &specs, None);
+    let mut page: Value = client
+        .get(format!("{base}/v1/runs?limit=500"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let all: Vec<String> = page["runs"]
+        .as_array_mut()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(all.len() >= followed.len() && !all.is_empty());
+    let mut interrupted = 0;
+    let mut finished: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for run in &all {
+        let before = followed.get(run).cloned().unwrap_or_default();
+        let last = before.last().map(|(s, _)| *s);
+        if !before
+            .last()
+            .is_some_and(|(_, e)| e["type"] == "run_finished")
+        {
+            interrupted += 1;
+        }
+        let after = follow(&base, run, last).await;
+        let seqs: Vec<u64> = before.iter().chain(&after).map(|(s, _)| *s).collect();
+        let n = seqs.len() as u64;
+        assert_eq!(
+            seqs,
+            (1..=n).collect::<Vec<_>>(),
+            "run {run}: each event once, in order, across the restart"
+        );
+        let events: Vec<Value> = before.into_iter().chain(after).map(|(_, e)| e).collect();
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "run_finished", "run {run}");
+        assert_eq!(last["outcome"], "attained", "run {run}: {last}");
+        finished.insert(run.clone(), events);
+    }
+    assert!(interrupted > 0, "the kill caught runs in flight");
+
+    // The ledgers: one entry per run and step, none twice, each the run's own.
+    for (file, step) in [("a.jsonl", "one"), ("b.jsonl", "two")] {
+        let entries = Ledger::read(&dir.path().join(file)).unwrap();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for e in &entries {
+            *seen.entry(e.key.as_str()).or_default() += 1;
+        }
+        assert!(
+            seen.values().all(|n| *n == 1),
+            "{file}: an effect was repeated: {seen:?}"
+        );
+        assert_eq!(
+            entries.len(),
+            all.len(),
+            "{file}: one effect per run of step {step}, none lost"
+        );
+    }
+    eprintln!(
+        "server crash: {} runs, {interrupted} in flight at the kill, {} followed from the start; 0 repeated, 0 lost",
+        all.len(),
+        followed.len()
+    );
+}

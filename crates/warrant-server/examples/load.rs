@@ -1,0 +1,181 @@
+//! A bounded load test of `warrant serve` on loopback: starts `--runs` runs of the tool-loop
+//! workload through `POST /v1/runs` at `--rate` runs per second, follows the first
+//! `--followers` of them over Server-Sent Events, and reports runs/s, create-run latency and
+//! event delivery latency (an event's `at_ms` to its SSE frame here, same clock).
+//!
+//! ```sh
+//! .ci/serve-load            # builds, starts a server on a scratch store, runs this, stops it
+//! ```
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss,
+    clippy::cast_sign_loss,
+    clippy::disallowed_methods,
+    reason = "a measuring tool, not product code"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+fn now_ms_f() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+fn arg(name: &str, default: &str) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+async fn follow(http: reqwest::Client, base: String, run: String, out: Arc<Mutex<Vec<f64>>>) -> usize {
+    let mut r = http
+        .get(format!("{base}/v1/runs/{run}/events"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut buf = String::new();
+    let mut n = 0;
+    let mut mine = Vec::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        let at = now_ms_f();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            for line in frame.lines() {
+                if let Some(d) = line.strip_prefix("data: ") {
+                    let e: Value = serde_json::from_str(d).unwrap();
+                    mine.push(at - e["at_ms"].as_f64().unwrap());
+                    n += 1;
+                }
+            }
+        }
+    }
+    out.lock().await.extend(mine);
+    n
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let base = arg("--base", "http://127.0.0.1:7800");
+    let runs: usize = arg("--runs", "1000").parse().unwrap();
+    let followers: usize = arg("--followers", "200").parse().unwrap();
+    let rate: f64 = arg("--rate", "200").parse().unwrap();
+    let spec = arg("--spec", "tool-loop.yaml");
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let create = Arc::new(Mutex::new(Vec::with_capacity(runs)));
+    let delivery = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    let mut follows = Vec::new();
+    for i in 0..runs {
+        // Open-loop arrivals at `rate` per second.
+        let due = started + Duration::from_secs_f64(i as f64 / rate);
+        tokio::time::sleep_until(due.into()).await;
+        let (http, base, spec, create, delivery) =
+            (http.clone(), base.clone(), spec.clone(), create.clone(), delivery.clone());
+        let follow_it = i < followers;
+        tasks.push(tokio::spawn(async move {
+            let t0 = Instant::now();
+            let r = http
+                .post(format!("{base}/v1/runs"))
+                .json(&json!({"spec_path": spec}))
+                .send()
+                .await
+                .unwrap();
+            let ms = t0.elapsed().as_secs_f64() * 1000.0;
+            assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+            let body: Value = r.json().await.unwrap();
+            create.lock().await.push(ms);
+            let run = body["run_id"].as_str().unwrap().to_owned();
+            if follow_it {
+                Some(tokio::spawn(follow(http, base, run, delivery)))
+            } else {
+                None
+            }
+        }));
+    }
+    for t in tasks {
+        if let Some(f) = t.await.unwrap() {
+            follows.push(f);
+        }
+    }
+    let created_s = started.elapsed().as_secs_f64();
+    let mut events = 0;
+    for f in follows {
+        events += f.await.unwrap();
+    }
+    // Every run ends (bounded wait).
+    for _ in 0..1200 {
+        let page: Value = http
+            .get(format!("{base}/v1/runs?status=running&limit=1"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if page["runs"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let total_s = started.elapsed().as_secs_f64();
+    let attained: Value = http
+        .get(format!("{base}/v1/runs?status=attained&limit=500"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut c = create.lock().await.clone();
+    let mut d = delivery.lock().await.clone();
+    println!(
+        "runs {runs} at {rate}/s offered: created in {created_s:.2} s, all ended in {total_s:.2} s ({:.0} runs/s)",
+        runs as f64 / total_s
+    );
+    println!(
+        "create-run latency ms: p50 {:.2}  p99 {:.2}  max {:.2}",
+        pct(&mut c, 0.5),
+        pct(&mut c, 0.99),
+        pct(&mut c, 1.0)
+    );
+    println!(
+        "event delivery ms ({events} events over {followers} SSE followers): p50 {:.2}  p99 {:.2}  max {:.2}",
+        pct(&mut d, 0.5),
+        pct(&mut d, 0.99),
+        pct(&mut d, 1.0)
+    );
+    println!(
+        "attained (first page of 500): {}",
+        attained["runs"].as_array().map_or(0, Vec::len)
+    );
+}
