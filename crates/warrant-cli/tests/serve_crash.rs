@@ -175,7 +175,10 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
     let status = tokio::task::spawn_blocking(move || first.0.wait().unwrap())
         .await
         .unwrap();
-    assert!(!status.success(), "the first server was killed at its fault point");
+    assert!(
+        !status.success(),
+        "the first server was killed at its fault point"
+    );
 
     // A new server re-enters every run; each follower comes back where it was.
     let (_second, base) = serve(&store, &specs, None);
@@ -232,6 +235,21 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
             seen.values().all(|n| *n == 1),
             "{file}: an effect was repeated: {seen:?}"
         );
+        // Every commit a run recorded as done is in the ledger.
+        for (run, events) in &finished {
+            let key = events.iter().find_map(|e| {
+                (e["type"] == "call_dispatched"
+                    && e["effect"] == "commit"
+                    && e["args"]["entry"] == step)
+                    .then(|| e["idempotency_key"].as_str().unwrap().to_owned())
+            });
+            let key = key.unwrap_or_else(|| panic!("run {run}: no commit in step {step}"));
+            assert!(
+                seen.contains_key(key.as_str()),
+                "{file}: run {run}'s effect {key} is lost: {}",
+                serde_json::to_string_pretty(events).unwrap()
+            );
+        }
         assert_eq!(
             entries.len(),
             all.len(),

@@ -50,7 +50,12 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[i.min(v.len() - 1)]
 }
 
-async fn follow(http: reqwest::Client, base: String, run: String, out: Arc<Mutex<Vec<f64>>>) -> usize {
+async fn follow(
+    http: reqwest::Client,
+    base: String,
+    run: String,
+    out: Arc<Mutex<Vec<f64>>>,
+) -> usize {
     let mut r = http
         .get(format!("{base}/v1/runs/{run}/events"))
         .header("accept", "text/event-stream")
@@ -99,8 +104,13 @@ async fn main() {
         // Open-loop arrivals at `rate` per second.
         let due = started + Duration::from_secs_f64(i as f64 / rate);
         tokio::time::sleep_until(due.into()).await;
-        let (http, base, spec, create, delivery) =
-            (http.clone(), base.clone(), spec.clone(), create.clone(), delivery.clone());
+        let (http, base, spec, create, delivery) = (
+            http.clone(),
+            base.clone(),
+            spec.clone(),
+            create.clone(),
+            delivery.clone(),
+        );
         let follow_it = i < followers;
         tasks.push(tokio::spawn(async move {
             let t0 = Instant::now();

@@ -5,11 +5,12 @@
 //! idempotency key returns the first result and appends nothing; with `keys: false` every call
 //! appends, so Warrant must never repeat a lost one.
 
+use std::collections::HashMap;
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use warrant_core::event::Effect;
@@ -20,8 +21,22 @@ use crate::reference::{ActionSpec, Provider, ProviderError};
 pub struct Ledger {
     file: PathBuf,
     keys: bool,
-    lock: Mutex<()>,
+    /// Shared by every ledger of this process on the same file: each run has its own
+    /// instance, and runs in one process (a server's) append at the same time.
+    lock: Arc<Mutex<()>>,
     appended: AtomicU64,
+}
+
+/// The lock of `file`, one per file in this process.
+fn file_lock(file: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let key = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let locks = LOCKS.get_or_init(|| Mutex::new(HashMap::new()));
+    match locks.lock() {
+        Ok(mut m) => m.entry(key).or_default().clone(),
+        // A poisoned table: this ledger gets a lock of its own.
+        Err(_) => Arc::default(),
+    }
 }
 
 /// One line of a ledger file.
@@ -49,9 +64,9 @@ impl Ledger {
             Some(_) => return Err("the ledger's `config.keys` must be true or false".into()),
         };
         Ok(Ledger {
+            lock: file_lock(Path::new(file)),
             file: PathBuf::from(file),
             keys,
-            lock: Mutex::new(()),
             appended: AtomicU64::new(0),
         })
     }
@@ -91,6 +106,17 @@ impl Ledger {
     fn unavailable(e: std::io::Error) -> ProviderError {
         ProviderError::Unavailable(format!("ledger file: {e}"))
     }
+}
+
+/// Whether `f` is not empty and does not end with a newline.
+fn torn_tail(f: &mut std::fs::File) -> std::io::Result<bool> {
+    if f.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    f.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    Ok(last != *b"\n")
 }
 
 impl Provider for Ledger {
@@ -146,10 +172,20 @@ impl Provider for Ledger {
                 let line = json!({"key": key, "entry": entry, "position": position});
                 let mut f = OpenOptions::new()
                     .create(true)
+                    .read(true)
                     .append(true)
                     .open(&self.file)
                     .map_err(Ledger::unavailable)?;
-                writeln!(f, "{line}")
+                // One write of a whole line (an appender elsewhere cannot land inside it),
+                // after a newline when a crash left the last line torn: the torn line stays
+                // unreadable, this one does not join it.
+                let mut text = String::new();
+                if torn_tail(&mut f).map_err(Ledger::unavailable)? {
+                    text.push('\n');
+                }
+                text.push_str(&line.to_string());
+                text.push('\n');
+                f.write_all(text.as_bytes())
                     .and_then(|()| f.sync_all())
                     .map_err(Ledger::unavailable)?;
                 self.appended.fetch_add(1, Ordering::AcqRel);
@@ -159,5 +195,49 @@ impl Provider for Ledger {
                 "the ledger has no action `{other}`"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(file: &Path) -> Ledger {
+        Ledger::from_config(Some(&json!({"file": file.to_str().unwrap(), "keys": true}))).unwrap()
+    }
+
+    #[test]
+    fn ledgers_of_many_runs_on_one_file_lose_no_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("l.jsonl");
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let file = file.clone();
+                s.spawn(move || {
+                    let l = ledger(&file);
+                    for i in 0..25 {
+                        l.call("append_entry", &json!({"entry": "x"}), &format!("k{t}-{i}"))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(Ledger::read(&file).unwrap().len(), 200);
+    }
+
+    #[test]
+    fn an_entry_after_a_torn_line_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("l.jsonl");
+        std::fs::write(&file, "{\"key\": \"a\", \"entry\": \"x\", \"posi").unwrap();
+        ledger(&file)
+            .call("append_entry", &json!({"entry": "y"}), "b")
+            .unwrap();
+        let keys: Vec<String> = Ledger::read(&file)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(keys, ["b"]);
     }
 }
