@@ -17,7 +17,6 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -313,29 +312,6 @@ steps:
     - done: paid
 ";
 
-fn serve(store: &Path, specs: &Path, principals: &Path) -> (Proc, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .env("WARRANT_STORE", store)
-        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
-        .arg(specs)
-        .arg("--principals")
-        .arg(principals)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    (Proc(child), base)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     let (dir, store) = scratch();
@@ -353,7 +329,13 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         ),
     )
     .unwrap();
-    let (_server, base) = serve(&store, &specs, &principals);
+    let server = start_server(
+        &store,
+        &specs,
+        &["--principals", principals.to_str().unwrap()],
+        None,
+    );
+    let base = server.base.clone();
     let api = reqwest::Client::new();
     let started: Value = api
         .post(format!("{base}/v1/runs"))

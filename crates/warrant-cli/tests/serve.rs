@@ -13,51 +13,15 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::*;
 
-/// A `warrant serve` process, stopped (SIGKILL) when dropped.
-struct Served {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(store: &Path, extra: &[&str]) -> Served {
-    let specs = root().join("examples");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(root())
-        .env("WARRANT_STORE", store)
-        .env_remove("WARRANT_FAULT")
-        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
-        .arg(&specs)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    Served { child, base }
+    start_server(store, &root().join("examples"), extra, None)
 }
 
 fn client() -> reqwest::Client {
@@ -147,27 +111,14 @@ async fn follow(
     let mut out = Vec::new();
     while let Some(chunk) = r.chunk().await.unwrap() {
         buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        while let Some(end) = buf.find("\n\n") {
-            let frame: String = buf.drain(..end + 2).collect();
-            let mut seq = None;
-            let mut data = None;
-            for line in frame.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    seq = Some(v.parse::<u64>().unwrap());
-                }
-                if let Some(v) = line.strip_prefix("data: ") {
-                    data = Some(serde_json::from_str::<Value>(v).unwrap());
-                }
-            }
-            if let (Some(seq), Some(data)) = (seq, data) {
-                assert_eq!(
-                    data["seq"], seq,
-                    "the SSE id is the event's sequence number"
-                );
-                out.push((seq, data));
-                if stop_after.is_some_and(|n| out.len() >= n) {
-                    return out;
-                }
+        for (seq, data) in sse_frames(&mut buf) {
+            assert_eq!(
+                data["seq"], seq,
+                "the SSE id is the event's sequence number"
+            );
+            out.push((seq, data));
+            if stop_after.is_some_and(|n| out.len() >= n) {
+                return out;
             }
         }
     }

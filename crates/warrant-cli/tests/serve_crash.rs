@@ -19,9 +19,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -29,39 +27,6 @@ use support::*;
 use warrant_surfaces::ledger::Ledger;
 
 const RUNS: usize = 50;
-
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(store: &Path, specs: &Path, fault: Option<&str>) -> (Served, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
-    cmd.env("WARRANT_STORE", store)
-        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
-        .arg(specs)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    match fault {
-        Some(f) => cmd.env("WARRANT_FAULT", f),
-        None => cmd.env_remove("WARRANT_FAULT"),
-    };
-    let mut child = cmd.spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (Served(child), base)
-}
 
 fn spec(dir: &Path) -> String {
     format!(
@@ -121,20 +86,7 @@ async fn follow(base: &str, run: &str, last: Option<u64>) -> Vec<(u64, Value)> {
     let mut out = Vec::new();
     while let Ok(Some(chunk)) = r.chunk().await {
         buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        while let Some(end) = buf.find("\n\n") {
-            let frame: String = buf.drain(..end + 2).collect();
-            let seq = frame
-                .lines()
-                .find_map(|l| l.strip_prefix("id: "))
-                .map(|s| s.parse::<u64>().unwrap());
-            let data = frame
-                .lines()
-                .find_map(|l| l.strip_prefix("data: "))
-                .map(|d| serde_json::from_str::<Value>(d).unwrap());
-            if let (Some(seq), Some(data)) = (seq, data) {
-                out.push((seq, data));
-            }
-        }
+        out.extend(sse_frames(&mut buf));
     }
     out
 }
@@ -148,7 +100,8 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
     std::fs::write(specs.join("script.yaml"), SCRIPT).unwrap();
 
     // The first server dies at its 40th durable intent, runs half done.
-    let (mut first, base) = serve(&store, &specs, Some("after-intent:40"));
+    let mut first = start_server(&store, &specs, &[], Some("after-intent:40"));
+    let base = first.base.clone();
     let client = reqwest::Client::new();
     let mut starts = Vec::new();
     for _ in 0..RUNS {
@@ -172,7 +125,7 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
             followed.insert(run, events);
         }
     }
-    let status = tokio::task::spawn_blocking(move || first.0.wait().unwrap())
+    let status = tokio::task::spawn_blocking(move || first.child.wait().unwrap())
         .await
         .unwrap();
     assert!(
@@ -181,7 +134,8 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
     );
 
     // A new server re-enters every run; each follower comes back where it was.
-    let (_second, base) = serve(&store, &specs, None);
+    let second = start_server(&store, &specs, &[], None);
+    let base = second.base.clone();
     let mut page: Value = client
         .get(format!("{base}/v1/runs?limit=500"))
         .send()

@@ -130,6 +130,20 @@ async fn who(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Caller, Respon
     }
 }
 
+/// The caller of a page about run `id`, and the run when its tenant may see it.
+async fn who_and_run(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    id: &str,
+) -> Result<(Caller, warrant_core::ids::RunId), Response> {
+    let caller = who(shared, headers).await?;
+    let run = shared
+        .visible(&caller, id)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    Ok((caller, run))
+}
+
 async fn login_page(State(shared): State<Arc<Shared>>) -> Response {
     if !shared.principals.required() {
         return Redirect::to("/").into_response();
@@ -428,16 +442,12 @@ async fn control_form(
     UrlPath((id, action)): UrlPath<(String, String)>,
     Form(form): Form<ControlForm>,
 ) -> Response {
-    let caller = match who(&shared, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
         return p.into_response();
     }
-    let run = match shared.visible(&caller, &id).await {
-        Ok(r) => r,
-        Err(p) => return p.into_response(),
+    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+        Ok(w) => w,
+        Err(r) => return r,
     };
     if let Err(p) = caller.principal.require(crate::Role::Operator) {
         return p.into_response();
@@ -495,13 +505,9 @@ async fn run_page(
     headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Response {
-    let caller = match who(&shared, &headers).await {
-        Ok(c) => c,
+    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+        Ok(w) => w,
         Err(r) => return r,
-    };
-    let run = match shared.visible(&caller, &id).await {
-        Ok(r) => r,
-        Err(p) => return p.into_response(),
     };
     let (view, report, events) = match (
         shared.app.show(&run).await,
@@ -613,13 +619,9 @@ async fn report_page(
     headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Response {
-    let caller = match who(&shared, &headers).await {
-        Ok(c) => c,
+    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+        Ok(w) => w,
         Err(r) => return r,
-    };
-    let run = match shared.visible(&caller, &id).await {
-        Ok(r) => r,
-        Err(p) => return p.into_response(),
     };
     let report = match shared.app.report(&run).await {
         Ok(r) => r,

@@ -230,6 +230,8 @@ async fn accept(
             },
             () = &mut shutdown => break,
         };
+        // Events are small writes that must leave at once, not wait for the peer's ACK.
+        let _ = stream.set_nodelay(true);
         let service = router.clone();
         let service =
             hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {

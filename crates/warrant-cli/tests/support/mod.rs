@@ -105,3 +105,69 @@ pub fn ask_transfer(store: &Path) -> serde_json::Value {
     assert_eq!(run.status.code(), Some(3), "waiting: {}", stderr(&run));
     json(&run)
 }
+
+/// A `warrant serve` process, killed when dropped.
+pub struct Served {
+    /// The process.
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `warrant serve` on a free loopback port over `store`, reading specs from `specs`,
+/// with `extra` arguments and, when given, the fault point `fault`; returns once it said
+/// where it listens.
+pub fn start_server(store: &Path, specs: &Path, extra: &[&str], fault: Option<&str>) -> Served {
+    use std::io::BufRead as _;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"));
+    cmd.current_dir(root())
+        .env("WARRANT_STORE", store)
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(specs)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    match fault {
+        Some(f) => cmd.env("WARRANT_FAULT", f),
+        None => cmd.env_remove("WARRANT_FAULT"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    Served { child, base }
+}
+
+/// The complete Server-Sent Events frames at the start of `buf` (removed from it), each as
+/// its id and its JSON data.
+pub fn sse_frames(buf: &mut String) -> Vec<(u64, serde_json::Value)> {
+    let mut out = Vec::new();
+    while let Some(end) = buf.find("\n\n") {
+        let frame: String = buf.drain(..end + 2).collect();
+        let id = frame
+            .lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .map(|s| s.parse::<u64>().unwrap());
+        let data = frame
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap());
+        if let (Some(id), Some(data)) = (id, data) {
+            out.push((id, data));
+        }
+    }
+    out
+}
