@@ -24,6 +24,7 @@ Examples:
   warrant run examples/cafe-gallery/spec.yaml
   warrant report last
   warrant explain approval_denied
+  warrant serve --specs examples        # the API and the console at http://127.0.0.1:7800/
   warrant compare examples/cafe-gallery/spec.yaml \\
       --decider scripted:examples/cafe-gallery/script.yaml \\
       --decider scripted:examples/cafe-gallery/decline.yaml";
