@@ -42,6 +42,8 @@ struct Browser {
     http: reqwest::Client,
     session: String,
     _driver: Proc,
+    /// The browser's temporary files (its profile, its singleton socket): removed with it.
+    _scratch: tempfile::TempDir,
 }
 
 impl Browser {
@@ -51,8 +53,10 @@ impl Browser {
             .find(|p| Path::new(p).exists())
             .expect("chromedriver is installed (`./test` installs chromium-driver)");
         let port = free_port();
+        let scratch = tempfile::tempdir().unwrap();
         let driver = Proc(
             Command::new(driver_bin)
+                .env("TMPDIR", scratch.path())
                 .arg(format!("--port={port}"))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -96,6 +100,7 @@ impl Browser {
             http,
             session: format!("{base}/session/{session}"),
             _driver: driver,
+            _scratch: scratch,
         };
         // Elements are looked for until they appear (bounded), as a person waits for a page.
         b.cmd(
