@@ -482,6 +482,13 @@ impl App {
         )
     }
 
+    /// The status every reader shows for `run`, from the runs index (no log read): the one
+    /// [`App::status`] derives from the log.
+    pub async fn shown_status(&self, run: &RunId) -> Result<String> {
+        let summary = self.summary(run).await?;
+        Ok(lease::shown_status(&summary, SystemClock.now_ms()).to_owned())
+    }
+
     async fn summary(&self, run: &RunId) -> Result<warrant_core::ports::RunSummary> {
         self.store
             .summary(run)

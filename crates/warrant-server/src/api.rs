@@ -250,7 +250,10 @@ impl Shared {
         {
             // An inline spec's default script is held to the specs folder too.
             if let Some(("scripted", path)) = d.split_once(':')
-                && !Path::new(path).starts_with(&base)
+                && (!Path::new(path).starts_with(&base)
+                    || Path::new(path)
+                        .components()
+                        .any(|c| matches!(c, Component::ParentDir)))
             {
                 return Err(Problem::invalid(format!(
                     "decider `{d}`: give a script inside the server's specs folder"
@@ -362,10 +365,7 @@ pub async fn start_run(
 
 impl Shared {
     async fn status_of(&self, run: &RunId) -> Result<String, Problem> {
-        let events = self.app.log(run).await?;
-        let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e))
-            .map_err(|e| Problem::internal(e.to_string()))?;
-        Ok(self.app.status(run, &state).await)
+        Ok(self.app.shown_status(run).await?)
     }
 }
 
@@ -551,11 +551,16 @@ pub async fn events(
         .read(&run, from)
         .await
         .map_err(|e| Problem::internal(e.to_string()))?;
-    let all = shared.app.log(&run).await?;
-    let finished = all
-        .last()
-        .is_some_and(|e| matches!(e.kind, EventKind::RunFinished { .. }))
-        && stored.len() <= limit;
+    // Read whole, the page ends the log: finished when that end is the run's last event (or,
+    // asked past it, when the run has ended).
+    let finished = stored.len() <= limit
+        && match stored.last() {
+            Some(e) => matches!(e.event.kind, EventKind::RunFinished { .. }),
+            None => !matches!(
+                shared.status_of(&run).await?.as_str(),
+                "running" | "interrupted" | "waiting" | "ready"
+            ),
+        };
     stored.truncate(limit);
     let next = stored
         .last()

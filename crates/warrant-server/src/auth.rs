@@ -8,7 +8,6 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde::Deserialize;
-use sha2::{Digest as _, Sha256};
 
 use crate::problem::Problem;
 
@@ -89,18 +88,10 @@ impl Principal {
     }
 }
 
-/// The SHA-256 digest of a token, in hex: what a principals file holds.
+/// The SHA-256 digest of a token, in hex: what a principals file holds (after `sha256:`).
 pub fn token_digest(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
-}
-
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    let digest = warrant_core::canon::digest_bytes(token.as_bytes());
+    digest.trim_start_matches("sha256:").to_owned()
 }
 
 #[derive(Deserialize)]

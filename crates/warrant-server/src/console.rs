@@ -21,7 +21,6 @@ use warrant_engine::Answer;
 
 use crate::Shared;
 use crate::api::{COOKIE, Caller, RunsQuery, cookie};
-use crate::auth::hex;
 use crate::problem::Problem;
 
 const SCRIPT: &str = include_str!("../assets/console.js");
@@ -100,7 +99,7 @@ fn csrf(shared: &Shared, headers: &HeaderMap) -> String {
     let mut h = Sha256::new();
     h.update(shared.secret);
     h.update(cookie(headers, COOKIE).unwrap_or("local").as_bytes());
-    hex(&h.finalize())
+    format!("{:x}", h.finalize())
 }
 
 fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), Problem> {
@@ -321,8 +320,14 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
     if rows.is_empty() {
         body.push_str("<p class=\"empty\">Nothing waits for an answer.</p>");
     }
+    // The providers each run trusts, read once per run on the page.
+    let mut trust: std::collections::HashMap<warrant_core::ids::RunId, BTreeSet<String>> =
+        std::collections::HashMap::new();
     for row in &rows {
-        let trusted = trusted_of(&shared, &row.run).await;
+        if !trust.contains_key(&row.run) {
+            trust.insert(row.run.clone(), trusted_of(&shared, &row.run).await);
+        }
+        let trusted = trust.get(&row.run).cloned().unwrap_or_default();
         let _ = write!(
             body,
             "<section class=\"approval\" data-request=\"{req}\"><h3><code>{tool}</code> on {provider}</h3>\

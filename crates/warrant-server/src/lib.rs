@@ -355,6 +355,21 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     }
 }
 
+/// A counter map's rows, `{label="key"}` each, in key order.
+fn labelled<K: std::fmt::Display + Ord>(
+    counts: &Mutex<HashMap<K, u64>>,
+    label: &str,
+) -> Vec<(String, u64)> {
+    let Ok(m) = counts.lock() else {
+        return Vec::new();
+    };
+    let mut rows: Vec<(&K, u64)> = m.iter().map(|(k, n)| (k, *n)).collect();
+    rows.sort_by(|a, b| a.0.cmp(b.0));
+    rows.into_iter()
+        .map(|(k, n)| (format!("{{{label}=\"{k}\"}}"), n))
+        .collect()
+}
+
 /// `GET /metrics`, in Prometheus' text format.
 async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     use std::fmt::Write as _;
@@ -379,36 +394,14 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "counter",
         vec![(String::new(), load(&c.reentered))],
     );
-    let ended = c
-        .ended
-        .lock()
-        .map(|m| {
-            let mut v: Vec<_> = m
-                .iter()
-                .map(|(k, n)| (format!("{{outcome=\"{k}\"}}"), *n))
-                .collect();
-            v.sort();
-            v
-        })
-        .unwrap_or_default();
+    let ended = labelled(&c.ended, "outcome");
     metric(
         "warrant_runs_ended_total",
         "Runs that ended while this server drove them, by outcome.",
         "counter",
         ended,
     );
-    let calls = c
-        .calls
-        .lock()
-        .map(|m| {
-            let mut v: Vec<_> = m
-                .iter()
-                .map(|(k, n)| (format!("{{status=\"{k}\"}}"), *n))
-                .collect();
-            v.sort();
-            v
-        })
-        .unwrap_or_default();
+    let calls = labelled(&c.calls, "status");
     metric(
         "warrant_calls_total",
         "Calls that ended in runs this server drove, by status.",

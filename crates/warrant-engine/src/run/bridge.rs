@@ -269,15 +269,10 @@ impl Run<'_> {
                 bindings.push((c.arg.clone(), c.carried.clone()));
             }
         }
-        let mut executed = if bindings.is_empty() {
-            proposed.clone()
-        } else {
-            Arc::new(self.bind_carried(&bindings, proposed)?)
-        };
-
         // A person who approved this call with edited arguments: they run instead, as an
-        // interceptor's narrowing would — validated, labelled and ruled on again below, the
-        // approval binding their digest — and the decider's next projection shows both.
+        // interceptor's narrowing would — carried inputs bound into them, validated, labelled
+        // and ruled on again below, the approval binding their digest — and the decider's
+        // next projection shows both.
         let mut narrowed = Vec::new();
         let edit = self
             .state
@@ -289,13 +284,22 @@ impl Run<'_> {
                 }
                 _ => None,
             });
-        if let Some((request, args)) = &edit {
-            executed = args.clone();
-            narrowed.push(Narrowing {
-                by: format!("approval {request}"),
-                reason: "the approver edited the arguments".to_owned(),
-            });
-        }
+        let base = match &edit {
+            Some((request, args)) => {
+                narrowed.push(Narrowing {
+                    by: format!("approval {request}"),
+                    reason: "the approver edited the arguments".to_owned(),
+                });
+                args
+            }
+            None => proposed,
+        };
+        let mut executed = if bindings.is_empty() {
+            base.clone()
+        } else {
+            Arc::new(self.bind_carried(&bindings, base)?)
+        };
+
         self.validate_args(&action.input_schema, tool, &executed)
             .map_err(|r| match &edit {
                 Some((request, _)) => Refusal {
