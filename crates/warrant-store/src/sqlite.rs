@@ -11,9 +11,12 @@
 //! made before it was set, Warrant's `meta` table). Anything else is refused by name and left
 //! untouched. Read commands open the file read-only ([`SqliteStore::open_read_only`]).
 //!
-//! Reads run on tokio's blocking pool. A follower ([`EventStore::subscribe`]) is woken by this
-//! store's own commits at once, and notices another process's within `FOLLOW_POLL_MS` by
-//! watching SQLite's `data_version`: it reads the log only when something was committed.
+//! Reads run on tokio's blocking pool. A follower ([`EventStore::subscribe`]) of a store open
+//! for writing is handed this store's commits of its run by the writer, as they commit, without
+//! reading the file; it reads the file only at its start, after a gap, and when the writer saw
+//! another connection commit (SQLite's `data_version`, looked at in every commit and every
+//! `FOLLOW_POLL_MS` while idle). A follower of a read-only store watches `data_version` itself:
+//! it reads the log only when something was committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
@@ -45,8 +48,12 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// the index of pending approvals.
 const SCHEMA_VERSION: i64 = 3;
 
-/// How often a follower with nothing new looks whether another process committed.
+/// How often a follower with nothing new (or, for a store open for writing, its idle writer)
+/// looks whether another process committed.
 const FOLLOW_POLL_MS: u64 = 25;
+
+/// Events of one run a follower may fall behind the writer by before it reads the file instead.
+const TAP_CAPACITY: usize = 1024;
 
 /// SQLite's `application_id` of a Warrant store (`WRNT`).
 const APPLICATION_ID: i64 = 0x5752_4e54;
@@ -65,6 +72,8 @@ struct Request {
     run: RunId,
     expected: u64,
     rows: Vec<(u64, String)>,
+    /// The events `rows` encode, handed to the run's followers once committed.
+    events: Vec<Arc<Event>>,
     started: Option<(String, String, u64)>,
     status: Option<String>,
     approvals: Vec<ApprovalChange>,
@@ -76,8 +85,54 @@ struct Request {
 pub struct SqliteStore {
     inner: Arc<Inner>,
     writer: Mutex<Option<mpsc::Sender<Request>>>,
-    /// Bumped after each of this store's commits: what its followers wait on.
-    appended: Arc<watch::Sender<u64>>,
+    /// What the writer tells this store's followers; `None` when open read-only.
+    taps: Option<Arc<Taps>>,
+}
+
+/// What the writer tells followers in this process: each committed event of a followed run,
+/// and that another connection committed (so the file holds what was not handed over).
+struct Taps {
+    runs: Mutex<HashMap<RunId, broadcast::Sender<StoredEvent>>>,
+    /// Bumped when the writer sees another connection's commit.
+    foreign: watch::Sender<u64>,
+}
+
+impl Taps {
+    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, broadcast::Sender<StoredEvent>>> {
+        // A poisoned map only ever held senders: go on with it.
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hands the events of the requests that committed to their runs' followers, and forgets
+    /// runs nobody follows any more.
+    fn hand_over(&self, batch: &[Request], per_request: &[Result<Vec<u64>, StoreError>]) {
+        let mut runs = self.runs();
+        if runs.is_empty() {
+            return;
+        }
+        for (req, result) in batch.iter().zip(per_request) {
+            let (Ok(positions), Some(tx)) = (result, runs.get(&req.run)) else {
+                continue;
+            };
+            for (event, position) in req.events.iter().zip(positions) {
+                // No receiver left: the entry goes below.
+                let _ = tx.send(StoredEvent {
+                    position: *position,
+                    run_id: req.run.clone(),
+                    event: event.clone(),
+                });
+            }
+        }
+        runs.retain(|_, tx| tx.receiver_count() > 0);
+    }
+
+    fn foreign_commit(&self) {
+        if self.foreign.receiver_count() > 0 {
+            self.foreign.send_modify(|n| *n += 1);
+        }
+    }
 }
 
 /// What reads share with the blocking pool.
@@ -264,12 +319,15 @@ impl SqliteStore {
             Some(v) => return Err(newer(path, v)),
         }
         let writer_conn = open_connection(path, durability)?;
-        let appended = Arc::new(watch::Sender::new(0u64));
+        let taps = Arc::new(Taps {
+            runs: Mutex::new(HashMap::new()),
+            foreign: watch::Sender::new(0),
+        });
         let (tx, rx) = mpsc::channel::<Request>();
-        let signal = appended.clone();
+        let writer_taps = taps.clone();
         thread::Builder::new()
             .name("warrant-store-writer".into())
-            .spawn(move || writer_loop(writer_conn, rx, &signal))
+            .spawn(move || writer_loop(writer_conn, rx, &writer_taps))
             .map_err(|e| StoreError::Io(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -280,7 +338,7 @@ impl SqliteStore {
                 read_only: false,
             }),
             writer: Mutex::new(Some(tx)),
-            appended,
+            taps: Some(taps),
         })
     }
 
@@ -305,7 +363,7 @@ impl SqliteStore {
                 read_only: true,
             }),
             writer: Mutex::new(None),
-            appended: Arc::new(watch::Sender::new(0)),
+            taps: None,
         })
     }
 
@@ -515,11 +573,23 @@ struct Sequences {
 }
 
 /// The writer: takes every request waiting, commits them in one transaction, answers each, and
-/// wakes this store's followers. If the thread ends, pending and later appends fail with an
-/// error (their reply channel closes): no append is lost silently.
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, appended: &watch::Sender<u64>) {
+/// hands the committed events to this store's followers. While idle and followed, it looks
+/// every `FOLLOW_POLL_MS` whether another connection committed. If the thread ends, pending and
+/// later appends fail with an error (their reply channel closes): no append is lost silently.
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
     let mut known = Sequences::default();
-    while let Ok(first) = rx.recv() {
+    let idle = std::time::Duration::from_millis(FOLLOW_POLL_MS);
+    loop {
+        let first = match rx.recv_timeout(idle) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if taps.foreign.receiver_count() > 0 && saw_foreign_commit(&conn, &mut known) {
+                    taps.foreign_commit();
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut batch = vec![first];
         while batch.len() < GROUP_COMMIT_MAX {
             match rx.try_recv() {
@@ -527,15 +597,14 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, appended: &wat
                 Err(_) => break,
             }
         }
-        let results = commit_batch(&mut conn, &mut known, &batch);
-        match results {
-            Ok(per_request) => {
-                // Followers are woken only when there are any (each subscribes before it reads).
-                if appended.receiver_count() > 0 {
-                    appended.send_modify(|n| *n += 1);
+        match commit_batch(&mut conn, &mut known, &batch) {
+            Ok((per_request, foreign)) => {
+                if foreign {
+                    taps.foreign_commit();
                 }
+                taps.hand_over(&batch, &per_request);
                 for (req, result) in batch.into_iter().zip(per_request) {
-                    let _ = req.reply.send(result);
+                    let _ = req.reply.send(result.map(|_| ()));
                 }
             }
             Err(e) => {
@@ -548,11 +617,24 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, appended: &wat
     }
 }
 
+/// Whether another connection committed since the writer last looked (`data_version` on the
+/// writer's own connection moves only for other connections' commits).
+fn saw_foreign_commit(conn: &Connection, known: &mut Sequences) -> bool {
+    let Ok(version) = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)) else {
+        return false;
+    };
+    let before = known.data_version.replace(version);
+    if before != Some(version) {
+        known.runs.clear();
+    }
+    before.is_some_and(|b| b != version)
+}
+
 fn commit_batch(
     conn: &mut Connection,
     known: &mut Sequences,
     batch: &[Request],
-) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+) -> Result<(Vec<Result<Vec<u64>, StoreError>>, bool), StoreError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(io)?;
@@ -563,10 +645,11 @@ fn commit_batch(
     let version: i64 = tx
         .query_row("PRAGMA data_version", [], |r| r.get(0))
         .map_err(io)?;
-    if known.data_version != Some(version) {
+    let before = known.data_version.replace(version);
+    if before != Some(version) {
         known.runs.clear();
-        known.data_version = Some(version);
     }
+    let foreign = before.is_some_and(|b| b != version);
     let mut results = Vec::with_capacity(batch.len());
     {
         let mut insert = tx
@@ -657,10 +740,12 @@ fn commit_batch(
                     ])
                     .map_err(io)?;
             }
+            let mut positions = Vec::with_capacity(req.rows.len());
             for (seq, body) in &req.rows {
-                insert
-                    .execute(params![req.run.0, sql_int(*seq)?, body])
+                let position = insert
+                    .insert(params![req.run.0, sql_int(*seq)?, body])
                     .map_err(io)?;
+                positions.push(u64::try_from(position).map_err(io)?);
                 warrant_fault::hit("mid-append");
             }
             let new_last = req.expected + req.rows.len() as u64;
@@ -705,11 +790,11 @@ fn commit_batch(
                 }
             }
             known.runs.insert(req.run.clone(), (new_last, epoch));
-            results.push(Ok(()));
+            results.push(Ok(positions));
         }
     }
     tx.commit().map_err(io)?;
-    Ok(results)
+    Ok((results, foreign))
 }
 
 /// The columns of a run summary, in `summary_row`'s order; an older store lacks some.
@@ -884,6 +969,7 @@ impl EventStore for SqliteStore {
             run: run.clone(),
             expected: expected_seq,
             rows,
+            events,
             started: facts.started,
             status: facts.status,
             approvals: facts.approvals,
@@ -1071,27 +1157,91 @@ impl EventStore for SqliteStore {
     }
 
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        // Subscribed before the first read of the file, so nothing committed in between is
+        // missed (what both hold is given once, by sequence).
+        let local = self.taps.as_ref().map(|taps| {
+            let pushed = taps
+                .runs()
+                .entry(run.clone())
+                .or_insert_with(|| broadcast::channel(TAP_CAPACITY).0)
+                .subscribe();
+            Local {
+                pushed,
+                foreign: taps.foreign.subscribe(),
+                received: None,
+                must_read: true,
+            }
+        });
         Box::new(Feed {
             path: self.inner.path.clone(),
             conn: Arc::new(Mutex::new(None)),
-            appended: self.appended.subscribe(),
             followed: Followed::new(run, from_seq),
             seen_version: None,
+            local,
         })
     }
 }
 
-/// A follower of one run: reads the log when a commit happened — one of this store's (it is
-/// woken at once) or another process's (seen in SQLite's `data_version` within
-/// `FOLLOW_POLL_MS`) — and never otherwise.
+/// A follower of one run. Of a store open for writing ([`Local`]): handed this store's
+/// commits by the writer, it reads the file only at its start, after a gap, and after another
+/// process's commit. Of a read-only store: it reads the log when SQLite's `data_version` shows
+/// a commit (looked at every `FOLLOW_POLL_MS`), and never otherwise.
 struct Feed {
     path: PathBuf,
     /// Its own read-only connection, opened on first use.
     conn: Arc<Mutex<Option<Connection>>>,
-    appended: watch::Receiver<u64>,
     followed: Followed,
     /// `data_version` at the last read of the log.
     seen_version: Option<i64>,
+    local: Option<Local>,
+}
+
+/// What a follower in the writer's process is told.
+struct Local {
+    /// The run's events as this store commits them.
+    pushed: broadcast::Receiver<StoredEvent>,
+    /// Bumped when the writer saw another connection commit.
+    foreign: watch::Receiver<u64>,
+    /// An event taken while waiting, not yet given.
+    received: Option<StoredEvent>,
+    /// The file holds what was not handed over: the feed's start, a gap, a foreign commit.
+    must_read: bool,
+}
+
+impl Local {
+    /// Moves the handed-over events that continue `followed` into it; whether there were any.
+    /// One past the next sequence expected, or events dropped for a reader that fell behind,
+    /// means the file must be read.
+    fn take(&mut self, followed: &mut Followed) -> bool {
+        let mut next = followed.next;
+        let mut took = Vec::new();
+        loop {
+            let event = match self.received.take() {
+                Some(e) => e,
+                None => match self.pushed.try_recv() {
+                    Ok(e) => e,
+                    Err(broadcast::error::TryRecvError::Empty) => break,
+                    Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                        self.must_read = true;
+                        continue;
+                    }
+                    Err(broadcast::error::TryRecvError::Closed) => {
+                        self.must_read = true;
+                        break;
+                    }
+                },
+            };
+            match event.event.seq.cmp(&next) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => {
+                    next += 1;
+                    took.push(event);
+                }
+                std::cmp::Ordering::Greater => self.must_read = true,
+            }
+        }
+        followed.fetched(took)
+    }
 }
 
 /// What one look at the file found: the run's new events (when something was committed since
@@ -1125,47 +1275,78 @@ fn look(
     Ok((Some(events), version, status))
 }
 
+impl Feed {
+    /// Reads the run's log from the next sequence (unless `seen` shows nothing was committed
+    /// since the last read): `Some(true)` when it found events, `Some(false)` when more can
+    /// come, `None` when the run ended before the sequence asked for.
+    async fn read(&mut self, seen: Option<i64>) -> Result<Option<bool>, StoreError> {
+        let (path, slot) = (self.path.clone(), self.conn.clone());
+        let (run, from) = (self.followed.run.clone(), self.followed.next);
+        let (events, version, status) =
+            tokio::task::spawn_blocking(move || look(&path, &slot, &run, from, seen))
+                .await
+                .map_err(|e| StoreError::Io(format!("a store read stopped: {e}")))??;
+        self.seen_version = Some(version);
+        let Some(events) = events else {
+            return Ok(Some(false));
+        };
+        if self.followed.fetched(events) {
+            return Ok(Some(true));
+        }
+        Ok(self
+            .followed
+            .more_can_come(status.as_deref())?
+            .then_some(false))
+    }
+}
+
 impl EventFeed for Feed {
     fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
         Box::pin(async move {
+            let pause = std::time::Duration::from_millis(FOLLOW_POLL_MS);
             loop {
                 match self.followed.step() {
                     FollowStep::Give(e) => return Ok(Some(e)),
                     FollowStep::End => return Ok(None),
                     FollowStep::Fetch => {}
                 }
-                self.appended.borrow_and_update();
-                let (path, slot) = (self.path.clone(), self.conn.clone());
-                let (run, from, seen) = (
-                    self.followed.run.clone(),
-                    self.followed.next,
-                    self.seen_version,
-                );
-                let (events, version, status) =
-                    tokio::task::spawn_blocking(move || look(&path, &slot, &run, from, seen))
-                        .await
-                        .map_err(|e| StoreError::Io(format!("a store read stopped: {e}")))??;
-                self.seen_version = Some(version);
-                // Nothing committed since the last look: no need to ask whether more can come.
-                if let Some(events) = events {
-                    if self.followed.fetched(events) {
-                        continue;
+                let Some(local) = self.local.as_mut() else {
+                    // A read-only store: look at the file now and then.
+                    match self.read(self.seen_version).await? {
+                        Some(true) => continue,
+                        Some(false) => tokio::time::sleep(pause).await,
+                        None => return Ok(None),
                     }
-                    if !self.followed.more_can_come(status.as_deref())? {
-                        return Ok(None);
+                    continue;
+                };
+                if local.take(&mut self.followed) {
+                    continue;
+                }
+                if local.must_read {
+                    local.must_read = false;
+                    local.foreign.borrow_and_update();
+                    match self.read(None).await? {
+                        Some(true) => continue,
+                        Some(false) => {}
+                        None => return Ok(None),
                     }
                 }
-                // Nothing new: wait for this store's next commit, or look again shortly for
-                // another process's.
-                let pause = std::time::Duration::from_millis(FOLLOW_POLL_MS);
+                let Some(local) = self.local.as_mut() else {
+                    continue;
+                };
                 tokio::select! {
-                    woken = self.appended.changed() => {
+                    pushed = local.pushed.recv() => match pushed {
+                        Ok(e) => local.received = Some(e),
+                        Err(broadcast::error::RecvError::Lagged(_)) => local.must_read = true,
                         // The store was dropped: only other processes' commits remain.
-                        if woken.is_err() {
-                            tokio::time::sleep(pause).await;
+                        Err(broadcast::error::RecvError::Closed) => self.local = None,
+                    },
+                    changed = local.foreign.changed() => {
+                        local.must_read = true;
+                        if changed.is_err() {
+                            self.local = None;
                         }
                     }
-                    () = tokio::time::sleep(pause) => {}
                 }
             }
         })

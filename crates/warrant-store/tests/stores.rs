@@ -322,3 +322,94 @@ async fn next(feed: &mut dyn warrant_core::ports::EventFeed) -> Option<u64> {
         .unwrap()
         .map(|e| e.event.seq)
 }
+
+/// A follower in the writer's own process is handed that writer's commits, and still sees
+/// what another writer on the same file (another process) commits between them: every event
+/// once, in order, with the positions the file holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writers_follower_sees_its_own_and_another_writers_commits() {
+    use warrant_store::contract::{answered, finished};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let run = RunId("r1".into());
+    let here = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    here.append(&run, 0, vec![started("r1"), asked(2, "r1-a1")], None)
+        .await
+        .unwrap();
+    let mut feed = here.subscribe(&run, 1);
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        got.push(next_event(feed.as_mut()).await.unwrap());
+    }
+    // Another process answers while this one's follower waits.
+    let there = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    there
+        .append(&run, 2, vec![answered(3, "r1-a1")], None)
+        .await
+        .unwrap();
+    got.push(next_event(feed.as_mut()).await.unwrap());
+    // This process goes on: handed over, one after the other.
+    here.append(&run, 3, vec![step(4)], None).await.unwrap();
+    got.push(next_event(feed.as_mut()).await.unwrap());
+    there.append(&run, 4, vec![step(5)], None).await.unwrap();
+    here.append(&run, 5, vec![finished(6)], None).await.unwrap();
+    while let Some(e) = next_event(feed.as_mut()).await {
+        got.push(e);
+    }
+    let seqs: Vec<u64> = got.iter().map(|e| e.event.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    let positions: Vec<u64> = got.iter().map(|e| e.position).collect();
+    let file: Vec<u64> = here
+        .read(&run, 1)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.position)
+        .collect();
+    assert_eq!(
+        positions, file,
+        "handed-over events carry their positions in the file"
+    );
+}
+
+/// A follower that falls further behind than the writer keeps for it reads the rest from the
+/// file: nothing lost, nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_falls_behind_reads_the_rest_from_the_file() {
+    use warrant_store::contract::finished;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("w.db"), Durability::ProcessCrash).unwrap();
+    let run = RunId("r1".into());
+    store
+        .append(&run, 0, vec![started("r1")], None)
+        .await
+        .unwrap();
+    let mut feed = store.subscribe(&run, 1);
+    assert_eq!(next(feed.as_mut()).await, Some(1));
+    // Far more single-event commits than a follower is kept for, none of them read yet.
+    let last = 3000;
+    for seq in 2..last {
+        store
+            .append(&run, seq - 1, vec![step(seq)], None)
+            .await
+            .unwrap();
+    }
+    store
+        .append(&run, last - 1, vec![finished(last)], None)
+        .await
+        .unwrap();
+    let mut seqs = Vec::new();
+    while let Some(seq) = next(feed.as_mut()).await {
+        seqs.push(seq);
+    }
+    assert_eq!(seqs, (2..=last).collect::<Vec<_>>());
+}
+
+async fn next_event(
+    feed: &mut dyn warrant_core::ports::EventFeed,
+) -> Option<warrant_core::event::StoredEvent> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+        .await
+        .expect("the follower saw nothing")
+        .unwrap()
+}
