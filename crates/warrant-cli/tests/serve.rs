@@ -235,6 +235,44 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
     let rest = follow(&s.base, &id, Some(n - 3), None).await;
     let rest: Vec<u64> = rest.iter().map(|(s, _)| *s).collect();
     assert_eq!(rest, vec![n - 2, n - 1, n]);
+
+    // What it did is counted in /metrics, with the latency of its calls and of the store's
+    // commits as histograms.
+    let metrics = client()
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("warrant_runs_ended_total{outcome=\"attained\"} 1\n"),
+        "{metrics}"
+    );
+    for name in ["warrant_step_seconds", "warrant_store_commit_seconds"] {
+        assert!(
+            metrics.contains(&format!("# TYPE {name} histogram")),
+            "{metrics}"
+        );
+        let buckets: Vec<u64> = metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}_bucket{{")))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        let count: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_count ")))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(count > 0, "{name}: nothing observed\n{metrics}");
+        assert!(
+            buckets.windows(2).all(|w| w[0] <= w[1]),
+            "{name}: not cumulative"
+        );
+        assert_eq!(buckets.last(), Some(&count), "{name}: +Inf is the count");
+    }
 }
 
 fn principals(dir: &Path, entries: &[(&str, &str, &str, &[&str])]) -> PathBuf {

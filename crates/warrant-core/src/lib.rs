@@ -14,6 +14,7 @@ pub mod compare;
 pub mod event;
 pub mod fold;
 pub mod ids;
+pub mod metrics;
 pub mod num;
 pub mod ports;
 pub mod projection;

@@ -289,4 +289,8 @@ pub trait EventStore: Send + Sync {
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Follows `run` from `from_seq`: every event once, in order, as any process appends it.
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed>;
+    /// How long this store's commits took (begin to durable), if it measures them.
+    fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
+        None
+    }
 }

@@ -371,6 +371,30 @@ fn labelled<K: std::fmt::Display + Ord>(
 }
 
 /// `GET /metrics`, in Prometheus' text format.
+/// Writes `h` as a Prometheus histogram in seconds.
+fn histogram(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    h: &warrant_core::metrics::HistogramSnapshot,
+) {
+    use std::fmt::Write as _;
+    let seconds = |us: u64| us as f64 / 1e6;
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    for (bound, n) in &h.cumulative {
+        match bound {
+            Some(us) => {
+                let _ = writeln!(out, "{name}_bucket{{le=\"{}\"}} {n}", seconds(*us));
+            }
+            None => {
+                let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {n}");
+            }
+        }
+    }
+    let _ = writeln!(out, "{name}_sum {}", seconds(h.sum_us));
+    let _ = writeln!(out, "{name}_count {}", h.count);
+}
+
 async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     use std::fmt::Write as _;
     let c = &shared.runner.counters;
@@ -441,6 +465,20 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "gauge",
         vec![(String::new(), pending)],
     );
+    histogram(
+        &mut out,
+        "warrant_step_seconds",
+        "Calls in runs this server drove, from call_started to call_finished as it saw them (schema, provenance, policy, approval, dispatch, result).",
+        &c.steps.snapshot(),
+    );
+    if let Some(commits) = shared.app.store().commit_latency() {
+        histogram(
+            &mut out,
+            "warrant_store_commit_seconds",
+            "Group commits of the store, from the transaction's start to durable.",
+            &commits,
+        );
+    }
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -42,6 +42,9 @@ pub struct Counters {
     pub calls: Mutex<HashMap<String, u64>>,
     /// Decisions taken by runs driven here.
     pub decisions: AtomicU64,
+    /// How long calls took from `call_started` to `call_finished` as this server saw them
+    /// (the mediated path, dispatch and result; a wait for a person included).
+    pub steps: warrant_core::metrics::Histogram,
 }
 
 /// The run supervisor.
@@ -71,6 +74,18 @@ impl IdGen for Chosen {
 struct Watch {
     started: Option<oneshot::Sender<()>>,
     counters: Arc<Counters>,
+    /// Calls started and not yet finished, since when.
+    calls: HashMap<warrant_core::ids::CallId, std::time::Instant>,
+}
+
+impl Watch {
+    fn new(started: Option<oneshot::Sender<()>>, counters: Arc<Counters>) -> Watch {
+        Watch {
+            started,
+            counters,
+            calls: HashMap::new(),
+        }
+    }
 }
 
 impl warrant_engine::Subscriber for Watch {
@@ -86,12 +101,19 @@ impl warrant_engine::Subscriber for Watch {
             EventKind::Decided { .. } => {
                 c.decisions.fetch_add(1, Ordering::Relaxed);
             }
-            EventKind::CallFinished { status, .. } => {
+            EventKind::CallStarted { call, .. } => {
+                self.calls.insert(call.clone(), std::time::Instant::now());
+            }
+            EventKind::CallFinished { call, status, .. } => {
+                if let Some(since) = self.calls.remove(call) {
+                    c.steps.record(since.elapsed());
+                }
                 if let Ok(mut m) = c.calls.lock() {
                     *m.entry(status.to_string()).or_default() += 1;
                 }
             }
             EventKind::RunFinished { outcome } => {
+                self.calls.clear();
                 if let Ok(mut m) = c.ended.lock() {
                     *m.entry(outcome.name()).or_default() += 1;
                 }
@@ -158,10 +180,7 @@ impl Runner {
         let (tx, rx) = oneshot::channel();
         engine.subscribe(
             "server",
-            Box::new(Watch {
-                started: Some(tx),
-                counters: self.counters.clone(),
-            }),
+            Box::new(Watch::new(Some(tx), self.counters.clone())),
         );
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let (failed_tx, failed_rx) = oneshot::channel();
@@ -185,13 +204,7 @@ impl Runner {
         let permit = self.permit()?;
         let prepared = self.app.reentry(run).await?;
         let engine = self.app.engine_for(&prepared);
-        engine.subscribe(
-            "server",
-            Box::new(Watch {
-                started: None,
-                counters: self.counters.clone(),
-            }),
-        );
+        engine.subscribe("server", Box::new(Watch::new(None, self.counters.clone())));
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
         self.clone()
             .spawn_drive(run.clone(), prepared, engine, permit, None);

@@ -89,12 +89,15 @@ pub struct SqliteStore {
     taps: Option<Arc<Taps>>,
 }
 
-/// What the writer tells followers in this process: each committed event of a followed run,
-/// and that another connection committed (so the file holds what was not handed over).
+/// What the writer tells the rest of this process: each committed event of a followed run,
+/// that another connection committed (so the file holds what was not handed over), and how
+/// long its commits take.
 struct Taps {
     runs: Mutex<HashMap<RunId, broadcast::Sender<StoredEvent>>>,
     /// Bumped when the writer sees another connection's commit.
     foreign: watch::Sender<u64>,
+    /// How long each group commit took, from its transaction's start to durable.
+    commits: warrant_core::metrics::Histogram,
 }
 
 impl Taps {
@@ -322,6 +325,7 @@ impl SqliteStore {
         let taps = Arc::new(Taps {
             runs: Mutex::new(HashMap::new()),
             foreign: watch::Sender::new(0),
+            commits: warrant_core::metrics::Histogram::default(),
         });
         let (tx, rx) = mpsc::channel::<Request>();
         let writer_taps = taps.clone();
@@ -597,7 +601,10 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
                 Err(_) => break,
             }
         }
-        match commit_batch(&mut conn, &mut known, &batch) {
+        let began = std::time::Instant::now();
+        let committed = commit_batch(&mut conn, &mut known, &batch);
+        taps.commits.record(began.elapsed());
+        match committed {
             Ok((per_request, foreign)) => {
                 if foreign {
                     taps.foreign_commit();
@@ -1154,6 +1161,10 @@ impl EventStore for SqliteStore {
                 .map_err(io)?;
             Ok(())
         })
+    }
+
+    fn commit_latency(&self) -> Option<warrant_core::metrics::HistogramSnapshot> {
+        self.taps.as_ref().map(|t| t.commits.snapshot())
     }
 
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {

@@ -1,0 +1,80 @@
+//! A latency histogram that many threads record into without a lock, read as Prometheus'
+//! cumulative buckets (`/metrics`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the buckets, in microseconds (a last, unbounded one follows).
+pub const BOUNDS_US: [u64; 14] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000,
+];
+
+/// Counts of durations by bucket, their sum and their number.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; BOUNDS_US.len() + 1],
+    sum_us: AtomicU64,
+    count: AtomicU64,
+}
+
+/// What a [`Histogram`] held when read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    /// `(upper bound in µs, observations at or under it)`, cumulative; the last bound is
+    /// `None` (+Inf) and its count is `count`.
+    pub cumulative: Vec<(Option<u64>, u64)>,
+    /// The sum of every observation, in microseconds.
+    pub sum_us: u64,
+    /// How many observations.
+    pub count: u64,
+}
+
+impl Histogram {
+    /// Records one duration.
+    pub fn record(&self, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let i = BOUNDS_US.partition_point(|b| *b < us);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts now. Read while others record, a bucket may be one ahead of the count: the
+    /// total is taken from the buckets, so the snapshot is always consistent in itself.
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        let mut running = 0u64;
+        let mut cumulative = Vec::with_capacity(self.buckets.len());
+        for (i, b) in self.buckets.iter().enumerate() {
+            running = running.saturating_add(b.load(Ordering::Relaxed));
+            cumulative.push((BOUNDS_US.get(i).copied(), running));
+        }
+        HistogramSnapshot {
+            cumulative,
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+            count: running,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observations_land_in_the_first_bucket_that_holds_them() {
+        let h = Histogram::default();
+        h.record(Duration::from_micros(100));
+        h.record(Duration::from_micros(101));
+        h.record(Duration::from_millis(3));
+        h.record(Duration::from_secs(10));
+        let s = h.snapshot();
+        assert_eq!(s.count, 4);
+        assert_eq!(s.sum_us, 100 + 101 + 3_000 + 10_000_000);
+        assert_eq!(s.cumulative[0], (Some(100), 1));
+        assert_eq!(s.cumulative[1], (Some(250), 2));
+        assert_eq!(s.cumulative[4], (Some(2_500), 2));
+        assert_eq!(s.cumulative[5], (Some(5_000), 3));
+        assert_eq!(s.cumulative.last(), Some(&(None, 4)));
+    }
+}
