@@ -294,6 +294,32 @@ pub struct ServeArgs {
     /// exit.
     #[arg(long)]
     pub hash_token: bool,
+    /// How the server's logs (on stderr) are written.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Which of the server's logs are written: a level (`info`, the default; `debug` adds
+    /// every request answered) or `TARGET=LEVEL,...`.
+    #[arg(long, value_name = "FILTER", env = "WARRANT_LOG")]
+    pub log: Option<String>,
+    /// Export traces of the runs this server drives to this OTLP/HTTP collector
+    /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions. Off by default:
+    /// nothing leaves the machine unless this is given.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// Put calls' arguments and results in the exported spans (left out by default).
+    #[cfg(feature = "otlp")]
+    #[arg(long, requires = "otlp_endpoint")]
+    pub otlp_content: bool,
+}
+
+/// How `warrant serve` writes its logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text an event.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -1184,6 +1184,12 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
         outln!("sha256:{}", warrant_server::token_digest(&token));
         return Ok(exit::ATTAINED);
     }
+    let format = match args.log_format {
+        crate::cli::LogFormat::Text => warrant_server::telemetry::LogFormat::Text,
+        crate::cli::LogFormat::Json => warrant_server::telemetry::LogFormat::Json,
+    };
+    warrant_server::telemetry::init(format, args.log.as_deref())
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let config = warrant_server::Config {
         listen: args.listen,
         store: store_path.to_owned(),
@@ -1194,6 +1200,13 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
         body_limit: args.body_limit,
         grace: std::time::Duration::from_secs(args.grace),
         client_timeout: std::time::Duration::from_secs(args.client_timeout),
+        #[cfg(feature = "otlp")]
+        otlp: args
+            .otlp_endpoint
+            .map(|endpoint| warrant_server::otlp::Settings {
+                endpoint,
+                content: args.otlp_content,
+            }),
     };
     let store: Arc<dyn warrant_core::ports::EventStore> = Arc::new(open_store(store_path)?);
     let server = warrant_server::Server::bind(config, store)

@@ -792,3 +792,71 @@ fn warrant_approve_edit_runs_the_edited_arguments() {
         .unwrap();
     assert_eq!(dispatched["args"]["memo"], "rent, edited");
 }
+
+/// The server's logs are one JSON object a line when asked (`--log-format json`), filtered by
+/// `--log`; a filter that does not parse is refused before anything is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_logs_structured_lines_filtered_as_asked() {
+    use std::io::BufRead as _;
+    let (dir, store) = scratch();
+    let log_path = dir.path().join("serve.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .env_remove("WARRANT_LOG")
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(root().join("examples"))
+        .args(["--log-format", "json", "--log", "debug"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let s = Served { child, base };
+    let (status, started) = start(&s, None, json!({"spec_path": "pay-rent/spec.yaml"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "attained").await;
+    let mut lines = Vec::new();
+    for _ in 0..100 {
+        lines = std::fs::read_to_string(&log_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        if lines.iter().any(|l| l["fields"]["message"] == "run ended") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ended = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "run ended")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(ended["fields"]["run"], id.as_str());
+    assert_eq!(ended["fields"]["outcome"], "attained");
+    assert_eq!(ended["level"], "INFO");
+    // `debug` adds each request answered.
+    assert!(
+        lines.iter().any(|l| l["fields"]["message"] == "answered"
+            && l["fields"]["path"] == "/v1/runs"
+            && l["fields"]["status"] == 201),
+        "{lines:?}"
+    );
+    drop(s);
+
+    let o = warrant(
+        &store,
+        &["serve", "--listen", "127.0.0.1:0", "--log", "=nope=="],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--log `=nope==`"), "{}", stderr(&o));
+}

@@ -35,7 +35,9 @@ impl Histogram {
     pub fn record(&self, d: Duration) {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         let i = BOUNDS_US.partition_point(|b| *b < us);
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        if let Some(bucket) = self.buckets.get(i) {
+            bucket.fetch_add(1, Ordering::Relaxed);
+        }
         self.sum_us.fetch_add(us, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
@@ -57,6 +59,33 @@ impl Histogram {
     }
 }
 
+/// A measurement started: how long something took, for metrics only (what a run decides
+/// reads time through the `Clock` port).
+#[derive(Clone, Copy, Debug)]
+pub struct Stopwatch(std::time::Instant);
+
+impl Stopwatch {
+    /// Starts measuring now.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "metrics time what happened; no run's decision reads this clock"
+    )]
+    pub fn start() -> Stopwatch {
+        Stopwatch(std::time::Instant::now())
+    }
+
+    /// Time since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// `us` microseconds as seconds, in decimal (`1500` is `0.0015`).
+pub fn seconds(us: u64) -> String {
+    let text = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,10 +100,18 @@ mod tests {
         let s = h.snapshot();
         assert_eq!(s.count, 4);
         assert_eq!(s.sum_us, 100 + 101 + 3_000 + 10_000_000);
-        assert_eq!(s.cumulative[0], (Some(100), 1));
-        assert_eq!(s.cumulative[1], (Some(250), 2));
-        assert_eq!(s.cumulative[4], (Some(2_500), 2));
-        assert_eq!(s.cumulative[5], (Some(5_000), 3));
+        assert_eq!(s.cumulative.first(), Some(&(Some(100), 1)));
+        assert_eq!(s.cumulative.get(1), Some(&(Some(250), 2)));
+        assert_eq!(s.cumulative.get(4), Some(&(Some(2_500), 2)));
+        assert_eq!(s.cumulative.get(5), Some(&(Some(5_000), 3)));
         assert_eq!(s.cumulative.last(), Some(&(None, 4)));
+    }
+
+    #[test]
+    fn seconds_are_written_in_decimal() {
+        assert_eq!(seconds(1_500), "0.0015");
+        assert_eq!(seconds(2_500_000), "2.5");
+        assert_eq!(seconds(1_000_000), "1");
+        assert_eq!(seconds(100), "0.0001");
     }
 }

@@ -963,7 +963,7 @@ impl Shared {
         if self.runner.holds(&row.run) {
             self.runner.wake(&row.run);
         } else if let Err(p) = self.runner.reenter(&row.run).await {
-            crate::log(&format!("not re-entering {}: {}", row.run, p.detail));
+            tracing::warn!(run = %row.run, problem = %p.detail, "not re-entering");
         }
         Ok(AnswerResult {
             request: request.to_owned(),

@@ -11,8 +11,11 @@ mod api;
 pub mod auth;
 mod console;
 mod openapi;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod problem;
 mod runner;
+pub mod telemetry;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -55,6 +58,9 @@ pub struct Config {
     /// How long a client has to send a request's headers, and its body: a slower one is
     /// cut off (408 for a body).
     pub client_timeout: Duration,
+    /// Where to export traces, if anywhere.
+    #[cfg(feature = "otlp")]
+    pub otlp: Option<otlp::Settings>,
 }
 
 /// Why a server did not start.
@@ -88,20 +94,24 @@ pub(crate) struct Shared {
     pub(crate) starting: tokio::sync::Mutex<()>,
 }
 
+/// The run supervisor `config` asks for.
+fn runner(app: &App, config: &Config) -> Result<runner::Runner, ServerError> {
+    let runner = runner::Runner::new(app.clone(), config.max_runs);
+    #[cfg(feature = "otlp")]
+    if let Some(settings) = &config.otlp {
+        let exporter = Arc::new(otlp::Exporter::start(settings).map_err(ServerError::Invalid)?);
+        tracing::info!(endpoint = %settings.endpoint, content = settings.content, "exporting traces over OTLP");
+        return Ok(runner.with_observer(Arc::new(move || Box::new(exporter.tracer()))));
+    }
+    Ok(runner)
+}
+
 /// A server bound to its address, not yet serving.
 pub struct Server {
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
     grace: Duration,
     client_timeout: Duration,
-}
-
-/// Writes a line to stderr, sanitised (it may hold what a provider or a model wrote).
-pub(crate) fn log(message: &str) {
-    use std::io::Write as _;
-    let text = format!("warrant serve: {message}\n");
-    let line = warrant_core::text::sanitize(&text);
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 impl Server {
@@ -142,7 +152,7 @@ impl Server {
         getrandom::fill(&mut secret)
             .map_err(|e| ServerError::Failed(format!("no randomness for CSRF tokens: {e}")))?;
         let shared = Arc::new(Shared {
-            runner: Arc::new(runner::Runner::new(app.clone(), config.max_runs)),
+            runner: Arc::new(runner(&app, &config)?),
             app,
             deciders,
             principals,
@@ -179,15 +189,15 @@ impl Server {
         let shared = self.shared.clone();
         let background = async {
             match shared.runner.reenter_all().await {
-                Ok(n) if n > 0 => log(&format!("re-entered {n} runs")),
+                Ok(n) if n > 0 => tracing::info!(runs = n, "re-entered the runs that can go on"),
                 Ok(_) => {}
-                Err(p) => log(&format!("re-entering runs: {}", p.detail)),
+                Err(p) => tracing::error!(problem = %p.detail, "re-entering runs failed"),
             }
             shared.ready.store(true, Ordering::SeqCst);
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let Err(p) = shared.runner.sweep().await {
-                    log(&format!("looking for answered runs: {}", p.detail));
+                    tracing::warn!(problem = %p.detail, "looking for answered runs failed");
                 }
             }
         };
@@ -223,7 +233,7 @@ async fn accept(
                 Ok(a) => a,
                 Err(e) => {
                     // Out of descriptors, a reset before accept: wait a moment, go on.
-                    log(&format!("accepting a connection: {e}"));
+                    tracing::warn!(error = %e, "accepting a connection failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -235,7 +245,22 @@ async fn accept(
         let service = router.clone();
         let service =
             hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                tower_service::Service::call(&mut service.clone(), request)
+                let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+                let began = warrant_core::metrics::Stopwatch::start();
+                let answer = tower_service::Service::call(&mut service.clone(), request);
+                async move {
+                    let response = answer.await;
+                    if let Ok(r) = &response {
+                        tracing::debug!(
+                            %method,
+                            path,
+                            status = r.status().as_u16(),
+                            micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX),
+                            "answered"
+                        );
+                    }
+                    response
+                }
             });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         #[expect(
@@ -379,7 +404,7 @@ fn histogram(
     h: &warrant_core::metrics::HistogramSnapshot,
 ) {
     use std::fmt::Write as _;
-    let seconds = |us: u64| us as f64 / 1e6;
+    use warrant_core::metrics::seconds;
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
     for (bound, n) in &h.cumulative {
         match bound {

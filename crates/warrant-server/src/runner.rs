@@ -59,7 +59,12 @@ pub struct Runner {
     stopping: watch::Sender<bool>,
     /// What runs driven here did.
     pub counters: Arc<Counters>,
+    /// Makes one more subscriber for each run's engine (traces), if set.
+    observer: Option<Observer>,
 }
+
+/// Makes a subscriber for one run's engine.
+pub type Observer = Arc<dyn Fn() -> Box<dyn warrant_engine::Subscriber> + Send + Sync>;
 
 /// A run id chosen before the run starts, so the caller can be told it at once.
 struct Chosen(RunId);
@@ -75,7 +80,7 @@ struct Watch {
     started: Option<oneshot::Sender<()>>,
     counters: Arc<Counters>,
     /// Calls started and not yet finished, since when.
-    calls: HashMap<warrant_core::ids::CallId, std::time::Instant>,
+    calls: HashMap<warrant_core::ids::CallId, warrant_core::metrics::Stopwatch>,
 }
 
 impl Watch {
@@ -102,7 +107,8 @@ impl warrant_engine::Subscriber for Watch {
                 c.decisions.fetch_add(1, Ordering::Relaxed);
             }
             EventKind::CallStarted { call, .. } => {
-                self.calls.insert(call.clone(), std::time::Instant::now());
+                self.calls
+                    .insert(*call, warrant_core::metrics::Stopwatch::start());
             }
             EventKind::CallFinished { call, status, .. } => {
                 if let Some(since) = self.calls.remove(call) {
@@ -137,6 +143,25 @@ impl Runner {
             idle: Notify::new(),
             stopping: watch::Sender::new(false),
             counters: Arc::default(),
+            observer: None,
+        }
+    }
+
+    /// Adds `observer`'s subscriber to every run's engine.
+    pub fn with_observer(mut self, observer: Observer) -> Runner {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Subscribes what watches every run to `engine`; `started` is told when its first event
+    /// is recorded.
+    fn watch(&self, engine: &Engine, started: Option<oneshot::Sender<()>>) {
+        engine.subscribe(
+            "server",
+            Box::new(Watch::new(started, self.counters.clone())),
+        );
+        if let Some(make) = &self.observer {
+            engine.subscribe("observer", make());
         }
     }
 
@@ -173,21 +198,22 @@ impl Runner {
     pub async fn start(self: &Arc<Self>, prepared: Prepared) -> Result<RunId, Problem> {
         let permit = self.permit()?;
         let run = self.ids.run_id();
+        let prepared_spec = prepared.spec.id.clone();
         let engine = self
             .app
             .engine_for(&prepared)
             .with_ids(Arc::new(Chosen(run.clone())));
         let (tx, rx) = oneshot::channel();
-        engine.subscribe(
-            "server",
-            Box::new(Watch::new(Some(tx), self.counters.clone())),
-        );
+        self.watch(&engine, Some(tx));
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let (failed_tx, failed_rx) = oneshot::channel();
         self.clone()
             .spawn_drive(run.clone(), prepared, engine, permit, Some(failed_tx));
         tokio::select! {
-            _ = rx => Ok(run),
+            _ = rx => {
+                tracing::info!(run = %run, spec = %prepared_spec, "run started");
+                Ok(run)
+            }
             failed = failed_rx => Err(failed.unwrap_or_else(|_| {
                 Problem::internal("the run stopped before it started")
             })),
@@ -206,6 +232,7 @@ impl Runner {
         let engine = self.app.engine_for(&prepared);
         engine.subscribe("server", Box::new(Watch::new(None, self.counters.clone())));
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(run = %run, "run re-entered");
         self.clone()
             .spawn_drive(run.clone(), prepared, engine, permit, None);
         Ok(true)
@@ -219,7 +246,7 @@ impl Runner {
             match self.reenter(&run).await {
                 Ok(true) => taken += 1,
                 Ok(false) => {}
-                Err(p) => crate::log(&format!("not re-entering {run}: {}", p.detail)),
+                Err(p) => tracing::warn!(run = %run, problem = %p.detail, "not re-entering"),
             }
         }
         Ok(taken)
@@ -240,7 +267,7 @@ impl Runner {
                     continue;
                 }
                 if let Err(p) = self.reenter(&r.run_id).await {
-                    crate::log(&format!("not re-entering {}: {}", r.run_id, p.detail));
+                    tracing::warn!(run = %r.run_id, problem = %p.detail, "not re-entering");
                 }
             }
             match page.next {
@@ -297,11 +324,14 @@ impl Runner {
                         Some(tx) => {
                             let _ = tx.send(e.into());
                         }
-                        None => crate::log(&format!("run {run}: {e}")),
+                        None => tracing::error!(run = %run, error = %e, "the run stopped"),
                     }
                     return;
                 }
             };
+            if let Some(outcome) = &r.outcome {
+                tracing::info!(run = %run, outcome = outcome.name(), "run ended");
+            }
             if r.outcome.is_some() || *stopping.borrow() {
                 let _ = engine.drain_subscribers().await;
                 return;

@@ -601,7 +601,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
                 Err(_) => break,
             }
         }
-        let began = std::time::Instant::now();
+        let began = warrant_core::metrics::Stopwatch::start();
         let committed = commit_batch(&mut conn, &mut known, &batch);
         taps.commits.record(began.elapsed());
         match committed {
@@ -637,11 +637,15 @@ fn saw_foreign_commit(conn: &Connection, known: &mut Sequences) -> bool {
     before.is_some_and(|b| b != version)
 }
 
+/// What a group commit did: for each request, the positions of its events or why it was
+/// refused; and whether another connection had committed since the writer last looked.
+type Committed = (Vec<Result<Vec<u64>, StoreError>>, bool);
+
 fn commit_batch(
     conn: &mut Connection,
     known: &mut Sequences,
     batch: &[Request],
-) -> Result<(Vec<Result<Vec<u64>, StoreError>>, bool), StoreError> {
+) -> Result<Committed, StoreError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(io)?;

@@ -1,0 +1,371 @@
+//! OpenTelemetry traces over OTLP/HTTP (JSON), off unless `--otlp-endpoint` is given (and
+//! compiled only with the `otlp` feature). Spans are derived from each run's events as the
+//! engine records them, following the GenAI semantic conventions: a run is `invoke_agent`, a
+//! decision `chat`, a call `execute_tool`. Arguments and results are left out unless asked
+//! for. Export is best effort: a collector that is down or slow costs dropped spans and a
+//! warning in the logs, never a run's progress — the event log is the record, not the trace.
+//!
+//! The trace id is derived from the run id, so a run re-entered after a restart continues the
+//! same trace; span ids are derived from what they stand for (the run, a decision, a call).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::mpsc;
+use warrant_core::event::{CallStatus, Event, EventKind};
+use warrant_core::ids::RunId;
+
+/// Spans waiting to be sent; more are dropped (and counted).
+const QUEUE: usize = 8192;
+/// Most spans in one export request.
+const BATCH: usize = 512;
+/// How long a span waits for others to share its request.
+const LINGER: Duration = Duration::from_secs(1);
+/// How long one export may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where traces go and what they hold.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The collector's base URL (`http://127.0.0.1:4318`, spans go to `/v1/traces` under it)
+    /// or its full traces URL.
+    pub endpoint: String,
+    /// Put calls' arguments and results in their spans.
+    pub content: bool,
+}
+
+/// The exporter: a queue of finished spans and the task that sends them in batches.
+#[derive(Debug)]
+pub struct Exporter {
+    tx: mpsc::Sender<Value>,
+    content: bool,
+    /// Spans dropped because the queue was full.
+    pub dropped: Arc<AtomicU64>,
+}
+
+impl Exporter {
+    /// Checks `settings` and starts the sending task on the current runtime.
+    pub fn start(settings: &Settings) -> Result<Exporter, String> {
+        let url = traces_url(&settings.endpoint)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot make the OTLP client: {e}"))?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the exporter owns the task that sends its spans"
+        )]
+        tokio::spawn(send_batches(client, url, rx));
+        Ok(Exporter {
+            tx,
+            content: settings.content,
+            dropped: Arc::default(),
+        })
+    }
+
+    /// A subscriber that turns one engine's events into spans.
+    pub fn tracer(&self) -> Tracer {
+        Tracer {
+            tx: self.tx.clone(),
+            content: self.content,
+            dropped: self.dropped.clone(),
+            runs: HashMap::new(),
+        }
+    }
+}
+
+/// `endpoint` as the URL spans are posted to.
+fn traces_url(endpoint: &str) -> Result<String, String> {
+    let url = endpoint.trim_end_matches('/');
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "--otlp-endpoint `{endpoint}` is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)"
+        ));
+    }
+    Ok(if url.ends_with("/v1/traces") {
+        url.to_owned()
+    } else {
+        format!("{url}/v1/traces")
+    })
+}
+
+async fn send_batches(client: reqwest::Client, url: String, mut rx: mpsc::Receiver<Value>) {
+    let resource = json!({"attributes": [
+        attr("service.name", "warrant"),
+        attr("service.version", env!("CARGO_PKG_VERSION")),
+    ]});
+    while let Some(first) = rx.recv().await {
+        let mut spans = vec![first];
+        let linger = tokio::time::sleep(LINGER);
+        tokio::pin!(linger);
+        while spans.len() < BATCH {
+            tokio::select! {
+                next = rx.recv() => match next {
+                    Some(s) => spans.push(s),
+                    None => break,
+                },
+                () = &mut linger => break,
+            }
+        }
+        let n = spans.len();
+        let body = json!({"resourceSpans": [{
+            "resource": resource,
+            "scopeSpans": [{
+                "scope": {"name": "warrant", "version": env!("CARGO_PKG_VERSION")},
+                "spans": spans,
+            }],
+        }]});
+        match client.post(&url).json(&body).send().await {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => tracing::warn!(
+                status = r.status().as_u16(),
+                spans = n,
+                "the OTLP collector refused spans"
+            ),
+            Err(e) => tracing::warn!(error = %e, spans = n, "spans not exported"),
+        }
+    }
+}
+
+/// What a tracer knows of one run while it goes.
+#[derive(Default)]
+struct RunTrace {
+    trace: String,
+    root: String,
+    spec: String,
+    decider: Option<warrant_core::event::DeciderIdentity>,
+    started_ms: u64,
+    /// When the last event was recorded: a decision's span starts there.
+    last_ms: u64,
+    /// Calls started: their tool, start and arguments.
+    calls: HashMap<String, (String, u64, Option<Arc<Value>>)>,
+}
+
+/// Turns one engine's events into spans (a [`warrant_engine::Subscriber`]).
+pub struct Tracer {
+    tx: mpsc::Sender<Value>,
+    content: bool,
+    dropped: Arc<AtomicU64>,
+    runs: HashMap<RunId, RunTrace>,
+}
+
+impl Tracer {
+    fn emit(&self, span: Value) {
+        if self.tx.try_send(span).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl warrant_engine::Subscriber for Tracer {
+    fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
+        let content = self.content;
+        let at = event.at_ms;
+        let t = self.runs.entry(run.clone()).or_insert_with(|| RunTrace {
+            trace: hex_id(&run.0, "", 16),
+            root: hex_id(&run.0, "run", 8),
+            started_ms: at,
+            ..RunTrace::default()
+        });
+        let mut out = Vec::new();
+        match &event.kind {
+            EventKind::RunStarted { spec, decider, .. } => {
+                t.spec.clone_from(&spec.id);
+                t.decider = Some(decider.clone());
+                t.started_ms = at;
+            }
+            EventKind::Decided {
+                decision_no, usage, ..
+            } => {
+                let (provider, model) = t
+                    .decider
+                    .as_ref()
+                    .map(|d| (d.kind.clone(), d.name.clone()))
+                    .unwrap_or_default();
+                let mut attrs = vec![
+                    attr("gen_ai.operation.name", "chat"),
+                    attr("gen_ai.provider.name", &provider),
+                    attr("gen_ai.request.model", &model),
+                    attr("gen_ai.conversation.id", &run.0),
+                ];
+                if let Some(u) = usage {
+                    attrs.push(int_attr("gen_ai.usage.input_tokens", u.input_tokens));
+                    attrs.push(int_attr("gen_ai.usage.output_tokens", u.output_tokens));
+                }
+                out.push(span(
+                    t,
+                    &hex_id(&run.0, &format!("decision/{decision_no}"), 8),
+                    &format!("chat {model}"),
+                    (t.last_ms, at),
+                    attrs,
+                    None,
+                ));
+            }
+            EventKind::CallStarted {
+                call, tool, args, ..
+            } => {
+                t.calls
+                    .insert(call.to_string(), (tool.clone(), at, Some(args.clone())));
+            }
+            EventKind::CallDispatched { call, args, .. } => {
+                if let Some(c) = t.calls.get_mut(&call.to_string()) {
+                    c.2 = Some(args.clone());
+                }
+            }
+            EventKind::CallFinished {
+                call,
+                status,
+                output,
+                fault,
+                ..
+            } => {
+                let id = call.to_string();
+                let (tool, started, args) = t.calls.remove(&id).unwrap_or_default();
+                let mut attrs = vec![
+                    attr("gen_ai.operation.name", "execute_tool"),
+                    attr("gen_ai.tool.name", &tool),
+                    attr("gen_ai.tool.call.id", &id),
+                    attr("gen_ai.tool.type", "function"),
+                    attr("gen_ai.conversation.id", &run.0),
+                    attr("warrant.call.status", &status.to_string()),
+                ];
+                let failed = (*status != CallStatus::Ok).then(|| {
+                    let code = fault
+                        .as_ref()
+                        .map_or_else(|| status.to_string(), |f| f.code.clone());
+                    attrs.push(attr("error.type", &code));
+                    code
+                });
+                if content {
+                    if let Some(a) = args {
+                        attrs.push(attr("gen_ai.tool.call.arguments", &a.to_string()));
+                    }
+                    if let Some(o) = output {
+                        attrs.push(attr("gen_ai.tool.call.result", &o.to_string()));
+                    }
+                }
+                out.push(span(
+                    t,
+                    &hex_id(&run.0, &format!("call/{id}"), 8),
+                    &format!("execute_tool {tool}"),
+                    (if started == 0 { at } else { started }, at),
+                    attrs,
+                    failed,
+                ));
+            }
+            EventKind::RunFinished { outcome } => {
+                let name = outcome.name();
+                let attrs = vec![
+                    attr("gen_ai.operation.name", "invoke_agent"),
+                    attr("gen_ai.agent.name", &t.spec),
+                    attr("gen_ai.agent.id", &run.0),
+                    attr("gen_ai.conversation.id", &run.0),
+                    attr("warrant.run.id", &run.0),
+                    attr("warrant.outcome", name),
+                ];
+                let failed = (name != "attained").then(|| name.to_owned());
+                let root = t.root.clone();
+                let mut s = span(
+                    t,
+                    &root,
+                    &format!("invoke_agent {}", t.spec),
+                    (t.started_ms, at),
+                    attrs,
+                    failed,
+                );
+                if let Some(o) = s.as_object_mut() {
+                    o.remove("parentSpanId");
+                }
+                out.push(s);
+            }
+            _ => {}
+        }
+        t.last_ms = at;
+        if matches!(event.kind, EventKind::RunFinished { .. }) {
+            self.runs.remove(run);
+        }
+        for s in out {
+            self.emit(s);
+        }
+        Ok(())
+    }
+}
+
+/// One OTLP span (JSON encoding), a child of the run's span.
+fn span(
+    t: &RunTrace,
+    id: &str,
+    name: &str,
+    (start_ms, end_ms): (u64, u64),
+    attributes: Vec<Value>,
+    error: Option<String>,
+) -> Value {
+    let status = match error {
+        Some(message) => json!({"code": 2, "message": message}),
+        None => json!({"code": 0}),
+    };
+    json!({
+        "traceId": t.trace,
+        "spanId": id,
+        "parentSpanId": t.root,
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": nanos(start_ms.min(end_ms)),
+        "endTimeUnixNano": nanos(end_ms),
+        "attributes": attributes,
+        "status": status,
+    })
+}
+
+fn nanos(ms: u64) -> String {
+    format!("{}", u128::from(ms) * 1_000_000)
+}
+
+fn attr(key: &str, value: &str) -> Value {
+    json!({"key": key, "value": {"stringValue": value}})
+}
+
+fn int_attr(key: &str, value: u64) -> Value {
+    json!({"key": key, "value": {"intValue": value.to_string()}})
+}
+
+/// `bytes` hex digits naming `what` in `run`: stable across processes.
+fn hex_id(run: &str, what: &str, bytes: usize) -> String {
+    let digest = Sha256::digest(format!("{run}\n{what}").as_bytes());
+    digest
+        .iter()
+        .take(bytes)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_names_the_traces_path_once() {
+        assert_eq!(
+            traces_url("http://127.0.0.1:4318").unwrap(),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://c:4318/v1/traces/").unwrap(),
+            "http://c:4318/v1/traces"
+        );
+        assert!(traces_url("127.0.0.1:4318").is_err());
+    }
+
+    #[test]
+    fn ids_are_stable_and_sized() {
+        assert_eq!(hex_id("r1", "", 16).len(), 32);
+        assert_eq!(hex_id("r1", "run", 8), hex_id("r1", "run", 8));
+        assert_ne!(hex_id("r1", "run", 8), hex_id("r2", "run", 8));
+    }
+}
