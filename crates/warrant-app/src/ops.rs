@@ -50,6 +50,8 @@ pub struct Prepared {
     pub surfaces: Surfaces,
     options: RunOptions,
     begun_ms: u64,
+    /// Who asked for this re-entry (`tenant/user`), recorded in its `run_resumed`.
+    pub resumed_by: Option<String>,
 }
 
 impl Prepared {
@@ -83,6 +85,7 @@ impl Prepared {
             surfaces,
             options,
             begun_ms,
+            resumed_by: None,
         })
     }
 
@@ -103,7 +106,13 @@ impl Prepared {
             }
             Some(id) => {
                 engine
-                    .resume_with_setup(id, self.decider.as_ref(), &self.surfaces, setup_ms)
+                    .resume_with_setup(
+                        id,
+                        self.decider.as_ref(),
+                        &self.surfaces,
+                        setup_ms,
+                        self.resumed_by.clone(),
+                    )
                     .await
             }
         }
@@ -220,6 +229,7 @@ impl App {
             surfaces,
             options: RunOptions::default(),
             begun_ms,
+            resumed_by: None,
         })
     }
 

@@ -216,3 +216,78 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
         followed.len()
     );
 }
+
+/// A run whose CLI process died mid-run is left to an operator (the server takes up only runs
+/// nobody drives that were answered): resuming it through the API re-enters it here, and its
+/// `run_resumed` and the audit name who asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_resumes_an_interrupted_run_and_the_log_names_them() {
+    let (_dir, store) = scratch();
+    let examples = root().join("examples");
+    let s = start_server(&store, &examples, &[], None);
+    let died = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .env("WARRANT_FAULT", "after-intent:1")
+        .args(["run", "examples/pay-rent/spec.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(!died.status.success(), "{}", stderr(&died));
+    let http = reqwest::Client::new();
+    let runs: Value = http
+        .get(format!("{}/v1/runs", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = &runs["runs"][0];
+    assert_eq!(run["status"], "interrupted", "{runs}");
+    let id = run["run_id"].as_str().unwrap().to_owned();
+
+    let r = http
+        .post(format!("{}/v1/runs/{id}/resume", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
+    let mut events = Vec::new();
+    for _ in 0..200 {
+        let page: Value = http
+            .get(format!("{}/v1/runs/{id}/events", s.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        events = page["events"].as_array().unwrap().clone();
+        if page["finished"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let resumed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "run_resumed")
+        .collect();
+    assert_eq!(resumed.len(), 1, "{events:?}");
+    assert_eq!(resumed[0]["by"], "local/local", "{}", resumed[0]);
+    assert_eq!(events.last().unwrap()["outcome"], "attained");
+    let audit: Value = http
+        .get(format!("{}/v1/audit", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let actions: Vec<(&str, &str)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["by"].as_str().unwrap()))
+        .collect();
+    assert!(actions.contains(&("resume", "local/local")), "{audit}");
+}

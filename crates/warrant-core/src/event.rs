@@ -628,6 +628,10 @@ pub enum EventKind {
         /// Milliseconds the re-entering process spent connecting to providers first.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         setup_ms: Option<u64>,
+        /// The principal (`tenant/user`) who asked for the re-entry (`POST .../resume`);
+        /// absent when a process re-entered the run on its own (at start, after an answer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A commit's outcome was lost and repeating it is not safe: the run waits until an
     /// operator reconciles it. It is never silently repeated and never silently dropped.

@@ -1034,6 +1034,7 @@ impl RunState {
             EventKind::RunResumed {
                 in_flight,
                 setup_ms,
+                ..
             } => {
                 self.setup_ms += setup_ms.unwrap_or(0);
                 if let Some(id) = in_flight {

@@ -489,17 +489,19 @@ impl Engine {
         decider: &dyn Decider,
         surfaces: &Surfaces,
     ) -> Result<RunResult, EngineError> {
-        self.resume_with_setup(run_id, decider, surfaces, None)
+        self.resume_with_setup(run_id, decider, surfaces, None, None)
             .await
     }
 
-    /// [`Engine::resume`], recording the time spent connecting to providers first.
+    /// [`Engine::resume`], recording the time spent connecting to providers first and who
+    /// asked for the re-entry (`tenant/user`), if a person did.
     pub async fn resume_with_setup(
         &self,
         run_id: &RunId,
         decider: &dyn Decider,
         surfaces: &Surfaces,
         setup_ms: Option<u64>,
+        by: Option<String>,
     ) -> Result<RunResult, EngineError> {
         let state = self.fold(run_id).await?;
         let Some(spec) = state.shared_spec().cloned() else {
@@ -531,6 +533,7 @@ impl Engine {
             rules,
         );
         run.setup_ms = setup_ms;
+        run.resumed_by = by;
         run.epoch = epoch;
         run.reenter().await
     }

@@ -697,12 +697,12 @@ pub async fn resume(
 ) -> Result<Response, Problem> {
     let run = shared.visible(&caller, &id).await?;
     caller.principal.require(Role::Operator)?;
-    shared.resume_run(&run).await
+    shared.resume_run(&caller, &run).await
 }
 
 impl Shared {
-    /// Re-enters `run` here (or wakes it when held here).
-    pub async fn resume_run(&self, run: &RunId) -> Result<Response, Problem> {
+    /// Re-enters `run` here for `caller` (or wakes it when held here).
+    pub async fn resume_run(&self, caller: &Caller, run: &RunId) -> Result<Response, Problem> {
         let status = self.status_of(run).await?;
         if !matches!(
             status.as_str(),
@@ -719,7 +719,9 @@ impl Shared {
                 format!("run `{run}` is driven by another process"),
             ));
         }
-        self.runner.reenter(run).await?;
+        self.runner
+            .reenter(run, Some(caller.principal.by()))
+            .await?;
         Ok((
             StatusCode::ACCEPTED,
             Json(RunRef {
@@ -778,7 +780,7 @@ pub async fn reconcile(
         .map_err(|e| Problem::conflict("not-reconcilable", e.to_string()))?;
     shared.runner.wake(&run);
     if !shared.runner.holds(&run) {
-        let _ = shared.runner.reenter(&run).await;
+        let _ = shared.runner.reenter(&run, None).await;
     }
     let status = shared.status_of(&run).await?;
     Ok(Json(RunRef {
@@ -962,7 +964,7 @@ impl Shared {
             .map_err(|e| Problem::conflict("not-answerable", e.to_string()))?;
         if self.runner.holds(&row.run) {
             self.runner.wake(&row.run);
-        } else if let Err(p) = self.runner.reenter(&row.run).await {
+        } else if let Err(p) = self.runner.reenter(&row.run, None).await {
             tracing::warn!(run = %row.run, problem = %p.detail, "not re-entering");
         }
         Ok(AnswerResult {
@@ -1076,6 +1078,15 @@ pub async fn audit(
                     EventKind::RunFinished {
                         outcome: warrant_core::Outcome::Cancelled { by, reason },
                     } => Some(entry("cancel", by.clone(), reason.clone())),
+                    EventKind::RunResumed {
+                        by: Some(by),
+                        in_flight,
+                        ..
+                    } => Some(entry(
+                        "resume",
+                        by.clone(),
+                        in_flight.map_or_else(String::new, |c| format!("{c} was in flight")),
+                    )),
                     _ => None,
                 };
                 if let Some(a) = found {

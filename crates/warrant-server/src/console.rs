@@ -463,7 +463,7 @@ async fn control_form(
                 .cancel_run(&caller, &run, "cancelled in the console")
                 .await
         }
-        "resume" => shared.resume_run(&run).await,
+        "resume" => shared.resume_run(&caller, &run).await,
         other => Err(Problem::not_found(format!("no action `{other}`"))),
     };
     match done {

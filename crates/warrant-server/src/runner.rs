@@ -221,14 +221,21 @@ impl Runner {
     }
 
     /// Re-enters `run` (interrupted, or answered while no process held it) with what it
-    /// recorded, and holds it. `Ok(false)` when this server holds it already.
-    pub async fn reenter(self: &Arc<Self>, run: &RunId) -> Result<bool, Problem> {
+    /// recorded, and holds it; `by` is the principal who asked, if one did (the log names
+    /// them when the re-entry records anything). `Ok(false)` when this server holds it
+    /// already: it is woken to look at its log again.
+    pub async fn reenter(
+        self: &Arc<Self>,
+        run: &RunId,
+        by: Option<String>,
+    ) -> Result<bool, Problem> {
         if self.holds(run) {
             self.wake(run);
             return Ok(false);
         }
         let permit = self.permit()?;
-        let prepared = self.app.reentry(run).await?;
+        let mut prepared = self.app.reentry(run).await?;
+        prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
         engine.subscribe("server", Box::new(Watch::new(None, self.counters.clone())));
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
@@ -243,7 +250,7 @@ impl Runner {
     pub async fn reenter_all(self: &Arc<Self>) -> Result<usize, Problem> {
         let mut taken = 0;
         for run in self.app.resumable().await? {
-            match self.reenter(&run).await {
+            match self.reenter(&run, None).await {
                 Ok(true) => taken += 1,
                 Ok(false) => {}
                 Err(p) => tracing::warn!(run = %run, problem = %p.detail, "not re-entering"),
@@ -266,7 +273,7 @@ impl Runner {
                 if r.status != "ready" {
                     continue;
                 }
-                if let Err(p) = self.reenter(&r.run_id).await {
+                if let Err(p) = self.reenter(&r.run_id, None).await {
                     tracing::warn!(run = %r.run_id, problem = %p.detail, "not re-entering");
                 }
             }

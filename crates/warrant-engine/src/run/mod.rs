@@ -67,6 +67,8 @@ pub(crate) struct Run<'a> {
     objective_lower: String,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
     pub(crate) setup_ms: Option<u64>,
+    /// Who asked for this re-entry, recorded in its `run_resumed`.
+    pub(crate) resumed_by: Option<String>,
     /// The provenance rules a run it starts records (a replay: the ones the log recorded).
     pub(crate) provenance: Option<u32>,
     /// The epoch of this process's lease on the run (1 for a run it starts).
@@ -177,6 +179,7 @@ impl<'a> Run<'a> {
             cancel_polled_ms: None,
             objective_lower,
             setup_ms: None,
+            resumed_by: None,
             provenance: Some(warrant_core::provenance::RULES),
             epoch: 1,
             rules,
@@ -199,10 +202,11 @@ impl<'a> Run<'a> {
             self.release().await;
             return Ok(self.result());
         }
-        let setup_ms = self.setup_ms.take();
+        let (setup_ms, by) = (self.setup_ms.take(), self.resumed_by.take());
         self.stage(EventKind::RunResumed {
             in_flight,
             setup_ms,
+            by,
         })?;
         if let Some(call) = in_flight {
             self.recover(call).await?;
