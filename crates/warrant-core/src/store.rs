@@ -236,6 +236,11 @@ pub struct CancelRequest {
 pub trait EventFeed: Send {
     /// The next event, waiting for it; `Ok(None)` once the run's last event was given.
     fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>>;
+    /// For the event `next` gave last: how long ago it was committed, when the store knows
+    /// (one it handed over as it committed). For metrics only.
+    fn since_commit(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The port to durable storage of run logs.

@@ -580,23 +580,30 @@ fn event_stream(
     from: u64,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
     let feed = shared.app.store().subscribe(run, from);
-    let stream = futures_util::stream::unfold(Some(feed), |feed| async move {
-        let mut feed = feed?;
-        match feed.next().await {
-            Ok(Some(stored)) => {
-                let e = &stored.event;
-                let data = serde_json::to_string(&**e).unwrap_or_default();
-                // One kind of SSE message: the event's own `type` says what it is.
-                let sse = SseEvent::default().id(e.seq.to_string()).data(data);
-                Some((Ok(sse), Some(feed)))
+    let counters = shared.runner.counters.clone();
+    let stream = futures_util::stream::unfold(Some(feed), move |feed| {
+        let counters = counters.clone();
+        async move {
+            let mut feed = feed?;
+            match feed.next().await {
+                Ok(Some(stored)) => {
+                    let e = &stored.event;
+                    let data = serde_json::to_string(&**e).unwrap_or_default();
+                    // One kind of SSE message: the event's own `type` says what it is.
+                    let sse = SseEvent::default().id(e.seq.to_string()).data(data);
+                    if let Some(d) = feed.since_commit() {
+                        counters.delivery.record(d);
+                    }
+                    Some((Ok(sse), Some(feed)))
+                }
+                Ok(None) => None,
+                Err(e) => Some((
+                    Ok(SseEvent::default()
+                        .event("error")
+                        .data(json!({"detail": e.to_string()}).to_string())),
+                    None,
+                )),
             }
-            Ok(None) => None,
-            Err(e) => Some((
-                Ok(SseEvent::default()
-                    .event("error")
-                    .data(json!({"detail": e.to_string()}).to_string())),
-                None,
-            )),
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

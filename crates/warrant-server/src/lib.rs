@@ -496,6 +496,12 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "Calls in runs this server drove, from call_started to call_finished as it saw them (schema, provenance, policy, approval, dispatch, result).",
         &c.steps.snapshot(),
     );
+    histogram(
+        &mut out,
+        "warrant_event_delivery_seconds",
+        "Events from their commit to their SSE frame, for the events the store handed to this server's streams as it committed them.",
+        &c.delivery.snapshot(),
+    );
     if let Some(commits) = shared.app.store().commit_latency() {
         histogram(
             &mut out,

@@ -45,6 +45,9 @@ pub struct Counters {
     /// How long calls took from `call_started` to `call_finished` as this server saw them
     /// (the mediated path, dispatch and result; a wait for a person included).
     pub steps: warrant_core::metrics::Histogram,
+    /// How long events took from their commit to their SSE frame (events the store handed
+    /// over as it committed).
+    pub delivery: warrant_core::metrics::Histogram,
 }
 
 /// The run supervisor.
@@ -148,6 +151,7 @@ impl Runner {
     }
 
     /// Adds `observer`'s subscriber to every run's engine.
+    #[cfg(feature = "otlp")]
     pub fn with_observer(mut self, observer: Observer) -> Runner {
         self.observer = Some(observer);
         self

@@ -18,7 +18,7 @@
 //! `FOLLOW_POLL_MS` while idle). A follower of a read-only store watches `data_version` itself:
 //! it reads the log only when something was committed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -89,11 +89,14 @@ pub struct SqliteStore {
     taps: Option<Arc<Taps>>,
 }
 
+/// An event handed to followers, and when its commit was done.
+type Handed = (StoredEvent, warrant_core::metrics::Stopwatch);
+
 /// What the writer tells the rest of this process: each committed event of a followed run,
 /// that another connection committed (so the file holds what was not handed over), and how
 /// long its commits take.
 struct Taps {
-    runs: Mutex<HashMap<RunId, broadcast::Sender<StoredEvent>>>,
+    runs: Mutex<HashMap<RunId, broadcast::Sender<Handed>>>,
     /// Bumped when the writer sees another connection's commit.
     foreign: watch::Sender<u64>,
     /// How long each group commit took, from its transaction's start to durable.
@@ -101,7 +104,7 @@ struct Taps {
 }
 
 impl Taps {
-    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, broadcast::Sender<StoredEvent>>> {
+    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, broadcast::Sender<Handed>>> {
         // A poisoned map only ever held senders: go on with it.
         self.runs
             .lock()
@@ -115,17 +118,21 @@ impl Taps {
         if runs.is_empty() {
             return;
         }
+        let committed = warrant_core::metrics::Stopwatch::start();
         for (req, result) in batch.iter().zip(per_request) {
             let (Ok(positions), Some(tx)) = (result, runs.get(&req.run)) else {
                 continue;
             };
             for (event, position) in req.events.iter().zip(positions) {
                 // No receiver left: the entry goes below.
-                let _ = tx.send(StoredEvent {
-                    position: *position,
-                    run_id: req.run.clone(),
-                    event: event.clone(),
-                });
+                let _ = tx.send((
+                    StoredEvent {
+                        position: *position,
+                        run_id: req.run.clone(),
+                        event: event.clone(),
+                    },
+                    committed,
+                ));
             }
         }
         runs.retain(|_, tx| tx.receiver_count() > 0);
@@ -1185,6 +1192,7 @@ impl EventStore for SqliteStore {
                 foreign: taps.foreign.subscribe(),
                 received: None,
                 must_read: true,
+                committed: VecDeque::new(),
             }
         });
         Box::new(Feed {
@@ -1193,6 +1201,7 @@ impl EventStore for SqliteStore {
             followed: Followed::new(run, from_seq),
             seen_version: None,
             local,
+            since_commit: None,
         })
     }
 }
@@ -1209,16 +1218,20 @@ struct Feed {
     /// `data_version` at the last read of the log.
     seen_version: Option<i64>,
     local: Option<Local>,
+    /// For the event given last, when it came handed over: how long since its commit then.
+    since_commit: Option<std::time::Duration>,
 }
 
 /// What a follower in the writer's process is told.
 struct Local {
     /// The run's events as this store commits them.
-    pushed: broadcast::Receiver<StoredEvent>,
+    pushed: broadcast::Receiver<Handed>,
     /// Bumped when the writer saw another connection commit.
     foreign: watch::Receiver<u64>,
     /// An event taken while waiting, not yet given.
-    received: Option<StoredEvent>,
+    received: Option<Handed>,
+    /// When the events taken and not yet given were committed, by sequence.
+    committed: VecDeque<(u64, warrant_core::metrics::Stopwatch)>,
     /// The file holds what was not handed over: the feed's start, a gap, a foreign commit.
     must_read: bool,
 }
@@ -1246,10 +1259,12 @@ impl Local {
                     }
                 },
             };
+            let (event, committed) = event;
             match event.event.seq.cmp(&next) {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Equal => {
                     next += 1;
+                    self.committed.push_back((event.event.seq, committed));
                     took.push(event);
                 }
                 std::cmp::Ordering::Greater => self.must_read = true,
@@ -1316,12 +1331,30 @@ impl Feed {
 }
 
 impl EventFeed for Feed {
+    fn since_commit(&self) -> Option<std::time::Duration> {
+        self.since_commit
+    }
+
     fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
         Box::pin(async move {
             let pause = std::time::Duration::from_millis(FOLLOW_POLL_MS);
             loop {
                 match self.followed.step() {
-                    FollowStep::Give(e) => return Ok(Some(e)),
+                    FollowStep::Give(e) => {
+                        self.since_commit = self.local.as_mut().and_then(|l| {
+                            while let Some(&(seq, at)) = l.committed.front() {
+                                if seq > e.event.seq {
+                                    break;
+                                }
+                                l.committed.pop_front();
+                                if seq == e.event.seq {
+                                    return Some(at.elapsed());
+                                }
+                            }
+                            None
+                        });
+                        return Ok(Some(e));
+                    }
                     FollowStep::End => return Ok(None),
                     FollowStep::Fetch => {}
                 }
