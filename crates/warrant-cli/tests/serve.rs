@@ -806,10 +806,9 @@ fn warrant_approve_edit_runs_the_edited_arguments() {
 /// `--log`; a filter that does not parse is refused before anything is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_logs_structured_lines_filtered_as_asked() {
-    use std::io::BufRead as _;
     let (dir, store) = scratch();
     let log_path = dir.path().join("serve.log");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(root())
         .env("WARRANT_STORE", &store)
         .env_remove("WARRANT_LOG")
@@ -820,16 +819,7 @@ async fn the_server_logs_structured_lines_filtered_as_asked() {
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    let s = Served { child, base };
+    let s = served(child);
     let (status, started) = start(&s, None, json!({"spec_path": "pay-rent/spec.yaml"})).await;
     assert_eq!(status, StatusCode::CREATED, "{started}");
     let id = started["run_id"].as_str().unwrap().to_owned();

@@ -234,14 +234,7 @@ async fn an_operator_resumes_an_interrupted_run_and_the_log_names_them() {
         .unwrap();
     assert!(!died.status.success(), "{}", stderr(&died));
     let http = reqwest::Client::new();
-    let runs: Value = http
-        .get(format!("{}/v1/runs", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let runs = get_json(&format!("{}/v1/runs", s.base)).await;
     let run = &runs["runs"][0];
     assert_eq!(run["status"], "interrupted", "{runs}");
     let id = run["run_id"].as_str().unwrap().to_owned();
@@ -254,14 +247,7 @@ async fn an_operator_resumes_an_interrupted_run_and_the_log_names_them() {
     assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
     let mut events = Vec::new();
     for _ in 0..200 {
-        let page: Value = http
-            .get(format!("{}/v1/runs/{id}/events", s.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = get_json(&format!("{}/v1/runs/{id}/events", s.base)).await;
         events = page["events"].as_array().unwrap().clone();
         if page["finished"] == true {
             break;
@@ -275,14 +261,7 @@ async fn an_operator_resumes_an_interrupted_run_and_the_log_names_them() {
     assert_eq!(resumed.len(), 1, "{events:?}");
     assert_eq!(resumed[0]["by"], "local/local", "{}", resumed[0]);
     assert_eq!(events.last().unwrap()["outcome"], "attained");
-    let audit: Value = http
-        .get(format!("{}/v1/audit", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let audit = get_json(&format!("{}/v1/audit", s.base)).await;
     let actions: Vec<(&str, &str)> = audit
         .as_array()
         .unwrap()

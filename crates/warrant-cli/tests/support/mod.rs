@@ -125,7 +125,6 @@ impl Drop for Served {
 /// with `extra` arguments and, when given, the fault point `fault`; returns once it said
 /// where it listens.
 pub fn start_server(store: &Path, specs: &Path, extra: &[&str], fault: Option<&str>) -> Served {
-    use std::io::BufRead as _;
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"));
     cmd.current_dir(root())
         .env("WARRANT_STORE", store)
@@ -138,7 +137,12 @@ pub fn start_server(store: &Path, specs: &Path, extra: &[&str], fault: Option<&s
         Some(f) => cmd.env("WARRANT_FAULT", f),
         None => cmd.env_remove("WARRANT_FAULT"),
     };
-    let mut child = cmd.spawn().unwrap();
+    served(cmd.spawn().unwrap())
+}
+
+/// A spawned `warrant serve` (stdout piped), once it said where it listens.
+pub fn served(mut child: std::process::Child) -> Served {
+    use std::io::BufRead as _;
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -149,6 +153,11 @@ pub fn start_server(store: &Path, specs: &Path, extra: &[&str], fault: Option<&s
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
     Served { child, base }
+}
+
+/// The JSON body of a GET of `url`.
+pub async fn get_json(url: &str) -> serde_json::Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
 }
 
 /// The complete Server-Sent Events frames at the start of `buf` (removed from it), each as
