@@ -245,12 +245,18 @@ async fn accept(
         let service = router.clone();
         let service =
             hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let (method, path) = (request.method().clone(), request.uri().path().to_owned());
-                let began = warrant_core::metrics::Stopwatch::start();
+                // What the request log needs, taken only when it is written.
+                let logged = tracing::enabled!(tracing::Level::DEBUG).then(|| {
+                    (
+                        request.method().clone(),
+                        request.uri().path().to_owned(),
+                        warrant_core::metrics::Stopwatch::start(),
+                    )
+                });
                 let answer = tower_service::Service::call(&mut service.clone(), request);
                 async move {
                     let response = answer.await;
-                    if let Ok(r) = &response {
+                    if let (Ok(r), Some((method, path, began))) = (&response, logged) {
                         tracing::debug!(
                             %method,
                             path,

@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 use tokio::sync::mpsc;
 use warrant_core::event::{CallStatus, Event, EventKind};
-use warrant_core::ids::RunId;
+use warrant_core::ids::{CallId, RunId};
 
 /// Spans waiting to be sent; more are dropped (and counted).
 const QUEUE: usize = 8192;
@@ -144,7 +143,7 @@ struct RunTrace {
     /// When the last event was recorded: a decision's span starts there.
     last_ms: u64,
     /// Calls started: their tool, start and arguments.
-    calls: HashMap<String, (String, u64, Option<Arc<Value>>)>,
+    calls: HashMap<CallId, (String, u64, Option<Arc<Value>>)>,
 }
 
 /// Turns one engine's events into spans (a [`warrant_engine::Subscriber`]).
@@ -211,10 +210,10 @@ impl warrant_engine::Subscriber for Tracer {
                 call, tool, args, ..
             } => {
                 t.calls
-                    .insert(call.to_string(), (tool.clone(), at, Some(args.clone())));
+                    .insert(*call, (tool.clone(), at, Some(args.clone())));
             }
             EventKind::CallDispatched { call, args, .. } => {
-                if let Some(c) = t.calls.get_mut(&call.to_string()) {
+                if let Some(c) = t.calls.get_mut(call) {
                     c.2 = Some(args.clone());
                 }
             }
@@ -226,7 +225,7 @@ impl warrant_engine::Subscriber for Tracer {
                 ..
             } => {
                 let id = call.to_string();
-                let (tool, started, args) = t.calls.remove(&id).unwrap_or_default();
+                let (tool, started, args) = t.calls.remove(call).unwrap_or_default();
                 let mut attrs = vec![
                     attr("gen_ai.operation.name", "execute_tool"),
                     attr("gen_ai.tool.name", &tool),
@@ -337,11 +336,11 @@ fn int_attr(key: &str, value: u64) -> Value {
 
 /// `bytes` hex digits naming `what` in `run`: stable across processes.
 fn hex_id(run: &str, what: &str, bytes: usize) -> String {
-    let digest = Sha256::digest(format!("{run}\n{what}").as_bytes());
+    let digest = warrant_core::canon::digest_bytes(format!("{run}\n{what}").as_bytes());
     digest
-        .iter()
-        .take(bytes)
-        .map(|b| format!("{b:02x}"))
+        .trim_start_matches("sha256:")
+        .chars()
+        .take(bytes * 2)
         .collect()
 }
 

@@ -241,7 +241,7 @@ impl Runner {
         let mut prepared = self.app.reentry(run).await?;
         prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
-        engine.subscribe("server", Box::new(Watch::new(None, self.counters.clone())));
+        self.watch(&engine, None);
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
         tracing::info!(run = %run, "run re-entered");
         self.clone()

@@ -583,6 +583,19 @@ struct Sequences {
     data_version: Option<i64>,
 }
 
+impl Sequences {
+    /// Takes `version`, the writer connection's `data_version` now (it moves only for other
+    /// connections' commits): what was remembered is forgotten if it moved. Whether it moved
+    /// since a version was last taken (another connection committed).
+    fn saw(&mut self, version: i64) -> bool {
+        let before = self.data_version.replace(version);
+        if before != Some(version) {
+            self.runs.clear();
+        }
+        before.is_some_and(|b| b != version)
+    }
+}
+
 /// The writer: takes every request waiting, commits them in one transaction, answers each, and
 /// hands the committed events to this store's followers. While idle and followed, it looks
 /// every `FOLLOW_POLL_MS` whether another connection committed. If the thread ends, pending and
@@ -631,17 +644,10 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
     }
 }
 
-/// Whether another connection committed since the writer last looked (`data_version` on the
-/// writer's own connection moves only for other connections' commits).
+/// Whether another connection committed since the writer last looked.
 fn saw_foreign_commit(conn: &Connection, known: &mut Sequences) -> bool {
-    let Ok(version) = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)) else {
-        return false;
-    };
-    let before = known.data_version.replace(version);
-    if before != Some(version) {
-        known.runs.clear();
-    }
-    before.is_some_and(|b| b != version)
+    conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+        .is_ok_and(|version| known.saw(version))
 }
 
 /// What a group commit did: for each request, the positions of its events or why it was
@@ -663,11 +669,7 @@ fn commit_batch(
     let version: i64 = tx
         .query_row("PRAGMA data_version", [], |r| r.get(0))
         .map_err(io)?;
-    let before = known.data_version.replace(version);
-    if before != Some(version) {
-        known.runs.clear();
-    }
-    let foreign = before.is_some_and(|b| b != version);
+    let foreign = known.saw(version);
     let mut results = Vec::with_capacity(batch.len());
     {
         let mut insert = tx
@@ -1272,6 +1274,21 @@ impl Local {
         }
         followed.fetched(took)
     }
+
+    /// How long ago event `seq` was committed, if it was handed over (forgetting it and any
+    /// before it).
+    fn since_commit(&mut self, seq: u64) -> Option<std::time::Duration> {
+        while let Some(&(at_seq, at)) = self.committed.front() {
+            if at_seq > seq {
+                break;
+            }
+            self.committed.pop_front();
+            if at_seq == seq {
+                return Some(at.elapsed());
+            }
+        }
+        None
+    }
 }
 
 /// What one look at the file found: the run's new events (when something was committed since
@@ -1341,18 +1358,10 @@ impl EventFeed for Feed {
             loop {
                 match self.followed.step() {
                     FollowStep::Give(e) => {
-                        self.since_commit = self.local.as_mut().and_then(|l| {
-                            while let Some(&(seq, at)) = l.committed.front() {
-                                if seq > e.event.seq {
-                                    break;
-                                }
-                                l.committed.pop_front();
-                                if seq == e.event.seq {
-                                    return Some(at.elapsed());
-                                }
-                            }
-                            None
-                        });
+                        self.since_commit = self
+                            .local
+                            .as_mut()
+                            .and_then(|l| l.since_commit(e.event.seq));
                         return Ok(Some(e));
                     }
                     FollowStep::End => return Ok(None),
