@@ -71,6 +71,10 @@ pub struct RunSummary {
     pub heartbeat_ms: Option<u64>,
     /// The lease's epoch: each claim of the run increments it.
     pub epoch: u64,
+    /// Why a run no process drives has not been taken up yet (a worker passed it over for
+    /// its tenant's fair share), when a store hands runs to workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How long a driver's lease on a run lasts without a heartbeat. A driver renews it with every
@@ -119,6 +123,17 @@ pub enum Claim {
     },
     /// Another live holder has it.
     Held(Held),
+}
+
+/// How a store shares workers between tenants when it hands them runs
+/// ([`EventStore::claim_ready`]): 0 is no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FairShare {
+    /// Most runs of one tenant driven at once (by every worker together).
+    pub runs_per_tenant: u64,
+    /// A tenant with this many approvals pending gets no new run started until some are
+    /// answered (runs it has started go on).
+    pub approvals_per_tenant: u64,
 }
 
 /// Where a listing goes on from: the last run of the previous page.
@@ -294,6 +309,28 @@ pub trait EventStore: Send + Sync {
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Follows `run` from `from_seq`: every event once, in order, as any process appends it.
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed>;
+    /// Takes the leases of up to `want` runs that are ready to be driven (new runs nobody has
+    /// taken up, runs answered or reconciled, runs whose driver's lease lapsed) for `driver`,
+    /// oldest first and round-robin between tenants within `share`; each with its new epoch.
+    /// Runs another claimant is taking at the same moment are skipped, never waited for. A
+    /// store that does not hand runs to workers refuses.
+    fn claim_ready(
+        &self,
+        driver: &Driver,
+        want: usize,
+        share: FairShare,
+    ) -> BoxFuture<'_, Result<Vec<(RunId, u64)>, StoreError>> {
+        let _ = (driver, want, share);
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store does not hand runs to workers: use a PostgreSQL store".into(),
+        ))))
+    }
+    /// Resolves when runs may have become ready to claim (another process queued, answered
+    /// or gave one back). A store that cannot tell never resolves it: a worker also looks on
+    /// its own at a bounded interval.
+    fn work_ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
     /// How long this store's commits took (begin to durable), if it measures them.
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
         None

@@ -1,6 +1,6 @@
 //! The store contract: what every implementation of the Store port must do, written once to
-//! run against any of them (`contract::all(|| make a fresh store)`). The memory and SQLite
-//! stores run it in this crate's tests; a new store (PostgreSQL for fleets) runs it in its own.
+//! run against any of them (`contract::all(|| async { a fresh store })`). The memory and SQLite
+//! and PostgreSQL stores run it in this crate's tests.
 //!
 //! Each check panics with what was wrong.
 
@@ -138,17 +138,60 @@ fn seqs(events: &[warrant_core::event::StoredEvent]) -> Vec<u64> {
 }
 
 /// Runs every check, each against a fresh store from `make`.
-pub async fn all<S, F>(make: F)
+pub async fn all<S, F, M>(make: M)
 where
     S: EventStore + 'static,
-    F: Fn() -> S,
+    F: Future<Output = S>,
+    M: Fn() -> F,
 {
-    appends_are_atomic_ordered_and_optimistic(&make()).await;
-    listing_is_newest_first_filtered_and_paged(&make()).await;
-    pending_approvals_are_indexed(&make()).await;
-    a_subscription_sees_every_event_once_across_appends(make()).await;
-    leases_fence_a_driver_that_lost_its_run(&make()).await;
-    cancellations_are_recorded_once(&make()).await;
+    appends_are_atomic_ordered_and_optimistic(&make().await).await;
+    listing_is_newest_first_filtered_and_paged(&make().await).await;
+    pending_approvals_are_indexed(&make().await).await;
+    a_subscription_sees_every_event_once_across_appends(make().await).await;
+    leases_fence_a_driver_that_lost_its_run(&make().await).await;
+    cancellations_are_recorded_once(&make().await).await;
+}
+
+/// The database tests use (`WARRANT_TEST_POSTGRES`, else the machine's PostgreSQL on
+/// loopback).
+#[cfg(feature = "postgres")]
+pub fn postgres_base() -> String {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test suite's one knob: which database to use"
+    )]
+    std::env::var("WARRANT_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A fresh schema of its own in the test database, with Warrant's tables migrated into it:
+/// its store URL. Every test gets one, so tests never see each other's runs.
+#[cfg(feature = "postgres")]
+pub async fn postgres_scratch(label: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let base = postgres_base();
+    let schema = format!(
+        "w_{label}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let (client, conn) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("the tests need PostgreSQL at {base}: {e}"));
+    let driving = tokio::spawn(conn);
+    client
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .await
+        .unwrap();
+    drop(client);
+    let _ = driving.await;
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-csearch_path%3D{schema}");
+    crate::postgres::PostgresStore::migrate(&url).await.unwrap();
+    url
 }
 
 /// Batches are atomic; a writer that expected an older sequence is refused (nothing of its

@@ -5,16 +5,21 @@
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
 
 use warrant_core::event::{Event, EventKind};
 
 /// What the runs table and the approvals index need to know from a batch of events.
 pub(crate) struct RunFacts {
-    pub(crate) started: Option<(String, String, u64)>,
+    /// From `run_started`: the spec's id, the decider, when, and the tenant.
+    pub(crate) started: Option<(String, String, u64, Option<String>)>,
     pub(crate) status: Option<String>,
     /// Changes to the run's pending approvals, in order.
     pub(crate) approvals: Vec<ApprovalChange>,
@@ -53,8 +58,18 @@ pub(crate) fn run_facts(
                     .approvals
                     .push(ApprovalChange::Settled(request.clone()));
             }
-            EventKind::RunStarted { spec, decider, .. } => {
-                facts.started = Some((spec.id.clone(), decider.to_string(), e.at_ms));
+            EventKind::RunStarted {
+                spec,
+                decider,
+                principal,
+                ..
+            } => {
+                facts.started = Some((
+                    spec.id.clone(),
+                    decider.to_string(),
+                    e.at_ms,
+                    principal.as_ref().map(|p| p.tenant.clone()),
+                ));
             }
             EventKind::RunFinished { .. } => facts.approvals.push(ApprovalChange::Ended),
             _ => {}

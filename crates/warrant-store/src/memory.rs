@@ -106,7 +106,7 @@ impl MemoryStore {
         let facts = crate::run_facts(run, &events);
         let inner = &mut *inner;
         if !inner.logs.contains_key(run) {
-            let Some((spec_id, decider, started)) = facts.started.clone() else {
+            let Some((spec_id, decider, started, _)) = facts.started.clone() else {
                 return Err(StoreError::Io(format!(
                     "run `{run}` must begin with `run_started`"
                 )));
@@ -125,6 +125,7 @@ impl MemoryStore {
                         holder: None,
                         heartbeat_ms: None,
                         epoch: driver.map_or(1, |d| d.epoch.max(1)),
+                        note: None,
                     },
                     events: Vec::new(),
                 },

@@ -74,7 +74,7 @@ struct Request {
     rows: Vec<(u64, String)>,
     /// The events `rows` encode, handed to the run's followers once committed.
     events: Vec<Arc<Event>>,
-    started: Option<(String, String, u64)>,
+    started: Option<(String, String, u64, Option<String>)>,
     status: Option<String>,
     approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
@@ -742,7 +742,7 @@ fn commit_batch(
             }
             let mut epoch = epoch;
             if actual == 0 {
-                let Some((spec_id, decider, started)) = &req.started else {
+                let Some((spec_id, decider, started, _)) = &req.started else {
                     results.push(Err(StoreError::Io(format!(
                         "run `{}` must begin with `run_started`",
                         req.run
@@ -845,6 +845,7 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         holder: r.get(6)?,
         heartbeat_ms: column_u64_opt(r, 7)?,
         epoch: column_u64_opt(r, 8)?.unwrap_or(1),
+        note: None,
     })
 }
 

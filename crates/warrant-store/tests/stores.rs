@@ -28,7 +28,7 @@ async fn contract(store: &dyn EventStore) {
 
 #[tokio::test]
 async fn the_memory_store_keeps_the_whole_contract() {
-    contract::all(MemoryStore::new).await;
+    contract::all(|| async { MemoryStore::new() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,7 +37,8 @@ async fn the_sqlite_store_keeps_the_whole_contract() {
     let n = std::sync::atomic::AtomicU32::new(0);
     contract::all(|| {
         let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        SqliteStore::open(&dir.path().join(format!("c{i}.db")), Durability::Fsync).unwrap()
+        let path = dir.path().join(format!("c{i}.db"));
+        async move { SqliteStore::open(&path, Durability::Fsync).unwrap() }
     })
     .await;
 }

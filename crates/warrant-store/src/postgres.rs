@@ -1,0 +1,1255 @@
+//! The PostgreSQL store, for fleets: any number of servers and workers on any number of
+//! machines share one database.
+//!
+//! Appends go to one writer task per process that commits every pending batch in one
+//! transaction (group commit): it locks the batch's runs (`FOR UPDATE`, in one order, so two
+//! processes' batches never deadlock), checks each append's expected sequence and lease epoch
+//! against the rows it locked, and writes the events, the runs' new state and the index of
+//! pending approvals in a handful of statements whatever the batch's size.
+//!
+//! Every commit that moves a run notifies (`LISTEN`/`NOTIFY`): followers of the run wake, and
+//! workers wake when a run became ready to claim. A process keeps one listening connection and
+//! reconnects it when it drops; while it is down, followers and cancellation checks fall back
+//! to polling at a bound.
+//!
+//! Workers take runs with `FOR UPDATE SKIP LOCKED` ([`EventStore::claim_ready`]): a run is
+//! taken by one claimant, and two claimants never wait for each other.
+//!
+//! The schema is versioned in `warrant_meta` and changed only by [`PostgresStore::migrate`]
+//! (`warrant store migrate`): opening a database whose schema is older asks for the migration,
+//! one whose schema is newer is refused. Every table is named `warrant_*`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_postgres::{Client, NoTls};
+use warrant_core::event::{self, Event, StoredEvent};
+use warrant_core::ids::RunId;
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, LEASE_TTL_MS,
+    PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+};
+
+use crate::{ApprovalChange, FollowStep, Followed};
+
+/// The schema this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Most append requests folded into one transaction.
+const GROUP_COMMIT_MAX: usize = 1024;
+
+/// The longest a follower or a cancellation check trusts notifications alone: past it, it
+/// looks at the database itself (the listening connection may be down).
+const POLL_BOUND: Duration = Duration::from_millis(500);
+
+/// How long a lost connection is retried before an operation fails.
+const RECONNECT_FOR: Duration = Duration::from_secs(30);
+
+/// The notification channels.
+const EVENTS_CHANNEL: &str = "warrant_events";
+const READY_CHANNEL: &str = "warrant_ready";
+const CANCELS_CHANNEL: &str = "warrant_cancels";
+
+/// Each schema version's statements, applied in order by [`PostgresStore::migrate`].
+const MIGRATIONS: &[&str] = &[
+    // 1: runs (with their lease and tenant), events, pending approvals, cancellations.
+    "CREATE TABLE warrant_runs (
+         run_id TEXT PRIMARY KEY, recorded BIGSERIAL NOT NULL, spec_id TEXT NOT NULL,
+         decider TEXT NOT NULL, tenant TEXT NOT NULL DEFAULT '', status TEXT NOT NULL,
+         started_at_ms BIGINT NOT NULL, last_seq BIGINT NOT NULL, holder TEXT,
+         heartbeat_ms BIGINT, epoch BIGINT NOT NULL DEFAULT 1, note TEXT);
+     CREATE INDEX warrant_runs_listing ON warrant_runs (started_at_ms DESC, recorded DESC);
+     CREATE INDEX warrant_runs_claimable ON warrant_runs (started_at_ms, recorded)
+         WHERE status IN ('running', 'ready');
+     CREATE INDEX warrant_runs_held ON warrant_runs (tenant) WHERE holder IS NOT NULL;
+     CREATE TABLE warrant_events (
+         position BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL, seq BIGINT NOT NULL,
+         body TEXT NOT NULL, UNIQUE (run_id, seq));
+     CREATE TABLE warrant_approvals (
+         request TEXT PRIMARY KEY, run_id TEXT NOT NULL, tenant TEXT NOT NULL,
+         requested_at_ms BIGINT NOT NULL, body TEXT NOT NULL);
+     CREATE INDEX warrant_approvals_by_run ON warrant_approvals (run_id);
+     CREATE INDEX warrant_approvals_by_tenant ON warrant_approvals (tenant);
+     CREATE TABLE warrant_cancels (
+         run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);",
+];
+
+/// A store on a PostgreSQL database.
+pub struct PostgresStore {
+    inner: Arc<Pg>,
+    writer: mpsc::UnboundedSender<Request>,
+    /// Dropped with the store: its listening task stops.
+    _stop: watch::Sender<()>,
+}
+
+struct Pg {
+    config: tokio_postgres::Config,
+    /// The URL without its password, for messages.
+    shown: String,
+    /// The connection reads and single-statement writes share (queries pipeline on it).
+    reader: tokio::sync::Mutex<Option<Arc<Client>>>,
+    /// Per followed run: bumped when the run moves.
+    moved: Mutex<HashMap<RunId, watch::Sender<u64>>>,
+    /// Bumped when a run may have become claimable.
+    ready: watch::Sender<u64>,
+    /// Bumped when a cancellation was requested, and when the listener (re)connects.
+    cancels: watch::Sender<u64>,
+    /// Whether the listening connection is up (notifications can be trusted).
+    listening: watch::Sender<bool>,
+    /// Cancellation answers, valid while `cancels` has not moved.
+    cancel_cache: Mutex<CancelCache>,
+    commits: warrant_core::metrics::Histogram,
+}
+
+#[derive(Default)]
+struct CancelCache {
+    version: u64,
+    answers: HashMap<RunId, (Option<CancelRequest>, warrant_core::metrics::Stopwatch)>,
+}
+
+struct Request {
+    run: RunId,
+    expected: u64,
+    rows: Vec<(u64, String)>,
+    started: Option<(String, String, u64, Option<String>)>,
+    status: Option<String>,
+    approvals: Vec<ApprovalChange>,
+    driver: Option<Driver>,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+fn io(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+/// A database error in words: PostgreSQL's message and, where there is one, its detail.
+fn db(e: &tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(d) => StoreError::Io(match d.detail() {
+            Some(detail) => format!("PostgreSQL: {} ({detail})", d.message()),
+            None => format!("PostgreSQL: {}", d.message()),
+        }),
+        None => StoreError::Io(format!("PostgreSQL: {e}")),
+    }
+}
+
+fn sql_int(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::Io(format!("{n} is out of the store's range")))
+}
+
+fn unsigned(n: i64) -> Result<u64, StoreError> {
+    u64::try_from(n).map_err(|_| StoreError::Io(format!("the store holds a negative count ({n})")))
+}
+
+/// `url` without its password.
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((auth, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
+pub fn is_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+fn parse(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| StoreError::Io(format!("`{}` is not a PostgreSQL URL: {e}", shown(url))))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    config.application_name("warrant");
+    Ok(config)
+}
+
+async fn connect(config: &tokio_postgres::Config, shown: &str) -> Result<Client, StoreError> {
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| StoreError::Io(format!("cannot connect to `{shown}`: {e}")))?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the store owns its connections' tasks; each ends when its client drops"
+    )]
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// The schema version a database holds: `None` when it has no Warrant schema.
+async fn schema_version(client: &Client) -> Result<Option<i64>, StoreError> {
+    let exists = client
+        .query_one("SELECT to_regclass('warrant_meta') IS NOT NULL", &[])
+        .await
+        .map_err(|e| db(&e))?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            "SELECT value FROM warrant_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+    let Some(row) = row else { return Ok(None) };
+    let value: String = row.get(0);
+    value.parse().map(Some).map_err(|_| {
+        StoreError::Io(format!(
+            "the store's schema version `{value}` is not a number"
+        ))
+    })
+}
+
+impl PostgresStore {
+    /// Brings the database at `url` to this build's schema (creating it in an empty
+    /// database), in one transaction under an advisory lock so two migrations never race.
+    /// Returns the versions before and after. A database of a newer schema is refused.
+    pub async fn migrate(url: &str) -> Result<(i64, i64), StoreError> {
+        let config = parse(url)?;
+        let shown = shown(url);
+        let mut client = connect(&config, &shown).await?;
+        let tx = client.transaction().await.map_err(|e| db(&e))?;
+        tx.execute("SELECT pg_advisory_xact_lock(1465011796)", &[])
+            .await
+            .map_err(|e| db(&e))?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS warrant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        )
+        .await
+        .map_err(|e| db(&e))?;
+        let from = match tx
+            .query_opt(
+                "SELECT value FROM warrant_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .await
+            .map_err(|e| db(&e))?
+        {
+            Some(row) => row.get::<_, String>(0).parse::<i64>().map_err(io)?,
+            None => 0,
+        };
+        if from > SCHEMA_VERSION {
+            return Err(newer(&shown, from));
+        }
+        for (i, step) in MIGRATIONS.iter().enumerate() {
+            let version = i64::try_from(i).map_err(io)? + 1;
+            if version > from {
+                tx.batch_execute(step).await.map_err(|e| {
+                    StoreError::Io(format!(
+                        "migrating `{shown}` to schema {version}: {}",
+                        db(&e)
+                    ))
+                })?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO warrant_meta (key, value) VALUES ('schema_version', $1)
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            &[&SCHEMA_VERSION.to_string()],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+        tx.commit().await.map_err(|e| db(&e))?;
+        Ok((from, SCHEMA_VERSION))
+    }
+
+    /// Opens the store at `url` (a `postgres://` URL). The database must hold this build's
+    /// schema: an empty or older one asks for `warrant store migrate`, a newer one is refused.
+    /// Must be called within a tokio runtime: the store keeps tasks on it.
+    pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let config = parse(url)?;
+        let shown = shown(url);
+        let client = connect(&config, &shown).await?;
+        match schema_version(&client).await? {
+            None => {
+                return Err(StoreError::Io(format!(
+                    "`{shown}` holds no Warrant store yet: run `warrant store migrate --store {shown}`"
+                )));
+            }
+            Some(v) if v < SCHEMA_VERSION => {
+                return Err(StoreError::Io(format!(
+                    "`{shown}` holds a Warrant store of schema {v}; this build needs {SCHEMA_VERSION}: run `warrant store migrate --store {shown}`"
+                )));
+            }
+            Some(v) if v > SCHEMA_VERSION => return Err(newer(&shown, v)),
+            Some(_) => {}
+        }
+        let writer_client = connect(&config, &shown).await?;
+        let inner = Arc::new(Pg {
+            config,
+            shown,
+            reader: tokio::sync::Mutex::new(Some(Arc::new(client))),
+            moved: Mutex::new(HashMap::new()),
+            ready: watch::Sender::new(0),
+            cancels: watch::Sender::new(0),
+            listening: watch::Sender::new(false),
+            cancel_cache: Mutex::new(CancelCache::default()),
+            commits: warrant_core::metrics::Histogram::default(),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (stop, stopped) = watch::channel(());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the store owns its writer task; it ends when the store is dropped"
+        )]
+        tokio::spawn(writer_loop(inner.clone(), writer_client, rx));
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the store owns its listening task; it ends when the store is dropped"
+        )]
+        tokio::spawn(listen_loop(Arc::downgrade(&inner), stopped));
+        Ok(PostgresStore {
+            inner,
+            writer: tx,
+            _stop: stop,
+        })
+    }
+
+    /// The URL it was opened at, without a password.
+    pub fn shown(&self) -> &str {
+        &self.inner.shown
+    }
+}
+
+fn newer(shown: &str, v: i64) -> StoreError {
+    StoreError::Io(format!(
+        "`{shown}` holds a Warrant store of schema {v}, newer than this build knows ({SCHEMA_VERSION}): use a newer warrant"
+    ))
+}
+
+impl Pg {
+    /// The shared connection, reconnected if it dropped (retried for [`RECONNECT_FOR`]).
+    async fn client(&self) -> Result<Arc<Client>, StoreError> {
+        let mut slot = self.reader.lock().await;
+        if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        *slot = None;
+        let c = Arc::new(reconnect(&self.config, &self.shown).await?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    fn moved(&self) -> MutexGuard<'_, HashMap<RunId, watch::Sender<u64>>> {
+        self.moved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tells this process's followers of `run` that it moved.
+    fn wake(&self, run: &str) {
+        if let Some(tx) = self.moved().get(&RunId(run.to_owned())) {
+            tx.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// One statement's rows, on the shared connection; a connection lost is reconnected and
+    /// the statement tried once more (every statement sent this way is safe to repeat).
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        match client.query(sql, params).await {
+            Ok(rows) => Ok(rows),
+            Err(e) if client.is_closed() => {
+                drop(e);
+                let client = self.client().await?;
+                client.query(sql, params).await.map_err(|e| db(&e))
+            }
+            Err(e) => Err(db(&e)),
+        }
+    }
+}
+
+/// Connects, retrying for [`RECONNECT_FOR`] (a database restarting).
+async fn reconnect(config: &tokio_postgres::Config, shown: &str) -> Result<Client, StoreError> {
+    let began = warrant_core::metrics::Stopwatch::start();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match connect(config, shown).await {
+            Ok(c) => return Ok(c),
+            Err(e) if began.elapsed() >= RECONNECT_FOR => return Err(e),
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// The writer: takes every request waiting, commits them in one transaction, answers each.
+/// A lost connection fails the batch it was committing (whether PostgreSQL committed it is
+/// then unknown to the appenders, as with any lost answer: the run's log tells) and is
+/// reconnected for the next.
+async fn writer_loop(pg: Arc<Pg>, client: Client, mut rx: mpsc::UnboundedReceiver<Request>) {
+    let mut client = Some(client);
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < GROUP_COMMIT_MAX {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        if client.as_ref().is_none_or(Client::is_closed) {
+            client = reconnect(&pg.config, &pg.shown).await.ok();
+        }
+        let Some(c) = client.as_mut() else {
+            for req in batch {
+                let _ = req.reply.send(Err(StoreError::Io(format!(
+                    "cannot reach `{}`: nothing was appended",
+                    pg.shown
+                ))));
+            }
+            continue;
+        };
+        let began = warrant_core::metrics::Stopwatch::start();
+        let committed = commit_batch(c, &batch).await;
+        pg.commits.record(began.elapsed());
+        match committed {
+            Ok(results) => {
+                for (req, result) in batch.into_iter().zip(results) {
+                    if result.is_ok() {
+                        pg.wake(&req.run.0);
+                    }
+                    let _ = req.reply.send(result);
+                }
+            }
+            Err(e) => {
+                for req in batch {
+                    let _ = req.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs a batch starts, column by column (for `UNNEST`).
+#[derive(Default)]
+struct NewRuns<'a> {
+    ids: Vec<&'a str>,
+    specs: Vec<&'a str>,
+    deciders: Vec<&'a str>,
+    tenants: Vec<String>,
+    started: Vec<i64>,
+    epochs: Vec<i64>,
+}
+
+/// The runs a batch moved, column by column: their state after it.
+#[derive(Default)]
+struct RunUpdates<'a> {
+    ids: Vec<&'a str>,
+    last_seq: Vec<i64>,
+    status: Vec<&'a str>,
+    holder: Vec<Option<&'a str>>,
+    heartbeat: Vec<Option<i64>>,
+}
+
+/// A run's row as the writer locked it.
+struct Locked {
+    last_seq: u64,
+    epoch: u64,
+    holder: Option<String>,
+    heartbeat_ms: Option<u64>,
+    status: String,
+    tenant: String,
+    /// Whether this batch changed it.
+    touched: bool,
+}
+
+async fn commit_batch(
+    client: &mut Client,
+    batch: &[Request],
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let tx = client.transaction().await.map_err(|e| db(&e))?;
+    let mut ids: Vec<&str> = batch.iter().map(|r| r.run.0.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    // INVARIANT (one order): each append's expected sequence and epoch are checked against
+    // the rows locked here, in run-id order so concurrent writers cannot deadlock.
+    let mut runs: HashMap<String, Locked> = HashMap::new();
+    let lock = "SELECT run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant
+                FROM warrant_runs WHERE run_id = ANY($1) ORDER BY run_id FOR UPDATE";
+    for row in tx.query(lock, &[&ids]).await.map_err(|e| db(&e))? {
+        runs.insert(row.get(0), locked(&row)?);
+    }
+    // New runs: inserted (and so locked) now; one another process created in the meantime is
+    // locked as it is.
+    let mut fresh: Vec<&Request> = Vec::new();
+    for req in batch {
+        if req.expected == 0
+            && req.started.is_some()
+            && !runs.contains_key(&req.run.0)
+            && !fresh.iter().any(|f| f.run == req.run)
+        {
+            fresh.push(req);
+        }
+    }
+    if !fresh.is_empty() {
+        let mut cols = NewRuns::default();
+        for req in &fresh {
+            if let Some((spec_id, decider, at, tenant)) = &req.started {
+                cols.ids.push(&req.run.0);
+                cols.specs.push(spec_id);
+                cols.deciders.push(decider);
+                cols.tenants.push(tenant.clone().unwrap_or_default());
+                cols.started.push(sql_int(*at)?);
+                cols.epochs
+                    .push(sql_int(req.driver.as_ref().map_or(1, |d| d.epoch.max(1)))?);
+            }
+        }
+        let inserted = tx
+            .query(
+                "INSERT INTO warrant_runs (run_id, spec_id, decider, tenant, status, started_at_ms, last_seq, epoch)
+                 SELECT r, s, d, t, 'running', a, 0, e
+                 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(r, s, d, t, a, e)
+                 ON CONFLICT (run_id) DO NOTHING
+                 RETURNING run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant",
+                &[
+                    &cols.ids,
+                    &cols.specs,
+                    &cols.deciders,
+                    &cols.tenants,
+                    &cols.started,
+                    &cols.epochs,
+                ],
+            )
+            .await
+            .map_err(|e| db(&e))?;
+        for row in inserted {
+            runs.insert(row.get(0), locked(&row)?);
+        }
+        let raced: Vec<&str> = cols
+            .ids
+            .iter()
+            .copied()
+            .filter(|r| !runs.contains_key(*r))
+            .collect();
+        if !raced.is_empty() {
+            for row in tx.query(lock, &[&raced]).await.map_err(|e| db(&e))? {
+                runs.insert(row.get(0), locked(&row)?);
+            }
+        }
+    }
+    let mut results = Vec::with_capacity(batch.len());
+    let mut events: (Vec<&str>, Vec<i64>, Vec<&str>) = Default::default();
+    let mut asked: Vec<(&str, &PendingApproval)> = Vec::new();
+    let mut settled: Vec<&str> = Vec::new();
+    let mut ended: Vec<&str> = Vec::new();
+    for req in batch {
+        let Some(row) = runs.get_mut(&req.run.0) else {
+            results.push(Err(if req.expected == 0 && req.started.is_none() {
+                StoreError::Io(format!("run `{}` must begin with `run_started`", req.run))
+            } else {
+                StoreError::Conflict {
+                    run: req.run.clone(),
+                    expected: req.expected,
+                    actual: 0,
+                }
+            }));
+            continue;
+        };
+        if row.last_seq != req.expected {
+            results.push(Err(StoreError::Conflict {
+                run: req.run.clone(),
+                expected: req.expected,
+                actual: row.last_seq,
+            }));
+            continue;
+        }
+        // INVARIANT (fencing): a driver whose lease was taken over appends nothing.
+        if let Some(d) = &req.driver
+            && row.last_seq > 0
+            && d.epoch != row.epoch
+        {
+            results.push(Err(StoreError::Fenced {
+                run: req.run.clone(),
+                holder: row.holder.clone().unwrap_or_default(),
+                epoch: row.epoch,
+            }));
+            continue;
+        }
+        for (seq, body) in &req.rows {
+            events.0.push(&req.run.0);
+            events.1.push(sql_int(*seq)?);
+            events.2.push(body);
+        }
+        row.last_seq = req.expected + req.rows.len() as u64;
+        if let Some(s) = &req.status {
+            row.status.clone_from(s);
+        }
+        let before = row.holder.clone().zip(row.heartbeat_ms);
+        let lease = match (&req.driver, &req.status) {
+            (None, None) => before,
+            _ => crate::lease_after(&row.status, req.driver.as_ref(), before),
+        };
+        (row.holder, row.heartbeat_ms) = lease.unzip();
+        row.touched = true;
+        for change in &req.approvals {
+            match change {
+                ApprovalChange::Asked(p) => asked.push((&req.run.0, p)),
+                ApprovalChange::Settled(request) => settled.push(request),
+                ApprovalChange::Ended => ended.push(&req.run.0),
+            }
+        }
+        results.push(Ok(()));
+    }
+    if !events.0.is_empty() {
+        tx.execute(
+            "INSERT INTO warrant_events (run_id, seq, body)
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])",
+            &[&events.0, &events.1, &events.2],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+        warrant_fault::hit("mid-append");
+    }
+    let touched: Vec<(&String, &Locked)> = runs.iter().filter(|(_, r)| r.touched).collect();
+    if !touched.is_empty() {
+        let mut cols = RunUpdates::default();
+        for (id, r) in &touched {
+            cols.ids.push(id);
+            cols.last_seq.push(sql_int(r.last_seq)?);
+            cols.status.push(&r.status);
+            cols.holder.push(r.holder.as_deref());
+            cols.heartbeat
+                .push(r.heartbeat_ms.map(sql_int).transpose()?);
+        }
+        tx.execute(
+            "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b
+             FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) AS u(r, l, s, h, b)
+             WHERE w.run_id = u.r",
+            &[
+                &cols.ids,
+                &cols.last_seq,
+                &cols.status,
+                &cols.holder,
+                &cols.heartbeat,
+            ],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+    }
+    for (run, p) in &asked {
+        let body = serde_json::to_string(p).map_err(io)?;
+        let tenant = runs
+            .get(*run)
+            .map(|r| r.tenant.as_str())
+            .unwrap_or_default();
+        tx.execute(
+            "INSERT INTO warrant_approvals (request, run_id, tenant, requested_at_ms, body)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request) DO NOTHING",
+            &[
+                &p.request,
+                run,
+                &tenant,
+                &sql_int(p.requested_at_ms)?,
+                &body,
+            ],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+    }
+    if !settled.is_empty() {
+        tx.execute(
+            "DELETE FROM warrant_approvals WHERE request = ANY($1)",
+            &[&settled],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+    }
+    if !ended.is_empty() {
+        tx.execute(
+            "DELETE FROM warrant_approvals WHERE run_id = ANY($1)",
+            &[&ended],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+    }
+    if !touched.is_empty() {
+        // Delivered at commit: followers of these runs wake; workers wake for runs now
+        // ready to claim (answered, queued, or given back).
+        let moved: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
+        let claimable = touched
+            .iter()
+            .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
+        tx.execute(
+            "SELECT pg_notify($1, r) FROM UNNEST($2::text[]) AS r",
+            &[&EVENTS_CHANNEL, &moved],
+        )
+        .await
+        .map_err(|e| db(&e))?;
+        if claimable {
+            tx.execute("SELECT pg_notify($1, '')", &[&READY_CHANNEL])
+                .await
+                .map_err(|e| db(&e))?;
+        }
+    }
+    tx.commit().await.map_err(|e| db(&e))?;
+    Ok(results)
+}
+
+fn locked(row: &tokio_postgres::Row) -> Result<Locked, StoreError> {
+    Ok(Locked {
+        last_seq: unsigned(row.get(1))?,
+        epoch: unsigned(row.get(2))?,
+        holder: row.get(3),
+        heartbeat_ms: row.get::<_, Option<i64>>(4).map(unsigned).transpose()?,
+        status: row.get(5),
+        tenant: row.get(6),
+        touched: false,
+    })
+}
+
+/// Keeps one connection listening, reconnecting it when it drops, and turns notifications
+/// into wake-ups; ends when the store is dropped.
+async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) {
+    loop {
+        let Some(store) = pg.upgrade() else { return };
+        let config = store.config.clone();
+        drop(store);
+        let connected = tokio::select! {
+            c = config.connect(NoTls) => c,
+            _ = stopped.changed() => return,
+        };
+        let Ok((client, mut connection)) = connected else {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                _ = stopped.changed() => return,
+            }
+        };
+        let listen =
+            format!("LISTEN {EVENTS_CHANNEL}; LISTEN {READY_CHANNEL}; LISTEN {CANCELS_CHANNEL};");
+        let (notes_tx, mut notes) = mpsc::unbounded_channel();
+        // The connection must be polled for the LISTEN to be answered: it is driven here, its
+        // notifications forwarded.
+        let drive = async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
+                        let _ = notes_tx.send(n);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return,
+                }
+            }
+        };
+        let work = async {
+            if client.batch_execute(&listen).await.is_err() {
+                return;
+            }
+            if let Some(store) = pg.upgrade() {
+                store.listening.send_replace(true);
+                // What was notified while nobody listened is unknown: everyone looks.
+                store.ready.send_modify(|n| *n = n.wrapping_add(1));
+                store.cancels.send_modify(|n| *n = n.wrapping_add(1));
+                for tx in store.moved().values() {
+                    tx.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            }
+            while let Some(n) = notes.recv().await {
+                let Some(store) = pg.upgrade() else { return };
+                match n.channel() {
+                    EVENTS_CHANNEL => store.wake(n.payload()),
+                    READY_CHANNEL => store.ready.send_modify(|v| *v = v.wrapping_add(1)),
+                    CANCELS_CHANNEL => store.cancels.send_modify(|v| *v = v.wrapping_add(1)),
+                    _ => {}
+                }
+            }
+        };
+        tokio::select! {
+            () = drive => {}
+            () = work => {}
+            _ = stopped.changed() => return,
+        }
+        drop(client);
+        if let Some(store) = pg.upgrade() {
+            store.listening.send_replace(false);
+        }
+        // A short pause before listening again (the database may be restarting).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+const SUMMARY: &str =
+    "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note";
+
+fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
+    Ok(RunSummary {
+        run_id: RunId(r.get(0)),
+        spec_id: r.get(1),
+        decider: r.get(2),
+        status: r.get(3),
+        started_at_ms: unsigned(r.get(4))?,
+        events: unsigned(r.get(5))?,
+        holder: r.get(6),
+        heartbeat_ms: r.get::<_, Option<i64>>(7).map(unsigned).transpose()?,
+        epoch: unsigned(r.get(8))?,
+        note: r.get(9),
+    })
+}
+
+fn decode_events(
+    run: &RunId,
+    rows: &[tokio_postgres::Row],
+) -> Result<Vec<StoredEvent>, StoreError> {
+    rows.iter()
+        .map(|r| {
+            let seq: i64 = r.get(1);
+            let body: &str = r.get(2);
+            let event = event::decode(body).map_err(|e| {
+                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
+            })?;
+            Ok(StoredEvent {
+                position: unsigned(r.get(0))?,
+                run_id: run.clone(),
+                event: Arc::new(event),
+            })
+        })
+        .collect()
+}
+
+impl Pg {
+    async fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT position, seq, body FROM warrant_events WHERE run_id = $1 AND seq >= $2 ORDER BY seq",
+                &[&run.0, &sql_int(from_seq)?],
+            )
+            .await?;
+        decode_events(run, &rows)
+    }
+
+    async fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
+        let rows = self
+            .query(
+                &format!("SELECT {SUMMARY} FROM warrant_runs WHERE run_id = $1"),
+                &[&run.0],
+            )
+            .await?;
+        rows.first().map(summary_row).transpose()
+    }
+}
+
+impl EventStore for PostgresStore {
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        if let Err(e) = crate::check_contiguous(&events, expected_seq) {
+            return Box::pin(std::future::ready(Err(StoreError::Io(e))));
+        }
+        let facts = crate::run_facts(run, &events);
+        let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
+        let (reply, done) = oneshot::channel();
+        let sent = self
+            .writer
+            .send(Request {
+                run: run.clone(),
+                expected: expected_seq,
+                rows,
+                started: facts.started,
+                status: facts.status,
+                approvals: facts.approvals,
+                driver: driver.cloned(),
+                reply,
+            })
+            .is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(StoreError::Io("the store writer has stopped".into()));
+            }
+            done.await.unwrap_or_else(|_| {
+                Err(StoreError::Io(
+                    "the store writer stopped before committing".into(),
+                ))
+            })
+        })
+    }
+
+    fn read(
+        &self,
+        run: &RunId,
+        from_seq: u64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        let run = run.clone();
+        Box::pin(async move { self.inner.read(&run, from_seq).await })
+    }
+
+    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        Box::pin(async move {
+            // One more than asked, to tell whether there is a next page.
+            let limit: Option<i64> = (query.limit > 0)
+                .then(|| i64::try_from(query.limit).map_or(i64::MAX, |l| l.saturating_add(1)));
+            let since = query.since_ms.map(sql_int).transpose()?;
+            let after_at = query
+                .after
+                .as_ref()
+                .map(|c| sql_int(c.started_at_ms))
+                .transpose()?;
+            let after_id = query.after.as_ref().map(|c| c.run_id.0.clone());
+            let rows = self
+                .inner
+                .query(
+                    &format!(
+                        "SELECT {SUMMARY} FROM warrant_runs
+                         WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR spec_id = $2)
+                           AND ($3::text IS NULL OR starts_with(run_id, $3))
+                           AND ($4::bigint IS NULL OR started_at_ms >= $4)
+                           AND ($5::bigint IS NULL OR started_at_ms < $5 OR (started_at_ms = $5
+                                AND recorded < (SELECT recorded FROM warrant_runs WHERE run_id = $6)))
+                         ORDER BY started_at_ms DESC, recorded DESC LIMIT $7"
+                    ),
+                    &[
+                        &query.status,
+                        &query.spec_id,
+                        &query.id_prefix,
+                        &since,
+                        &after_at,
+                        &after_id,
+                        &limit,
+                    ],
+                )
+                .await?;
+            let all = rows
+                .iter()
+                .map(summary_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            let unfiltered = RunQuery {
+                after: None,
+                ..query.clone()
+            };
+            Ok(crate::page(all, &unfiltered, |_| true))
+        })
+    }
+
+    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+        let run = run.clone();
+        Box::pin(async move { self.inner.summary(&run).await })
+    }
+
+    fn pending_approvals(
+        &self,
+        run: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+        let run = run.map(|r| r.0.clone());
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .query(
+                    "SELECT body FROM warrant_approvals WHERE ($1::text IS NULL OR run_id = $1)
+                     ORDER BY requested_at_ms, request",
+                    &[&run],
+                )
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    serde_json::from_str(r.get::<_, &str>(0)).map_err(|e| {
+                        StoreError::Io(format!("a pending approval does not decode: {e}"))
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn request_cancel(
+        &self,
+        run: &RunId,
+        request: CancelRequest,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let run = run.clone();
+        Box::pin(async move {
+            self.inner
+                .query(
+                    "WITH c AS (INSERT INTO warrant_cancels (run_id, by, reason) VALUES ($1, $2, $3)
+                                ON CONFLICT (run_id) DO NOTHING RETURNING run_id)
+                     SELECT pg_notify($4, run_id) FROM c",
+                    &[&run.0, &request.by, &request.reason, &CANCELS_CHANNEL],
+                )
+                .await?;
+            self.inner.cancels.send_modify(|n| *n = n.wrapping_add(1));
+            Ok(())
+        })
+    }
+
+    fn cancel_request(
+        &self,
+        run: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        // Answered from memory while no cancellation was notified since (and, should the
+        // listening connection be down, for at most `POLL_BOUND`).
+        let version = *self.inner.cancels.borrow();
+        let trusted = *self.inner.listening.borrow();
+        if let Ok(cache) = self.inner.cancel_cache.lock()
+            && cache.version == version
+            && let Some((answer, at)) = cache.answers.get(run)
+            && (trusted || at.elapsed() < POLL_BOUND)
+        {
+            return Box::pin(std::future::ready(Ok(answer.clone())));
+        }
+        let run = run.clone();
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .query(
+                    "SELECT by, reason FROM warrant_cancels WHERE run_id = $1",
+                    &[&run.0],
+                )
+                .await?;
+            let answer = rows.first().map(|r| CancelRequest {
+                by: r.get(0),
+                reason: r.get(1),
+            });
+            if let Ok(mut cache) = self.inner.cancel_cache.lock() {
+                if cache.version != version || cache.answers.len() >= 100_000 {
+                    cache.answers.clear();
+                    cache.version = version;
+                }
+                cache.answers.insert(
+                    run,
+                    (answer.clone(), warrant_core::metrics::Stopwatch::start()),
+                );
+            }
+            Ok(answer)
+        })
+    }
+
+    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        Box::pin(async move {
+            let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
+            // One statement: the lease is taken only if nobody else was heard from lately, and
+            // taking it starts a new epoch that fences its previous holder.
+            let rows = self
+                .inner
+                .query(
+                    "WITH t AS (UPDATE warrant_runs SET holder = $2, heartbeat_ms = $3, epoch = epoch + 1, note = NULL
+                                WHERE run_id = $1 AND (holder IS NULL OR holder = $2 OR heartbeat_ms IS NULL OR heartbeat_ms <= $4)
+                                RETURNING epoch)
+                     SELECT (SELECT epoch FROM t), holder, heartbeat_ms FROM warrant_runs WHERE run_id = $1",
+                    &[&run.0, &&*driver.holder, &sql_int(driver.now_ms)?, &stale_before],
+                )
+                .await?;
+            let Some(row) = rows.first() else {
+                return Err(StoreError::Io(format!("no run `{run}` in the store")));
+            };
+            match row.get::<_, Option<i64>>(0) {
+                Some(epoch) => Ok(Claim::Taken {
+                    epoch: unsigned(epoch)?,
+                }),
+                None => Ok(Claim::Held(Held {
+                    holder: row.get::<_, Option<String>>(1).unwrap_or_default(),
+                    heartbeat_ms: row
+                        .get::<_, Option<i64>>(2)
+                        .map(unsigned)
+                        .transpose()?
+                        .unwrap_or(0),
+                })),
+            }
+        })
+    }
+
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        Box::pin(async move {
+            self.inner
+                .query(
+                    "UPDATE warrant_runs SET heartbeat_ms = $3 WHERE run_id = $1 AND holder = $2 AND epoch = $4",
+                    &[
+                        &run.0,
+                        &&*driver.holder,
+                        &sql_int(driver.now_ms)?,
+                        &sql_int(driver.epoch)?,
+                    ],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (run, driver) = (run.clone(), driver.clone());
+        Box::pin(async move {
+            self.inner
+                .query(
+                    "WITH r AS (UPDATE warrant_runs SET holder = NULL, heartbeat_ms = NULL
+                                WHERE run_id = $1 AND holder = $2 RETURNING status)
+                     SELECT pg_notify($3, '') FROM r WHERE status IN ('running', 'ready')",
+                    &[&run.0, &&*driver.holder, &READY_CHANNEL],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn claim_ready(
+        &self,
+        driver: &Driver,
+        want: usize,
+        share: FairShare,
+    ) -> BoxFuture<'_, Result<Vec<(RunId, u64)>, StoreError>> {
+        let driver = driver.clone();
+        Box::pin(async move {
+            if want == 0 {
+                return Ok(Vec::new());
+            }
+            let want = i64::try_from(want).unwrap_or(i64::MAX);
+            // Looked at beyond what is wanted, so a tenant at its limit does not hide others.
+            let scan = want.saturating_mul(8).max(64);
+            let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
+            let runs_limit = sql_int(share.runs_per_tenant)?;
+            let approvals_limit = sql_int(share.approvals_per_tenant)?;
+            // Candidates are locked with SKIP LOCKED (another claimant's are skipped, not
+            // waited for); each tenant's turn counts its runs driven now, so the chosen ones go
+            // round-robin between tenants within their limits. Candidates passed over for a
+            // limit are told why (`note`).
+            let rows = self
+                .inner
+                .query(
+                    "WITH driven AS (
+                         SELECT tenant, count(*) AS n FROM warrant_runs
+                         WHERE holder IS NOT NULL AND heartbeat_ms > $2 GROUP BY tenant),
+                     pending AS (
+                         SELECT tenant, count(*) AS n FROM warrant_approvals GROUP BY tenant),
+                     cand AS (
+                         SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
+                         WHERE status = 'ready' OR (status = 'running'
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                         ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
+                     ranked AS (
+                         SELECT c.run_id, c.tenant, c.started_at_ms, c.recorded, c.last_seq,
+                                row_number() OVER (PARTITION BY c.tenant ORDER BY c.started_at_ms, c.recorded) AS turn,
+                                coalesce(d.n, 0) AS driven, coalesce(p.n, 0) AS pending
+                         FROM cand c LEFT JOIN driven d USING (tenant) LEFT JOIN pending p USING (tenant)),
+                     judged AS (
+                         SELECT *, CASE
+                             WHEN $4::bigint > 0 AND driven + turn > $4::bigint THEN
+                                 format('waiting for a worker: tenant `%s` has %s runs driven, its limit', tenant, $4)
+                             WHEN $5::bigint > 0 AND last_seq <= 1 AND pending >= $5::bigint THEN
+                                 format('waiting for a worker: tenant `%s` has %s approvals pending, its limit', tenant, pending)
+                             END AS over
+                         FROM ranked),
+                     chosen AS (
+                         SELECT run_id FROM judged WHERE over IS NULL
+                         ORDER BY turn, started_at_ms, recorded LIMIT $6),
+                     passed AS (
+                         UPDATE warrant_runs w SET note = j.over FROM judged j
+                         WHERE w.run_id = j.run_id AND j.over IS NOT NULL
+                           AND w.note IS DISTINCT FROM j.over
+                         RETURNING 1)
+                     UPDATE warrant_runs w SET holder = $1, heartbeat_ms = $7, epoch = w.epoch + 1, note = NULL
+                     FROM chosen c WHERE w.run_id = c.run_id
+                     RETURNING w.run_id, w.epoch",
+                    &[
+                        &&*driver.holder,
+                        &stale_before,
+                        &scan,
+                        &runs_limit,
+                        &approvals_limit,
+                        &want,
+                        &sql_int(driver.now_ms)?,
+                    ],
+                )
+                .await?;
+            rows.iter()
+                .map(|r| Ok((RunId(r.get(0)), unsigned(r.get(1))?)))
+                .collect()
+        })
+    }
+
+    fn work_ready(&self) -> BoxFuture<'_, ()> {
+        let mut ready = self.inner.ready.subscribe();
+        Box::pin(async move {
+            let _ = ready.changed().await;
+        })
+    }
+
+    fn commit_latency(&self) -> Option<warrant_core::metrics::HistogramSnapshot> {
+        Some(self.inner.commits.snapshot())
+    }
+
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        // Subscribed before the first read, so nothing committed in between is missed.
+        let moved = self
+            .inner
+            .moved()
+            .entry(run.clone())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe();
+        Box::new(Feed {
+            pg: self.inner.clone(),
+            followed: Followed::new(run, from_seq),
+            moved,
+        })
+    }
+}
+
+/// A follower of one run: it reads the run's log when the run moved (a notification, or this
+/// process's own commit), and at [`POLL_BOUND`] when notifications may be lost.
+struct Feed {
+    pg: Arc<Pg>,
+    followed: Followed,
+    moved: watch::Receiver<u64>,
+}
+
+impl EventFeed for Feed {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            loop {
+                match self.followed.step() {
+                    FollowStep::Give(e) => return Ok(Some(e)),
+                    FollowStep::End => return Ok(None),
+                    FollowStep::Fetch => {}
+                }
+                self.moved.borrow_and_update();
+                // The status first: a run seen ended has all its events committed (in the
+                // same transaction), so the read after it finds them.
+                let status = self.pg.summary(&self.followed.run).await?.map(|s| s.status);
+                let events = self.pg.read(&self.followed.run, self.followed.next).await?;
+                if self.followed.fetched(events) {
+                    continue;
+                }
+                if !self.followed.more_can_come(status.as_deref())? {
+                    return Ok(None);
+                }
+                let bound = if *self.pg.listening.borrow() {
+                    POLL_BOUND * 10
+                } else {
+                    POLL_BOUND
+                };
+                let _ = tokio::time::timeout(bound, self.moved.changed()).await;
+            }
+        })
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        let mut moved = self.pg.moved();
+        if moved
+            .get(&self.followed.run)
+            .is_some_and(|tx| tx.receiver_count() <= 1)
+        {
+            moved.remove(&self.followed.run);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The PostgreSQL store keeps the same contract as the others (one suite, run unchanged), and
+//! what only a fleet's store does: schema migrations checked at open, runs handed to workers
+//! once each (`SKIP LOCKED`) and fairly between tenants, and wake-ups across processes by
+//! `LISTEN/NOTIFY`. Each test has a schema of its own in the machine's PostgreSQL.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use warrant_core::event::{Event, EventKind, Principal};
+use warrant_core::ids::RunId;
+use warrant_core::ports::{Driver, EventStore, FairShare, LEASE_TTL_MS, StoreError};
+use warrant_store::PostgresStore;
+use warrant_store::contract::{self, postgres_scratch, step};
+
+async fn store(label: &str) -> PostgresStore {
+    PostgresStore::open(&postgres_scratch(label).await)
+        .await
+        .unwrap()
+}
+
+fn driver(holder: &str, now_ms: u64, epoch: u64) -> Driver {
+    Driver {
+        holder: Arc::from(holder),
+        now_ms,
+        epoch,
+    }
+}
+
+/// `run_started` of `run` for `tenant`, at `at_ms`.
+fn started_for(run: &str, tenant: &str, at_ms: u64) -> Arc<Event> {
+    let mut e = (*contract::started_at(run, at_ms)).clone();
+    if let EventKind::RunStarted { principal, .. } = &mut e.kind {
+        *principal = Some(Principal {
+            tenant: tenant.into(),
+            user: "u".into(),
+            agent: "a".into(),
+        });
+    }
+    Arc::new(e)
+}
+
+/// Queues `run` as a server does: recorded, driven by nobody.
+async fn queue(store: &dyn EventStore, run: &str, tenant: &str, at_ms: u64) {
+    store
+        .append(
+            &RunId(run.into()),
+            0,
+            vec![started_for(run, tenant, at_ms)],
+            None,
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_store_keeps_the_whole_contract() {
+    contract::all(|| store("contract")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
+    let url = postgres_scratch("schema").await;
+    // Migrating again changes nothing.
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 1));
+    // A schema without Warrant's tables asks for the migration, by command.
+    let empty = url.replace(
+        "options=-csearch_path%3D",
+        "options=-csearch_path%3Dnothing_",
+    );
+    let err = PostgresStore::open(&empty).await.err().unwrap().to_string();
+    assert!(err.contains("warrant store migrate"), "{err}");
+    // A newer schema is refused, by version.
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .execute(
+            "UPDATE warrant_meta SET value = '99' WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let err = PostgresStore::open(&url).await.err().unwrap().to_string();
+    assert!(err.contains("schema 99") && err.contains("newer"), "{err}");
+    let err = PostgresStore::migrate(&url)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("schema 99"), "{err}");
+    // A URL that is not one, and a database that is not there, are errors in words.
+    let err = PostgresStore::open("postgres://a b@/").await.err().unwrap();
+    assert!(err.to_string().contains("store:"), "{err}");
+    let err = PostgresStore::open("postgres://nobody:secret@127.0.0.1:1/x")
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("cannot connect"), "{err}");
+    assert!(!err.contains("secret"), "the password was shown: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_ready_run_goes_to_one_worker_only() {
+    let url = postgres_scratch("claim").await;
+    let a = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let b = Arc::new(PostgresStore::open(&url).await.unwrap());
+    for i in 0..60 {
+        queue(&*a, &format!("q{i:02}"), "t", 100 + i).await;
+    }
+    // Two workers (two connections) claim at once, again and again, until nothing is left.
+    let claim = |store: Arc<PostgresStore>, name: &'static str| async move {
+        let mut mine = Vec::new();
+        loop {
+            let got = store
+                .claim_ready(&driver(name, 1_000, 0), 7, FairShare::default())
+                .await
+                .unwrap();
+            if got.is_empty() {
+                return mine;
+            }
+            mine.extend(got);
+        }
+    };
+    let (x, y) = tokio::join!(claim(a.clone(), "pid 1"), claim(b.clone(), "pid 2"));
+    let all: Vec<&RunId> = x.iter().chain(&y).map(|(r, _)| r).collect();
+    let distinct: HashSet<&RunId> = all.iter().copied().collect();
+    assert_eq!(all.len(), 60, "some run was claimed twice or never");
+    assert_eq!(distinct.len(), 60);
+    // Each claim took a new epoch: the claimant's appends name it; anyone else's are fenced.
+    let (run, epoch) = &x[0];
+    assert_eq!(*epoch, 2);
+    a.append(run, 1, vec![step(2)], Some(&driver("pid 1", 1_001, *epoch)))
+        .await
+        .unwrap();
+    let err = b
+        .append(run, 2, vec![step(3)], Some(&driver("pid 2", 1_002, 1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
+    // A live lease is not handed out again; a lapsed one is, with the next epoch.
+    let again = b
+        .claim_ready(&driver("pid 2", 1_500, 0), 100, FairShare::default())
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    let later = 1_001 + LEASE_TTL_MS;
+    let lapsed = b
+        .claim_ready(&driver("pid 2", later, 0), 100, FairShare::default())
+        .await
+        .unwrap();
+    assert_eq!(lapsed.len(), 60);
+    assert!(lapsed.contains(&(run.clone(), 3)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_tenant_does_not_starve_another() {
+    let s = store("fair").await;
+    for i in 0..20 {
+        queue(&s, &format!("big{i:02}"), "big", 100 + i).await;
+    }
+    for i in 0..3 {
+        queue(&s, &format!("small{i}"), "small", 500 + i).await;
+    }
+    let share = FairShare {
+        runs_per_tenant: 2,
+        approvals_per_tenant: 0,
+    };
+    let got = s
+        .claim_ready(&driver("pid 1", 1_000, 0), 10, share)
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = got.iter().map(|(r, _)| r.0.as_str()).collect();
+    names.sort_unstable();
+    // Two of each, though the big tenant's twenty runs came first.
+    assert_eq!(names, vec!["big00", "big01", "small0", "small1"]);
+    // Nobody else gets more of either while those are driven.
+    let more = s
+        .claim_ready(&driver("pid 2", 1_000, 0), 10, share)
+        .await
+        .unwrap();
+    assert!(more.is_empty(), "{more:?}");
+    // A run passed over says why, in its summary.
+    let waiting = s.summary(&RunId("big05".into())).await.unwrap().unwrap();
+    let note = waiting.note.unwrap_or_default();
+    assert!(
+        note.contains("tenant `big`") && note.contains("limit"),
+        "{note}"
+    );
+    // Taken up, the note is gone.
+    let small2 = s.summary(&RunId("small2".into())).await.unwrap().unwrap();
+    assert!(small2.note.is_some());
+    let run = RunId("small0".into());
+    s.append(
+        &run,
+        1,
+        vec![contract::finished(2)],
+        Some(&driver(
+            "pid 1",
+            1_100,
+            got.iter().find(|(r, _)| *r == run).unwrap().1,
+        )),
+    )
+    .await
+    .unwrap();
+    let next = s
+        .claim_ready(&driver("pid 2", 1_200, 0), 10, share)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].0.0, "small2");
+    assert!(
+        s.summary(&RunId("small2".into()))
+            .await
+            .unwrap()
+            .unwrap()
+            .note
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_with_approvals_pending_starts_no_new_run() {
+    let s = store("approvals").await;
+    queue(&s, "asking", "acme", 100).await;
+    let run = RunId("asking".into());
+    s.append(&run, 1, vec![contract::asked(2, "asking-a1")], None)
+        .await
+        .unwrap();
+    queue(&s, "new", "acme", 200).await;
+    queue(&s, "other", "zeta", 300).await;
+    let share = FairShare {
+        runs_per_tenant: 0,
+        approvals_per_tenant: 1,
+    };
+    let got = s
+        .claim_ready(&driver("pid 1", 1_000, 0), 10, share)
+        .await
+        .unwrap();
+    let names: Vec<&str> = got.iter().map(|(r, _)| r.0.as_str()).collect();
+    assert_eq!(names, vec!["other"]);
+    let note = s
+        .summary(&RunId("new".into()))
+        .await
+        .unwrap()
+        .unwrap()
+        .note
+        .unwrap();
+    assert!(note.contains("1 approvals pending"), "{note}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_is_woken_by_notifications() {
+    let url = postgres_scratch("notify").await;
+    let writer = PostgresStore::open(&url).await.unwrap();
+    let reader = PostgresStore::open(&url).await.unwrap();
+    // Let the reader's listening connection come up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ready = reader.work_ready();
+    queue(&writer, "r1", "t", 100).await;
+    tokio::time::timeout(Duration::from_secs(5), ready)
+        .await
+        .expect("a queued run wakes the workers of another process");
+    let run = RunId("r1".into());
+    let mut feed = reader.subscribe(&run, 1);
+    assert_eq!(feed.next().await.unwrap().unwrap().event.seq, 1);
+    let next = feed.next();
+    let append = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.append(&run, 1, vec![step(2)], None).await.unwrap();
+    };
+    let (got, ()) =
+        tokio::time::timeout(Duration::from_secs(4), async { tokio::join!(next, append) })
+            .await
+            .expect("the follower in another process is woken");
+    assert_eq!(got.unwrap().unwrap().event.seq, 2);
+}
