@@ -119,6 +119,24 @@ impl Prepared {
         .map_err(AppError::failed)
     }
 
+    /// Records this new run and leaves it for a worker (a fleet's server queues runs so):
+    /// its id.
+    pub async fn enqueue(&self, engine: &Engine) -> Result<RunId> {
+        let setup_ms = Some(SystemClock.now_ms().saturating_sub(self.begun_ms));
+        if self.run.is_some() {
+            return Err(AppError::failed("only a new run can be queued"));
+        }
+        engine
+            .enqueue(
+                self.spec.clone(),
+                self.decider.as_ref(),
+                &self.surfaces,
+                setup_ms,
+            )
+            .await
+            .map_err(AppError::failed)
+    }
+
     /// Carries `run` on after a person answered it here.
     pub async fn resume(&self, engine: &Engine, run: &RunId) -> Result<RunResult> {
         engine
@@ -158,12 +176,34 @@ pub struct Reconciled {
 pub struct App {
     store: Arc<dyn EventStore>,
     deciders: Deciders,
+    /// How this process names itself on the leases it holds (`pid <pid>@<host>`, with a
+    /// worker's name after it).
+    holder: Arc<str>,
 }
 
 impl App {
     /// Operations over `store`, building deciders with `deciders`.
     pub fn new(store: Arc<dyn EventStore>, deciders: Deciders) -> App {
-        App { store, deciders }
+        App {
+            store,
+            deciders,
+            holder: Arc::from(format!(
+                "pid {}@{}",
+                std::process::id(),
+                warrant_engine::lease::host()
+            )),
+        }
+    }
+
+    /// The same, with this process's leases naming it `name` too (a worker's `--name`).
+    pub fn named(mut self, name: &str) -> App {
+        self.holder = Arc::from(format!("{} ({name})", self.holder));
+        self
+    }
+
+    /// How this process names itself on the leases it holds.
+    pub fn holder(&self) -> &Arc<str> {
+        &self.holder
     }
 
     /// The store.
@@ -173,7 +213,9 @@ impl App {
 
     /// An engine over the store that builds and rebuilds the policies runs name.
     pub fn engine(&self) -> Engine {
-        Engine::new(self.store.clone()).with_policies(Arc::new(Policies))
+        Engine::new(self.store.clone())
+            .with_holder(&self.holder)
+            .with_policies(Arc::new(Policies))
     }
 
     /// The engine to drive `prepared` with: the person's rules for a new run on top of the
@@ -266,12 +308,13 @@ impl App {
         Ok(events.into_iter().map(|s| s.event).collect())
     }
 
-    /// The runs `query` asks for, each with the status every reader shows (`interrupted` for
-    /// a running one no process drives).
-    /// `interrupted` is asked for as such: the running runs no process drives.
+    /// The runs `query` asks for, each with the status every reader shows (`queued` or
+    /// `interrupted` for a running one no process drives). Those two are asked for as such:
+    /// the running runs no process drives, never taken up or stopped midway.
     pub async fn runs(&self, query: RunQuery) -> Result<RunPage> {
-        const STATUSES: [&str; 9] = [
+        const STATUSES: [&str; 10] = [
             "running",
+            "queued",
             "interrupted",
             "waiting",
             "ready",
@@ -289,30 +332,29 @@ impl App {
                 STATUSES.join(", ")
             )));
         }
-        let interrupted = query.status.as_deref() == Some("interrupted");
-        let running = query.status.as_deref() == Some("running");
+        // Statuses the store does not hold: derived from `running` and the lease.
+        let derived = query
+            .status
+            .clone()
+            .filter(|s| matches!(s.as_str(), "running" | "queued" | "interrupted"));
         let limit = query.limit;
-        let asked = if interrupted {
-            RunQuery {
+        let asked = match &derived {
+            Some(s) if s != "running" => RunQuery {
                 status: Some("running".into()),
                 limit: 0,
                 after: None,
                 ..query
-            }
-        } else {
-            query
+            },
+            _ => query,
         };
         let mut page = self.store.runs(asked).await.map_err(AppError::failed)?;
         let now = SystemClock.now_ms();
         for r in &mut page.runs {
             r.status = lease::shown_status(r, now).to_owned();
         }
-        if running {
-            page.runs.retain(|r| r.status == "running");
-        }
-        if interrupted {
-            page.runs.retain(|r| r.status == "interrupted");
-            if limit > 0 {
+        if let Some(wanted) = &derived {
+            page.runs.retain(|r| r.status == *wanted);
+            if wanted != "running" && limit > 0 {
                 page.runs.truncate(limit);
             }
         }
@@ -358,20 +400,30 @@ impl App {
         let state = fold(run, &events)?;
         let report = RunReport::from_events(&events)
             .map_err(|e| AppError::failed(format!("run `{run}`: {e}")))?;
-        let status = self.status(run, &state).await;
-        Ok(RunView::new(report, &state, &events, status))
+        let (status, note) = self.status_and_note(run, &state).await;
+        let mut view = RunView::new(report, &state, &events, status);
+        view.note = note;
+        Ok(view)
     }
 
-    /// The status every reader shows for `run`: its log's, or `interrupted` when it runs and
-    /// no process drives it.
+    /// The status every reader shows for `run`: its log's, or `queued` / `interrupted` when
+    /// it runs and no process drives it.
     pub async fn status(&self, run: &RunId, state: &RunState) -> String {
+        self.status_and_note(run, state).await.0
+    }
+
+    /// [`App::status`], and why a run nobody drives has not been taken up yet, when a
+    /// worker said.
+    async fn status_and_note(&self, run: &RunId, state: &RunState) -> (String, Option<String>) {
         let folded = state.status();
         let summary = self.store.summary(run).await.ok().flatten();
         match summary {
-            Some(s) if folded == "running" && lease::interrupted(&s, SystemClock.now_ms()) => {
-                "interrupted".to_owned()
+            Some(s) if folded == "running" => {
+                let shown = lease::shown_status(&s, SystemClock.now_ms()).to_owned();
+                let note = s.note.filter(|_| shown != "running");
+                (shown, note)
             }
-            _ => folded.to_owned(),
+            _ => (folded.to_owned(), None),
         }
     }
 

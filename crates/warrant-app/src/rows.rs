@@ -179,9 +179,12 @@ pub struct LastEvent {
 pub struct RunView {
     /// The run.
     pub run_id: RunId,
-    /// Where it stands: the status every reader derives the same way (`interrupted` when it
-    /// runs and no process drives it).
+    /// Where it stands: the status every reader derives the same way (`queued` or
+    /// `interrupted` when it runs and no process drives it).
     pub status: String,
+    /// Why a run nobody drives has not been taken up yet (its tenant is at its fair share).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// How it ended.
     pub outcome: Option<&'static str>,
     /// Its spec.
@@ -249,6 +252,7 @@ impl RunView {
         RunView {
             run_id: report.run_id,
             status,
+            note: None,
             outcome: report.outcome.as_ref().map(Outcome::name),
             spec: report.spec,
             decider: report.decider,

@@ -2,7 +2,6 @@
 //! Bridge, printing one JSON line per cell.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,6 +19,7 @@ use warrant_surfaces::ReferenceSurface;
 use warrant_surfaces::demo::StepTool;
 
 use crate::cli::BenchArgs;
+use crate::store::StoreAt;
 use crate::{Failure, exit};
 
 /// The workload's decider: a deterministic function of the run so far.
@@ -154,7 +154,7 @@ struct Batch {
 }
 
 async fn batch(
-    engine: &Engine,
+    engines: &[Engine],
     surfaces: &Arc<Surfaces>,
     steps: u32,
     runs: u32,
@@ -170,13 +170,17 @@ async fn batch(
     )]
     let t0 = std::time::Instant::now();
     let mut results = Vec::with_capacity(runs as usize);
+    let Some(engine) = engines.first() else {
+        return Err(Failure::failed(anyhow!("no engine to run with")));
+    };
     if runs == 1 {
         // One run needs no task of its own: run it on this thread, with no hand-off.
         let r = engine.run(spec.clone(), decider.as_ref(), surfaces).await;
         results.push(r.map_err(|e| Failure::failed(anyhow!("{e}")))?);
     } else {
         let mut tasks = Vec::with_capacity(runs as usize);
-        for _ in 0..runs {
+        // Runs go round-robin to the engines (workers, each with its store connections).
+        for engine in engines.iter().cycle().take(runs as usize) {
             let (engine, spec, decider, surfaces) = (
                 engine.clone(),
                 spec.clone(),
@@ -233,25 +237,109 @@ async fn batch(
     Ok(Batch { wall_s, cpu_s })
 }
 
-pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
-    if args.steps == 0 || args.runs == 0 {
+/// Where a durable benchmark records, made for it and removed after it.
+enum Scratch {
+    File(std::path::PathBuf),
+    #[cfg(feature = "postgres")]
+    Schema {
+        url: String,
+        schema: String,
+    },
+}
+
+impl Scratch {
+    /// Opens `workers` stores on the scratch space (each with its own connections and group
+    /// commit, as separate worker processes would have).
+    async fn open(
+        at: &StoreAt,
+        workers: u32,
+    ) -> Result<(Scratch, Vec<Arc<dyn EventStore>>), Failure> {
+        let failed = |e: warrant_core::ports::StoreError| Failure::failed(anyhow!("{e}"));
+        match at {
+            StoreAt::File(path) => {
+                if workers > 1 {
+                    return Err(Failure::invalid(anyhow!(
+                        "--workers is for a PostgreSQL store: one SQLite file has one writer"
+                    )));
+                }
+                let db = path.with_file_name(format!("bench-{}.db", std::process::id()));
+                let store = SqliteStore::open(&db, Durability::Fsync).map_err(failed)?;
+                Ok((Scratch::File(db), vec![Arc::new(store)]))
+            }
+            #[cfg(feature = "postgres")]
+            StoreAt::Postgres(url) => {
+                let schema = format!("warrant_bench_{}", std::process::id());
+                let scoped = warrant_store::PostgresStore::scratch(url, &schema)
+                    .await
+                    .map_err(failed)?;
+                let mut stores: Vec<Arc<dyn EventStore>> = Vec::new();
+                for _ in 0..workers {
+                    stores.push(Arc::new(
+                        warrant_store::PostgresStore::open(&scoped)
+                            .await
+                            .map_err(failed)?,
+                    ));
+                }
+                Ok((
+                    Scratch::Schema {
+                        url: url.clone(),
+                        schema,
+                    },
+                    stores,
+                ))
+            }
+            #[cfg(not(feature = "postgres"))]
+            StoreAt::Postgres(_) => Err(Failure::invalid(anyhow!(
+                "this warrant was built without PostgreSQL (the `postgres` feature)"
+            ))),
+        }
+    }
+
+    async fn remove(self) {
+        match self {
+            Scratch::File(db) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Scratch::Schema { url, schema } => {
+                let _ = warrant_store::PostgresStore::drop_scratch(&url, &schema).await;
+            }
+        }
+    }
+
+    fn variant(&self) -> &'static str {
+        match self {
+            Scratch::File(_) => "sqlite-wal-fsync-group-commit",
+            #[cfg(feature = "postgres")]
+            Scratch::Schema { .. } => "postgres-group-commit",
+        }
+    }
+}
+
+pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
+    if args.steps == 0 || args.runs == 0 || args.workers == 0 {
         return Err(Failure::invalid(anyhow!(
-            "--steps and --runs must be at least 1"
+            "--steps, --runs and --workers must be at least 1"
+        )));
+    }
+    if args.workers > 1 && !args.durable {
+        return Err(Failure::invalid(anyhow!(
+            "--workers needs --durable (and a PostgreSQL --store)"
         )));
     }
     let repeat = args
         .repeat
         .unwrap_or(if args.runs >= 1000 { 1 } else { 3 })
         .max(1);
-    let db_path = store_path.with_file_name(format!("bench-{}.db", std::process::id()));
-    let store: Arc<dyn EventStore> = if args.durable {
-        Arc::new(
-            SqliteStore::open(&db_path, Durability::Fsync)
-                .map_err(|e| Failure::failed(anyhow!("{e}")))?,
-        )
+    let (scratch, stores): (Option<Scratch>, Vec<Arc<dyn EventStore>>) = if args.durable {
+        let (scratch, stores) = Scratch::open(store_at, args.workers).await?;
+        (Some(scratch), stores)
     } else {
-        Arc::new(MemoryStore::new())
+        (None, vec![Arc::new(MemoryStore::new())])
     };
+    let variant = scratch.as_ref().map_or("memory", Scratch::variant);
     let counter = Arc::new(AtomicU64::new(0));
     let mut surfaces: Surfaces = Surfaces::new();
     surfaces.insert(
@@ -261,21 +349,19 @@ pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
         )))),
     );
     let surfaces = Arc::new(surfaces);
-    let engine = Engine::new(store.clone());
+    let engines: Vec<Engine> = stores.iter().map(|s| Engine::new(s.clone())).collect();
 
-    batch(&engine, &surfaces, 2, 1, &counter).await?; // untimed warm-up
+    batch(&engines, &surfaces, 2, 1, &counter).await?; // untimed warm-up
     let (rss_before, _) = rss_mb();
     let mut batches = Vec::new();
     for _ in 0..repeat {
-        batches.push(batch(&engine, &surfaces, args.steps, args.runs, &counter).await?);
+        batches.push(batch(&engines, &surfaces, args.steps, args.runs, &counter).await?);
     }
     let (_, peak) = rss_mb();
-    drop(engine);
-    drop(store);
-    if args.durable {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
-        }
+    drop(engines);
+    drop(stores);
+    if let Some(scratch) = scratch {
+        scratch.remove().await;
     }
 
     let total_steps = f64::from(args.steps) * f64::from(args.runs);
@@ -292,7 +378,8 @@ pub async fn run(store_path: &Path, args: &BenchArgs) -> Result<u8, Failure> {
         .map_or(0.0, |b| b.cpu_s);
     let line = json!({
         "peer": "warrant",
-        "variant": if args.durable { "sqlite-wal-fsync-group-commit" } else { "memory" },
+        "variant": variant,
+        "workers": args.workers,
         "steps": args.steps,
         "runs": args.runs,
         "durable": args.durable,

@@ -34,14 +34,17 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "warrant", version, after_help = AFTER_HELP, max_term_width = 100)]
 pub struct Cli {
-    /// The store file (SQLite).
+    /// The store: a SQLite file, or a PostgreSQL database's `postgres://` URL (a fleet's
+    /// store; create its schema with `warrant store migrate`).
     #[arg(
         long,
         global = true,
         env = "WARRANT_STORE",
-        default_value = ".warrant/warrant.db"
+        default_value = ".warrant/warrant.db",
+        value_parser = crate::store::parse,
+        value_name = "FILE|URL"
     )]
-    pub store: PathBuf,
+    pub store: crate::store::StoreAt,
 
     /// A model capability table (YAML) whose entries add to or replace the built-in ones
     /// (`warrant models` prints the built-in table).
@@ -58,7 +61,7 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the runs in the store, newest first.
     Runs {
-        /// Only runs with this status: running, interrupted, waiting, ready, or an outcome
+        /// Only runs with this status: running, queued, interrupted, waiting, ready, or an outcome
         /// (attained, not_attained, failed, cancelled, exhausted).
         #[arg(long, value_name = "STATUS")]
         status: Option<String>,
@@ -248,9 +251,20 @@ pub enum Command {
         http: Option<String>,
     },
     /// Serve the control and observation API (`/v1`, documented at `/v1/openapi.json`) and the
-    /// web console (`/`) over the store, executing runs in this process. Interrupted runs are
-    /// re-entered at start; SIGTERM or Ctrl-C stops it gracefully.
+    /// web console (`/`) over the store, executing runs in this process (on a PostgreSQL
+    /// store, runs are queued for `warrant worker` instead). Interrupted runs are re-entered
+    /// at start; SIGTERM or Ctrl-C stops it gracefully.
     Serve(ServeArgs),
+    /// Drive runs from a shared PostgreSQL store, as one worker of a fleet: new runs a server
+    /// queued, runs answered or reconciled, runs whose driver stopped. Each run is driven by
+    /// one worker at a time (a lease with an epoch fences a worker that stalled past it).
+    /// SIGTERM or Ctrl-C stops it gracefully.
+    Worker(WorkerArgs),
+    /// Manage the store itself.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Print the model capability table live deciders are checked against (the built-in one
     /// with `--models` applied).
     Models,
@@ -294,13 +308,8 @@ pub struct ServeArgs {
     /// exit.
     #[arg(long)]
     pub hash_token: bool,
-    /// How the server's logs (on stderr) are written.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
-    /// Which of the server's logs are written: a level (`info`, the default; `debug` adds
-    /// every request answered) or `TARGET=LEVEL,...`.
-    #[arg(long, value_name = "FILTER", env = "WARRANT_LOG")]
-    pub log: Option<String>,
+    #[command(flatten)]
+    pub logs: LogArgs,
     /// Export traces of the runs this server drives to this OTLP/HTTP collector
     /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions. Off by default:
     /// nothing leaves the machine unless this is given.
@@ -311,6 +320,49 @@ pub struct ServeArgs {
     #[cfg(feature = "otlp")]
     #[arg(long, requires = "otlp_endpoint")]
     pub otlp_content: bool,
+}
+
+/// How a long-running command (`serve`, `worker`) writes its logs.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// How the logs (on stderr) are written.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Which logs are written: a level (`info`, the default; `debug` adds every request a
+    /// server answered) or `TARGET=LEVEL,...`.
+    #[arg(long, value_name = "FILTER", env = "WARRANT_LOG")]
+    pub log: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Most runs this worker drives at once.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_runs: u64,
+    /// A name for this worker, shown with its process on the leases it holds.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Most runs of one tenant driven at once by the whole fleet (0: no limit); a tenant's
+    /// runs past it wait in the queue, with the reason in `warrant show`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub tenant_runs: u64,
+    /// A tenant with this many approvals pending gets no new run started until some are
+    /// answered (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub tenant_approvals: u64,
+    /// Seconds the runs in flight get to reach a wait or an end at shutdown (the rest are
+    /// taken up by other workers when their leases lapse).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub grace: u64,
+    #[command(flatten)]
+    pub logs: LogArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Create or bring the store's schema up to this build's (a PostgreSQL store is only
+    /// changed by this command; a SQLite file is brought up to date when opened).
+    Migrate,
 }
 
 /// How `warrant serve` writes its logs.
@@ -441,9 +493,14 @@ pub struct BenchArgs {
     /// Runs executing at once (R).
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
-    /// Record to a SQLite file with every commit fsynced (group commit).
+    /// Record every commit durably (group commit): to a SQLite file beside the store's, or
+    /// to a schema of its own in the `--store` PostgreSQL database (dropped after).
     #[arg(long)]
     pub durable: bool,
+    /// Workers sharing the PostgreSQL store (each with its own connections and group
+    /// commit); the runs are split between them.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub workers: u32,
     /// Timed repetitions (default 3, or 1 when R >= 1000); the median is reported.
     #[arg(long)]
     pub repeat: Option<u32>,

@@ -15,10 +15,10 @@ use warrant_core::ports::{Clock, RunQuery};
 use warrant_core::report::RunReport;
 use warrant_engine::{Answer, Answered, Engine, RunResult};
 use warrant_engine::{SystemClock, lease};
-use warrant_store::{Durability, SqliteStore};
 use warrant_surfaces::ReferenceCatalog;
 
 use crate::cli::{Cli, Command, RunArgs, SchemaKind};
+use crate::store::{StoreAt, Use};
 use crate::{Failure, exit};
 
 type Result<T> = std::result::Result<T, Failure>;
@@ -44,8 +44,8 @@ fn deciders() -> Deciders {
 }
 
 /// The operations over the store at `path`, opened to write (created if missing).
-fn app(store: SqliteStore) -> App {
-    App::new(Arc::new(store), deciders())
+fn app(store: Arc<dyn warrant_core::ports::EventStore>) -> App {
+    App::new(store, deciders())
 }
 
 pub async fn dispatch(cli: Cli) -> Result<u8> {
@@ -164,6 +164,10 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
         Command::Serve(args) => serve(&store_path, args).await,
+        Command::Worker(args) => worker(&store_path, args).await,
+        Command::Store {
+            command: crate::cli::StoreCommand::Migrate,
+        } => crate::store::migrate(&store_path).await,
     }
 }
 
@@ -258,36 +262,6 @@ async fn mcp_serve(provider: &str, config: Option<&str>, http: Option<&str>) -> 
     Ok(0)
 }
 
-/// Opens (creating if needed) the store for a command that writes.
-fn open_store(path: &Path) -> Result<SqliteStore> {
-    SqliteStore::open(path, Durability::Fsync).map_err(|e| Failure::invalid(anyhow!("{e}")))
-}
-
-fn no_store(path: &Path) -> Failure {
-    Failure::invalid(anyhow!(
-        "no store at `{}` (run something first, or pass --store / WARRANT_STORE)",
-        path.display()
-    ))
-}
-
-/// Opens an existing store for a command that writes to it (approve, cancel, resume...): a
-/// missing file is an error, not a new store.
-fn open_existing(path: &Path) -> Result<SqliteStore> {
-    if !path.exists() {
-        return Err(no_store(path));
-    }
-    open_store(path)
-}
-
-/// Opens an existing store for a command that only reads it: read-only, so nothing in the
-/// file changes (and a store on read-only media can be read).
-fn open_reading(path: &Path) -> Result<SqliteStore> {
-    if !path.exists() {
-        return Err(no_store(path));
-    }
-    SqliteStore::open_read_only(path).map_err(|e| Failure::invalid(anyhow!("{e}")))
-}
-
 fn outcome_code(outcome: &Outcome) -> u8 {
     match outcome {
         Outcome::Attained => exit::ATTAINED,
@@ -301,7 +275,7 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
+async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
     // Everything the user gave is checked before the store is touched: invalid input writes
     // nothing.
     let mut spec = warrant_app::load_spec(&args.spec)?;
@@ -325,7 +299,7 @@ async fn run(store_path: &Path, args: RunArgs) -> Result<u8> {
         user: args.user.clone().unwrap_or_else(|| operator(None)),
     };
     let prepared = warrant_app::Prepared::new(&deciders(), spec, &args.spec, options).await?;
-    let app = app(open_store(store_path)?);
+    let app = app(store_path.open(Use::Create).await?);
     let engine = app.engine_for(&prepared);
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
@@ -516,7 +490,12 @@ fn waiting_hints(run: &RunId, waiting: &Waiting) {
 }
 
 /// Prints how a run ended (or why it waits) and returns the exit code.
-async fn print_result(app: &App, result: &RunResult, json: bool, store_path: &Path) -> Result<u8> {
+async fn print_result(
+    app: &App,
+    result: &RunResult,
+    json: bool,
+    store_path: &StoreAt,
+) -> Result<u8> {
     let report = RunReport::from_state(&result.state);
     let events = app.log(&result.run_id).await?;
     let waiting = Waiting::of(&result.state, &events);
@@ -535,7 +514,7 @@ async fn print_result(app: &App, result: &RunResult, json: bool, store_path: &Pa
             "unsettled": report.unsettled,
             "elapsed_ms": report.timings.elapsed_ms,
             "setup_ms": report.timings.setup_ms,
-            "store": store_path,
+            "store": store_path.to_string(),
         }))?;
     } else {
         out!("{}", report.render());
@@ -547,15 +526,15 @@ async fn print_result(app: &App, result: &RunResult, json: bool, store_path: &Pa
     })
 }
 
-async fn runs(store_path: &Path, query: RunQuery, json: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn runs(store_path: &StoreAt, query: RunQuery, json: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let runs = app.runs(query).await?.runs;
     if json {
         print_json(&runs)?;
         return Ok(exit::ATTAINED);
     }
     if runs.is_empty() {
-        errln!("no runs in `{}`", store_path.display());
+        errln!("no runs in `{store_path}`");
     }
     for r in &runs {
         outln!(
@@ -570,8 +549,8 @@ async fn runs(store_path: &Path, query: RunQuery, json: bool) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
-async fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let id = app.resolve(run).await?;
     let view = app.show(&id).await?;
     if json {
@@ -582,6 +561,9 @@ async fn show(store_path: &Path, run: &str, json: bool) -> Result<u8> {
     outln!("spec     {} ({})", view.spec.id, view.spec.hash);
     outln!("decider  {}", view.decider);
     outln!("status   {}", view.status);
+    if let Some(note) = &view.note {
+        outln!("         {note}");
+    }
     if let Some(a) = &view.answer {
         outln!("answer   {} ({})", a.text, a.kind);
     }
@@ -761,8 +743,14 @@ fn event_json(e: &StoredEvent) -> Result<String> {
     Ok(v.to_string())
 }
 
-async fn events(store_path: &Path, run: &str, follow: bool, from: u64, json: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn events(
+    store_path: &StoreAt,
+    run: &str,
+    follow: bool,
+    from: u64,
+    json: bool,
+) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let id = app.resolve(run).await?;
     let print = |e: &StoredEvent| -> Result<()> {
         if json {
@@ -839,8 +827,8 @@ async fn follow_note(app: &App, id: &RunId) -> Result<Option<String>> {
     })
 }
 
-async fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn report(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let report = app.report(&app.resolve(run).await?).await?;
     if json {
         print_json(&report)?;
@@ -853,8 +841,8 @@ async fn report(store_path: &Path, run: &str, json: bool) -> Result<u8> {
         .map_or(exit::NOT_ATTAINED, outcome_code))
 }
 
-async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn replay(store_path: &StoreAt, run: &str, verify: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let id = app.resolve(run).await?;
     let events = app.log(&id).await?;
     let check = warrant_engine::replay::replay(&events)
@@ -895,7 +883,7 @@ async fn replay(store_path: &Path, run: &str, verify: bool) -> Result<u8> {
 }
 
 async fn compare(
-    store_path: &Path,
+    store_path: &StoreAt,
     spec_path: &Path,
     deciders: &[String],
     json: bool,
@@ -910,7 +898,7 @@ async fn compare(
     for d in deciders {
         self::deciders().load(d, None, &spec)?;
     }
-    let app = app(open_store(store_path)?);
+    let app = app(store_path.open(Use::Create).await?);
     let mut reports = Vec::new();
     for decider in deciders {
         // Fresh providers for each route: the same frozen world.
@@ -995,13 +983,13 @@ fn schema(which: SchemaKind) -> Result<u8> {
 }
 
 async fn resume(
-    store_path: &Path,
+    store_path: &StoreAt,
     run: Option<&str>,
     all: bool,
     json: bool,
     quiet: bool,
 ) -> Result<u8> {
-    let app = app(open_existing(store_path)?);
+    let app = app(store_path.open(Use::Existing).await?);
     let ids: Vec<RunId> = match (run, all) {
         (Some(r), false) => vec![app.resolve(r).await?],
         // Runs no process drives that can go on: interrupted ones, and ones a person answered.
@@ -1009,10 +997,7 @@ async fn resume(
         _ => return Err(Failure::invalid(anyhow!("give a RUN or --all, not both"))),
     };
     if ids.is_empty() {
-        errln!(
-            "no interrupted or answered runs in `{}`",
-            store_path.display()
-        );
+        errln!("no interrupted or answered runs in `{store_path}`");
         return Ok(exit::ATTAINED);
     }
     let mut worst = exit::ATTAINED;
@@ -1049,7 +1034,7 @@ struct Reconciled {
 }
 
 async fn reconcile(
-    store_path: &Path,
+    store_path: &StoreAt,
     run: &str,
     call: &str,
     said: Reconciled,
@@ -1061,7 +1046,7 @@ async fn reconcile(
             "say exactly one of --happened or --did-not-happen"
         )));
     }
-    let app = app(open_existing(store_path)?);
+    let app = app(store_path.open(Use::Existing).await?);
     let id = app.resolve(run).await?;
     let call: CallId = call.parse().map_err(|e| Failure::invalid(anyhow!("{e}")))?;
     let by = operator(by);
@@ -1089,13 +1074,13 @@ fn operator(by: Option<String>) -> String {
 }
 
 async fn cancel(
-    store_path: &Path,
+    store_path: &StoreAt,
     run: &str,
     reason: &str,
     by: Option<String>,
     wait_s: u64,
 ) -> Result<u8> {
-    let app = app(open_existing(store_path)?);
+    let app = app(store_path.open(Use::Existing).await?);
     let id = app.resolve(run).await?;
     let by = operator(by);
     let wait = Duration::from_secs(wait_s);
@@ -1121,8 +1106,8 @@ async fn cancel(
     })
 }
 
-async fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u8> {
-    let app = app(open_reading(store_path)?);
+async fn approvals(store_path: &StoreAt, run: Option<&str>, json: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
     let rows: Vec<ApprovalRow> = match run {
         Some(r) => app.approvals(Some(&app.resolve(r).await?)).await?,
         None => app.approvals(None).await?,
@@ -1154,12 +1139,12 @@ async fn approvals(store_path: &Path, run: Option<&str>, json: bool) -> Result<u
 }
 
 async fn answer(
-    store_path: &Path,
+    store_path: &StoreAt,
     request: &str,
     answer: Answer,
     by: Option<String>,
 ) -> Result<u8> {
-    let app = app(open_existing(store_path)?);
+    let app = app(store_path.open(Use::Existing).await?);
     let by = operator(by);
     let approving = matches!(answer, Answer::Approve { .. });
     let done = app.answer(request, answer, &by).await?;
@@ -1175,7 +1160,7 @@ async fn answer(
 }
 
 /// `warrant serve`: binds, says where, and serves until SIGTERM or Ctrl-C.
-async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
+async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> {
     if args.hash_token {
         let token = read_answer("the token (it is not echoed anywhere):")?;
         if token.is_empty() {
@@ -1184,15 +1169,11 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
         outln!("sha256:{}", warrant_server::token_digest(&token));
         return Ok(exit::ATTAINED);
     }
-    let format = match args.log_format {
-        crate::cli::LogFormat::Text => warrant_server::telemetry::LogFormat::Text,
-        crate::cli::LogFormat::Json => warrant_server::telemetry::LogFormat::Json,
-    };
-    warrant_server::telemetry::init(format, args.log.as_deref())
-        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    init_logs(&args.logs)?;
     let config = warrant_server::Config {
         listen: args.listen,
-        store: store_path.to_owned(),
+        store: store_path.to_string(),
+        queue: matches!(store_path, StoreAt::Postgres(_)),
         principals: args.principals,
         specs: args.specs,
         max_runs: args.max_runs,
@@ -1208,7 +1189,7 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
                 content: args.otlp_content,
             }),
     };
-    let store: Arc<dyn warrant_core::ports::EventStore> = Arc::new(open_store(store_path)?);
+    let store = store_path.open(Use::Create).await?;
     let server = warrant_server::Server::bind(config, store)
         .await
         .map_err(|e| match e {
@@ -1222,6 +1203,49 @@ async fn serve(store_path: &Path, args: crate::cli::ServeArgs) -> Result<u8> {
         .await
         .map_err(Failure::failed)?;
     errln!("warrant serve: stopped");
+    Ok(exit::ATTAINED)
+}
+
+fn init_logs(logs: &crate::cli::LogArgs) -> Result<()> {
+    let format = match logs.log_format {
+        crate::cli::LogFormat::Text => warrant_server::telemetry::LogFormat::Text,
+        crate::cli::LogFormat::Json => warrant_server::telemetry::LogFormat::Json,
+    };
+    warrant_server::telemetry::init(format, logs.log.as_deref())
+        .map_err(|e| Failure::invalid(anyhow!(e)))
+}
+
+async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8> {
+    if matches!(store_path, StoreAt::File(_)) {
+        return Err(Failure::invalid(anyhow!(
+            "a worker takes runs from a fleet's PostgreSQL store: pass --store postgres://... (on one machine with a SQLite file, `warrant serve` drives runs itself)"
+        )));
+    }
+    init_logs(&args.logs)?;
+    let store = store_path.open(Use::Existing).await?;
+    let mut app = app(store);
+    if let Some(name) = &args.name {
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err(Failure::invalid(anyhow!(
+                "--name must be a non-empty name without control characters"
+            )));
+        }
+        app = app.named(name);
+    }
+    let settings = warrant_server::worker::Settings {
+        max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),
+        share: warrant_core::ports::FairShare {
+            runs_per_tenant: args.tenant_runs,
+            approvals_per_tenant: args.tenant_approvals,
+        },
+        look_every: Duration::from_secs(1),
+        grace: Duration::from_secs(args.grace),
+    };
+    errln!("warrant worker: {} on `{store_path}`", app.holder());
+    warrant_server::worker::work(app, settings, shutdown_signal())
+        .await
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    errln!("warrant worker: stopped");
     Ok(exit::ATTAINED)
 }
 

@@ -29,6 +29,7 @@ mod bench;
 mod cli;
 mod commands;
 mod progress;
+mod store;
 
 use std::process::ExitCode;
 

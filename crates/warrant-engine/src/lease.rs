@@ -22,6 +22,8 @@ pub fn host() -> String {
 pub fn alive(holder: &str) -> Option<bool> {
     let rest = holder.strip_prefix("pid ")?;
     let (pid, on) = rest.split_once('@')?;
+    // A worker's name may follow the host: `pid 42@host (name)`.
+    let on = on.split_once(' ').map_or(on, |(host, _)| host);
     let pid: u32 = pid.parse().ok()?;
     if on != host() || !std::path::Path::new("/proc/self").exists() {
         return None;
@@ -47,10 +49,15 @@ pub fn resumable(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool
     summary.status == "ready" || interrupted(summary, now_ms)
 }
 
-/// The status as a person needs it: `interrupted` for a running run no process drives.
+/// The status as a person needs it: `queued` for a run recorded and never taken up (a
+/// fleet's server queued it for a worker), `interrupted` for a running run no process drives.
 pub fn shown_status(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> &str {
     if interrupted(summary, now_ms) {
-        "interrupted"
+        if summary.events <= 1 {
+            "queued"
+        } else {
+            "interrupted"
+        }
     } else {
         &summary.status
     }
@@ -78,6 +85,8 @@ mod tests {
         let gone = format!("pid {pid}@{}", super::host());
         assert_eq!(super::alive(&gone), Some(false));
         assert_eq!(super::alive("pid 1@some-other-machine"), None);
+        let named = format!("pid {pid}@{} (worker-2)", super::host());
+        assert_eq!(super::alive(&named), Some(false));
         assert_eq!(super::alive("worker-7"), None);
     }
 }

@@ -314,6 +314,32 @@ impl Engine {
         run.drive().await
     }
 
+    /// Records a new run of `spec` and leaves it for a worker to drive (a fleet's server
+    /// queues runs this way): the run is ruled, its decider identified and its start recorded
+    /// exactly as [`Engine::run_with_setup`] would, but nothing more is done here.
+    pub async fn enqueue(
+        &self,
+        spec: Arc<Spec>,
+        decider: &dyn Decider,
+        surfaces: &Surfaces,
+        setup_ms: Option<u64>,
+    ) -> Result<RunId, EngineError> {
+        let rules = self.rules_for(&spec)?;
+        let run_id = self.ids.run_id();
+        let mut run = run::Run::start(
+            self,
+            run_id.clone(),
+            spec,
+            decider,
+            surfaces,
+            time::TimeSource::Live(self.clock.clone()),
+            rules,
+        );
+        run.setup_ms = setup_ms;
+        run.queue().await?;
+        Ok(run_id)
+    }
+
     /// Asks for `run` to be cancelled. The process running it (this one or another sharing
     /// the store) ends it `cancelled` at its next check: between two actions, or while it
     /// waits on the decider or a provider (within 100 ms). A run no process is driving is

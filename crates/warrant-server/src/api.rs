@@ -558,7 +558,7 @@ pub async fn events(
             Some(e) => matches!(e.event.kind, EventKind::RunFinished { .. }),
             None => !matches!(
                 shared.status_of(&run).await?.as_str(),
-                "running" | "interrupted" | "waiting" | "ready"
+                "running" | "queued" | "interrupted" | "waiting" | "ready"
             ),
         };
     stored.truncate(limit);
@@ -713,7 +713,7 @@ impl Shared {
         let status = self.status_of(run).await?;
         if !matches!(
             status.as_str(),
-            "running" | "interrupted" | "waiting" | "ready"
+            "running" | "queued" | "interrupted" | "waiting" | "ready"
         ) {
             return Err(Problem::conflict(
                 "run-ended",

@@ -538,7 +538,7 @@ async fn run_page(
     if caller.principal.may(crate::Role::Operator)
         && matches!(
             view.status.as_str(),
-            "running" | "waiting" | "ready" | "interrupted"
+            "running" | "queued" | "waiting" | "ready" | "interrupted"
         )
     {
         let _ = write!(

@@ -16,6 +16,7 @@ pub mod otlp;
 pub mod problem;
 mod runner;
 pub mod telemetry;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -41,8 +42,11 @@ pub use problem::Problem;
 pub struct Config {
     /// Where to listen. Anything but loopback needs principals.
     pub listen: SocketAddr,
-    /// The store file (SQLite), shared with the CLI.
-    pub store: PathBuf,
+    /// Where the store is (a file, or a database's URL without its password), for messages.
+    pub store: String,
+    /// New runs are recorded and left to the workers sharing the store (`warrant worker`),
+    /// which also carry on answered and interrupted runs: a fleet's server drives nothing.
+    pub queue: bool,
     /// Bearer tokens to principals; `None`: one local principal, loopback only.
     pub principals: Option<PathBuf>,
     /// The folder specs, scripts and policies named by requests are read from.
@@ -96,7 +100,10 @@ pub(crate) struct Shared {
 
 /// The run supervisor `config` asks for.
 fn runner(app: &App, config: &Config) -> Result<runner::Runner, ServerError> {
-    let runner = runner::Runner::new(app.clone(), config.max_runs);
+    let mut runner = runner::Runner::new(app.clone(), config.max_runs);
+    if config.queue {
+        runner = runner.queueing();
+    }
     #[cfg(feature = "otlp")]
     if let Some(settings) = &config.otlp {
         let exporter = Arc::new(otlp::Exporter::start(settings).map_err(ServerError::Invalid)?);

@@ -64,6 +64,13 @@ pub struct Runner {
     pub counters: Arc<Counters>,
     /// Makes one more subscriber for each run's engine (traces), if set.
     observer: Option<Observer>,
+    /// Runs are only recorded here, for workers to drive (a fleet's server).
+    queueing: bool,
+    /// A run that waits is let go rather than held (a worker: whichever worker claims it
+    /// when it is answered carries it on).
+    letting_go: bool,
+    /// Told each time a run held here is let go.
+    freed: Notify,
 }
 
 /// Makes a subscriber for one run's engine.
@@ -147,7 +154,36 @@ impl Runner {
             stopping: watch::Sender::new(false),
             counters: Arc::default(),
             observer: None,
+            queueing: false,
+            letting_go: false,
+            freed: Notify::new(),
         }
+    }
+
+    /// A runner that records new runs and leaves them, and any run to re-enter, to the
+    /// workers sharing the store (`warrant worker`).
+    pub fn queueing(mut self) -> Runner {
+        self.queueing = true;
+        self
+    }
+
+    /// A runner that lets a run go when it waits, for whichever worker claims it next.
+    pub fn letting_go(mut self) -> Runner {
+        self.letting_go = true;
+        self
+    }
+
+    /// Runs this runner may take on now.
+    pub fn room(&self) -> usize {
+        if *self.stopping.borrow() {
+            return 0;
+        }
+        self.permits.available_permits()
+    }
+
+    /// Resolves when a run held here is let go.
+    pub async fn freed(&self) {
+        self.freed.notified().await;
     }
 
     /// Adds `observer`'s subscriber to every run's engine.
@@ -200,6 +236,13 @@ impl Runner {
 
     /// Starts `prepared` (a new run) and answers once its first event is recorded: its id.
     pub async fn start(self: &Arc<Self>, prepared: Prepared) -> Result<RunId, Problem> {
+        if self.queueing {
+            let engine = self.app.engine_for(&prepared);
+            let run = prepared.enqueue(&engine).await?;
+            self.counters.started.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(run = %run, spec = %prepared.spec.id, "run queued");
+            return Ok(run);
+        }
         let permit = self.permit()?;
         let run = self.ids.run_id();
         let prepared_spec = prepared.spec.id.clone();
@@ -237,6 +280,10 @@ impl Runner {
             self.wake(run);
             return Ok(false);
         }
+        if self.queueing {
+            // A worker claims it: it is ready, or no process drives it.
+            return Ok(true);
+        }
         let permit = self.permit()?;
         let mut prepared = self.app.reentry(run).await?;
         prepared.resumed_by = by;
@@ -252,6 +299,9 @@ impl Runner {
     /// Re-enters every run no process drives that can go on (the `resume --all` set), in
     /// the background of the caller; returns how many were taken up.
     pub async fn reenter_all(self: &Arc<Self>) -> Result<usize, Problem> {
+        if self.queueing {
+            return Ok(0);
+        }
         let mut taken = 0;
         for run in self.app.resumable().await? {
             match self.reenter(&run, None).await {
@@ -266,6 +316,9 @@ impl Runner {
     /// Takes up the runs answered while no task of this server was waiting on them, or
     /// wakes the one that is: answers recorded by another process (`warrant approve`).
     pub async fn sweep(self: &Arc<Self>) -> Result<(), Problem> {
+        if self.queueing || self.letting_go {
+            return Ok(());
+        }
         let mut query = warrant_core::ports::RunQuery {
             status: Some("ready".to_owned()),
             limit: 500,
@@ -311,6 +364,7 @@ impl Runner {
                 h.remove(&run);
             }
             drop(permit);
+            self.freed.notify_one();
             if self.tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
                 self.idle.notify_waiters();
             }
@@ -343,7 +397,7 @@ impl Runner {
             if let Some(outcome) = &r.outcome {
                 tracing::info!(run = %run, outcome = outcome.name(), "run ended");
             }
-            if r.outcome.is_some() || *stopping.borrow() {
+            if r.outcome.is_some() || *stopping.borrow() || self.letting_go {
                 let _ = engine.drain_subscribers().await;
                 return;
             }

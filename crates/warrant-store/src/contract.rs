@@ -176,22 +176,9 @@ pub async fn postgres_scratch(label: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     );
-    let (client, conn) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+    crate::postgres::PostgresStore::scratch(&base, &schema)
         .await
-        .unwrap_or_else(|e| panic!("the tests need PostgreSQL at {base}: {e}"));
-    let driving = tokio::spawn(conn);
-    client
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-        ))
-        .await
-        .unwrap();
-    drop(client);
-    let _ = driving.await;
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}options=-csearch_path%3D{schema}");
-    crate::postgres::PostgresStore::migrate(&url).await.unwrap();
-    url
+        .unwrap_or_else(|e| panic!("the tests need PostgreSQL at {base}: {e}"))
 }
 
 /// Batches are atomic; a writer that expected an older sequence is refused (nothing of its

@@ -16,6 +16,25 @@ pub use sqlite::{Durability, SqliteStore};
 
 use warrant_core::event::{Event, EventKind};
 
+/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
+pub fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// A store URL as it may be shown: its password, if any, hidden.
+pub fn url_without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((auth, host)) => match auth.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
 /// What the runs table and the approvals index need to know from a batch of events.
 pub(crate) struct RunFacts {
     /// From `run_started`: the spec's id, the decider, when, and the tenant.

@@ -33,7 +33,7 @@ use warrant_core::store::{
     PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
-use crate::{ApprovalChange, FollowStep, Followed};
+use crate::{ApprovalChange, FollowStep, Followed, url_without_password as shown};
 
 /// The schema this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -142,25 +142,6 @@ fn sql_int(n: u64) -> Result<i64, StoreError> {
 
 fn unsigned(n: i64) -> Result<u64, StoreError> {
     u64::try_from(n).map_err(|_| StoreError::Io(format!("the store holds a negative count ({n})")))
-}
-
-/// `url` without its password.
-fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((auth, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
-}
-
-/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
-pub fn is_url(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 fn parse(url: &str) -> Result<tokio_postgres::Config, StoreError> {
@@ -277,12 +258,12 @@ impl PostgresStore {
         match schema_version(&client).await? {
             None => {
                 return Err(StoreError::Io(format!(
-                    "`{shown}` holds no Warrant store yet: run `warrant store migrate --store {shown}`"
+                    "`{shown}` holds no Warrant store yet: run `warrant store migrate --store '{shown}'`"
                 )));
             }
             Some(v) if v < SCHEMA_VERSION => {
                 return Err(StoreError::Io(format!(
-                    "`{shown}` holds a Warrant store of schema {v}; this build needs {SCHEMA_VERSION}: run `warrant store migrate --store {shown}`"
+                    "`{shown}` holds a Warrant store of schema {v}; this build needs {SCHEMA_VERSION}: run `warrant store migrate --store '{shown}'`"
                 )));
             }
             Some(v) if v > SCHEMA_VERSION => return Err(newer(&shown, v)),
@@ -317,6 +298,43 @@ impl PostgresStore {
             writer: tx,
             _stop: stop,
         })
+    }
+
+    /// Makes a schema `schema` of its own in the database at `url` (dropping one of that
+    /// name first) with Warrant's tables migrated into it: the store URL that uses it. For
+    /// tests and benchmarks, which must not see each other's runs.
+    pub async fn scratch(url: &str, schema: &str) -> Result<String, StoreError> {
+        if schema.is_empty()
+            || !schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(StoreError::Io(format!(
+                "`{schema}` is not a schema name Warrant makes (a-z, 0-9, _)"
+            )));
+        }
+        let config = parse(url)?;
+        let client = connect(&config, &shown(url)).await?;
+        client
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+            ))
+            .await
+            .map_err(|e| db(&e))?;
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+        PostgresStore::migrate(&scoped).await?;
+        Ok(scoped)
+    }
+
+    /// Drops a schema [`PostgresStore::scratch`] made, with everything in it.
+    pub async fn drop_scratch(url: &str, schema: &str) -> Result<(), StoreError> {
+        let config = parse(url)?;
+        let client = connect(&config, &shown(url)).await?;
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .await
+            .map_err(|e| db(&e))
     }
 
     /// The URL it was opened at, without a password.

@@ -155,6 +155,15 @@ impl Provider for Ledger {
             .lock
             .lock()
             .map_err(|_| ProviderError::Unavailable("ledger lock poisoned".into()))?;
+        // Processes sharing the file (a fleet's workers) take turns too: a keyed append looks
+        // for its key and appends under one lock, so a key is never written twice.
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&self.file)
+            .map_err(Ledger::unavailable)?;
+        file.lock().map_err(Ledger::unavailable)?;
         let entries = Ledger::read(&self.file).map_err(Ledger::unavailable)?;
         match action {
             "count_entries" => Ok(json!({"entries": entries.len()})),
@@ -170,12 +179,7 @@ impl Provider for Ledger {
                 }
                 let position = entries.len() as u64 + 1;
                 let line = json!({"key": key, "entry": entry, "position": position});
-                let mut f = OpenOptions::new()
-                    .create(true)
-                    .read(true)
-                    .append(true)
-                    .open(&self.file)
-                    .map_err(Ledger::unavailable)?;
+                let mut f = file;
                 // One write of a whole line (an appender elsewhere cannot land inside it),
                 // after a newline when a crash left the last line torn: the torn line stays
                 // unreadable, this one does not join it.

@@ -290,6 +290,23 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) async fn drive(&mut self) -> Result<RunResult, EngineError> {
+        self.stage_start()?;
+        self.flush().await?;
+        self.resume().await
+    }
+
+    /// Records the run's start and nothing else, driven by nobody: it waits for a worker to
+    /// claim it (`EventStore::claim_ready`) and carry it on as a re-entry.
+    pub(crate) async fn queue(&mut self) -> Result<(), EngineError> {
+        self.stage_start()?;
+        let events = std::mem::take(&mut self.pending);
+        self.engine
+            .append(&self.run_id, self.durable_seq, events, None)
+            .await?;
+        Ok(())
+    }
+
+    fn stage_start(&mut self) -> Result<(), EngineError> {
         let setup_ms = self.setup_ms.take();
         self.stage(EventKind::RunStarted {
             format: EVENTS_FORMAT.to_owned(),
@@ -307,8 +324,7 @@ impl<'a> Run<'a> {
             execution_control: self.rules.describe_control(),
             provenance: self.provenance,
         })?;
-        self.flush().await?;
-        self.resume().await
+        Ok(())
     }
 
     /// Drives the run from whatever its state is until it ends.

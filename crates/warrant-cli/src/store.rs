@@ -1,0 +1,156 @@
+//! Where the store is (`--store` / `WARRANT_STORE`): a SQLite file, the embedded default, or a
+//! PostgreSQL database named by its URL, for fleets. Every command opens it the same way.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use warrant_core::ports::EventStore;
+use warrant_store::{Durability, SqliteStore};
+
+use crate::Failure;
+
+/// A store's location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreAt {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`).
+    Postgres(String),
+}
+
+/// `--store`'s parser: a URL is a database, anything else a file.
+pub fn parse(s: &str) -> Result<StoreAt, String> {
+    if s.is_empty() {
+        return Err("empty: give a file or a postgres:// URL".into());
+    }
+    if warrant_store::is_postgres_url(s) {
+        return Ok(StoreAt::Postgres(s.to_owned()));
+    }
+    if let Some((scheme, _)) = s.split_once("://") {
+        return Err(format!(
+            "`{scheme}://` is not a store Warrant knows: give a file (SQLite) or a postgres:// URL"
+        ));
+    }
+    Ok(StoreAt::File(PathBuf::from(s)))
+}
+
+impl std::fmt::Display for StoreAt {
+    /// The path, or the URL without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreAt::File(p) => write!(f, "{}", p.display()),
+            StoreAt::Postgres(url) => f.write_str(&warrant_store::url_without_password(url)),
+        }
+    }
+}
+
+/// How a command uses the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Writes, creating a missing SQLite file (`run`, `serve`...).
+    Create,
+    /// Writes to a store that must exist (`approve`, `cancel`, `resume`...).
+    Existing,
+    /// Only reads: a SQLite file is opened read-only, so nothing in it changes.
+    Read,
+}
+
+impl StoreAt {
+    /// Opens the store for `usage`.
+    pub async fn open(&self, usage: Use) -> Result<Arc<dyn EventStore>, Failure> {
+        let invalid = |e: warrant_core::ports::StoreError| Failure::invalid(anyhow!("{e}"));
+        match self {
+            StoreAt::File(path) => {
+                if usage != Use::Create && !path.exists() {
+                    return Err(Failure::invalid(anyhow!(
+                        "no store at `{}` (run something first, or pass --store / WARRANT_STORE)",
+                        path.display()
+                    )));
+                }
+                let store = if usage == Use::Read {
+                    SqliteStore::open_read_only(path)
+                } else {
+                    SqliteStore::open(path, Durability::Fsync)
+                };
+                Ok(Arc::new(store.map_err(invalid)?))
+            }
+            StoreAt::Postgres(url) => open_postgres(url).await,
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Arc<dyn EventStore>, Failure> {
+    warrant_store::PostgresStore::open(url)
+        .await
+        .map(|s| Arc::new(s) as Arc<dyn EventStore>)
+        .map_err(|e| Failure::invalid(anyhow!("{e}")))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(_url: &str) -> Result<Arc<dyn EventStore>, Failure> {
+    Err(without_postgres())
+}
+
+#[cfg(not(feature = "postgres"))]
+fn without_postgres() -> Failure {
+    Failure::invalid(anyhow!(
+        "this warrant was built without PostgreSQL (the `postgres` feature)"
+    ))
+}
+
+/// `warrant store migrate`: brings the store's schema to this build's.
+pub async fn migrate(at: &StoreAt) -> Result<u8, Failure> {
+    match at {
+        StoreAt::File(path) => {
+            // A SQLite file is brought up to date whenever it is opened for writing.
+            let existed = path.exists();
+            SqliteStore::open(path, Durability::Fsync)
+                .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+            outln!(
+                "{} `{}`: up to date",
+                if existed { "store" } else { "new store" },
+                path.display()
+            );
+            Ok(crate::exit::ATTAINED)
+        }
+        #[cfg(feature = "postgres")]
+        StoreAt::Postgres(url) => {
+            let (from, to) = warrant_store::PostgresStore::migrate(url)
+                .await
+                .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+            let shown = at.to_string();
+            if from == to {
+                outln!("store `{shown}`: schema {to}, up to date");
+            } else if from == 0 {
+                outln!("store `{shown}`: created (schema {to})");
+            } else {
+                outln!("store `{shown}`: migrated from schema {from} to {to}");
+            }
+            Ok(crate::exit::ATTAINED)
+        }
+        #[cfg(not(feature = "postgres"))]
+        StoreAt::Postgres(_) => Err(without_postgres()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn a_url_is_a_database_and_anything_else_a_file() {
+        assert_eq!(
+            parse("postgres://u@h/db").unwrap(),
+            StoreAt::Postgres("postgres://u@h/db".into())
+        );
+        assert_eq!(parse("w.db").unwrap(), StoreAt::File(PathBuf::from("w.db")));
+        assert!(parse("mysql://h/db").unwrap_err().contains("mysql://"));
+        assert!(parse("").is_err());
+        let at = parse("postgres://u:hunter2@h:5432/db").unwrap();
+        assert_eq!(at.to_string(), "postgres://u:***@h:5432/db");
+    }
+}

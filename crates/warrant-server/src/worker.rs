@@ -1,0 +1,98 @@
+//! A worker of a fleet (`warrant worker`): takes runs that are ready from the shared store —
+//! new ones a server queued, ones answered or reconciled, ones whose driver's lease lapsed —
+//! drives each with the same engine as every other front door, and lets it go when it waits
+//! or ends.
+//!
+//! The store hands each ready run to one claimant (`EventStore::claim_ready`, `FOR UPDATE
+//! SKIP LOCKED` on PostgreSQL) with a new lease epoch; every append the worker makes names
+//! that epoch, so a worker that stalled past its lease and comes back can write nothing (its
+//! appends are `Fenced`). What it had sent to a provider before it stalled is, for the new
+//! owner, a call whose answer was lost: reconciled or held in doubt, never repeated silently.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use warrant_app::App;
+use warrant_core::ports::{Clock as _, Driver, FairShare};
+use warrant_engine::SystemClock;
+
+use crate::runner::Runner;
+
+/// How a worker works.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Most runs it drives at once.
+    pub max_runs: usize,
+    /// Its share of the fleet between tenants.
+    pub share: FairShare,
+    /// The longest it goes without looking for work when nothing wakes it.
+    pub look_every: Duration,
+    /// At shutdown, how long the runs it drives get to reach a point where they wait or end
+    /// (the rest are taken up by other workers when their leases lapse).
+    pub grace: Duration,
+}
+
+/// Works until `shutdown` resolves. Fails only when the store cannot hand out runs at all
+/// (not a fleet's store); a lost connection is retried.
+pub async fn work(
+    app: App,
+    settings: Settings,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let runner = Arc::new(Runner::new(app.clone(), settings.max_runs).letting_go());
+    let store = app.store().clone();
+    let holder = app.holder().clone();
+    let probe = Driver {
+        holder: holder.clone(),
+        now_ms: SystemClock.now_ms(),
+        epoch: 0,
+    };
+    store
+        .claim_ready(&probe, 0, settings.share)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(holder = %holder, max_runs = settings.max_runs, "worker started");
+    tokio::pin!(shutdown);
+    let mut failures = 0u32;
+    loop {
+        let room = runner.room();
+        if room > 0 {
+            let driver = Driver {
+                holder: holder.clone(),
+                now_ms: SystemClock.now_ms(),
+                epoch: 0,
+            };
+            match store.claim_ready(&driver, room, settings.share).await {
+                Ok(claimed) => {
+                    failures = 0;
+                    for (run, epoch) in claimed {
+                        tracing::info!(run = %run, epoch, "run claimed");
+                        // A run that cannot be prepared here keeps its lease until it lapses
+                        // (it stops being renewed): then any worker may try it again.
+                        if let Err(p) = runner.reenter(&run, None).await {
+                            tracing::warn!(run = %run, problem = %p.detail, "cannot drive the run here");
+                        }
+                    }
+                }
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %e, "cannot claim runs; trying again");
+                }
+            }
+        }
+        let pause = if failures > 0 {
+            Duration::from_millis(200).saturating_mul(failures.min(10))
+        } else {
+            settings.look_every
+        };
+        tokio::select! {
+            () = store.work_ready() => {}
+            () = runner.freed() => {}
+            () = tokio::time::sleep(pause) => {}
+            () = &mut shutdown => break,
+        }
+    }
+    tracing::info!("worker stopping");
+    runner.stop(settings.grace).await;
+    Ok(())
+}
