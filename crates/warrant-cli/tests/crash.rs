@@ -22,17 +22,16 @@
     reason = "tests"
 )]
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use warrant_core::check::check_log;
-use warrant_core::event::{CallStatus, Event, EventKind};
+use warrant_core::event::Event;
 use warrant_core::ports::EventStore;
 use warrant_store::{Durability, SqliteStore};
-use warrant_surfaces::ledger::Ledger;
+
+mod ledgers;
 
 struct Rng(u64);
 
@@ -95,44 +94,6 @@ impl World {
     }
 }
 
-fn spec(dir: &Path) -> String {
-    format!(
-        "version: warrant/v1
-id: ledger-crash
-objective: Write one entry to each ledger.
-decider: scripted:script.yaml
-providers:
-  keyed: {{reference: ledger, config: {{file: {keyed}, keys: true}}}}
-  plain: {{reference: ledger, config: {{file: {plain}, keys: false}}}}
-steps:
-  - id: first
-    provider: keyed
-    tools: [count_entries, append_entry]
-    commit: required
-  - id: second
-    provider: plain
-    tools: [count_entries, append_entry]
-    after: [first]
-    commit: required
-",
-        keyed = dir.join("keyed.jsonl").display(),
-        plain = dir.join("plain.jsonl").display(),
-    )
-}
-
-const SCRIPT: &str = "steps:
-  first:
-    - call: count_entries
-    - call: append_entry
-      args: {entry: one}
-    - done: written
-  second:
-    - call: count_entries
-    - call: append_entry
-      args: {entry: two}
-    - done: written
-";
-
 /// Each run whose status `keep` accepts, with its status and its log.
 fn logs(
     store: &SqliteStore,
@@ -170,8 +131,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
-    std::fs::write(dir.join("spec.yaml"), spec(&dir)).unwrap();
-    std::fs::write(dir.join("script.yaml"), SCRIPT).unwrap();
+    ledgers::write(&dir);
     let mut w = World {
         store: dir.join("w.db"),
         dir,
@@ -218,57 +178,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
     // The evidence.
     let store = SqliteStore::open(&w.store, Durability::Fsync).unwrap();
     let logs = logs(&store, |_| true);
-    let mut by_key: HashMap<String, (String, Option<CallStatus>, bool)> = HashMap::new();
-    for (run, status, events) in &logs {
-        let state = check_log(events.iter().map(|e| &**e))
-            .unwrap_or_else(|e| panic!("seed {seed}: run {run}: {e}"));
-        assert!(
-            state.outcome().is_some(),
-            "seed {seed}: run {run} is stuck ({status})"
-        );
-        for c in state.calls() {
-            if let Some(key) = &c.idempotency_key {
-                by_key.insert(key.clone(), (run.clone(), c.status, events.iter().any(|e| matches!(&e.kind, EventKind::CallInDoubt { call, .. } if *call == c.id))));
-            }
-        }
-    }
-    let mut effects = 0;
-    for file in ["keyed.jsonl", "plain.jsonl"] {
-        let entries = Ledger::read(&w.dir.join(file)).unwrap();
-        effects += entries.len();
-        let mut seen: HashMap<&str, u32> = HashMap::new();
-        for e in &entries {
-            *seen.entry(&e.key).or_default() += 1;
-            // Not lost: every effect has a result in the log, or was in doubt and reconciled.
-            let (run, status, doubted) = by_key
-                .get(&e.key)
-                .unwrap_or_else(|| panic!("seed {seed}: effect {e:?} has no intent in any log"));
-            assert!(
-                *status == Some(CallStatus::Ok) || *doubted,
-                "seed {seed}: effect {e:?} of run {run} is lost: the call ended {status:?}"
-            );
-        }
-        let duplicates: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
-        assert!(
-            duplicates.is_empty(),
-            "seed {seed}: duplicated effects in {file}: {duplicates:?}"
-        );
-    }
-    // Every call recorded as having happened did happen.
-    for (key, (run, status, _)) in &by_key {
-        if *status == Some(CallStatus::Ok) && key_is_append(&logs, key) {
-            let found = ["keyed.jsonl", "plain.jsonl"].iter().any(|f| {
-                Ledger::read(&w.dir.join(f))
-                    .unwrap()
-                    .iter()
-                    .any(|e| &e.key == key)
-            });
-            assert!(
-                found,
-                "seed {seed}: run {run} recorded an append that the ledger never saw"
-            );
-        }
-    }
+    let effects = ledgers::judge(&w.dir, &logs, &format!("seed {seed}"));
     w.resumes.sort();
     let median = w
         .resumes
@@ -290,37 +200,16 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
     );
 }
 
-fn key_is_append(logs: &[(String, String, Vec<Arc<Event>>)], key: &str) -> bool {
-    logs.iter()
-        .flat_map(|(_, _, events)| events.iter())
-        .any(|e| {
-            matches!(&e.kind, EventKind::CallDispatched { idempotency_key, effect, .. }
-            if idempotency_key == key && *effect == warrant_core::event::Effect::Commit)
-        })
-}
-
 /// Reconciles each in-doubt call by looking at the ledger, as an operator would; with
 /// `resend`, one that did not happen is sent again.
 fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>], resend: bool) {
-    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e)).unwrap();
-    let doubted: Vec<_> = state
-        .in_doubt()
-        .map(|c| (c.id, c.idempotency_key.clone().unwrap_or_default()))
-        .collect();
-    for (call, key) in doubted {
+    for (call, happened) in ledgers::in_doubt(&w.dir, events) {
         w.in_doubt += 1;
-        let happened = ["keyed.jsonl", "plain.jsonl"].iter().any(|f| {
-            Ledger::read(&w.dir.join(f))
-                .unwrap()
-                .iter()
-                .any(|e| e.key == key)
-        });
         let flag = if happened {
             "--happened"
         } else {
             "--did-not-happen"
         };
-        let call = call.to_string();
         let mut args = vec![
             "reconcile",
             run,

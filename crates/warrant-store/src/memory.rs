@@ -86,13 +86,7 @@ impl MemoryStore {
     ) -> Result<(), StoreError> {
         let mut inner = lock(&self.inner)?;
         let actual = inner.logs.get(run).map_or(0, |l| l.summary.events);
-        if actual != expected {
-            return Err(StoreError::Conflict {
-                run: run.clone(),
-                expected,
-                actual,
-            });
-        }
+        // INVARIANT (fencing): a driver whose lease was taken over is told so first.
         if let (Some(log), Some(d)) = (inner.logs.get(run), driver)
             && log.summary.epoch != d.epoch
         {
@@ -100,6 +94,13 @@ impl MemoryStore {
                 run: run.clone(),
                 holder: log.summary.holder.clone().unwrap_or_default(),
                 epoch: log.summary.epoch,
+            });
+        }
+        if actual != expected {
+            return Err(StoreError::Conflict {
+                run: run.clone(),
+                expected,
+                actual,
             });
         }
         crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;

@@ -583,15 +583,8 @@ async fn commit_batch(
             }));
             continue;
         };
-        if row.last_seq != req.expected {
-            results.push(Err(StoreError::Conflict {
-                run: req.run.clone(),
-                expected: req.expected,
-                actual: row.last_seq,
-            }));
-            continue;
-        }
-        // INVARIANT (fencing): a driver whose lease was taken over appends nothing.
+        // INVARIANT (fencing): a driver whose lease was taken over appends nothing (told so
+        // before any conflict of sequence).
         if let Some(d) = &req.driver
             && row.last_seq > 0
             && d.epoch != row.epoch
@@ -600,6 +593,14 @@ async fn commit_batch(
                 run: req.run.clone(),
                 holder: row.holder.clone().unwrap_or_default(),
                 epoch: row.epoch,
+            }));
+            continue;
+        }
+        if row.last_seq != req.expected {
+            results.push(Err(StoreError::Conflict {
+                run: req.run.clone(),
+                expected: req.expected,
+                actual: row.last_seq,
             }));
             continue;
         }

@@ -719,16 +719,8 @@ fn commit_batch(
                     .map_err(io)?
                     .unwrap_or((0, 0, None)),
             };
-            if actual != req.expected {
-                known.runs.insert(req.run.clone(), (actual, epoch));
-                results.push(Err(StoreError::Conflict {
-                    run: req.run.clone(),
-                    expected: req.expected,
-                    actual,
-                }));
-                continue;
-            }
-            // INVARIANT (fencing): a driver whose lease was taken over appends nothing.
+            // INVARIANT (fencing): a driver whose lease was taken over appends nothing (told so
+            // before any conflict of sequence).
             if let Some(d) = &req.driver
                 && actual > 0
                 && d.epoch != epoch
@@ -737,6 +729,15 @@ fn commit_batch(
                     run: req.run.clone(),
                     holder: holder.unwrap_or_default(),
                     epoch,
+                }));
+                continue;
+            }
+            if actual != req.expected {
+                known.runs.insert(req.run.clone(), (actual, epoch));
+                results.push(Err(StoreError::Conflict {
+                    run: req.run.clone(),
+                    expected: req.expected,
+                    actual,
                 }));
                 continue;
             }

@@ -1,0 +1,553 @@
+//! The fleet's crash test, on a PostgreSQL cluster of its own (so it can be crashed and
+//! restarted): a server queues runs that write to two ledgers outside Warrant (one provider
+//! accepts idempotency keys, one does not); three `warrant worker`s drive them while workers
+//! abort at the named fault points, are killed (`SIGKILL`), one is stopped (`SIGSTOP`) past
+//! its lease and then let go on (`SIGCONT`), PostgreSQL is crashed and restarted, and runs
+//! are resumed by two processes at once. In-doubt calls are reconciled against the ledgers as
+//! an operator would. Then: every run ended, no effect repeated, none lost, every log
+//! consistent (and a sample replayed byte for byte), the stalled worker's late appends
+//! refused; the time from a worker's death to its runs going on elsewhere is reported.
+//!
+//! Needs the `fault-injection` feature and PostgreSQL's server programs (`initdb`,
+//! `pg_ctl`). The size is `WARRANT_FLEET_RUNS` runs (default 1000).
+
+#![cfg(feature = "fault-injection")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warrant_core::event::{Event, EventKind};
+use warrant_core::ports::{EventStore, LEASE_TTL_MS, RunQuery};
+use warrant_store::PostgresStore;
+
+mod ledgers;
+mod support;
+
+/// A PostgreSQL cluster of this test's own, on a free loopback port.
+struct Cluster {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    /// Run its programs as the `postgres` user (they refuse to run as root).
+    as_postgres: bool,
+}
+
+impl Cluster {
+    fn create(dir: &Path) -> Cluster {
+        let bin = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("initdb").exists())
+            .or_else(|| {
+                let out = Command::new("pg_config").arg("--bindir").output().ok()?;
+                Some(PathBuf::from(String::from_utf8(out.stdout).ok()?.trim()))
+            })
+            .expect("PostgreSQL's server programs (initdb, pg_ctl)");
+        let as_postgres = nix_is_root();
+        let data = dir.join("pg");
+        std::fs::create_dir_all(&data).unwrap();
+        if as_postgres {
+            // The cluster's user must reach its folder.
+            Command::new("chmod").arg("755").arg(dir).status().unwrap();
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&data)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "cannot give the cluster's folder to postgres");
+        }
+        let cluster = Cluster {
+            bin,
+            data,
+            port: support::free_port(),
+            as_postgres,
+        };
+        let out = cluster
+            .program("initdb")
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
+            .arg(&cluster.data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.start();
+        cluster
+    }
+
+    fn program(&self, name: &str) -> Command {
+        let path = self.bin.join(name);
+        if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn start(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
+            self.port,
+            self.data.display()
+        );
+        let out = self
+            .program("pg_ctl")
+            .args(["-w", "-t", "60", "-l"])
+            .arg(self.data.join("log"))
+            .args(["-o", &options, "-D"])
+            .arg(&self.data)
+            .arg("start")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Stops it as a crash would (no shutdown checkpoint), then starts it again.
+    fn crash_and_restart(&self) {
+        self.stop();
+        self.start();
+    }
+
+    fn stop(&self) {
+        let _ = self
+            .program("pg_ctl")
+            .args(["-w", "-m", "immediate", "-D"])
+            .arg(&self.data)
+            .arg("stop")
+            .output();
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn nix_is_root() -> bool {
+    // The effective user id, from /proc (no libc call needed).
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A worker process of one slot, and what became of the ones before it.
+struct Slot {
+    child: Child,
+    name: String,
+    generation: u32,
+}
+
+struct Fleet {
+    dir: PathBuf,
+    url: String,
+    slots: Vec<Slot>,
+    rng: Rng,
+    /// Abort points left to give workers (each worker dies at most once by one).
+    faults_left: u32,
+    /// (when, the dead worker's name) for each death.
+    deaths: Vec<(Instant, String)>,
+}
+
+impl Fleet {
+    fn spawn(&mut self, slot: usize, generation: u32) -> Slot {
+        let name = format!("w{slot}-{generation}");
+        let log = self.dir.join(format!("{name}.log"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+        cmd.current_dir(&self.dir)
+            .env("WARRANT_STORE", &self.url)
+            .args([
+                "worker",
+                "--max-runs",
+                "12",
+                "--name",
+                &name,
+                "--grace",
+                "1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        let fault = (slot < 2 && self.faults_left > 0 && self.rng.below(2) == 0).then(|| {
+            self.faults_left -= 1;
+            let point = ["after-intent", "after-invoke", "after-result", "mid-append"]
+                [self.rng.below(4) as usize];
+            format!("{point}:{}", 20 + self.rng.below(150))
+        });
+        match &fault {
+            Some(f) => cmd.env("WARRANT_FAULT", f),
+            None => cmd.env_remove("WARRANT_FAULT"),
+        };
+        Slot {
+            child: cmd.spawn().unwrap(),
+            name,
+            generation,
+        }
+    }
+
+    /// Replaces the workers that died (at a fault point, or killed), noting when.
+    fn replace_the_dead(&mut self) {
+        for i in 0..self.slots.len() {
+            if let Ok(Some(_)) = self.slots[i].child.try_wait() {
+                let name = self.slots[i].name.clone();
+                self.deaths.push((Instant::now(), name));
+                let generation = self.slots[i].generation + 1;
+                self.slots[i] = self.spawn(i, generation);
+            }
+        }
+    }
+
+    fn signal(&self, slot: usize, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.slots[slot].child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+    }
+}
+
+/// Runs `warrant ARGS` on the fleet's store in `dir`: its exit code.
+fn warrant(dir: &Path, url: &str, args: &[&str]) -> Option<i32> {
+    let out = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir)
+        .env("WARRANT_STORE", url)
+        .env_remove("WARRANT_FAULT")
+        .args(args)
+        .output()
+        .unwrap();
+    out.status.code()
+}
+
+/// Every run, with its status and log.
+async fn logs(store: &PostgresStore) -> Vec<(String, String, Vec<Arc<Event>>)> {
+    let runs = store.runs(RunQuery::default()).await.unwrap().runs;
+    let mut out = Vec::new();
+    for r in runs {
+        let events = store
+            .read(&r.run_id, 1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        out.push((r.run_id.0, r.status, events));
+    }
+    out
+}
+
+#[test]
+fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_nothing() {
+    let runs: usize = std::env::var("WARRANT_FLEET_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_owned();
+    let cluster = Cluster::create(&dir);
+    let url = cluster.url();
+    ledgers::write(&dir);
+    assert_eq!(warrant(&dir, &url, &["store", "migrate"]), Some(0));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = rt.block_on(PostgresStore::open(&url)).unwrap();
+
+    // A server queues the runs.
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_warrant"));
+    serve
+        .current_dir(&dir)
+        .env("WARRANT_STORE", &url)
+        .args(["serve", "--listen", "127.0.0.1:0", "--specs"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let served = support::served(serve.spawn().unwrap());
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        for _ in 0..runs {
+            let r = client
+                .post(format!("{}/v1/runs", served.base))
+                .json(&serde_json::json!({"spec_path": "spec.yaml"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201, "{:?}", r.text().await);
+        }
+    });
+    drop(served);
+    let queued = rt.block_on(store.runs(RunQuery {
+        status: Some("running".into()),
+        ..RunQuery::default()
+    }));
+    assert_eq!(queued.unwrap().runs.len(), runs, "every run is queued");
+
+    // Three workers.
+    let mut fleet = Fleet {
+        dir: dir.clone(),
+        url: url.clone(),
+        slots: Vec::new(),
+        rng: Rng(0x9e37_79b9_7f4a_7c15),
+        faults_left: 4,
+        deaths: Vec::new(),
+    };
+    for i in 0..3 {
+        let slot = fleet.spawn(i, 0);
+        fleet.slots.push(slot);
+    }
+
+    let began = Instant::now();
+    let deadline = began + Duration::from_secs(900);
+    let (mut killed, mut stopped, mut restarted, mut doubled) = (0, None, false, 0);
+    let mut stalled_name = String::new();
+    let mut reconciled = 0;
+    let mut held_at_death: Vec<(Instant, HashSet<String>, String)> = Vec::new();
+    let mut delays: Vec<Duration> = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not finish in time; worker logs in {}",
+            dir.display()
+        );
+        fleet.replace_the_dead();
+        let all = rt.block_on(store.runs(RunQuery::default())).unwrap().runs;
+        let ended = all
+            .iter()
+            .filter(|r| !matches!(r.status.as_str(), "running" | "waiting" | "ready"))
+            .count();
+        let progress = ended * 100 / runs.max(1);
+        // What each dead worker held, to time its runs' going on elsewhere.
+        for (at, name) in fleet.deaths.drain(..) {
+            let held: HashSet<String> = all
+                .iter()
+                .filter(|r| {
+                    r.holder
+                        .as_deref()
+                        .is_some_and(|h| h.ends_with(&format!("({name})")))
+                })
+                .map(|r| r.run_id.0.clone())
+                .collect();
+            if !held.is_empty() {
+                held_at_death.push((at, held, name));
+            }
+        }
+        // A dead worker's run goes on elsewhere once another holds it, or it has moved on
+        // (waits or ended).
+        for (at, held, name) in &mut held_at_death {
+            held.retain(|run| {
+                let Some(r) = all.iter().find(|r| r.run_id.0 == *run) else {
+                    return true;
+                };
+                let elsewhere = match r.holder.as_deref() {
+                    Some(h) => !h.ends_with(&format!("({name})")),
+                    None => r.status != "running",
+                };
+                if elsewhere {
+                    delays.push(at.elapsed());
+                }
+                !elsewhere
+            });
+        }
+        // Chaos, at points of progress.
+        if killed == 0 && progress >= 10 || killed == 1 && progress >= 60 {
+            let slot = if killed == 0 { 0 } else { 1 };
+            fleet.signal(slot, nix::sys::signal::Signal::SIGKILL);
+            killed += 1;
+        }
+        // A worker holding runs is stopped past its lease, then let go on.
+        if stopped.is_none() && progress >= 25 {
+            let holding = |name: &str| {
+                all.iter()
+                    .filter(|r| {
+                        r.holder
+                            .as_deref()
+                            .is_some_and(|h| h.ends_with(&format!("({name})")))
+                    })
+                    .count()
+            };
+            // Slot 2's worker is never given a fault nor killed: it is the one stalled.
+            if let Some(slot) = Some(2).filter(|i| holding(&fleet.slots[*i].name) >= 3) {
+                stalled_name = fleet.slots[slot].name.clone();
+                fleet.signal(slot, nix::sys::signal::Signal::SIGSTOP);
+                stopped = Some((slot, Instant::now(), false));
+            }
+        }
+        if let Some((slot, at, false)) = stopped
+            && at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 3_000)
+        {
+            fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);
+            stopped = Some((slot, at, true));
+        }
+        if !restarted && progress >= 45 {
+            cluster.crash_and_restart();
+            restarted = true;
+        }
+        // Calls in doubt are reconciled against the ledgers, as an operator would; some
+        // answered runs are then resumed by two processes at once.
+        for r in all.iter().filter(|r| r.status == "waiting") {
+            let events: Vec<Arc<Event>> = rt
+                .block_on(store.read(&r.run_id, 1))
+                .unwrap()
+                .into_iter()
+                .map(|s| s.event)
+                .collect();
+            let doubts = ledgers::in_doubt(&dir, &events);
+            for (call, happened) in &doubts {
+                let flag = if *happened {
+                    "--happened"
+                } else {
+                    "--did-not-happen"
+                };
+                let mut args = vec![
+                    "reconcile",
+                    &r.run_id.0,
+                    call,
+                    flag,
+                    "--note",
+                    "checked the ledger",
+                ];
+                if !happened && fleet.rng.below(2) == 0 {
+                    args.push("--resend");
+                }
+                warrant(&dir, &url, &args);
+                reconciled += 1;
+            }
+            if !doubts.is_empty() && doubled < 5 {
+                doubled += 1;
+                let spawn = || {
+                    Command::new(env!("CARGO_BIN_EXE_warrant"))
+                        .current_dir(&dir)
+                        .env("WARRANT_STORE", &url)
+                        .env_remove("WARRANT_FAULT")
+                        .args(["resume", &r.run_id.0, "-q"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                };
+                let (mut a, mut b) = (spawn(), spawn());
+                let _ = (a.wait(), b.wait());
+            }
+        }
+        if ended == runs && matches!(stopped, Some((_, _, true))) && restarted && killed >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let took = began.elapsed();
+    for slot in &mut fleet.slots {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(slot.child.id() as i32),
+            nix::sys::signal::Signal::SIGCONT,
+        );
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(slot.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = slot.child.wait();
+    }
+
+    // The evidence.
+    let logs = rt.block_on(logs(&store));
+    assert_eq!(logs.len(), runs);
+    let effects = ledgers::judge(&dir, &logs, "fleet");
+    // Runs driven by more than one worker (each re-entry says by whom it was taken up).
+    let crossed: Vec<&(String, String, Vec<Arc<Event>>)> = logs
+        .iter()
+        .filter(|(_, _, events)| {
+            events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::RunResumed { .. }))
+                .count()
+                > 1
+        })
+        .collect();
+    // A sample replayed byte for byte: the runs that crossed workers first.
+    let sample: Vec<&str> = crossed
+        .iter()
+        .map(|(r, _, _)| r.as_str())
+        .chain(logs.iter().map(|(r, _, _)| r.as_str()))
+        .take(60)
+        .collect();
+    for run in &sample {
+        assert_eq!(
+            warrant(&dir, &url, &["replay", run, "--verify"]),
+            Some(0),
+            "run {run} does not replay byte for byte"
+        );
+    }
+    // The stalled worker came back and was refused: its late appends were fenced.
+    let stalled_log = std::fs::read_to_string(dir.join(format!("{stalled_name}.log"))).unwrap();
+    let fenced = stalled_log.matches("no longer may append").count();
+    assert!(
+        fenced > 0,
+        "the stalled worker's late appends were not refused:\n{stalled_log}"
+    );
+    // From a worker's death to its runs going on elsewhere.
+    delays.sort();
+    let median = delays.get(delays.len() / 2).copied().unwrap_or_default();
+    let slowest = delays.last().copied().unwrap_or_default();
+    let deaths = fleet.slots.iter().map(|s| s.generation).sum::<u32>();
+    eprintln!(
+        "fleet: {runs} runs, 3 workers, {deaths} worker deaths ({killed} SIGKILL, the rest at fault points), 1 SIGSTOP past the lease ({fenced} late appends fenced), 1 PostgreSQL crash, {doubled} runs resumed by two processes at once, {reconciled} calls reconciled, {effects} effects, 0 duplicated, 0 lost, {} runs driven by more than one worker, {} replayed byte for byte; a dead worker's runs went on elsewhere after {:.1} s (median, {} runs; slowest {:.1} s; the lease lasts {} s); in {:.1} s",
+        crossed.len(),
+        sample.len(),
+        median.as_secs_f64(),
+        delays.len(),
+        slowest.as_secs_f64(),
+        LEASE_TTL_MS / 1000,
+        took.as_secs_f64()
+    );
+}
