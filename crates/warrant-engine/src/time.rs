@@ -1,7 +1,7 @@
 //! Clocks and id generators: the system ones for production, fixed ones for tests.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use warrant_core::event::{CallStatus, Event, EventKind, Outcome};
 use warrant_core::ids::RunId;
@@ -88,40 +88,51 @@ impl IdGen for SequentialIds {
     }
 }
 
-/// Unique, time-ordered run ids: `r` + 12 hex digits of milliseconds + a process-unique
-/// counter and random tail.
+/// Unique, time-ordered run ids: `r` + 12 hex digits of milliseconds + 8 of a tail that no
+/// two ids of one process share (a counter of the whole process, mixed bijectively with a
+/// random salt of the process), so engines, servers and workers made at the same moment never
+/// hand out the same id, and processes of a fleet almost never do within one millisecond.
 pub struct TimeOrderedIds {
     clock: Arc<dyn Clock>,
-    counter: AtomicU64,
-    salt: u64,
 }
 
 impl Default for TimeOrderedIds {
     fn default() -> Self {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        // A per-process salt: the address of a stack value mixed with the time is enough to
-        // keep two processes started in the same millisecond apart.
-        let marker = 0u8;
-        let salt = (std::ptr::addr_of!(marker) as u64).rotate_left(17)
-            ^ clock.now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ u64::from(std::process::id());
         TimeOrderedIds {
-            clock,
-            counter: AtomicU64::new(0),
-            salt,
+            clock: Arc::new(SystemClock),
         }
     }
 }
 
+/// The process's random salt (std's hasher keys come from the operating system's
+/// randomness).
+fn process_salt() -> u32 {
+    static SALT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SALT.get_or_init(|| {
+        use std::hash::BuildHasher as _;
+        let mixed = std::collections::hash_map::RandomState::new()
+            .hash_one((std::process::id(), SystemClock.now_ms()));
+        (mixed ^ (mixed >> 32)) as u32
+    })
+}
+
+/// A bijection of 32-bit numbers that scatters neighbours (MurmurHash3's finaliser).
+fn scatter(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
 impl IdGen for TimeOrderedIds {
     fn run_id(&self) -> RunId {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tail =
-            (self.salt ^ n.wrapping_mul(0xbf58_476d_1ce4_e5b9)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        static ISSUED: AtomicU32 = AtomicU32::new(0);
+        let n = ISSUED.fetch_add(1, Ordering::Relaxed);
         RunId(format!(
             "r{:012x}{:08x}",
             self.clock.now_ms(),
-            (tail >> 32) as u32
+            scatter(process_salt().wrapping_add(n))
         ))
     }
 }
@@ -180,5 +191,27 @@ impl TimeSource {
             }
         }
         TimeSource::Replay(events.iter().map(|e| e.at_ms).collect(), cancels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn generators_made_at_the_same_moment_never_share_an_id() {
+        // Two generators, as two engines of one process (a server's requests, a bench's
+        // workers) make them, used in the same millisecond.
+        let (a, b) = (TimeOrderedIds::default(), TimeOrderedIds::default());
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50_000 {
+            assert!(seen.insert(a.run_id()));
+            assert!(seen.insert(b.run_id()));
+        }
+        // The scatter is a bijection: no two counters give one tail.
+        let tails: std::collections::HashSet<u32> = (0..100_000u32).map(scatter).collect();
+        assert_eq!(tails.len(), 100_000);
     }
 }

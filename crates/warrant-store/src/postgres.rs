@@ -35,6 +35,13 @@ use warrant_core::store::{
 
 use crate::{ApprovalChange, FollowStep, Followed, url_without_password as shown};
 
+/// The columns of a run's summary, in `summary_row`'s order.
+macro_rules! summary {
+    () => {
+        "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note"
+    };
+}
+
 /// The schema this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -90,7 +97,7 @@ struct Pg {
     /// The URL without its password, for messages.
     shown: String,
     /// The connection reads and single-statement writes share (queries pipeline on it).
-    reader: tokio::sync::Mutex<Option<Arc<Client>>>,
+    reader: tokio::sync::Mutex<Option<Arc<Conn>>>,
     /// Per followed run: bumped when the run moves.
     moved: Mutex<HashMap<RunId, watch::Sender<u64>>>,
     /// Bumped when a run may have become claimable.
@@ -269,11 +276,14 @@ impl PostgresStore {
             Some(v) if v > SCHEMA_VERSION => return Err(newer(&shown, v)),
             Some(_) => {}
         }
-        let writer_client = connect(&config, &shown).await?;
+        let mut writer_clients = Vec::with_capacity(WRITERS);
+        for _ in 0..WRITERS {
+            writer_clients.push(connect(&config, &shown).await?);
+        }
         let inner = Arc::new(Pg {
             config,
             shown,
-            reader: tokio::sync::Mutex::new(Some(Arc::new(client))),
+            reader: tokio::sync::Mutex::new(Some(Arc::new(Conn::new(client)))),
             moved: Mutex::new(HashMap::new()),
             ready: watch::Sender::new(0),
             cancels: watch::Sender::new(0),
@@ -282,12 +292,15 @@ impl PostgresStore {
             commits: warrant_core::metrics::Histogram::default(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let (stop, stopped) = watch::channel(());
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the store owns its writer task; it ends when the store is dropped"
-        )]
-        tokio::spawn(writer_loop(inner.clone(), writer_client, rx));
+        for client in writer_clients {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the store owns its writer tasks; they end when the store is dropped"
+            )]
+            tokio::spawn(writer_loop(inner.clone(), Some(client), rx.clone()));
+        }
         #[expect(
             clippy::disallowed_methods,
             reason = "the store owns its listening task; it ends when the store is dropped"
@@ -351,13 +364,13 @@ fn newer(shown: &str, v: i64) -> StoreError {
 
 impl Pg {
     /// The shared connection, reconnected if it dropped (retried for [`RECONNECT_FOR`]).
-    async fn client(&self) -> Result<Arc<Client>, StoreError> {
+    async fn conn(&self) -> Result<Arc<Conn>, StoreError> {
         let mut slot = self.reader.lock().await;
-        if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
+        if let Some(c) = slot.as_ref().filter(|c| !c.client.is_closed()) {
             return Ok(c.clone());
         }
         *slot = None;
-        let c = Arc::new(reconnect(&self.config, &self.shown).await?);
+        let c = Arc::new(Conn::new(reconnect(&self.config, &self.shown).await?));
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -375,23 +388,58 @@ impl Pg {
         }
     }
 
-    /// One statement's rows, on the shared connection; a connection lost is reconnected and
-    /// the statement tried once more (every statement sent this way is safe to repeat).
+    /// One statement's rows, on the shared connection (prepared once per connection); a
+    /// connection lost is reconnected and the statement tried once more (every statement
+    /// sent this way is safe to repeat).
     async fn query(
         &self,
-        sql: &str,
+        sql: &'static str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let client = self.client().await?;
-        match client.query(sql, params).await {
-            Ok(rows) => Ok(rows),
-            Err(e) if client.is_closed() => {
-                drop(e);
-                let client = self.client().await?;
-                client.query(sql, params).await.map_err(|e| db(&e))
-            }
-            Err(e) => Err(db(&e)),
+        let conn = self.conn().await?;
+        match conn.query(sql, params).await {
+            Err(_) if conn.client.is_closed() => self.conn().await?.query(sql, params).await,
+            done => done,
         }
+    }
+}
+
+/// A connection and the statements prepared on it.
+struct Conn {
+    client: Client,
+    prepared: Mutex<HashMap<&'static str, tokio_postgres::Statement>>,
+}
+
+impl Conn {
+    fn new(client: Client) -> Conn {
+        Conn {
+            client,
+            prepared: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn statement(&self, sql: &'static str) -> Result<tokio_postgres::Statement, StoreError> {
+        let known = self.prepared.lock().ok().and_then(|p| p.get(sql).cloned());
+        if let Some(s) = known {
+            return Ok(s);
+        }
+        let s = self.client.prepare(sql).await.map_err(|e| db(&e))?;
+        if let Ok(mut p) = self.prepared.lock() {
+            p.insert(sql, s.clone());
+        }
+        Ok(s)
+    }
+
+    async fn query(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let statement = self.statement(sql).await?;
+        self.client
+            .query(&statement, params)
+            .await
+            .map_err(|e| db(&e))
     }
 }
 
@@ -411,24 +459,37 @@ async fn reconnect(config: &tokio_postgres::Config, shown: &str) -> Result<Clien
     }
 }
 
-/// The writer: takes every request waiting, commits them in one transaction, answers each.
-/// A lost connection fails the batch it was committing (whether PostgreSQL committed it is
+/// The writer connections: while one commits a batch, the next gathers and commits another
+/// (two batches touching one run serialise on its row lock, in order).
+const WRITERS: usize = 3;
+
+/// A writer: takes every request waiting, commits them in one transaction, answers each. A
+/// lost connection fails the batch it was committing (whether PostgreSQL committed it is
 /// then unknown to the appenders, as with any lost answer: the run's log tells) and is
 /// reconnected for the next.
-async fn writer_loop(pg: Arc<Pg>, client: Client, mut rx: mpsc::UnboundedReceiver<Request>) {
-    let mut client = Some(client);
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < GROUP_COMMIT_MAX {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
+async fn writer_loop(
+    pg: Arc<Pg>,
+    client: Option<Client>,
+    rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Request>>>,
+) {
+    let mut conn = client.map(Conn::new);
+    loop {
+        let batch = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else { return };
+            let mut batch = vec![first];
+            while batch.len() < GROUP_COMMIT_MAX {
+                match rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(_) => break,
+                }
             }
+            batch
+        };
+        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+            conn = reconnect(&pg.config, &pg.shown).await.ok().map(Conn::new);
         }
-        if client.as_ref().is_none_or(Client::is_closed) {
-            client = reconnect(&pg.config, &pg.shown).await.ok();
-        }
-        let Some(c) = client.as_mut() else {
+        let Some(c) = conn.as_mut() else {
             for req in batch {
                 let _ = req.reply.send(Err(StoreError::Io(format!(
                     "cannot reach `{}`: nothing was appended",
@@ -458,6 +519,54 @@ async fn writer_loop(pg: Arc<Pg>, client: Client, mut rx: mpsc::UnboundedReceive
     }
 }
 
+/// Awaits every future at once (their statements go out together: pipelined on one
+/// connection), each result in order.
+async fn together<'a, T>(
+    mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>>,
+) -> Vec<T> {
+    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+const LOCK_RUNS: &str = "SELECT run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant
+    FROM warrant_runs WHERE run_id = ANY($1) ORDER BY run_id FOR UPDATE";
+const INSERT_RUNS: &str = "INSERT INTO warrant_runs (run_id, spec_id, decider, tenant, status, started_at_ms, last_seq, epoch)
+    SELECT r, s, d, t, 'running', a, 0, e
+    FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(r, s, d, t, a, e)
+    ON CONFLICT (run_id) DO NOTHING
+    RETURNING run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant";
+const INSERT_EVENTS: &str = "INSERT INTO warrant_events (run_id, seq, body)
+    SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])";
+const UPDATE_RUNS: &str =
+    "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b
+    FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) AS u(r, l, s, h, b)
+    WHERE w.run_id = u.r";
+const INSERT_APPROVALS: &str =
+    "INSERT INTO warrant_approvals (request, run_id, tenant, requested_at_ms, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+    ON CONFLICT (request) DO NOTHING";
+const SETTLE_APPROVALS: &str = "DELETE FROM warrant_approvals WHERE request = ANY($1)";
+const END_APPROVALS: &str = "DELETE FROM warrant_approvals WHERE run_id = ANY($1)";
+const NOTIFY_MOVED: &str = "SELECT pg_notify($1, r) FROM UNNEST($2::text[]) AS r";
+const NOTIFY_READY: &str = "SELECT pg_notify($1, '')";
+
 /// Runs a batch starts, column by column (for `UNNEST`).
 #[derive(Default)]
 struct NewRuns<'a> {
@@ -479,6 +588,16 @@ struct RunUpdates<'a> {
     heartbeat: Vec<Option<i64>>,
 }
 
+/// Approval requests a batch makes, column by column.
+#[derive(Default)]
+struct NewApprovals<'a> {
+    requests: Vec<&'a str>,
+    runs: Vec<&'a str>,
+    tenants: Vec<&'a str>,
+    asked_at: Vec<i64>,
+    bodies: Vec<String>,
+}
+
 /// A run's row as the writer locked it.
 struct Locked {
     last_seq: u64,
@@ -491,20 +610,53 @@ struct Locked {
     touched: bool,
 }
 
+/// The writer's statements, prepared once per connection.
+struct Statements {
+    lock_runs: tokio_postgres::Statement,
+    insert_runs: tokio_postgres::Statement,
+    insert_events: tokio_postgres::Statement,
+    update_runs: tokio_postgres::Statement,
+    insert_approvals: tokio_postgres::Statement,
+    settle_approvals: tokio_postgres::Statement,
+    end_approvals: tokio_postgres::Statement,
+    notify_moved: tokio_postgres::Statement,
+    notify_ready: tokio_postgres::Statement,
+}
+
+impl Statements {
+    async fn of(conn: &Conn) -> Result<Statements, StoreError> {
+        Ok(Statements {
+            lock_runs: conn.statement(LOCK_RUNS).await?,
+            insert_runs: conn.statement(INSERT_RUNS).await?,
+            insert_events: conn.statement(INSERT_EVENTS).await?,
+            update_runs: conn.statement(UPDATE_RUNS).await?,
+            insert_approvals: conn.statement(INSERT_APPROVALS).await?,
+            settle_approvals: conn.statement(SETTLE_APPROVALS).await?,
+            end_approvals: conn.statement(END_APPROVALS).await?,
+            notify_moved: conn.statement(NOTIFY_MOVED).await?,
+            notify_ready: conn.statement(NOTIFY_READY).await?,
+        })
+    }
+}
+
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+type Write<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>,
+>;
+
 async fn commit_batch(
-    client: &mut Client,
+    conn: &mut Conn,
     batch: &[Request],
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-    let tx = client.transaction().await.map_err(|e| db(&e))?;
+    let st = Statements::of(conn).await?;
+    let tx = conn.client.transaction().await.map_err(|e| db(&e))?;
     let mut ids: Vec<&str> = batch.iter().map(|r| r.run.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
     // INVARIANT (one order): each append's expected sequence and epoch are checked against
     // the rows locked here, in run-id order so concurrent writers cannot deadlock.
     let mut runs: HashMap<String, Locked> = HashMap::new();
-    let lock = "SELECT run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant
-                FROM warrant_runs WHERE run_id = ANY($1) ORDER BY run_id FOR UPDATE";
-    for row in tx.query(lock, &[&ids]).await.map_err(|e| db(&e))? {
+    for row in tx.query(&st.lock_runs, &[&ids]).await.map_err(|e| db(&e))? {
         runs.insert(row.get(0), locked(&row)?);
     }
     // New runs: inserted (and so locked) now; one another process created in the meantime is
@@ -534,11 +686,7 @@ async fn commit_batch(
         }
         let inserted = tx
             .query(
-                "INSERT INTO warrant_runs (run_id, spec_id, decider, tenant, status, started_at_ms, last_seq, epoch)
-                 SELECT r, s, d, t, 'running', a, 0, e
-                 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(r, s, d, t, a, e)
-                 ON CONFLICT (run_id) DO NOTHING
-                 RETURNING run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant",
+                &st.insert_runs,
                 &[
                     &cols.ids,
                     &cols.specs,
@@ -560,7 +708,11 @@ async fn commit_batch(
             .filter(|r| !runs.contains_key(*r))
             .collect();
         if !raced.is_empty() {
-            for row in tx.query(lock, &[&raced]).await.map_err(|e| db(&e))? {
+            for row in tx
+                .query(&st.lock_runs, &[&raced])
+                .await
+                .map_err(|e| db(&e))?
+            {
                 runs.insert(row.get(0), locked(&row)?);
             }
         }
@@ -629,97 +781,79 @@ async fn commit_batch(
         }
         results.push(Ok(()));
     }
-    if !events.0.is_empty() {
-        tx.execute(
-            "INSERT INTO warrant_events (run_id, seq, body)
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])",
-            &[&events.0, &events.1, &events.2],
-        )
-        .await
-        .map_err(|e| db(&e))?;
-        warrant_fault::hit("mid-append");
-    }
+    // The rest goes out at once (pipelined), and is committed together.
+    let events_params: [Param<'_>; 3] = [&events.0, &events.1, &events.2];
     let touched: Vec<(&String, &Locked)> = runs.iter().filter(|(_, r)| r.touched).collect();
-    if !touched.is_empty() {
-        let mut cols = RunUpdates::default();
-        for (id, r) in &touched {
-            cols.ids.push(id);
-            cols.last_seq.push(sql_int(r.last_seq)?);
-            cols.status.push(&r.status);
-            cols.holder.push(r.holder.as_deref());
-            cols.heartbeat
-                .push(r.heartbeat_ms.map(sql_int).transpose()?);
-        }
-        tx.execute(
-            "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b
-             FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) AS u(r, l, s, h, b)
-             WHERE w.run_id = u.r",
-            &[
-                &cols.ids,
-                &cols.last_seq,
-                &cols.status,
-                &cols.holder,
-                &cols.heartbeat,
-            ],
-        )
-        .await
-        .map_err(|e| db(&e))?;
+    let mut update = RunUpdates::default();
+    for (id, r) in &touched {
+        update.ids.push(id);
+        update.last_seq.push(sql_int(r.last_seq)?);
+        update.status.push(&r.status);
+        update.holder.push(r.holder.as_deref());
+        update
+            .heartbeat
+            .push(r.heartbeat_ms.map(sql_int).transpose()?);
     }
+    let update_params: [Param<'_>; 5] = [
+        &update.ids,
+        &update.last_seq,
+        &update.status,
+        &update.holder,
+        &update.heartbeat,
+    ];
+    let mut approvals = NewApprovals::default();
     for (run, p) in &asked {
-        let body = serde_json::to_string(p).map_err(io)?;
-        let tenant = runs
-            .get(*run)
-            .map(|r| r.tenant.as_str())
-            .unwrap_or_default();
-        tx.execute(
-            "INSERT INTO warrant_approvals (request, run_id, tenant, requested_at_ms, body)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request) DO NOTHING",
-            &[
-                &p.request,
-                run,
-                &tenant,
-                &sql_int(p.requested_at_ms)?,
-                &body,
-            ],
-        )
-        .await
-        .map_err(|e| db(&e))?;
+        approvals.requests.push(&p.request);
+        approvals.runs.push(run);
+        approvals.tenants.push(
+            runs.get(*run)
+                .map(|r| r.tenant.as_str())
+                .unwrap_or_default(),
+        );
+        approvals.asked_at.push(sql_int(p.requested_at_ms)?);
+        approvals.bodies.push(serde_json::to_string(p).map_err(io)?);
+    }
+    let approval_params: [Param<'_>; 5] = [
+        &approvals.requests,
+        &approvals.runs,
+        &approvals.tenants,
+        &approvals.asked_at,
+        &approvals.bodies,
+    ];
+    let settled_params: [Param<'_>; 1] = [&settled];
+    let ended_params: [Param<'_>; 1] = [&ended];
+    // Delivered at commit: followers of these runs wake; workers wake for runs now ready to
+    // claim (answered, queued, or given back).
+    let moved: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
+    let moved_params: [Param<'_>; 2] = [&EVENTS_CHANNEL, &moved];
+    let ready_params: [Param<'_>; 1] = [&READY_CHANNEL];
+    let claimable = touched
+        .iter()
+        .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
+    let mut writes: Vec<Write<'_>> = Vec::new();
+    if !events.0.is_empty() {
+        writes.push(Box::pin(tx.execute(&st.insert_events, &events_params)));
+    }
+    if !touched.is_empty() {
+        writes.push(Box::pin(tx.execute(&st.update_runs, &update_params)));
+        writes.push(Box::pin(tx.execute(&st.notify_moved, &moved_params)));
+    }
+    if !asked.is_empty() {
+        writes.push(Box::pin(tx.execute(&st.insert_approvals, &approval_params)));
     }
     if !settled.is_empty() {
-        tx.execute(
-            "DELETE FROM warrant_approvals WHERE request = ANY($1)",
-            &[&settled],
-        )
-        .await
-        .map_err(|e| db(&e))?;
+        writes.push(Box::pin(tx.execute(&st.settle_approvals, &settled_params)));
     }
     if !ended.is_empty() {
-        tx.execute(
-            "DELETE FROM warrant_approvals WHERE run_id = ANY($1)",
-            &[&ended],
-        )
-        .await
-        .map_err(|e| db(&e))?;
+        writes.push(Box::pin(tx.execute(&st.end_approvals, &ended_params)));
     }
-    if !touched.is_empty() {
-        // Delivered at commit: followers of these runs wake; workers wake for runs now
-        // ready to claim (answered, queued, or given back).
-        let moved: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
-        let claimable = touched
-            .iter()
-            .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
-        tx.execute(
-            "SELECT pg_notify($1, r) FROM UNNEST($2::text[]) AS r",
-            &[&EVENTS_CHANNEL, &moved],
-        )
-        .await
-        .map_err(|e| db(&e))?;
-        if claimable {
-            tx.execute("SELECT pg_notify($1, '')", &[&READY_CHANNEL])
-                .await
-                .map_err(|e| db(&e))?;
-        }
+    if claimable {
+        writes.push(Box::pin(tx.execute(&st.notify_ready, &ready_params)));
     }
+    for done in together(writes).await {
+        done.map_err(|e| db(&e))?;
+    }
+    warrant_fault::hit("mid-append");
     tx.commit().await.map_err(|e| db(&e))?;
     Ok(results)
 }
@@ -806,9 +940,6 @@ async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) 
     }
 }
 
-const SUMMARY: &str =
-    "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note";
-
 fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
     Ok(RunSummary {
         run_id: RunId(r.get(0)),
@@ -858,7 +989,11 @@ impl Pg {
     async fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
         let rows = self
             .query(
-                &format!("SELECT {SUMMARY} FROM warrant_runs WHERE run_id = $1"),
+                concat!(
+                    "SELECT ",
+                    summary!(),
+                    " FROM warrant_runs WHERE run_id = $1"
+                ),
                 &[&run.0],
             )
             .await?;
@@ -929,8 +1064,10 @@ impl EventStore for PostgresStore {
             let rows = self
                 .inner
                 .query(
-                    &format!(
-                        "SELECT {SUMMARY} FROM warrant_runs
+                    concat!(
+                        "SELECT ",
+                        summary!(),
+                        " FROM warrant_runs
                          WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR spec_id = $2)
                            AND ($3::text IS NULL OR starts_with(run_id, $3))
                            AND ($4::bigint IS NULL OR started_at_ms >= $4)

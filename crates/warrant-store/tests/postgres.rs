@@ -140,13 +140,17 @@ async fn each_ready_run_goes_to_one_worker_only() {
     assert_eq!(all.len(), 60, "some run was claimed twice or never");
     assert_eq!(distinct.len(), 60);
     // Each claim took a new epoch: the claimant's appends name it; anyone else's are fenced.
-    let (run, epoch) = &x[0];
+    let (owner, name, other, (run, epoch)) = match x.first() {
+        Some(first) => (&a, "pid 1", &b, first),
+        None => (&b, "pid 2", &a, &y[0]),
+    };
     assert_eq!(*epoch, 2);
-    a.append(run, 1, vec![step(2)], Some(&driver("pid 1", 1_001, *epoch)))
+    owner
+        .append(run, 1, vec![step(2)], Some(&driver(name, 1_001, *epoch)))
         .await
         .unwrap();
-    let err = b
-        .append(run, 2, vec![step(3)], Some(&driver("pid 2", 1_002, 1)))
+    let err = other
+        .append(run, 2, vec![step(3)], Some(&driver("pid 3", 1_002, 1)))
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
