@@ -112,7 +112,8 @@ fn process_salt() -> u32 {
         use std::hash::BuildHasher as _;
         let mixed = std::collections::hash_map::RandomState::new()
             .hash_one((std::process::id(), SystemClock.now_ms()));
-        (mixed ^ (mixed >> 32)) as u32
+        let folded = mixed ^ (mixed >> 32);
+        u32::try_from(folded & u64::from(u32::MAX)).unwrap_or_default()
     })
 }
 
