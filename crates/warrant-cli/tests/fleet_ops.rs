@@ -1,0 +1,178 @@
+//! A fleet's day on PostgreSQL, through the binary: the schema migrated by command, a server
+//! that queues runs, a worker that drives them, and approvals, fair-share waits and
+//! cancellations from other processes against the shared store. Each test has a schema of its
+//! own in the machine's PostgreSQL.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{json, start_server, stderr, stdout, warrant};
+
+/// A fresh store: its URL, as the `WARRANT_STORE` the helpers pass.
+fn store(label: &str) -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(warrant_store::contract::postgres_scratch(label))
+}
+
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker(url: &str, extra: &[&str]) -> Worker {
+    Worker(
+        Command::new(env!("CARGO_BIN_EXE_warrant"))
+            .current_dir(support::root())
+            .env("WARRANT_STORE", url)
+            .env_remove("WARRANT_FAULT")
+            .args(["worker", "--name", "w1"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// `warrant show RUN --json`, until `done` accepts it (bounded).
+fn until(url: &Path, run: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        let out = warrant(url, &["show", run, "--json"]);
+        if out.status.success() {
+            last = json(&out);
+            if done(&last) {
+                return last;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("run {run} never {what}: {last}");
+}
+
+fn post(base: &str, body: &Value) -> Value {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let r = reqwest::Client::new()
+                .post(format!("{base}/v1/runs"))
+                .json(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            r.json().await.unwrap()
+        })
+}
+
+#[test]
+fn a_server_queues_a_worker_drives_and_any_process_answers_or_cancels() {
+    let url = store("ops");
+    let at = Path::new(&url);
+    let migrated = warrant(at, &["store", "migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    assert!(
+        stdout(&migrated).contains("up to date"),
+        "{}",
+        stdout(&migrated)
+    );
+    let server = start_server(at, &support::root().join("examples"), &[], None);
+    let pay = json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]});
+
+    // Queued: recorded, driven by nobody yet.
+    let first = post(&server.base, &pay);
+    assert_eq!(first["status"], "queued", "{first}");
+    let first = first["run_id"].as_str().unwrap().to_owned();
+    let shown = warrant(at, &["show", &first]);
+    assert!(
+        stdout(&shown).contains("status   queued"),
+        "{}",
+        stdout(&shown)
+    );
+
+    // A worker takes it; it waits for its approval, let go by the worker.
+    let _w = worker(&url, &["--tenant-approvals", "1"]);
+    until(at, &first, "waited", |v| v["status"] == "waiting");
+    // The tenant has an approval pending: its next run is not started, and says why.
+    let second = post(&server.base, &pay)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let passed = until(at, &second, "said why it waits", |v| v["note"].is_string());
+    assert_eq!(passed["status"], "queued", "{passed}");
+    assert!(
+        passed["note"]
+            .as_str()
+            .unwrap()
+            .contains("1 approvals pending"),
+        "{passed}"
+    );
+
+    // Approved from another process: the worker carries the run on to its end; the second
+    // run is then started, and waits for its own approval.
+    let pending = json(&warrant(at, &["approvals", "--json"]));
+    let request = pending[0]["request"].as_str().unwrap().to_owned();
+    let approved = warrant(at, &["approve", &request, "--as", "ops"]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    until(at, &first, "attained", |v| v["status"] == "attained");
+    until(at, &second, "waited", |v| v["status"] == "waiting");
+
+    // Cancelled from another process.
+    let cancelled = warrant(at, &["cancel", &second, "--reason", "not this month"]);
+    assert!(cancelled.status.success(), "{}", stderr(&cancelled));
+    until(at, &second, "was cancelled", |v| v["status"] == "cancelled");
+    // Every log replays byte for byte.
+    for run in [&first, &second] {
+        let replayed = warrant(at, &["replay", run, "--verify"]);
+        assert!(replayed.status.success(), "{}", stderr(&replayed));
+    }
+}
+
+#[test]
+fn a_worker_needs_a_fleet_store_and_a_store_url_must_be_one_warrant_knows() {
+    let (_dir, file) = support::scratch();
+    let out = warrant(&file, &["worker"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("postgres://"), "{}", stderr(&out));
+    let out = warrant(Path::new("mysql://db/warrant"), &["runs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("mysql://"), "{}", stderr(&out));
+    // A database with no Warrant schema asks for the migration; nothing is created.
+    let url = store("empty").replace("search_path%3D", "search_path%3Dnone_");
+    let out = warrant(Path::new(&url), &["runs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("warrant store migrate"),
+        "{}",
+        stderr(&out)
+    );
+    // A password never reaches a message.
+    let out = warrant(
+        Path::new("postgres://warrant:hunter2@127.0.0.1:1/x"),
+        &["runs"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
+}
