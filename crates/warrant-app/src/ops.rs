@@ -417,11 +417,12 @@ impl App {
     async fn status_and_note(&self, run: &RunId, state: &RunState) -> (String, Option<String>) {
         let folded = state.status();
         let summary = self.store.summary(run).await.ok().flatten();
+        let now = SystemClock.now_ms();
+        // The log's status stands unless no process drives the run: the summary may already
+        // be past the log that was read.
         match summary {
-            Some(s) if folded == "running" => {
-                let shown = lease::shown_status(&s, SystemClock.now_ms()).to_owned();
-                let note = s.note.filter(|_| shown != "running");
-                (shown, note)
+            Some(s) if folded == "running" && lease::interrupted(&s, now) => {
+                (lease::shown_status(&s, now).to_owned(), s.note)
             }
             _ => (folded.to_owned(), None),
         }

@@ -25,6 +25,9 @@ Examples:
   warrant report last
   warrant explain approval_denied
   warrant serve --specs examples        # the API and the console at http://127.0.0.1:7800/
+  warrant --store postgres://db/warrant store migrate   # a fleet: migrate once, then
+  warrant --store postgres://db/warrant serve --specs examples   # queue runs, and
+  warrant --store postgres://db/warrant worker          # drive them, on any machine
   warrant compare examples/cafe-gallery/spec.yaml \\
       --decider scripted:examples/cafe-gallery/script.yaml \\
       --decider scripted:examples/cafe-gallery/decline.yaml";
@@ -40,6 +43,7 @@ pub struct Cli {
         long,
         global = true,
         env = "WARRANT_STORE",
+        hide_env_values = true,
         default_value = ".warrant/warrant.db",
         value_parser = crate::store::parse,
         value_name = "FILE|URL"

@@ -33,19 +33,7 @@ use warrant_store::{Durability, SqliteStore};
 
 mod ledgers;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use ledgers::Rng;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

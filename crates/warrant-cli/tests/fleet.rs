@@ -173,19 +173,7 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use ledgers::Rng;
 
 /// A worker process of one slot, and what became of the ones before it.
 struct Slot {

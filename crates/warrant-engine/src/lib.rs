@@ -294,24 +294,9 @@ impl Engine {
         surfaces: &Surfaces,
         setup_ms: Option<u64>,
     ) -> Result<RunResult, EngineError> {
-        for step in &spec.steps {
-            if !surfaces.contains_key(&step.provider) {
-                return Err(EngineError::MissingSurface(step.provider.clone()));
-            }
-        }
-        let rules = self.rules_for(&spec)?;
-        let run_id = self.ids.run_id();
-        let mut run = run::Run::start(
-            self,
-            run_id,
-            spec,
-            decider,
-            surfaces,
-            time::TimeSource::Live(self.clock.clone()),
-            rules,
-        );
-        run.setup_ms = setup_ms;
-        run.drive().await
+        self.new_run(spec, decider, surfaces, setup_ms)?
+            .drive()
+            .await
     }
 
     /// Records a new run of `spec` and leaves it for a worker to drive (a fleet's server
@@ -324,11 +309,28 @@ impl Engine {
         surfaces: &Surfaces,
         setup_ms: Option<u64>,
     ) -> Result<RunId, EngineError> {
+        let mut run = self.new_run(spec, decider, surfaces, setup_ms)?;
+        run.queue().await?;
+        Ok(run.run_id.clone())
+    }
+
+    /// A new run of `spec`, ruled and named, not yet recorded.
+    fn new_run<'a>(
+        &'a self,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        setup_ms: Option<u64>,
+    ) -> Result<run::Run<'a>, EngineError> {
+        for step in &spec.steps {
+            if !surfaces.contains_key(&step.provider) {
+                return Err(EngineError::MissingSurface(step.provider.clone()));
+            }
+        }
         let rules = self.rules_for(&spec)?;
-        let run_id = self.ids.run_id();
         let mut run = run::Run::start(
             self,
-            run_id.clone(),
+            self.ids.run_id(),
             spec,
             decider,
             surfaces,
@@ -336,8 +338,7 @@ impl Engine {
             rules,
         );
         run.setup_ms = setup_ms;
-        run.queue().await?;
-        Ok(run_id)
+        Ok(run)
     }
 
     /// Asks for `run` to be cancelled. The process running it (this one or another sharing

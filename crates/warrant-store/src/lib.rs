@@ -16,6 +16,25 @@ pub use sqlite::{Durability, SqliteStore};
 
 use warrant_core::event::{Event, EventKind};
 
+/// The answer to an append handed to a store's writer: an error if it could not be handed
+/// over (`sent` false) or the writer stopped before answering, else the writer's reply.
+pub(crate) fn writer_reply(
+    sent: bool,
+    reply: tokio::sync::oneshot::Receiver<Result<(), warrant_core::store::StoreError>>,
+) -> warrant_core::ports::BoxFuture<'static, Result<(), warrant_core::store::StoreError>> {
+    use warrant_core::store::StoreError;
+    Box::pin(async move {
+        if !sent {
+            return Err(StoreError::Io("the store writer has stopped".into()));
+        }
+        reply.await.unwrap_or_else(|_| {
+            Err(StoreError::Io(
+                "the store writer stopped before committing".into(),
+            ))
+        })
+    })
+}
+
 /// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
 pub fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")

@@ -1028,16 +1028,7 @@ impl EventStore for PostgresStore {
                 reply,
             })
             .is_ok();
-        Box::pin(async move {
-            if !sent {
-                return Err(StoreError::Io("the store writer has stopped".into()));
-            }
-            done.await.unwrap_or_else(|_| {
-                Err(StoreError::Io(
-                    "the store writer stopped before committing".into(),
-                ))
-            })
-        })
+        crate::writer_reply(sent, done)
     }
 
     fn read(

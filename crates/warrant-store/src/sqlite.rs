@@ -1005,16 +1005,7 @@ impl EventStore for SqliteStore {
                 .unwrap_or(false),
             Err(_) => false,
         };
-        Box::pin(async move {
-            if !sent {
-                return Err(StoreError::Io("the store writer has stopped".into()));
-            }
-            done.await.unwrap_or_else(|_| {
-                Err(StoreError::Io(
-                    "the store writer stopped before committing".into(),
-                ))
-            })
-        })
+        crate::writer_reply(sent, done)
     }
 
     fn read(

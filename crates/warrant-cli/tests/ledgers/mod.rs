@@ -19,6 +19,21 @@ use warrant_core::check::check_log;
 use warrant_core::event::{CallStatus, Effect, Event, EventKind};
 use warrant_surfaces::ledger::Ledger;
 
+/// A small seeded generator (xorshift), so a failing seed replays the same faults.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
 /// The ledger files.
 pub const FILES: [&str; 2] = ["keyed.jsonl", "plain.jsonl"];
 

@@ -43,7 +43,7 @@ const VALIDATORS_MAX: usize = 256;
 
 pub(crate) struct Run<'a> {
     engine: &'a Engine,
-    run_id: RunId,
+    pub(crate) run_id: RunId,
     spec: Arc<Spec>,
     decider: &'a dyn Decider,
     surfaces: &'a Surfaces,
