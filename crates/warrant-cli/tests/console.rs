@@ -262,11 +262,22 @@ impl Browser {
         .await;
     }
 
+    /// Logs in with `token` and waits until the login's own navigation is over (else a page
+    /// asked for next can be overtaken by it).
     async fn log_in(&self, base: &str, token: &str) {
         self.cmd(reqwest::Method::DELETE, "/cookie", None).await;
         self.go(&format!("{base}/login")).await;
         self.type_into("input[name=token]", token).await;
         self.click("form.login button").await;
+        let mut at = Value::Null;
+        for _ in 0..200 {
+            at = self.cmd(reqwest::Method::GET, "/url", None).await;
+            if at.as_str().is_some_and(|u| !u.ends_with("/login")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the login with {token} never left the login page: {at}");
     }
 }
 
@@ -405,7 +416,8 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     b.log_in(&base, "tok-eve").await;
     assert!(!b.body().await.contains(&run));
     b.go(&format!("{base}/approvals")).await;
-    assert!(b.body().await.contains("Nothing waits"));
+    let body = b.body().await;
+    assert!(body.contains("Nothing waits"), "{body}");
     b.go(&format!("{base}/runs/{run}")).await;
     assert!(b.body().await.contains("not-found"), "{}", b.body().await);
     // Logged out, the console asks for a token.

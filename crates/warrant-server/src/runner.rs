@@ -210,6 +210,13 @@ impl Runner {
         self.held.lock().map_or(0, |h| h.len())
     }
 
+    /// The runs held here now.
+    pub fn held_runs(&self) -> Vec<RunId> {
+        self.held
+            .lock()
+            .map_or_else(|_| Vec::new(), |h| h.keys().cloned().collect())
+    }
+
     /// Whether this server holds `run`.
     pub fn holds(&self, run: &RunId) -> bool {
         self.held.lock().is_ok_and(|h| h.contains_key(run))

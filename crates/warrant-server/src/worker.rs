@@ -94,5 +94,19 @@ pub async fn work(
     }
     tracing::info!("worker stopping");
     runner.stop(settings.grace).await;
+    // What did not settle within the grace is given back now rather than when its lease
+    // lapses: another worker takes it at once (a call this one had in flight is then in
+    // doubt for it, as after a crash).
+    let driver = Driver {
+        holder: holder.clone(),
+        now_ms: SystemClock.now_ms(),
+        epoch: 0,
+    };
+    for run in runner.held_runs() {
+        match store.release(&run, &driver).await {
+            Ok(()) => tracing::info!(run = %run, "run given back"),
+            Err(e) => tracing::warn!(run = %run, error = %e, "cannot give the run back"),
+        }
+    }
     Ok(())
 }

@@ -1,16 +1,17 @@
 //! The PostgreSQL store, for fleets: any number of servers and workers on any number of
 //! machines share one database.
 //!
-//! Appends go to one writer task per process that commits every pending batch in one
-//! transaction (group commit): it locks the batch's runs (`FOR UPDATE`, in one order, so two
-//! processes' batches never deadlock), checks each append's expected sequence and lease epoch
-//! against the rows it locked, and writes the events, the runs' new state and the index of
-//! pending approvals in a handful of statements whatever the batch's size.
+//! Appends go to the process's writer tasks (three connections taking turns), each of which
+//! commits every pending append in one transaction (group commit): it locks the batch's runs
+//! (`FOR UPDATE`, in one order, so no two batches deadlock), checks each append's lease epoch
+//! and expected sequence against the rows it locked, and writes the events, the runs' new
+//! state and the index of pending approvals in one pipelined round trip whatever the batch's
+//! size.
 //!
-//! Every commit that moves a run notifies (`LISTEN`/`NOTIFY`): followers of the run wake, and
-//! workers wake when a run became ready to claim. A process keeps one listening connection and
-//! reconnects it when it drops; while it is down, followers and cancellation checks fall back
-//! to polling at a bound.
+//! Every commit that moves runs notifies (`LISTEN`/`NOTIFY`, the batch's run ids in one
+//! payload): followers of those runs wake, and workers wake when a run became ready to claim.
+//! A process keeps one listening connection and reconnects it when it drops; while it is
+//! down, followers and cancellation checks fall back to polling at a bound.
 //!
 //! Workers take runs with `FOR UPDATE SKIP LOCKED` ([`EventStore::claim_ready`]): a run is
 //! taken by one claimant, and two claimants never wait for each other.
@@ -824,7 +825,7 @@ async fn commit_batch(
     let ended_params: [Param<'_>; 1] = [&ended];
     // Delivered at commit: followers of these runs wake; workers wake for runs now ready to
     // claim (answered, queued, or given back).
-    let moved: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
+    let moved = notices(touched.iter().map(|(id, _)| id.as_str()));
     let moved_params: [Param<'_>; 2] = [&EVENTS_CHANNEL, &moved];
     let ready_params: [Param<'_>; 1] = [&READY_CHANNEL];
     let claimable = touched
@@ -856,6 +857,24 @@ async fn commit_batch(
     warrant_fault::hit("mid-append");
     tx.commit().await.map_err(|e| db(&e))?;
     Ok(results)
+}
+
+/// The runs a batch moved, as few notifications as fit them: run ids separated by spaces
+/// (ids have none), each payload under PostgreSQL's 8000-byte limit. One notification per
+/// batch rather than per run keeps `NOTIFY` cheap for the database and every listener.
+fn notices<'a>(runs: impl Iterator<Item = &'a str>) -> Vec<String> {
+    const MOST: usize = 7_000;
+    let mut out: Vec<String> = Vec::new();
+    for run in runs {
+        match out.last_mut() {
+            Some(last) if last.len() + 1 + run.len() <= MOST => {
+                last.push(' ');
+                last.push_str(run);
+            }
+            _ => out.push(run.to_owned()),
+        }
+    }
+    out
 }
 
 fn locked(row: &tokio_postgres::Row) -> Result<Locked, StoreError> {
@@ -919,7 +938,7 @@ async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) 
             while let Some(n) = notes.recv().await {
                 let Some(store) = pg.upgrade() else { return };
                 match n.channel() {
-                    EVENTS_CHANNEL => store.wake(n.payload()),
+                    EVENTS_CHANNEL => n.payload().split(' ').for_each(|run| store.wake(run)),
                     READY_CHANNEL => store.ready.send_modify(|v| *v = v.wrapping_add(1)),
                     CANCELS_CHANNEL => store.cancels.send_modify(|v| *v = v.wrapping_add(1)),
                     _ => {}
@@ -1398,5 +1417,18 @@ impl Drop for Feed {
         {
             moved.remove(&self.followed.run);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_batch_is_told_in_as_few_notifications_as_fit() {
+        let ids: Vec<String> = (0..1000).map(|i| format!("r{i:020}")).collect();
+        let notes = super::notices(ids.iter().map(String::as_str));
+        assert!(notes.len() < 5, "{}", notes.len());
+        assert!(notes.iter().all(|n| n.len() <= 7_000));
+        let back: Vec<&str> = notes.iter().flat_map(|n| n.split(' ')).collect();
+        assert_eq!(back, ids.iter().map(String::as_str).collect::<Vec<_>>());
     }
 }
