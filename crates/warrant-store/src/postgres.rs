@@ -277,10 +277,6 @@ impl PostgresStore {
             Some(v) if v > SCHEMA_VERSION => return Err(newer(&shown, v)),
             Some(_) => {}
         }
-        let mut writer_clients = Vec::with_capacity(WRITERS);
-        for _ in 0..WRITERS {
-            writer_clients.push(connect(&config, &shown).await?);
-        }
         let inner = Arc::new(Pg {
             config,
             shown,
@@ -295,12 +291,14 @@ impl PostgresStore {
         let (tx, rx) = mpsc::unbounded_channel();
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let (stop, stopped) = watch::channel(());
-        for client in writer_clients {
+        // Writers connect at their first batch: a process that only reads (`warrant runs`)
+        // opens no connection for them.
+        for _ in 0..WRITERS {
             #[expect(
                 clippy::disallowed_methods,
                 reason = "the store owns its writer tasks; they end when the store is dropped"
             )]
-            tokio::spawn(writer_loop(inner.clone(), Some(client), rx.clone()));
+            tokio::spawn(writer_loop(inner.clone(), rx.clone()));
         }
         #[expect(
             clippy::disallowed_methods,
@@ -468,12 +466,8 @@ const WRITERS: usize = 3;
 /// lost connection fails the batch it was committing (whether PostgreSQL committed it is
 /// then unknown to the appenders, as with any lost answer: the run's log tells) and is
 /// reconnected for the next.
-async fn writer_loop(
-    pg: Arc<Pg>,
-    client: Option<Client>,
-    rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Request>>>,
-) {
-    let mut conn = client.map(Conn::new);
+async fn writer_loop(pg: Arc<Pg>, rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Request>>>) {
+    let mut conn: Option<Conn> = None;
     loop {
         let batch = {
             let mut rx = rx.lock().await;
