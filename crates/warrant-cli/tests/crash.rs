@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use warrant_core::event::Event;
-use warrant_core::ports::EventStore;
 use warrant_store::{Durability, SqliteStore};
 
 mod ledgers;
@@ -87,29 +86,11 @@ fn logs(
     store: &SqliteStore,
     keep: impl Fn(&str) -> bool,
 ) -> Vec<(String, String, Vec<Arc<Event>>)> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    runtime.block_on(async {
-        let runs = store
-            .runs(warrant_core::ports::RunQuery::default())
-            .await
-            .unwrap()
-            .runs;
-        let mut out = Vec::new();
-        for r in runs.into_iter().filter(|r| keep(&r.status)) {
-            let events = store
-                .read(&r.run_id, 1)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|s| s.event)
-                .collect();
-            out.push((r.run_id.0, r.status, events));
-        }
-        out
-    })
+        .unwrap()
+        .block_on(ledgers::logs(store, keep))
 }
 
 #[test]

@@ -258,23 +258,6 @@ fn warrant(dir: &Path, url: &str, args: &[&str]) -> Option<i32> {
     out.status.code()
 }
 
-/// Every run, with its status and log.
-async fn logs(store: &PostgresStore) -> Vec<(String, String, Vec<Arc<Event>>)> {
-    let runs = store.runs(RunQuery::default()).await.unwrap().runs;
-    let mut out = Vec::new();
-    for r in runs {
-        let events = store
-            .read(&r.run_id, 1)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|s| s.event)
-            .collect();
-        out.push((r.run_id.0, r.status, events));
-    }
-    out
-}
-
 #[test]
 fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_nothing() {
     let runs: usize = std::env::var("WARRANT_FLEET_RUNS")
@@ -488,7 +471,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     }
 
     // The evidence.
-    let logs = rt.block_on(logs(&store));
+    let logs = rt.block_on(ledgers::logs(&store, |_| true));
     assert_eq!(logs.len(), runs);
     let effects = ledgers::judge(&dir, &logs, "fleet");
     // Runs driven by more than one worker (each re-entry says by whom it was taken up).

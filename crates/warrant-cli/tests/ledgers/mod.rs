@@ -106,6 +106,30 @@ pub fn in_doubt(dir: &Path, events: &[Arc<Event>]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// Each run of `store` whose status `keep` accepts: its id, status and log.
+pub async fn logs(
+    store: &dyn warrant_core::ports::EventStore,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<(String, String, Vec<Arc<Event>>)> {
+    let runs = store
+        .runs(warrant_core::ports::RunQuery::default())
+        .await
+        .unwrap()
+        .runs;
+    let mut out = Vec::new();
+    for r in runs.into_iter().filter(|r| keep(&r.status)) {
+        let events = store
+            .read(&r.run_id, 1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        out.push((r.run_id.0, r.status, events));
+    }
+    out
+}
+
 /// Judges the ledgers of `dir` against every run's log (`(run, status, events)`): each log
 /// is consistent and ended; no effect is in a ledger twice; every effect has its intent in a
 /// log and a result there (or was in doubt, for a reconciliation); every call recorded as
