@@ -1,12 +1,13 @@
 //! The fleet's crash test, on a PostgreSQL cluster of its own (so it can be crashed and
 //! restarted): a server queues runs that write to two ledgers outside Warrant (one provider
 //! accepts idempotency keys, one does not); three `warrant worker`s drive them while workers
-//! abort at the named fault points, are killed (`SIGKILL`), one is stopped (`SIGSTOP`) past
-//! its lease and then let go on (`SIGCONT`), PostgreSQL is crashed and restarted, and runs
-//! are resumed by two processes at once. In-doubt calls are reconciled against the ledgers as
-//! an operator would. Then: every run ended, no effect repeated, none lost, every log
-//! consistent (and a sample replayed byte for byte), the stalled worker's late appends
-//! refused; the time from a worker's death to its runs going on elsewhere is reported.
+//! abort at the named fault points and are killed (`SIGKILL`); one is stopped (`SIGSTOP`) past
+//! its lease and then let go on (`SIGCONT`); then the second half of the runs is queued and
+//! PostgreSQL is crashed and restarted while they run; some runs are resumed by two processes
+//! at once. In-doubt calls are reconciled against the ledgers as an operator would. Then:
+//! every run ended, no effect repeated, none lost, every log consistent (and a sample replayed
+//! byte for byte), the stalled worker's late appends refused by the fence; the time from a
+//! worker's death to its runs going on elsewhere is reported.
 //!
 //! Needs the `fault-injection` feature and PostgreSQL's server programs (`initdb`,
 //! `pg_ctl`). The size is `WARRANT_FLEET_RUNS` runs (default 1000).
@@ -286,24 +287,35 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let served = support::served(serve.spawn().unwrap());
-    rt.block_on(async {
-        let client = reqwest::Client::new();
-        for _ in 0..runs {
-            let r = client
-                .post(format!("{}/v1/runs", served.base))
-                .json(&serde_json::json!({"spec_path": "spec.yaml"}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 201, "{:?}", r.text().await);
-        }
-    });
-    drop(served);
+    // Half the runs now; the other half once the stalled worker is let go, so the database
+    // is crashed while runs are in flight and not while that worker is stopped (its late
+    // appends must meet the fence, not a dead connection).
+    let first_half = runs / 2;
+    let queue = |n: usize| {
+        rt.block_on(async {
+            let client = reqwest::Client::new();
+            for _ in 0..n {
+                let r = client
+                    .post(format!("{}/v1/runs", served.base))
+                    .json(&serde_json::json!({"spec_path": "spec.yaml"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 201, "{:?}", r.text().await);
+            }
+        });
+    };
+    queue(first_half);
     let queued = rt.block_on(store.runs(RunQuery {
         status: Some("running".into()),
         ..RunQuery::default()
     }));
-    assert_eq!(queued.unwrap().runs.len(), runs, "every run is queued");
+    assert_eq!(
+        queued.unwrap().runs.len(),
+        first_half,
+        "every run is queued"
+    );
+    let mut second_half_queued = false;
 
     // Three workers.
     let mut fleet = Fleet {
@@ -372,13 +384,13 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
             });
         }
         // Chaos, at points of progress.
-        if killed == 0 && progress >= 10 || killed == 1 && progress >= 60 {
+        if killed == 0 && progress >= 5 || killed == 1 && second_half_queued && progress >= 75 {
             let slot = if killed == 0 { 0 } else { 1 };
             fleet.signal(slot, nix::sys::signal::Signal::SIGKILL);
             killed += 1;
         }
         // A worker holding runs is stopped past its lease, then let go on.
-        if stopped.is_none() && progress >= 25 {
+        if stopped.is_none() && progress >= 15 {
             let holding = |name: &str| {
                 all.iter()
                     .filter(|r| {
@@ -389,7 +401,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
                     .count()
             };
             // Slot 2's worker is never given a fault nor killed: it is the one stalled.
-            if let Some(slot) = Some(2).filter(|i| holding(&fleet.slots[*i].name) >= 3) {
+            if let Some(slot) = Some(2).filter(|i| holding(&fleet.slots[*i].name) >= 1) {
                 stalled_name = fleet.slots[slot].name.clone();
                 fleet.signal(slot, nix::sys::signal::Signal::SIGSTOP);
                 stopped = Some((slot, Instant::now(), false));
@@ -401,7 +413,16 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
             fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);
             stopped = Some((slot, at, true));
         }
-        if !restarted && progress >= 45 {
+        // Once the stalled worker has come back (and been refused), the second half is
+        // queued, and the database crashes while it runs.
+        if !second_half_queued
+            && let Some((_, at, true)) = stopped
+            && at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 6_000)
+        {
+            queue(runs - first_half);
+            second_half_queued = true;
+        }
+        if second_half_queued && !restarted && ended >= first_half + (runs - first_half) / 5 {
             cluster.crash_and_restart();
             restarted = true;
         }
@@ -458,6 +479,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         std::thread::sleep(Duration::from_millis(250));
     }
     let took = began.elapsed();
+    drop(served);
     for slot in &mut fleet.slots {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(slot.child.id() as i32),
