@@ -407,13 +407,8 @@ impl App {
     }
 
     /// The status every reader shows for `run`: its log's, or `queued` / `interrupted` when
-    /// it runs and no process drives it.
-    pub async fn status(&self, run: &RunId, state: &RunState) -> String {
-        self.status_and_note(run, state).await.0
-    }
-
-    /// [`App::status`], and why a run nobody drives has not been taken up yet, when a
-    /// worker said.
+    /// it runs and no process drives it; and why a run nobody drives has not been taken up
+    /// yet, when a worker said.
     async fn status_and_note(&self, run: &RunId, state: &RunState) -> (String, Option<String>) {
         let folded = state.status();
         let summary = self.store.summary(run).await.ok().flatten();
@@ -546,7 +541,7 @@ impl App {
     }
 
     /// The status every reader shows for `run`, from the runs index (no log read): the one
-    /// [`App::status`] derives from the log.
+    /// `show` derives from the log.
     pub async fn shown_status(&self, run: &RunId) -> Result<String> {
         let summary = self.summary(run).await?;
         Ok(lease::shown_status(&summary, SystemClock.now_ms()).to_owned())

@@ -289,9 +289,7 @@ impl Scratch {
                 ))
             }
             #[cfg(not(feature = "postgres"))]
-            StoreAt::Postgres(_) => Err(Failure::invalid(anyhow!(
-                "this warrant was built without PostgreSQL (the `postgres` feature)"
-            ))),
+            StoreAt::Postgres(_) => Err(crate::store::without_postgres()),
         }
     }
 

@@ -1172,7 +1172,6 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
     init_logs(&args.logs)?;
     let config = warrant_server::Config {
         listen: args.listen,
-        store: store_path.to_string(),
         queue: matches!(store_path, StoreAt::Postgres(_)),
         principals: args.principals,
         specs: args.specs,

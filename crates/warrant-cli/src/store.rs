@@ -94,7 +94,7 @@ async fn open_postgres(_url: &str) -> Result<Arc<dyn EventStore>, Failure> {
 }
 
 #[cfg(not(feature = "postgres"))]
-fn without_postgres() -> Failure {
+pub fn without_postgres() -> Failure {
     Failure::invalid(anyhow!(
         "this warrant was built without PostgreSQL (the `postgres` feature)"
     ))

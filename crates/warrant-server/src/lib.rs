@@ -42,8 +42,6 @@ pub use problem::Problem;
 pub struct Config {
     /// Where to listen. Anything but loopback needs principals.
     pub listen: SocketAddr,
-    /// Where the store is (a file, or a database's URL without its password), for messages.
-    pub store: String,
     /// New runs are recorded and left to the workers sharing the store (`warrant worker`),
     /// which also carry on answered and interrupted runs: a fleet's server drives nothing.
     pub queue: bool,

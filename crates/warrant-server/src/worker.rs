@@ -42,13 +42,14 @@ pub async fn work(
     let runner = Arc::new(Runner::new(app.clone(), settings.max_runs).letting_go());
     let store = app.store().clone();
     let holder = app.holder().clone();
-    let probe = Driver {
+    // This worker as a claimant, now.
+    let claimant = || Driver {
         holder: holder.clone(),
         now_ms: SystemClock.now_ms(),
         epoch: 0,
     };
     store
-        .claim_ready(&probe, 0, settings.share)
+        .claim_ready(&claimant(), 0, settings.share)
         .await
         .map_err(|e| e.to_string())?;
     tracing::info!(holder = %holder, max_runs = settings.max_runs, "worker started");
@@ -57,12 +58,7 @@ pub async fn work(
     loop {
         let room = runner.room();
         if room > 0 {
-            let driver = Driver {
-                holder: holder.clone(),
-                now_ms: SystemClock.now_ms(),
-                epoch: 0,
-            };
-            match store.claim_ready(&driver, room, settings.share).await {
+            match store.claim_ready(&claimant(), room, settings.share).await {
                 Ok(claimed) => {
                     failures = 0;
                     for (run, epoch) in claimed {
@@ -97,11 +93,7 @@ pub async fn work(
     // What did not settle within the grace is given back now rather than when its lease
     // lapses: another worker takes it at once (a call this one had in flight is then in
     // doubt for it, as after a crash).
-    let driver = Driver {
-        holder: holder.clone(),
-        now_ms: SystemClock.now_ms(),
-        epoch: 0,
-    };
+    let driver = claimant();
     for run in runner.held_runs() {
         match store.release(&run, &driver).await {
             Ok(()) => tracing::info!(run = %run, "run given back"),

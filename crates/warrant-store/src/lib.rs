@@ -54,10 +54,25 @@ pub fn url_without_password(url: &str) -> String {
     }
 }
 
+/// What the runs table keeps of a run's `run_started`.
+#[derive(Clone)]
+pub(crate) struct Started {
+    pub(crate) spec_id: String,
+    pub(crate) decider: String,
+    pub(crate) at_ms: u64,
+    /// The principal's tenant, when it recorded one (the PostgreSQL store keeps it, for fair
+    /// share).
+    #[cfg_attr(
+        not(feature = "postgres"),
+        allow(dead_code, reason = "only the PostgreSQL store keeps the tenant")
+    )]
+    pub(crate) tenant: Option<String>,
+}
+
 /// What the runs table and the approvals index need to know from a batch of events.
 pub(crate) struct RunFacts {
-    /// From `run_started`: the spec's id, the decider, when, and the tenant.
-    pub(crate) started: Option<(String, String, u64, Option<String>)>,
+    /// From `run_started`, when the batch holds it.
+    pub(crate) started: Option<Started>,
     pub(crate) status: Option<String>,
     /// Changes to the run's pending approvals, in order.
     pub(crate) approvals: Vec<ApprovalChange>,
@@ -102,12 +117,12 @@ pub(crate) fn run_facts(
                 principal,
                 ..
             } => {
-                facts.started = Some((
-                    spec.id.clone(),
-                    decider.to_string(),
-                    e.at_ms,
-                    principal.as_ref().map(|p| p.tenant.clone()),
-                ));
+                facts.started = Some(Started {
+                    spec_id: spec.id.clone(),
+                    decider: decider.to_string(),
+                    at_ms: e.at_ms,
+                    tenant: principal.as_ref().map(|p| p.tenant.clone()),
+                });
             }
             EventKind::RunFinished { .. } => facts.approvals.push(ApprovalChange::Ended),
             _ => {}

@@ -107,7 +107,13 @@ impl MemoryStore {
         let facts = crate::run_facts(run, &events);
         let inner = &mut *inner;
         if !inner.logs.contains_key(run) {
-            let Some((spec_id, decider, started, _)) = facts.started.clone() else {
+            let Some(crate::Started {
+                spec_id,
+                decider,
+                at_ms,
+                ..
+            }) = facts.started.clone()
+            else {
                 return Err(StoreError::Io(format!(
                     "run `{run}` must begin with `run_started`"
                 )));
@@ -121,7 +127,7 @@ impl MemoryStore {
                         spec_id,
                         decider,
                         status: "running".into(),
-                        started_at_ms: started,
+                        started_at_ms: at_ms,
                         events: 0,
                         holder: None,
                         heartbeat_ms: None,

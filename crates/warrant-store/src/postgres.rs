@@ -122,7 +122,7 @@ struct Request {
     run: RunId,
     expected: u64,
     rows: Vec<(u64, String)>,
-    started: Option<(String, String, u64, Option<String>)>,
+    started: Option<crate::Started>,
     status: Option<String>,
     approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
@@ -380,9 +380,14 @@ impl Pg {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Tells this process's followers of `run` that it moved.
+    /// Tells this process's followers of `run` that it moved (nothing to do, and nothing
+    /// allocated, when this process follows no run: the writer calls it for every commit).
     fn wake(&self, run: &str) {
-        if let Some(tx) = self.moved().get(&RunId(run.to_owned())) {
+        let moved = self.moved();
+        if moved.is_empty() {
+            return;
+        }
+        if let Some(tx) = moved.get(&RunId(run.to_owned())) {
             tx.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
@@ -669,12 +674,13 @@ async fn commit_batch(
     if !fresh.is_empty() {
         let mut cols = NewRuns::default();
         for req in &fresh {
-            if let Some((spec_id, decider, at, tenant)) = &req.started {
+            if let Some(started) = &req.started {
                 cols.ids.push(&req.run.0);
-                cols.specs.push(spec_id);
-                cols.deciders.push(decider);
-                cols.tenants.push(tenant.clone().unwrap_or_default());
-                cols.started.push(sql_int(*at)?);
+                cols.specs.push(&started.spec_id);
+                cols.deciders.push(&started.decider);
+                cols.tenants
+                    .push(started.tenant.clone().unwrap_or_default());
+                cols.started.push(sql_int(started.at_ms)?);
                 cols.epochs
                     .push(sql_int(req.driver.as_ref().map_or(1, |d| d.epoch.max(1)))?);
             }

@@ -74,7 +74,7 @@ struct Request {
     rows: Vec<(u64, String)>,
     /// The events `rows` encode, handed to the run's followers once committed.
     events: Vec<Arc<Event>>,
-    started: Option<(String, String, u64, Option<String>)>,
+    started: Option<crate::Started>,
     status: Option<String>,
     approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
@@ -743,7 +743,7 @@ fn commit_batch(
             }
             let mut epoch = epoch;
             if actual == 0 {
-                let Some((spec_id, decider, started, _)) = &req.started else {
+                let Some(started) = &req.started else {
                     results.push(Err(StoreError::Io(format!(
                         "run `{}` must begin with `run_started`",
                         req.run
@@ -754,9 +754,9 @@ fn commit_batch(
                 new_run
                     .execute(params![
                         req.run.0,
-                        spec_id,
-                        decider,
-                        sql_int(*started)?,
+                        started.spec_id,
+                        started.decider,
+                        sql_int(started.at_ms)?,
                         sql_int(epoch)?
                     ])
                     .map_err(io)?;
