@@ -110,6 +110,7 @@ fn spec(steps: u32) -> Spec {
             decisions_max: None,
             grant: None,
             quarantine: BTreeMap::new(),
+            delegate: None,
         }],
         limits: Limits {
             decisions_max: steps + 1,

@@ -126,6 +126,12 @@ codes! {
         "the step had not finished when the run ended";
     StepNotRun = "step_not_run", Orchestration,
         "the step never ran";
+    ChildNotAttained = "child_not_attained", Orchestration,
+        "a child run the step delegated to did not attain its objective (its own attribution is inside)";
+    ChildNotStarted = "child_not_started", Orchestration,
+        "a child run could not be started: its decider or providers could not be prepared, or the parent had nothing left to give it";
+    ReturnMissing = "return_missing", Orchestration,
+        "a child attained but carries no value for an output it must return";
     // The provider.
     ProviderError = "provider_error", Provider,
         "the provider received the call and reported it failed";

@@ -4,6 +4,7 @@
 //! Wire format `warrant.events/1`: each event is a JSON object `{seq, at_ms, type, ...}`. Fields
 //! are added, never repurposed; readers tolerate unknown fields.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -233,6 +234,10 @@ pub struct Fault {
     pub layer: Layer,
     /// For humans and deciders.
     pub message: String,
+    /// The fault inside this one: a child run's own attribution, when a delegating step
+    /// failed because its child did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<Box<Fault>>,
 }
 
 impl Fault {
@@ -242,6 +247,7 @@ impl Fault {
             code: code.as_str().to_owned(),
             layer,
             message: message.into(),
+            inner: None,
         }
     }
 
@@ -459,6 +465,49 @@ pub struct Missing {
     pub fault: Fault,
 }
 
+/// A child run's link to the run that delegated to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ParentLink {
+    /// The parent run.
+    pub run: RunId,
+    /// Its delegating step.
+    pub step: StepId,
+    /// Which of the step's children this is (from 0).
+    pub index: u32,
+    /// How deep in the tree (the root's children are 1).
+    pub depth: u32,
+    /// The ancestors' run ids, the root first, the parent last.
+    pub chain: Vec<RunId>,
+    /// What the child was given, by input name, with where each value came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, Given>,
+}
+
+/// One input given to a child: the value and its lineage (for a literal: the parent's step,
+/// with tool `(literal)`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Given {
+    /// The value.
+    pub value: Arc<Value>,
+    /// Where it came from.
+    pub lineage: Lineage,
+}
+
+pub use crate::spec::Budget;
+
+/// What a run spent, as a child reports it to its parent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Spent {
+    /// Decisions taken.
+    pub decisions: u32,
+    /// Tool calls started.
+    pub calls: u32,
+    /// Tokens the decider reported.
+    pub tokens: u64,
+    /// Cost the decider reported, in micro-dollars.
+    pub cost_micro_usd: u64,
+}
+
 /// Whether a decision's context held only trusted text (its `tainted_by` is left out).
 fn untainted(t: &Arc<[String]>) -> bool {
     t.is_empty()
@@ -496,6 +545,9 @@ pub enum EventKind {
         /// The rules its arguments' provenance is labelled by (`provenance::RULES`; absent: 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         provenance: Option<u32>,
+        /// The run that delegated to this one, when it is a child.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentLink>,
     },
     /// A step began.
     StepStarted {
@@ -763,6 +815,42 @@ pub enum EventKind {
         /// The dependency's cause, carried over.
         fault: Fault,
     },
+    /// A step delegated to a child run: recorded, with what the child may spend, before the
+    /// child's own log begins.
+    ChildSpawned {
+        /// The delegating step.
+        step: StepId,
+        /// The child (`<this run>.<n>`).
+        child: RunId,
+        /// Which of the step's children it is (from 0).
+        index: u32,
+        /// What the delegation asked for the child.
+        asked: Budget,
+        /// What it was given: the ask (or the child spec's own limits) cut to what this run
+        /// had left.
+        granted: Budget,
+    },
+    /// A child has nothing to do until a person answers it (an approval, an effect in
+    /// doubt): this run waits with it.
+    ChildWaiting {
+        /// The delegating step.
+        step: StepId,
+        /// The children that wait.
+        children: Vec<RunId>,
+    },
+    /// A child ended: its outcome, what it returned and what it spent (counted against this
+    /// run).
+    ChildFinished {
+        /// The delegating step.
+        step: StepId,
+        /// The child.
+        child: RunId,
+        /// How it ended.
+        #[serde(flatten)]
+        outcome: Outcome,
+        /// What it spent.
+        spent: Spent,
+    },
     /// The run ended. Nothing follows it.
     RunFinished {
         /// How.
@@ -803,6 +891,9 @@ impl EventKind {
             EventKind::Carried { .. } => "carried",
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::StepSkipped { .. } => "step_skipped",
+            EventKind::ChildSpawned { .. } => "child_spawned",
+            EventKind::ChildWaiting { .. } => "child_waiting",
+            EventKind::ChildFinished { .. } => "child_finished",
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::Unrecognized { .. } => "unrecognized",
         }
@@ -830,6 +921,9 @@ pub const EVENT_TYPES: &[&str] = &[
     "carried",
     "step_finished",
     "step_skipped",
+    "child_spawned",
+    "child_waiting",
+    "child_finished",
     "run_finished",
 ];
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::codes::Code;
 use crate::event::{
     ActionRecord, ApprovalScope, CallStatus, Claim, DeciderIdentity, Decision, DoubtStage, Effect,
-    Event, EventKind, Fault, Layer, Lineage, Missing, Outcome, StepEnd,
+    Event, EventKind, Fault, Layer, Lineage, Missing, Outcome, ParentLink, Spent, StepEnd,
 };
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
@@ -60,6 +60,23 @@ pub struct StepState {
     /// What the decider said when it ended the step: its `done` summary or its decline's
     /// reason (a claim, kept for whoever judges the text).
     pub answer: Option<StepAnswer>,
+    /// The child runs it delegated to, in the order spawned.
+    pub children: Vec<ChildRecord>,
+}
+
+/// A child run a step delegated to, as the parent's log knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildRecord {
+    /// The child.
+    pub run: RunId,
+    /// Which of the step's children (from 0).
+    pub index: u32,
+    /// What it may spend.
+    pub granted: crate::event::Budget,
+    /// How it ended, once it did.
+    pub outcome: Option<Outcome>,
+    /// What it spent, once it ended.
+    pub spent: Spent,
 }
 
 /// What a decider said when it ended a step.
@@ -87,6 +104,7 @@ impl StepState {
             started_at_ms: None,
             finished_at_ms: None,
             answer: None,
+            children: Vec::new(),
         }
     }
 
@@ -264,7 +282,9 @@ pub struct FoldError {
 pub fn status_after(kind: &EventKind) -> Option<&'static str> {
     match kind {
         EventKind::RunFinished { outcome } => Some(outcome.name()),
-        EventKind::CallInDoubt { .. } | EventKind::ApprovalRequested { .. } => Some("waiting"),
+        EventKind::CallInDoubt { .. }
+        | EventKind::ApprovalRequested { .. }
+        | EventKind::ChildWaiting { .. } => Some("waiting"),
         EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => Some("ready"),
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
@@ -344,6 +364,10 @@ pub struct RunState {
     pub(crate) tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
     pub(crate) cost_micro_usd: u64,
+    /// The run that delegated to this one, when it is a child.
+    pub(crate) parent: Option<ParentLink>,
+    /// What its ended children spent.
+    pub(crate) children_spent: Spent,
 }
 
 /// What the run should do next, judged from its state.
@@ -448,6 +472,43 @@ impl RunState {
     /// Decisions taken in the run.
     pub fn decisions(&self) -> u32 {
         self.decisions
+    }
+
+    /// What the run spent, its ended children's spending included: what its limits are
+    /// checked against.
+    pub fn spent(&self) -> Spent {
+        let c = &self.children_spent;
+        Spent {
+            decisions: self.decisions.saturating_add(c.decisions),
+            calls: u32::try_from(self.calls.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(c.calls),
+            tokens: self.tokens_used.saturating_add(c.tokens),
+            cost_micro_usd: self.cost_micro_usd.saturating_add(c.cost_micro_usd),
+        }
+    }
+
+    /// What the run spent by itself (its children's spending left out).
+    pub fn own_spent(&self) -> Spent {
+        Spent {
+            decisions: self.decisions,
+            calls: u32::try_from(self.calls.len()).unwrap_or(u32::MAX),
+            tokens: self.tokens_used,
+            cost_micro_usd: self.cost_micro_usd,
+        }
+    }
+
+    /// The run that delegated to this one, when it is a child.
+    pub fn parent(&self) -> Option<&ParentLink> {
+        self.parent.as_ref()
+    }
+
+    /// Every child run the run delegated to, with its step's index.
+    pub fn children(&self) -> impl Iterator<Item = (usize, &ChildRecord)> {
+        self.steps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.children.iter().map(move |c| (i, c)))
     }
 
     /// Per decision (index `decision_no - 1`): what its projection showed.
@@ -667,11 +728,26 @@ impl RunState {
                 authority,
                 execution_control,
                 provenance,
+                parent,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
+                if let Some(link) = parent {
+                    // A child's inputs are its first carried values, with their lineage in
+                    // the parent's run.
+                    for (name, given) in &link.inputs {
+                        self.carried.insert(
+                            format!("{}.{name}", crate::validate::INPUT_STEP),
+                            Carried {
+                                value: given.value.clone(),
+                                lineage: given.lineage.clone(),
+                            },
+                        );
+                    }
+                }
+                self.parent = parent.clone();
                 self.authority = authority.clone();
                 self.provenance = *provenance;
                 self.execution_control = execution_control.clone();
@@ -1111,9 +1187,16 @@ impl RunState {
                 value,
                 lineage,
             } => {
-                let ok = self
-                    .call(lineage.call)
-                    .is_some_and(|c| c.status == Some(CallStatus::Ok));
+                let ok = if Some(&lineage.run) == self.run_id.as_ref() {
+                    self.call(lineage.call)
+                        .is_some_and(|c| c.status == Some(CallStatus::Ok))
+                } else {
+                    // Returned by a child: one of this run's, attained.
+                    self.steps.iter().flat_map(|s| &s.children).any(|c| {
+                        lineage.run.0.starts_with(&format!("{}.", c.run))
+                            || lineage.run == c.run
+                    } && matches!(c.outcome, Some(Outcome::Attained)))
+                };
                 // INVARIANT (evidence over claims): carried values come from recorded results.
                 if !ok {
                     return Err(fail(format!(
@@ -1134,6 +1217,9 @@ impl RunState {
                     return Err(fail("a call is still in flight".into()));
                 }
                 let s = step_state(&mut self.steps, i).map_err(fail)?;
+                if let Some(c) = s.children.iter().find(|c| c.outcome.is_none()) {
+                    return Err(fail(format!("child `{}` has not ended", c.run)));
+                }
                 s.status = StepStatus::Finished(end.clone());
                 s.finished_at_ms = Some(e.at_ms);
                 self.current = None;
@@ -1155,7 +1241,66 @@ impl RunState {
                     fault: fault.clone(),
                 };
             }
+            EventKind::ChildSpawned {
+                step,
+                child,
+                index,
+                granted,
+                ..
+            } => {
+                let i = self.running_step(step).map_err(fail)?;
+                let expected = format!(
+                    "{}.{}",
+                    self.run_id.as_ref().map_or("", |r| r.0.as_str()),
+                    self.steps.iter().map(|s| s.children.len()).sum::<usize>() + 1
+                );
+                if child.0 != expected {
+                    return Err(fail(format!("the next child is `{expected}`, not `{child}`")));
+                }
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                s.children.push(ChildRecord {
+                    run: child.clone(),
+                    index: *index,
+                    granted: granted.clone(),
+                    outcome: None,
+                    spent: Spent::default(),
+                });
+            }
+            EventKind::ChildWaiting { step, children } => {
+                let i = self.running_step(step).map_err(fail)?;
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                for child in children {
+                    if !s.children.iter().any(|c| &c.run == child && c.outcome.is_none()) {
+                        return Err(fail(format!("`{child}` is no running child of `{step}`")));
+                    }
+                }
+            }
+            EventKind::ChildFinished {
+                step,
+                child,
+                outcome,
+                spent,
+            } => {
+                let i = self.running_step(step).map_err(fail)?;
+                let s = step_state(&mut self.steps, i).map_err(fail)?;
+                let record = s
+                    .children
+                    .iter_mut()
+                    .find(|c| &c.run == child && c.outcome.is_none())
+                    .ok_or_else(|| fail(format!("`{child}` is no running child of `{step}`")))?;
+                record.outcome = Some(outcome.clone());
+                record.spent = spent.clone();
+                let total = &mut self.children_spent;
+                total.decisions = total.decisions.saturating_add(spent.decisions);
+                total.calls = total.calls.saturating_add(spent.calls);
+                total.tokens = total.tokens.saturating_add(spent.tokens);
+                total.cost_micro_usd = total.cost_micro_usd.saturating_add(spent.cost_micro_usd);
+            }
             EventKind::RunFinished { outcome } => {
+                // INVARIANT (no orphans): a run ends after every child it spawned ended.
+                if let Some((_, c)) = self.children().find(|(_, c)| c.outcome.is_none()) {
+                    return Err(fail(format!("child `{}` has not ended", c.run)));
+                }
                 // A call may end the run unfinished only when it is recorded in doubt.
                 if self
                     .calls

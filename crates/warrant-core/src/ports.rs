@@ -378,6 +378,9 @@ pub struct CapabilityRequest<'a> {
     /// The grant that rules the call's step: its own (`grant:`), or the one the run's plan
     /// gave it (`plan_first`).
     pub grant: Option<&'a crate::spec::Grant>,
+    /// When the run is a child: the run that delegated to it, its depth and its ancestors.
+    /// An ancestor's authority is asked with the child's request, this included.
+    pub parent: Option<&'a crate::event::ParentLink>,
 }
 
 /// An authority's ruling. Anything but `Allow` means the provider is not called.
@@ -515,4 +518,27 @@ pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, St
             many.len()
         )),
     }
+}
+
+/// What a child run needs to be driven: its decider, and the surfaces of the providers it
+/// does not share with its parent.
+pub struct ChildParts {
+    /// Chooses the child's moves.
+    pub decider: Box<dyn Decider>,
+    /// Its own providers, by the names its spec uses.
+    pub surfaces: std::collections::HashMap<String, Arc<dyn Surface>>,
+}
+
+/// Prepares child runs: the port by which the engine, which neither reads script files nor
+/// starts providers, gets a delegated child's decider and providers (`warrant-app` builds
+/// them as it does for any run).
+pub trait ChildRuns: Send + Sync {
+    /// The decider of `spec` (its `decider:`) and the surfaces of its providers not named in
+    /// `shared` (those are the parent's). Called when a child starts and when it is
+    /// re-entered; an error stops the child before it does anything.
+    fn prepare<'a>(
+        &'a self,
+        spec: &'a Arc<crate::spec::Spec>,
+        shared: &'a [String],
+    ) -> BoxFuture<'a, Result<ChildParts, String>>;
 }

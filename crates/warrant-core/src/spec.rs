@@ -52,6 +52,10 @@ pub struct Spec {
     /// that has none, from the objective alone; the proposal is recorded and rules the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plan_first: bool,
+    /// The inputs a run of this spec receives from the step that delegates to it, by name;
+    /// steps bind them as `input.<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.
@@ -204,12 +208,14 @@ pub enum CommitRule {
 pub struct StepSpec {
     /// Unique within the spec.
     pub id: StepId,
-    /// The provider, by its key in `providers`.
+    /// The provider, by its key in `providers` (empty for a step that delegates).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provider: String,
     /// What the step is for, shown to the decider.
     #[serde(default)]
     pub intent: String,
-    /// The tools the decider may call in this step.
+    /// The tools the decider may call in this step (none for a step that delegates).
+    #[serde(default)]
     pub tools: Vec<String>,
     /// Steps that must be attained before this one runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,6 +247,121 @@ pub struct StepSpec {
     /// then how to extract it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quarantine: BTreeMap<String, BTreeMap<String, Extract>>,
+    /// The step hands its work to child runs instead of a decider: attained only on evidence
+    /// from them (every child attained, and what they return lifted into carried state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegate: Option<Delegate>,
+}
+
+/// Child runs a step delegates to, run at most `fan_out` at a time and joined when all ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Delegate {
+    /// The children, in order. Each is its own run, named `<parent run>.<n>`.
+    pub children: Vec<Child>,
+    /// Most children running at once (1 to [`FAN_OUT_MAX`]).
+    #[serde(default = "default_fan_out")]
+    pub fan_out: u32,
+}
+
+/// Most children a step may run at once.
+pub const FAN_OUT_MAX: u32 = 16;
+
+/// Most children one step may delegate to.
+pub const CHILDREN_MAX: usize = 64;
+
+/// Deepest a tree of runs may grow (a root is depth 0).
+pub const DEPTH_MAX: u32 = 8;
+
+fn default_fan_out() -> u32 {
+    4
+}
+
+/// One child run: its spec and decider, what it receives, what it may do, what it may spend,
+/// and what it gives back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Child {
+    /// The child's spec: a file (relative to this spec) or the spec itself, inline. Loading
+    /// freezes a file's spec inline, so the parent's spec holds its children's.
+    pub spec: ChildSpec,
+    /// The child's decider (as a spec's `decider:`); absent: the child spec's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    /// What the child receives, by name: a value the parent carries, or a literal. Nothing
+    /// else reaches it. The child's steps bind them as `input.<name>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, ChildInput>,
+    /// The parent's providers the child acts on, by name (the same connection, the same
+    /// state); the child spec names them too. Its other providers are its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub share: Vec<String>,
+    /// The most the child may call, by provider: tools beyond it are denied. On a shared
+    /// provider it may only list tools the parent may call there. Absent: the child spec's
+    /// own step tools (within the parent's on shared providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<BTreeMap<String, Vec<String>>>,
+    /// Cedar policy files (relative to this spec) that rule the child's calls besides its own
+    /// spec's — and every ancestor's rules rule them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy: Vec<String>,
+    /// What the child may spend, carved out of what the parent has left.
+    #[serde(default)]
+    pub budget: Budget,
+    /// What the child gives back: the delegating step's output name to the child's carried
+    /// value (`step.output`). Later steps bind them as `<this step>.<name>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub returns: BTreeMap<String, String>,
+}
+
+/// A child's spec, as written: a path, or inline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ChildSpec {
+    /// A spec file, relative to the parent's.
+    Path(String),
+    /// The spec itself.
+    Inline(Box<Spec>),
+}
+
+impl ChildSpec {
+    /// The spec, once loading froze it inline.
+    pub fn inline(&self) -> Option<&Spec> {
+        match self {
+            ChildSpec::Inline(s) => Some(s),
+            ChildSpec::Path(_) => None,
+        }
+    }
+}
+
+/// One input of a child: exactly one of `carried` and `value`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChildInput {
+    /// A value the parent carries (`step.output`), handed over with its lineage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<String>,
+    /// A literal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+}
+
+/// What a child may spend. Each limit it names (and each it does not, from its spec's own
+/// limits) is cut to what the parent has left when the child is spawned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Budget {
+    /// Most decisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<u32>,
+    /// Most tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    /// Most tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Most cost, in micro-dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micro_usd: Option<u64>,
+    /// Most wall-clock time from the child's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// One typed field extracted from a quarantined result. A value that is not of its type
@@ -380,6 +501,15 @@ pub enum GrantSource {
 }
 
 impl StepSpec {
+    /// The outputs the step publishes: its own `publishes`, or what its children return.
+    pub fn outputs(&self) -> impl Iterator<Item = &String> {
+        self.publishes.keys().chain(
+            self.delegate
+                .iter()
+                .flat_map(|d| d.children.iter().flat_map(|c| c.returns.keys())),
+        )
+    }
+
     /// Whether the step counts toward the terminal predicate in any way.
     pub fn is_terminal_requirement(&self) -> bool {
         self.required || self.commit == CommitRule::Required

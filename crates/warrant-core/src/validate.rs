@@ -265,7 +265,9 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         } else {
             first_index.insert(&step.id, i);
         }
-        if !spec.providers.contains_key(&step.provider) {
+        if let Some(delegate) = &step.delegate {
+            issues.extend(delegation(spec, i, step, delegate, catalog));
+        } else if !spec.providers.contains_key(&step.provider) {
             let known: Vec<&str> = spec.providers.keys().map(String::as_str).collect();
             issues.push((
                 at("provider"),
@@ -289,8 +291,14 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 }
             }
         }
-        if step.tools.is_empty() {
+        if step.tools.is_empty() && step.delegate.is_none() {
             issues.push((at("tools"), "a step needs at least one allowed tool".into()));
+        }
+        if step.id.0 == INPUT_STEP {
+            issues.push((
+                at("id"),
+                format!("`{INPUT_STEP}` names a run's inputs (`input.<name>`): choose another id"),
+            ));
         }
         if step.decisions_max == Some(0) {
             issues.push((at("decisions_max"), "must be at least 1".into()));
@@ -404,10 +412,23 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 ));
                 continue;
             };
+            if r.step.0 == INPUT_STEP {
+                if !spec.inputs.contains(&r.output) {
+                    issues.push((
+                        here,
+                        format!(
+                            "`{source}`: the spec declares no input `{}` (its `inputs`: {})",
+                            r.output,
+                            list(&spec.inputs.iter().map(String::as_str).collect::<Vec<_>>())
+                        ),
+                    ));
+                }
+                continue;
+            }
             let publisher = spec.step(&r.step);
             match publisher {
                 None => issues.push((here, format!("`{source}`: no step `{}`", r.step))),
-                Some(p) if !p.publishes.contains_key(&r.output) => issues.push((
+                Some(p) if !p.outputs().any(|o| o == &r.output) => issues.push((
                     here,
                     format!(
                         "`{source}`: step `{}` publishes no output `{}`",
@@ -423,6 +444,236 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 )),
                 Some(_) => {}
             }
+        }
+    }
+    issues
+}
+
+/// The step id under which a run's inputs are carried (`input.<name>`).
+pub const INPUT_STEP: &str = "input";
+
+/// The checks of a step that delegates: its children's inputs, shares, tools and returns, and
+/// each child spec given inline (a file's is checked when it is loaded and frozen inline).
+fn delegation(
+    spec: &Spec,
+    i: usize,
+    step: &crate::spec::StepSpec,
+    delegate: &crate::spec::Delegate,
+    catalog: &dyn ProviderCatalog,
+) -> Vec<(Vec<Seg>, String)> {
+    use crate::spec::{CHILDREN_MAX, FAN_OUT_MAX};
+    let mut issues = Vec::new();
+    let at = |rest: &[Seg]| {
+        let mut p = vec![key("steps"), Seg::Index(i)];
+        p.extend_from_slice(rest);
+        p
+    };
+    if !step.provider.is_empty() || !step.tools.is_empty() {
+        issues.push((
+            at(&[key("delegate")]),
+            "a step that delegates names no `provider` or `tools`: its children act".into(),
+        ));
+    }
+    if step.commit == crate::spec::CommitRule::Required {
+        issues.push((
+            at(&[key("commit")]),
+            "a step that delegates cannot require a commit of its own: mark it `required` \
+             (attained when every child attained, and each child judges its own commits)"
+                .into(),
+        ));
+    }
+    if !step.publishes.is_empty() {
+        issues.push((
+            at(&[key("publishes")]),
+            "a step that delegates publishes what its children return (`returns`)".into(),
+        ));
+    }
+    if delegate.children.is_empty() || delegate.children.len() > CHILDREN_MAX {
+        issues.push((
+            at(&[key("delegate"), key("children")]),
+            format!("give 1 to {CHILDREN_MAX} children"),
+        ));
+    }
+    if delegate.fan_out == 0 || delegate.fan_out > FAN_OUT_MAX {
+        issues.push((
+            at(&[key("delegate"), key("fan_out")]),
+            format!("must be 1 to {FAN_OUT_MAX}"),
+        ));
+    }
+    let before = ancestors(spec, &step.id);
+    let mut returned: HashMap<&str, usize> = HashMap::new();
+    for (k, child) in delegate.children.iter().enumerate() {
+        let here = |rest: &[Seg]| {
+            let mut p = at(&[key("delegate"), key("children"), Seg::Index(k)]);
+            p.extend_from_slice(rest);
+            p
+        };
+        for (name, input) in &child.inputs {
+            let there = here(&[key("inputs"), key(name)]);
+            match (&input.carried, &input.value) {
+                (Some(source), None) => match CarriedRef::parse(source) {
+                    None => issues.push((
+                        there,
+                        format!("`{source}` is not a carried output (write `step.output`)"),
+                    )),
+                    Some(r) if r.step.0 == INPUT_STEP => {
+                        if !spec.inputs.contains(&r.output) {
+                            issues.push((
+                                there,
+                                format!("`{source}`: the spec declares no input `{}`", r.output),
+                            ));
+                        }
+                    }
+                    Some(r) => match spec.step(&r.step) {
+                        Some(p) if p.outputs().any(|o| o == &r.output) => {
+                            if !before.contains(&r.step) {
+                                issues.push((
+                                    there,
+                                    format!(
+                                        "`{source}`: step `{}` is not an earlier step of `{}` (add it to `after`)",
+                                        r.step, step.id
+                                    ),
+                                ));
+                            }
+                        }
+                        _ => issues.push((
+                            there,
+                            format!("`{source}`: no step publishes it"),
+                        )),
+                    },
+                },
+                _ => issues.push((there, "give exactly one of `carried` and `value`".into())),
+            }
+        }
+        for (s, name) in child.share.iter().enumerate() {
+            if !spec.providers.contains_key(name) {
+                issues.push((
+                    here(&[key("share"), Seg::Index(s)]),
+                    format!("the parent has no provider `{name}` to share"),
+                ));
+            }
+        }
+        for name in child.returns.keys() {
+            if let Some(prev) = returned.insert(name, k) {
+                issues.push((
+                    here(&[key("returns"), key(name)]),
+                    format!("output `{name}` is already returned by children[{prev}]"),
+                ));
+            }
+        }
+        let Some(child_spec) = child.spec.inline() else {
+            continue;
+        };
+        for (path, message) in validate(child_spec, catalog) {
+            let mut p = here(&[key("spec")]);
+            p.extend(path);
+            issues.push((p, message));
+        }
+        issues.extend(child_fits(spec, child, child_spec, &here));
+    }
+    issues
+}
+
+/// A child spec against its delegation: it declares exactly the inputs it is given, has the
+/// providers shared with it, calls no tool beyond the delegation's `tools` nor, on a shared
+/// provider, beyond the parent's, and publishes what it is asked to return.
+fn child_fits(
+    parent: &Spec,
+    child: &crate::spec::Child,
+    spec: &Spec,
+    here: &dyn Fn(&[Seg]) -> Vec<Seg>,
+) -> Vec<(Vec<Seg>, String)> {
+    let mut issues = Vec::new();
+    for name in &spec.inputs {
+        if !child.inputs.contains_key(name) {
+            issues.push((
+                here(&[key("inputs")]),
+                format!("the child spec takes input `{name}`, which is not given"),
+            ));
+        }
+    }
+    for name in child.inputs.keys() {
+        if !spec.inputs.contains(name) {
+            issues.push((
+                here(&[key("inputs"), key(name)]),
+                format!("the child spec declares no input `{name}` (its `inputs`)"),
+            ));
+        }
+    }
+    for name in &child.share {
+        if !spec.providers.contains_key(name) {
+            issues.push((
+                here(&[key("share")]),
+                format!("shares `{name}`, which the child spec does not name among its providers"),
+            ));
+        }
+    }
+    let parent_tools = |provider: &str| -> BTreeSet<&str> {
+        parent
+            .steps
+            .iter()
+            .filter(|s| s.provider == provider)
+            .flat_map(|s| s.tools.iter().map(String::as_str))
+            .collect()
+    };
+    if let Some(tools) = &child.tools {
+        for (provider, listed) in tools {
+            if !spec.providers.contains_key(provider) {
+                issues.push((
+                    here(&[key("tools"), key(provider)]),
+                    format!("the child spec has no provider `{provider}`"),
+                ));
+            }
+            if child.share.contains(provider) {
+                let allowed = parent_tools(provider);
+                for tool in listed {
+                    if !allowed.contains(tool.as_str()) {
+                        issues.push((
+                            here(&[key("tools"), key(provider)]),
+                            format!(
+                                "`{tool}` on shared provider `{provider}` is not a tool the parent may call there: a child's tools can only shrink"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (s, step) in spec.steps.iter().enumerate() {
+        if step.delegate.is_some() {
+            continue;
+        }
+        let allowed: Option<BTreeSet<&str>> = match &child.tools {
+            Some(tools) => Some(
+                tools
+                    .get(&step.provider)
+                    .map(|t| t.iter().map(String::as_str).collect())
+                    .unwrap_or_default(),
+            ),
+            None if child.share.contains(&step.provider) => Some(parent_tools(&step.provider)),
+            None => None,
+        };
+        let Some(allowed) = allowed else { continue };
+        for tool in &step.tools {
+            if !allowed.contains(tool.as_str()) {
+                issues.push((
+                    here(&[key("spec"), key("steps"), Seg::Index(s), key("tools")]),
+                    format!(
+                        "`{tool}` on `{}` is beyond what the delegation allows the child: a child's tools can only shrink",
+                        step.provider
+                    ),
+                ));
+            }
+        }
+    }
+    for (name, source) in &child.returns {
+        let there = here(&[key("returns"), key(name)]);
+        match CarriedRef::parse(source) {
+            Some(r) if spec.step(&r.step).is_some_and(|p| p.outputs().any(|o| o == &r.output)) => {}
+            _ => issues.push((
+                there,
+                format!("`{source}` is not an output the child spec publishes (`step.output`)"),
+            )),
         }
     }
     issues
@@ -476,6 +727,20 @@ pub fn normalise_paths(spec: &mut Spec, base_dir: &Path, catalog: &dyn ProviderC
                 api.document.starts_with("http://") || api.document.starts_with("https://");
             if !is_url {
                 api.document = join(&api.document);
+            }
+        }
+    }
+    for step in &mut spec.steps {
+        for child in step.delegate.iter_mut().flat_map(|d| d.children.iter_mut()) {
+            child.policy = child.policy.iter().map(|p| join(p)).collect();
+            if let Some(d) = &child.decider
+                && let Some(path) = d.strip_prefix("scripted:")
+            {
+                child.decider = Some(format!("scripted:{}", join(path)));
+            }
+            match &mut child.spec {
+                crate::spec::ChildSpec::Path(p) => *p = join(p),
+                crate::spec::ChildSpec::Inline(inline) => normalise_paths(inline, base_dir, catalog),
             }
         }
     }

@@ -179,3 +179,83 @@ impl Authority for AllOf {
         parts.map(|p| serde_json::json!({"all_of": p}))
     }
 }
+
+/// The most a child run may call, by provider (a provider it does not name is not limited
+/// here): the delegation's `tools`, cut on a shared provider to what the parent may call.
+pub type Allowance = std::collections::BTreeMap<String, BTreeSet<String>>;
+
+/// The authority of a child run: its own rules AND every ancestor's own rules, each asked
+/// with the child's request (principal, provenance and `parent` link included), AND its
+/// allowance. Any answer but allow from any of them wins, so a child can never be allowed
+/// what an ancestor would deny it (attenuation by construction).
+pub struct Delegated {
+    all: AllOf,
+    own: std::sync::Arc<dyn Authority>,
+    ancestors: Vec<std::sync::Arc<dyn Authority>>,
+    allowance: Option<Allowance>,
+}
+
+impl Delegated {
+    /// `own` with `ancestors` (the root's first) and the child's `allowance`.
+    pub fn new(
+        own: std::sync::Arc<dyn Authority>,
+        ancestors: Vec<std::sync::Arc<dyn Authority>>,
+        allowance: Option<Allowance>,
+    ) -> Delegated {
+        let mut parts: Vec<std::sync::Arc<dyn Authority>> = Vec::new();
+        if let Some(tools) = &allowance {
+            parts.push(std::sync::Arc::new(Allowed(tools.clone())));
+        }
+        parts.push(own.clone());
+        parts.extend(ancestors.iter().cloned());
+        Delegated {
+            all: AllOf::new(parts),
+            own,
+            ancestors,
+            allowance,
+        }
+    }
+}
+
+impl Authority for Delegated {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        self.all.evaluate(request)
+    }
+
+    fn describe(&self) -> Option<serde_json::Value> {
+        let ancestors: Vec<serde_json::Value> = self
+            .ancestors
+            .iter()
+            .map(|a| a.describe().unwrap_or(serde_json::Value::Null))
+            .collect();
+        Some(serde_json::json!({"delegated": {
+            "own": self.own.describe(),
+            "ancestors": ancestors,
+            "tools": self.allowance,
+        }}))
+    }
+}
+
+/// Denies a call beyond an allowance.
+struct Allowed(Allowance);
+
+impl Authority for Allowed {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        let verdict = match self.0.get(request.provider) {
+            Some(tools) if !tools.contains(request.tool) => Verdict::Deny {
+                reasons: vec![format!(
+                    "delegation: `{}` on `{}` is beyond what the child may call",
+                    request.tool, request.provider
+                )],
+            },
+            _ => Verdict::Allow {
+                grant: "delegation".into(),
+            },
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+
+    fn describe(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({"allowance": self.0}))
+    }
+}

@@ -154,6 +154,8 @@ pub struct Engine {
     pub(crate) policies: Option<Arc<dyn warrant_core::ports::PolicySource>>,
     /// Policy files that rule every new run together with its spec's (`--policy`).
     pub(crate) policy_files: Arc<[String]>,
+    /// Prepares the decider and providers of child runs (delegation).
+    pub(crate) children: Option<Arc<dyn warrant_core::ports::ChildRuns>>,
 }
 
 /// Execution control, required for commit calls.
@@ -181,6 +183,7 @@ impl Engine {
             holder: Arc::from(format!("pid {}@{}", std::process::id(), lease::host())),
             policies: None,
             policy_files: Arc::from([]),
+            children: None,
         }
     }
 
@@ -239,6 +242,13 @@ impl Engine {
     /// its spec's `policy:` as one policy set (built by the policy source).
     pub fn with_policy_files(mut self, paths: Vec<String>) -> Engine {
         self.policy_files = Arc::from(paths);
+        self
+    }
+
+    /// Runs the children of steps that delegate, with deciders and providers `children`
+    /// prepares. Without it, a spec that delegates is refused (never half run).
+    pub fn with_children(mut self, children: Arc<dyn warrant_core::ports::ChildRuns>) -> Engine {
+        self.children = Some(children);
         self
     }
 
@@ -322,11 +332,7 @@ impl Engine {
         surfaces: &'a Surfaces,
         setup_ms: Option<u64>,
     ) -> Result<run::Run<'a>, EngineError> {
-        for step in &spec.steps {
-            if !surfaces.contains_key(&step.provider) {
-                return Err(EngineError::MissingSurface(step.provider.clone()));
-            }
-        }
+        self.check_surfaces(&spec, surfaces)?;
         let rules = self.rules_for(&spec)?;
         let mut run = run::Run::start(
             self,
@@ -339,6 +345,25 @@ impl Engine {
         );
         run.setup_ms = setup_ms;
         Ok(run)
+    }
+
+    /// Refuses a spec whose steps name a provider with no surface, or that delegates when
+    /// this engine cannot run children.
+    fn check_surfaces(&self, spec: &Spec, surfaces: &Surfaces) -> Result<(), EngineError> {
+        for step in &spec.steps {
+            if step.delegate.is_some() {
+                if self.children.is_none() {
+                    return Err(EngineError::Rules(format!(
+                        "step `{}` delegates to child runs, and this engine cannot run them \
+                         (`Engine::with_children`): not running it half",
+                        step.id
+                    )));
+                }
+            } else if !surfaces.contains_key(&step.provider) {
+                return Err(EngineError::MissingSurface(step.provider.clone()));
+            }
+        }
+        Ok(())
     }
 
     /// Asks for `run` to be cancelled. The process running it (this one or another sharing
@@ -542,11 +567,14 @@ impl Engine {
                 state,
             });
         }
-        for step in &spec.steps {
-            if !surfaces.contains_key(&step.provider) {
-                return Err(EngineError::MissingSurface(step.provider.clone()));
-            }
+        if let Some(link) = state.parent() {
+            return Err(EngineError::Refused(format!(
+                "run `{run_id}` is a child of `{}`: it is driven with its tree, by resuming `{}`",
+                link.run,
+                root_of(run_id)
+            )));
         }
+        self.check_surfaces(&spec, surfaces)?;
         let rules =
             self.rules_recorded(run_id, &spec, state.authority(), state.execution_control())?;
         let epoch = self.claim(run_id).await?;
@@ -697,6 +725,12 @@ where
         }
     }
     None
+}
+
+/// The id of the root of `run`'s tree of delegations: itself when it is no child (a child is
+/// `<parent>.<n>`).
+pub fn root_of(run: &RunId) -> RunId {
+    RunId(run.0.split('.').next().unwrap_or(&run.0).to_owned())
 }
 
 /// Refuses a log this build cannot act on: events of types it does not know, or a format

@@ -22,9 +22,24 @@ const CONTROL_TIMEOUT_MS: u64 = 2_000;
 pub(crate) struct Rules {
     pub(crate) authority: Arc<dyn Authority>,
     pub(crate) control: Option<ControlSetting>,
+    /// Each run's own authority from the root down to this one: what rules a child of it
+    /// besides the child's own.
+    pub(crate) lineage: Vec<Arc<dyn Authority>>,
+    /// The most this run may call, when it is a child with one.
+    pub(crate) allowance: Option<crate::authority::Allowance>,
 }
 
 impl Rules {
+    /// The rules of a run that is no child.
+    pub(crate) fn root(authority: Arc<dyn Authority>, control: Option<ControlSetting>) -> Rules {
+        Rules {
+            lineage: vec![authority.clone()],
+            authority,
+            control,
+            allowance: None,
+        }
+    }
+
     /// The execution control as `run_started` records it.
     pub(crate) fn describe_control(&self) -> Option<Value> {
         self.control.as_ref().map(|c| {
@@ -42,10 +57,7 @@ impl Engine {
     /// The engine's own authority and execution control, as they are (a replay rules with the
     /// recorded ones).
     pub(crate) fn own_rules(&self) -> Rules {
-        Rules {
-            authority: self.authority.clone(),
-            control: self.control.clone(),
-        }
+        Rules::root(self.authority.clone(), self.control.clone())
     }
 
     /// The rules of a new run of `spec`: the engine's authority with the spec's policies (any
@@ -90,7 +102,7 @@ impl Engine {
                 timeout_ms: c.timeout_ms,
             }),
         };
-        Ok(Rules { authority, control })
+        Ok(Rules::root(authority, control))
     }
 
     /// The rules of `run` re-entered: what its embedder set on this engine, when it did
@@ -134,7 +146,7 @@ impl Engine {
                     .map_err(|e| refuse("the execution control", Some(d), e))?,
             ),
         };
-        Ok(Rules { authority, control })
+        Ok(Rules::root(authority, control))
     }
 
     fn source(&self) -> Result<&dyn PolicySource, EngineError> {

@@ -52,6 +52,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             principal: None,
             setup_ms: None,
             provenance: None,
+            parent: None,
         },
     })
 }

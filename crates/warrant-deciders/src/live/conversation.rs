@@ -541,6 +541,7 @@ mod tests {
                     principal: None,
                     setup_ms: None,
                     provenance: Some(2),
+                    parent: None,
                 },
             })
             .unwrap();

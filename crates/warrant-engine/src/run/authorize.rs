@@ -30,6 +30,7 @@ impl Run<'_> {
             hints: None,
             context_taint: self.state.call_taint(call),
             grant: self.state.grant_of(&step.id),
+            parent: self.state.parent(),
         };
         let verdict = match &setting.control {
             None => ControlVerdict::Indeterminate {
@@ -95,6 +96,7 @@ impl Run<'_> {
             provenance: labels,
             context_taint: self.state.call_taint(call),
             grant: self.state.grant_of(&step.id),
+            parent: self.state.parent(),
         };
         // INVARIANT (denied stays denied): a person's denial of this effect on this target
         // holds whatever the authority says now.

@@ -311,6 +311,7 @@ impl Run<'_> {
                             r.fault.message
                         ),
                         code: r.fault.code,
+                        inner: None,
                     },
                     ..r
                 },
@@ -349,6 +350,7 @@ impl Run<'_> {
                 hints: action.hints.as_ref(),
                 context_taint: self.state.call_taint(call),
                 grant: self.state.grant_of(&step.id),
+                parent: self.state.parent(),
             };
             match interceptor.intercept(&request) {
                 Interception::Pass => {}

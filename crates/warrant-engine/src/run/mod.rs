@@ -28,6 +28,7 @@ use crate::{Engine, EngineError, RunResult, Surfaces};
 mod authorize;
 mod bridge;
 mod decide;
+mod delegate;
 mod invoke;
 mod recover;
 mod wait;
@@ -75,6 +76,8 @@ pub(crate) struct Run<'a> {
     pub(crate) epoch: u64,
     /// Its authority and execution control.
     rules: crate::rules::Rules,
+    /// A new child run: the run that delegated to it (recorded in its `run_started`).
+    pub(crate) parent: Option<warrant_core::event::ParentLink>,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -183,6 +186,7 @@ impl<'a> Run<'a> {
             provenance: Some(warrant_core::provenance::RULES),
             epoch: 1,
             rules,
+            parent: None,
         }
     }
 
@@ -323,6 +327,7 @@ impl<'a> Run<'a> {
             setup_ms,
             execution_control: self.rules.describe_control(),
             provenance: self.provenance,
+            parent: self.parent.clone(),
         })?;
         Ok(())
     }
@@ -334,6 +339,14 @@ impl<'a> Run<'a> {
             if self.state.outcome().is_none()
                 && let Some(c) = self.cancel_due().await
             {
+                // Children end first: each sees its ancestor's cancellation and ends
+                // cancelled (an effect of theirs in doubt stays in their report).
+                if let Some(i) = self.state.current()
+                    && self.state.step(i).children.iter().any(|c| c.outcome.is_none())
+                {
+                    self.cancel = Some(c.clone());
+                    self.drive_children(i).await?;
+                }
                 // A call still held for approval was never dispatched: it ends with the run.
                 // (One dispatched after its approval is past holding: if its answer was lost
                 // it stays in doubt, for a reconciliation.)
@@ -408,6 +421,11 @@ impl<'a> Run<'a> {
                         step: step.id.clone(),
                         provider: step.provider.clone(),
                     })?;
+                }
+                Next::Continue(i) if step_of(&self.spec, i)?.delegate.is_some() => {
+                    if !self.delegate(i).await? {
+                        break;
+                    }
                 }
                 Next::Continue(i) => self.decide_once(i).await?,
                 Next::Redrive(call) => self.redrive(call).await?,

@@ -72,21 +72,22 @@ impl Run<'_> {
         if !matches!(self.time, TimeSource::Live(_)) {
             return false;
         }
-        let Next::Wait(call) = self.state.next() else {
+        let next = self.state.next();
+        let delegating = matches!(next, Next::Continue(i)
+            if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
+                && self.state.status() == "waiting");
+        if !delegating && !matches!(next, Next::Wait(_)) {
             return false;
-        };
+        }
         if let Some(c) = self.cancel_due().await {
             self.cancel = Some(c);
             return false;
         }
         let now = self.time.peek().unwrap_or(self.state.last_at_ms());
-        let expired = self
-            .state
-            .call(call)
-            .and_then(|c| c.awaiting.as_deref())
-            .and_then(|r| self.state.approval(r))
-            .is_some_and(|a| a.status == ApprovalStatus::Pending && now >= a.expires_at_ms);
-        !expired
+        match next {
+            Next::Wait(call) => !expired(&self.state, call, now),
+            _ => super::delegate::children_idle(self.engine, &self.state, now).await,
+        }
     }
 
     /// Gives the run's lease back (nothing more will be appended by this process).
@@ -124,12 +125,36 @@ impl Run<'_> {
                     return None;
                 }
                 self.cancel_polled_ms = Some(now);
-                self.engine
-                    .store
-                    .cancel_request(&self.run_id)
-                    .await
-                    .ok()
-                    .flatten()
+                cancel_requested(&*self.engine.store, &self.cancel_ids()).await
+            }
+        }
+    }
+
+    /// The runs whose cancellation ends this one: itself, then its ancestors (cancelling a
+    /// parent cancels its children).
+    pub(super) fn cancel_ids(&self) -> Vec<RunId> {
+        let mut ids = vec![self.run_id.clone()];
+        if let Some(p) = self.state.parent().or(self.parent.as_ref()) {
+            ids.extend(p.chain.iter().rev().cloned());
+        }
+        ids
+    }
+
+    /// Awaits `work` (this run's children), renewing the run's lease meanwhile.
+    pub(super) async fn renewing<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        let TimeSource::Live(clock) = &self.time else {
+            return work.await;
+        };
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut work => return done,
+                () = tokio::time::sleep(Duration::from_millis(LEASE_TTL_MS / 3)) => {
+                    let driver = self.driver(clock.now_ms());
+                    // A failed renewal only lets the lease lapse sooner; the run goes on.
+                    let _ = self.engine.store.heartbeat(&self.run_id, &driver).await;
+                }
             }
         }
     }
@@ -144,13 +169,17 @@ impl Run<'_> {
         let TimeSource::Live(clock) = &self.time else {
             return Ok(work.await);
         };
-        let (store, run) = (self.engine.store.clone(), self.run_id.clone());
+        let (store, run, ids) = (
+            self.engine.store.clone(),
+            self.run_id.clone(),
+            self.cancel_ids(),
+        );
         let (clock, holder, epoch) = (clock.clone(), self.engine.holder.clone(), self.epoch);
         let watch = async move {
             let mut renewed_ms = clock.now_ms();
             loop {
                 tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
-                if let Ok(Some(c)) = store.cancel_request(&run).await {
+                if let Some(c) = cancel_requested(&*store, &ids).await {
                     return c;
                 }
                 let now_ms = clock.now_ms();
@@ -212,4 +241,26 @@ impl Run<'_> {
             Err(c) => Err(Cut::Cancelled(c)),
         }
     }
+}
+
+/// The first cancellation requested of `ids` (a run, then its ancestors).
+async fn cancel_requested(
+    store: &dyn warrant_core::ports::EventStore,
+    ids: &[RunId],
+) -> Option<CancelRequest> {
+    for id in ids {
+        if let Ok(Some(c)) = store.cancel_request(id).await {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Whether the approval `call` waits on expired unanswered by `now`.
+pub(super) fn expired(state: &RunState, call: CallId, now: u64) -> bool {
+    state
+        .call(call)
+        .and_then(|c| c.awaiting.as_deref())
+        .and_then(|r| state.approval(r))
+        .is_some_and(|a| a.status == ApprovalStatus::Pending && now >= a.expires_at_ms)
 }
