@@ -108,6 +108,10 @@ impl Run<'_> {
             }
             _ => None,
         });
+        let denial = match denial {
+            Some(d) => Some(d),
+            None => self.tree_denial(&step.provider, &args_digest).await,
+        };
         if let Some(message) = denial {
             return Err(Refusal {
                 ruled: Some(args_digest),
@@ -268,5 +272,45 @@ impl Run<'_> {
             held: true,
             ..refuse(Code::ApprovalRequired, Layer::Policy, "held for approval")
         })
+    }
+}
+
+impl Run<'_> {
+    /// INVARIANT (denied stays denied, across a tree): a person's denial of this effect
+    /// (provider and arguments digest) recorded in any other run of this run's tree of
+    /// delegations — its root, a parent, a sibling, a child — holds here too.
+    async fn tree_denial(&self, provider: &str, args_digest: &str) -> Option<String> {
+        if self.state.parent().is_none() && self.state.children().next().is_none() {
+            return None;
+        }
+        let root = crate::root_of(&self.run_id);
+        let query = warrant_core::store::RunQuery {
+            id_prefix: Some(format!("{root}.")),
+            ..warrant_core::store::RunQuery::default()
+        };
+        let mut members = vec![root];
+        if let Ok(page) = self.engine.store.runs(query).await {
+            members.extend(page.runs.into_iter().map(|r| r.run_id));
+        }
+        for member in members.iter().filter(|m| **m != self.run_id) {
+            let Ok(state) = self.engine.fold(member).await else {
+                continue;
+            };
+            let denied = state.approvals().iter().find_map(|a| match &a.status {
+                ApprovalStatus::Denied { by, reason }
+                    if a.provider == provider && a.args_digest == args_digest =>
+                {
+                    Some(format!(
+                        "denied by {by} in run `{member}`: {reason} (request {})",
+                        a.id
+                    ))
+                }
+                _ => None,
+            });
+            if denied.is_some() {
+                return denied;
+            }
+        }
+        None
     }
 }
