@@ -1255,7 +1255,9 @@ impl RunState {
                     self.steps.iter().map(|s| s.children.len()).sum::<usize>() + 1
                 );
                 if child.0 != expected {
-                    return Err(fail(format!("the next child is `{expected}`, not `{child}`")));
+                    return Err(fail(format!(
+                        "the next child is `{expected}`, not `{child}`"
+                    )));
                 }
                 let s = step_state(&mut self.steps, i).map_err(fail)?;
                 s.children.push(ChildRecord {
@@ -1270,7 +1272,11 @@ impl RunState {
                 let i = self.running_step(step).map_err(fail)?;
                 let s = step_state(&mut self.steps, i).map_err(fail)?;
                 for child in children {
-                    if !s.children.iter().any(|c| &c.run == child && c.outcome.is_none()) {
+                    if !s
+                        .children
+                        .iter()
+                        .any(|c| &c.run == child && c.outcome.is_none())
+                    {
                         return Err(fail(format!("`{child}` is no running child of `{step}`")));
                     }
                 }

@@ -536,10 +536,7 @@ fn delegation(
                                 ));
                             }
                         }
-                        _ => issues.push((
-                            there,
-                            format!("`{source}`: no step publishes it"),
-                        )),
+                        _ => issues.push((there, format!("`{source}`: no step publishes it"))),
                     },
                 },
                 _ => issues.push((there, "give exactly one of `carried` and `value`".into())),
@@ -669,7 +666,10 @@ fn child_fits(
     for (name, source) in &child.returns {
         let there = here(&[key("returns"), key(name)]);
         match CarriedRef::parse(source) {
-            Some(r) if spec.step(&r.step).is_some_and(|p| p.outputs().any(|o| o == &r.output)) => {}
+            Some(r)
+                if spec
+                    .step(&r.step)
+                    .is_some_and(|p| p.outputs().any(|o| o == &r.output)) => {}
             _ => issues.push((
                 there,
                 format!("`{source}` is not an output the child spec publishes (`step.output`)"),
@@ -740,7 +740,9 @@ pub fn normalise_paths(spec: &mut Spec, base_dir: &Path, catalog: &dyn ProviderC
             }
             match &mut child.spec {
                 crate::spec::ChildSpec::Path(p) => *p = join(p),
-                crate::spec::ChildSpec::Inline(inline) => normalise_paths(inline, base_dir, catalog),
+                crate::spec::ChildSpec::Inline(inline) => {
+                    normalise_paths(inline, base_dir, catalog)
+                }
             }
         }
     }

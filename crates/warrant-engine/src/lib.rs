@@ -26,7 +26,7 @@ use warrant_core::ports::{
 };
 use warrant_core::{Outcome, Spec};
 
-pub use authority::{AllOf, Allowance, AllowAll, Delegated, DenyTools, RuleList};
+pub use authority::{AllOf, AllowAll, Allowance, Delegated, DenyTools, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use rules::rebuild_authority;

@@ -12,11 +12,11 @@
 mod common;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use common::{kinds, script, spec};
-use warrant_core::event::{CallStatus, Event, EventKind, Outcome, StepEnd};
+use warrant_core::event::{CallStatus, Event, EventKind, Outcome};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{
     Authority, BoxFuture, ChildParts, ChildRuns, DecideError, Decided, Decider, Surface,
@@ -104,7 +104,11 @@ struct Tree {
     most: Arc<AtomicUsize>,
 }
 
-fn tree(parent: &warrant_core::Spec, scripts: &[(&str, &str)], authority: Arc<dyn Authority>) -> Tree {
+fn tree(
+    parent: &warrant_core::Spec,
+    scripts: &[(&str, &str)],
+    authority: Arc<dyn Authority>,
+) -> Tree {
     let store = Arc::new(MemoryStore::new());
     let cafe = Arc::new(Cafe::default());
     let most = Arc::new(AtomicUsize::new(0));
@@ -213,7 +217,11 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
     assert!(kinds(&log).contains(&"child_spawned"));
     assert!(kinds(&log).contains(&"child_finished"));
     // The parent's carried value keeps the child's lineage: parent step <- child run <- call.
-    let carried = result.state.carried().get("check.nearest").expect("returned");
+    let carried = result
+        .state
+        .carried()
+        .get("check.nearest")
+        .expect("returned");
     assert_eq!(carried.lineage.run.0, "run-1.1");
     assert_eq!(carried.lineage.step.0, "drift");
     assert_eq!(carried.lineage.tool, "check_design_drift");
@@ -229,7 +237,10 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
     assert_eq!(link.step.0, "check");
     assert_eq!((link.depth, link.chain.len()), (1, 1));
     let given = &link.inputs["color"];
-    assert_eq!((given.lineage.run.0.as_str(), given.lineage.step.0.as_str()), ("run-1", "order"));
+    assert_eq!(
+        (given.lineage.run.0.as_str(), given.lineage.step.0.as_str()),
+        ("run-1", "order")
+    );
     assert_eq!(outcome(&t.store, "run-1.1"), Some(Outcome::Attained));
     // The child's argument was filled from the carried input, and labelled so.
     let labels = child.iter().find_map(|e| match &e.kind {
@@ -249,4 +260,386 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
         .unwrap();
     let child_start = &t.store.read(&RunId("run-1.1".into()), 1).await.unwrap()[0];
     assert!(spawned.position < child_start.position);
+}
+
+/// A parent that delegates to `n` children of one spec (the checker over a shared cafe or
+/// the gallery), each with its own decider script.
+fn fan(children: &str, fan_out: u32) -> String {
+    format!(
+        r#"
+version: warrant/v1
+id: fan
+objective: Have children do the work.
+providers:
+  cafe: {{reference: cafe}}
+steps:
+  - id: look
+    provider: cafe
+    tools: [read_menu, order_latte]
+    required: true
+  - id: work
+    after: [look]
+    required: true
+    delegate:
+      fan_out: {fan_out}
+      children:
+{children}
+limits:
+  decisions_max: 40
+"#
+    )
+}
+
+fn orderer(decider: &str, extra: &str) -> String {
+    format!(
+        r#"        - spec:
+            version: warrant/v1
+            id: orderer
+            objective: Order a latte.
+            decider: scripted:{decider}
+            providers:
+              cafe: {{reference: cafe}}
+            steps:
+              - id: buy
+                provider: cafe
+                tools: [read_menu, order_latte]
+                commit: required
+                required: true
+          share: [cafe]
+{extra}"#
+    )
+}
+
+const LOOK: &str = r"
+steps:
+  look:
+    - call: read_menu
+    - done: looked
+";
+
+const BUY: &str = r"
+steps:
+  buy:
+    - call: order_latte
+      args: {size: small}
+    - done: bought
+";
+
+#[tokio::test]
+async fn a_failing_child_fails_the_step_on_orchestration_with_its_own_attribution_inside() {
+    let decline = "steps:\n  buy:\n    - decline: not today\n";
+    let parent = spec(&fan(&orderer("no", ""), 1));
+    let t = tree(&parent, &[("no", decline)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    let Some(Outcome::NotAttained { missing }) = &result.outcome else {
+        panic!("not attained: {:?}", result.outcome);
+    };
+    assert_eq!(missing[0].step.0, "work");
+    assert_eq!(missing[0].fault.code, "child_not_attained");
+    assert_eq!(missing[0].fault.layer, warrant_core::Layer::Orchestration);
+    let inner = missing[0]
+        .fault
+        .inner
+        .as_ref()
+        .expect("the child's own attribution");
+    assert_eq!(inner.layer, warrant_core::Layer::Model);
+    assert!(t.cafe.orders().is_empty());
+}
+
+const PEEK: &str = r"
+steps:
+  buy:
+    - call: read_menu
+    - done: read it
+";
+
+#[tokio::test]
+async fn children_run_at_most_fan_out_at_once_and_act_on_the_shared_provider() {
+    let children: String = (0..3)
+        .map(|_| {
+            orderer("peek", "").replace(
+                "tools: [read_menu, order_latte]\n                commit: required",
+                "tools: [read_menu]",
+            )
+        })
+        .collect();
+    let parent = spec(&fan(&children, 2));
+    let t = tree(&parent, &[("peek", PEEK)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(
+        result.outcome,
+        Some(Outcome::Attained),
+        "{:?}",
+        result.outcome
+    );
+    for n in 1..=3 {
+        assert_eq!(
+            outcome(&t.store, &format!("run-1.{n}")),
+            Some(Outcome::Attained)
+        );
+    }
+    let most = t.most.load(Ordering::SeqCst);
+    assert!(
+        most == 2,
+        "two children decided at once, never three: {most}"
+    );
+    // Their spending counts against the parent.
+    assert_eq!(result.state.spent().calls, 1 + 3);
+    assert_eq!(result.state.spent().decisions, 2 + 3 * 2);
+    assert_eq!(result.state.own_spent().decisions, 2);
+}
+
+#[tokio::test]
+async fn a_child_is_given_no_more_than_its_parent_has_left() {
+    // The child asks for 50 decisions; the parent may take 40 and took 2.
+    let child = orderer("buy", "          budget: {decisions: 50, calls: 9}\n");
+    let parent =
+        spec(&fan(&child, 1).replace("decisions_max: 40", "decisions_max: 40\n  calls_max: 3"));
+    let t = tree(&parent, &[("buy", BUY)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(result.outcome, Some(Outcome::Attained));
+    let log = events(&t.store, "run-1");
+    let Some(EventKind::ChildSpawned { asked, granted, .. }) = log
+        .iter()
+        .map(|e| &e.kind)
+        .find(|k| k.name() == "child_spawned")
+    else {
+        panic!("spawned");
+    };
+    assert_eq!((asked.decisions, asked.calls), (Some(50), Some(9)));
+    assert_eq!(asked.deadline_ms, None, "only what the delegation asks");
+    assert_eq!((granted.decisions, granted.calls), (Some(38), Some(2)));
+    let child = events(&t.store, "run-1.1");
+    let EventKind::RunStarted { spec, .. } = &child[0].kind else {
+        panic!()
+    };
+    assert_eq!(spec.limits.decisions_max, 38);
+    assert_eq!(spec.limits.calls_max, Some(2));
+}
+
+#[tokio::test]
+async fn a_child_that_spends_its_slice_is_exhausted_and_the_parent_step_is_not_attained() {
+    let child = orderer("buy", "          budget: {decisions: 1}\n");
+    let parent = spec(&fan(&child, 1));
+    let t = tree(&parent, &[("buy", BUY)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert!(matches!(
+        outcome(&t.store, "run-1.1"),
+        Some(Outcome::Exhausted { ref limit, .. }) if limit == "decisions_max"
+    ));
+    let Some(Outcome::NotAttained { missing }) = &result.outcome else {
+        panic!("{:?}", result.outcome);
+    };
+    assert_eq!(missing[0].fault.code, "child_not_attained");
+}
+
+#[tokio::test]
+async fn a_child_cannot_call_beyond_its_allowance_even_when_its_spec_lists_the_tool() {
+    // The delegation allows only `read_menu` on the shared cafe; the child's spec (built
+    // without the loader's check) lists `order_latte` too: the runtime denies it.
+    let child = orderer("buy", "          tools: {cafe: [read_menu]}\n");
+    let parent = spec(&fan(
+        &child.replace(
+            "tools: [read_menu, order_latte]\n                commit: required",
+            "tools: [read_menu]\n                commit: required",
+        ),
+        1,
+    ));
+    let mut raw = (*parent).clone();
+    let delegate = raw.steps[1].delegate.as_mut().unwrap();
+    let warrant_core::spec::ChildSpec::Inline(inline) = &mut delegate.children[0].spec else {
+        panic!()
+    };
+    inline.steps[0].tools.push("order_latte".into());
+    let t = tree(&raw, &[("buy", BUY)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(Arc::new(raw), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert!(t.cafe.orders().is_empty(), "the provider was never called");
+    let child = events(&t.store, "run-1.1");
+    let stopped = child.iter().find_map(|e| match &e.kind {
+        EventKind::CallFinished {
+            status: CallStatus::StoppedByPolicy,
+            fault: Some(f),
+            ..
+        } => Some(f.message.clone()),
+        _ => None,
+    });
+    assert!(
+        stopped
+            .as_deref()
+            .is_some_and(|m| m.contains("beyond what the child may call")),
+        "{stopped:?}"
+    );
+    assert!(matches!(result.outcome, Some(Outcome::NotAttained { .. })));
+}
+
+#[tokio::test]
+async fn a_parents_rule_rules_its_child_and_the_childs_ask_waits_in_the_tree() {
+    // The engine's rule (every run's) asks for a person before `order_latte`.
+    let parent = spec(&fan(&orderer("buy", ""), 1));
+    let rules = Arc::new(RuleList::new(
+        Vec::<String>::new(),
+        vec!["order_latte".to_owned()],
+    ));
+    let t = tree(&parent, &[("buy", BUY)], rules);
+    let result = t
+        .engine
+        .run(parent.clone(), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(result.outcome, None, "the tree waits for a person");
+    assert_eq!(result.state.status(), "waiting");
+    use warrant_core::ports::EventStore;
+    let pending = t.store.pending_approvals(None).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        pending[0].run_id.0, "run-1.1",
+        "the child's ask, with its identity"
+    );
+    // The child is driven with its tree, never on its own.
+    let err = t
+        .engine
+        .resume(&RunId("run-1.1".into()), &script(BUY), &t.surfaces)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("resuming `run-1`"), "{err}");
+    // Resuming the waiting parent with nothing answered records nothing.
+    let before = events(&t.store, "run-1").len();
+    t.engine
+        .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(events(&t.store, "run-1").len(), before);
+    // Answered once, the whole tree goes on.
+    let approve = Answer::Approve {
+        scope: warrant_core::event::ApprovalScope::Once,
+        until_ms: None,
+        edited: None,
+    };
+    t.engine
+        .answer(&pending[0].request, approve, "local/alice")
+        .await
+        .unwrap();
+    let result = t
+        .engine
+        .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert_eq!(
+        result.outcome,
+        Some(Outcome::Attained),
+        "{:?}",
+        result.outcome
+    );
+    assert_eq!(t.cafe.orders().len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_cancels_its_waiting_children_first() {
+    let parent = spec(&fan(&orderer("buy", ""), 1));
+    let rules = Arc::new(RuleList::new(
+        Vec::<String>::new(),
+        vec!["order_latte".to_owned()],
+    ));
+    let t = tree(&parent, &[("buy", BUY)], rules);
+    t.engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    t.engine
+        .cancel(&RunId("run-1".into()), "local/alice", "enough")
+        .await
+        .unwrap();
+    let result = t
+        .engine
+        .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert!(matches!(result.outcome, Some(Outcome::Cancelled { .. })));
+    assert!(matches!(
+        outcome(&t.store, "run-1.1"),
+        Some(Outcome::Cancelled { .. })
+    ));
+    assert!(t.cafe.orders().is_empty());
+    let log = events(&t.store, "run-1");
+    let names = kinds(&log);
+    let finished = names.iter().position(|k| *k == "child_finished").unwrap();
+    assert!(finished < names.iter().position(|k| *k == "run_finished").unwrap());
+}
+
+#[tokio::test]
+async fn a_denial_in_one_child_holds_for_the_same_effect_in_its_sibling() {
+    // Two children ask about the same order; the first's is denied, the second's approved:
+    // the denial holds for the same effect in the sibling, whatever path it takes.
+    let children: String = (0..2).map(|_| orderer("buy", "")).collect();
+    let parent = spec(&fan(&children, 1));
+    let rules = Arc::new(RuleList::new(
+        Vec::<String>::new(),
+        vec!["order_latte".to_owned()],
+    ));
+    let t = tree(&parent, &[("buy", BUY)], rules);
+    t.engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    use warrant_core::ports::EventStore;
+    let pending = t.store.pending_approvals(None).await.unwrap();
+    let ids: Vec<&str> = pending.iter().map(|p| p.run_id.0.as_str()).collect();
+    assert_eq!(ids, ["run-1.1", "run-1.2"]);
+    t.engine
+        .answer(
+            &pending[0].request,
+            Answer::Deny {
+                reason: "no orders".into(),
+            },
+            "local/alice",
+        )
+        .await
+        .unwrap();
+    let approve = Answer::Approve {
+        scope: warrant_core::event::ApprovalScope::Once,
+        until_ms: None,
+        edited: None,
+    };
+    t.engine
+        .answer(&pending[1].request, approve, "local/bob")
+        .await
+        .unwrap();
+    let result = t
+        .engine
+        .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    let sibling = events(&t.store, "run-1.2");
+    let refused = sibling.iter().find_map(|e| match &e.kind {
+        EventKind::CallFinished { fault: Some(f), .. } if f.code == "approval_denied" => {
+            Some(f.message.clone())
+        }
+        _ => None,
+    });
+    assert!(
+        refused.as_deref().is_some_and(|m| m.contains("run-1.1")),
+        "{refused:?}"
+    );
+    assert!(t.cafe.orders().is_empty(), "no path reached the cafe");
+    assert!(matches!(result.outcome, Some(Outcome::NotAttained { .. })));
 }

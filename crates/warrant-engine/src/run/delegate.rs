@@ -61,17 +61,26 @@ impl Run<'_> {
         let spawned = self.state.step(i).children.len();
         for (k, child) in delegate.children.iter().enumerate().skip(spawned) {
             if depth + 1 > warrant_core::spec::DEPTH_MAX {
-                return self.end_step(i, step, not_started(format!(
-                    "the tree would grow deeper than {} runs",
-                    warrant_core::spec::DEPTH_MAX
-                )));
+                return self.end_step(
+                    i,
+                    step,
+                    not_started(format!(
+                        "the tree would grow deeper than {} runs",
+                        warrant_core::spec::DEPTH_MAX
+                    )),
+                );
             }
             let Some(child_spec) = child.spec.inline() else {
-                return self.end_step(i, step, not_started(
-                    "the child's spec was never loaded (a file a front door freezes inline)",
-                ));
+                return self.end_step(
+                    i,
+                    step,
+                    not_started(
+                        "the child's spec was never loaded (a file a front door freezes inline)",
+                    ),
+                );
             };
-            let (asked, granted) = match self.carve(child_spec, child) {
+            let sharing = u64::try_from(delegate.children.len() - k).unwrap_or(1);
+            let (asked, granted) = match self.carve(child_spec, child, sharing) {
                 Ok(b) => b,
                 Err((limit, value)) => {
                     self.exhausted(limit, value)?;
@@ -182,7 +191,13 @@ impl Run<'_> {
 
     /// Ends step `i` not attained, before any child of it started.
     fn end_step(&mut self, i: usize, step: &StepSpec, fault: Fault) -> Result<bool, EngineError> {
-        if self.state.step(i).children.iter().any(|c| c.outcome.is_none()) {
+        if self
+            .state
+            .step(i)
+            .children
+            .iter()
+            .any(|c| c.outcome.is_none())
+        {
             return Err(EngineError::Refused(fault.message));
         }
         self.stage(EventKind::StepFinished {
@@ -215,8 +230,7 @@ impl Run<'_> {
                             c.run,
                             inner.as_ref().map_or(String::new(), |f| format!(
                                 " ({}: {})",
-                                f.layer,
-                                f.message
+                                f.layer, f.message
                             ))
                         ),
                     );
@@ -240,60 +254,85 @@ impl Run<'_> {
         StepEnd::Attained
     }
 
-    /// What a child asks (its delegation's budget, else its spec's limits) and what it is
-    /// given: each cut to what this run has left, its running children's grants set aside.
-    /// A limit with nothing left is `Err`: the run is exhausted.
-    fn carve(&self, spec: &Spec, child: &Child) -> Result<(Budget, Budget), (&'static str, u64)> {
+    /// What a child asks (its delegation's `budget`) and what it is given: the ask cut to what
+    /// this run has left (its running children's grants set aside); a limit it does not ask
+    /// about is its spec's own, cut to an equal share of what is left among the `sharing`
+    /// children still to spawn, this one included. A limit with nothing left is `Err`: the run
+    /// is exhausted.
+    fn carve(
+        &self,
+        spec: &Spec,
+        child: &Child,
+        sharing: u64,
+    ) -> Result<(Budget, Budget), (&'static str, u64)> {
         let own = &spec.limits;
-        let asked = Budget {
-            decisions: child.budget.decisions.or(Some(own.decisions_max)),
-            calls: child.budget.calls.or(own.calls_max),
-            tokens: child.budget.tokens.or(own.tokens_max),
-            cost_micro_usd: child.budget.cost_micro_usd.or(own.cost_micro_usd_max),
-            deadline_ms: child.budget.deadline_ms.or(Some(own.deadline_ms)),
-        };
+        let asked = child.budget.clone();
         let limits = &self.spec.limits;
         let spent = self.state.spent();
         let mut held = Spent::default();
         for (_, c) in self.state.children().filter(|(_, c)| c.outcome.is_none()) {
-            held.decisions = held.decisions.saturating_add(c.granted.decisions.unwrap_or(0));
+            held.decisions = held
+                .decisions
+                .saturating_add(c.granted.decisions.unwrap_or(0));
             held.calls = held.calls.saturating_add(c.granted.calls.unwrap_or(0));
             held.tokens = held.tokens.saturating_add(c.granted.tokens.unwrap_or(0));
             held.cost_micro_usd = held
                 .cost_micro_usd
                 .saturating_add(c.granted.cost_micro_usd.unwrap_or(0));
         }
-        let cut = |asked: Option<u64>, max: Option<u64>, used: u64, name: &'static str| {
-            let Some(max) = max else { return Ok(asked) };
+        let sharing = sharing.max(1);
+        // (asked, the child spec's own, the parent's max, used or held, shared?, name)
+        let cut = |asked: Option<u64>,
+                   own: Option<u64>,
+                   max: Option<u64>,
+                   used: u64,
+                   shared: bool,
+                   name: &'static str| {
+            let Some(max) = max else {
+                return Ok(asked.or(own));
+            };
             let left = max.saturating_sub(used);
-            if left == 0 {
+            let share = if shared { left / sharing } else { left };
+            let given = match asked {
+                Some(a) => a.min(left),
+                None => own.map_or(share, |o| o.min(share)),
+            };
+            if given == 0 {
                 return Err((name, max));
             }
-            Ok(Some(asked.map_or(left, |a| a.min(left))))
+            Ok(Some(given))
         };
         let to_u32 = |v: Option<u64>| v.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
         let decisions = cut(
             asked.decisions.map(u64::from),
+            Some(u64::from(own.decisions_max)),
             Some(u64::from(limits.decisions_max)),
             u64::from(spent.decisions.saturating_add(held.decisions)),
+            true,
             "decisions_max",
         )?;
         let calls = cut(
             asked.calls.map(u64::from),
+            own.calls_max.map(u64::from),
             limits.calls_max.map(u64::from),
             u64::from(spent.calls.saturating_add(held.calls)),
+            true,
             "calls_max",
         )?;
         let tokens = cut(
             asked.tokens,
+            own.tokens_max,
             limits.tokens_max,
             spent.tokens.saturating_add(held.tokens),
+            true,
             "tokens_max",
         )?;
         let cost = cut(
             asked.cost_micro_usd,
+            own.cost_micro_usd_max,
             limits.cost_micro_usd_max,
             spent.cost_micro_usd.saturating_add(held.cost_micro_usd),
+            true,
             "cost_micro_usd_max",
         )?;
         let elapsed = self
@@ -302,8 +341,10 @@ impl Run<'_> {
             .saturating_sub(self.state.started_at_ms());
         let deadline = cut(
             asked.deadline_ms,
+            Some(own.deadline_ms),
             Some(limits.deadline_ms),
             elapsed,
+            false,
             "deadline_ms",
         )?;
         let granted = Budget {
@@ -331,7 +372,9 @@ impl Run<'_> {
                 .as_ref()
                 .and_then(|d| d.children.get(usize::try_from(k).unwrap_or(usize::MAX)))
             else {
-                return Ok(ChildEnd::NotStarted(not_started("no such child in the spec")));
+                return Ok(ChildEnd::NotStarted(not_started(
+                    "no such child in the spec",
+                )));
             };
             let Some(maker) = self.engine.children.clone() else {
                 return Ok(ChildEnd::NotStarted(not_started(
@@ -540,7 +583,12 @@ pub(super) fn children_idle<'e>(
         let Some(i) = state.current() else {
             return false;
         };
-        for c in state.step(i).children.iter().filter(|c| c.outcome.is_none()) {
+        for c in state
+            .step(i)
+            .children
+            .iter()
+            .filter(|c| c.outcome.is_none())
+        {
             let Ok(child) = engine.fold(&c.run).await else {
                 return false;
             };

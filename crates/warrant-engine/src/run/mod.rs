@@ -342,7 +342,12 @@ impl<'a> Run<'a> {
                 // Children end first: each sees its ancestor's cancellation and ends
                 // cancelled (an effect of theirs in doubt stays in their report).
                 if let Some(i) = self.state.current()
-                    && self.state.step(i).children.iter().any(|c| c.outcome.is_none())
+                    && self
+                        .state
+                        .step(i)
+                        .children
+                        .iter()
+                        .any(|c| c.outcome.is_none())
                 {
                     self.cancel = Some(c.clone());
                     self.drive_children(i).await?;
