@@ -37,6 +37,10 @@ pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
 /// in it is resolved against its folder and frozen as an absolute path, so the run means the
 /// same thing from any working directory, and when it is resumed from another.
 pub fn load_spec(path: &Path) -> Result<Spec> {
+    load_at_depth(path, 0)
+}
+
+fn load_at_depth(path: &Path, depth: u32) -> Result<Spec> {
     let shown = path.display().to_string();
     let text = read_text(path, DOCUMENT_BYTES_MAX, "spec")?;
     let base = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -44,12 +48,22 @@ pub fn load_spec(path: &Path) -> Result<Spec> {
         None => std::env::current_dir(),
     }
     .map_err(|e| AppError::invalid(format!("{shown}: cannot resolve its folder: {e}")))?;
-    parse_spec(&text, Format::of_path(&shown), &shown, &base)
+    parse_at_depth(&text, Format::of_path(&shown), &shown, &base, depth)
 }
 
 /// Validates a spec given as text (named `shown` in errors), resolving its relative paths
 /// against `base` and freezing them, as [`load_spec`] does for a file in `base`.
 pub fn parse_spec(text: &str, format: Format, shown: &str, base: &Path) -> Result<Spec> {
+    parse_at_depth(text, format, shown, base, 0)
+}
+
+fn parse_at_depth(
+    text: &str,
+    format: Format,
+    shown: &str,
+    base: &Path,
+    depth: u32,
+) -> Result<Spec> {
     if u64::try_from(text.len()).unwrap_or(u64::MAX) > DOCUMENT_BYTES_MAX {
         return Err(AppError::invalid(format!(
             "{shown} is over {} MiB: too large to be one",
@@ -59,7 +73,44 @@ pub fn parse_spec(text: &str, format: Format, shown: &str, base: &Path) -> Resul
     let catalog = ReferenceCatalog::default();
     let mut spec = validate::load(text, format, shown, &catalog).map_err(AppError::invalid)?;
     validate::normalise_paths(&mut spec, base, &catalog);
+    if freeze_children(&mut spec, shown, depth)? {
+        // The children are inline now: check each against its delegation.
+        validate::check(&spec, shown, &catalog).map_err(AppError::invalid)?;
+    }
     Ok(spec)
+}
+
+/// Reads the spec file of every child a step delegates to and freezes it inline, so the
+/// parent's spec (and its digest, and its log) holds its whole tree. Whether any was read.
+fn freeze_children(spec: &mut Spec, shown: &str, depth: u32) -> Result<bool> {
+    let mut read = false;
+    for step in &mut spec.steps {
+        let id = step.id.clone();
+        for (k, child) in step
+            .delegate
+            .iter_mut()
+            .flat_map(|d| d.children.iter_mut())
+            .enumerate()
+        {
+            let warrant_core::spec::ChildSpec::Path(path) = &child.spec else {
+                continue;
+            };
+            if depth + 1 >= warrant_core::spec::DEPTH_MAX {
+                return Err(AppError::invalid(format!(
+                    "{shown}: steps.{id}.delegate.children[{k}]: delegations nest deeper than {} runs (a spec that delegates to itself?)",
+                    warrant_core::spec::DEPTH_MAX
+                )));
+            }
+            let inline = load_at_depth(Path::new(path), depth + 1).map_err(|e| {
+                AppError::invalid(format!(
+                    "{shown}: steps.{id}.delegate.children[{k}].spec: {e}"
+                ))
+            })?;
+            child.spec = warrant_core::spec::ChildSpec::Inline(Box::new(inline));
+            read = true;
+        }
+    }
+    Ok(read)
 }
 
 /// Builds deciders: scripted ones from files, live ones with the model table (built in, with

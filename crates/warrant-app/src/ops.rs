@@ -216,6 +216,9 @@ impl App {
         Engine::new(self.store.clone())
             .with_holder(&self.holder)
             .with_policies(Arc::new(Policies))
+            .with_children(Arc::new(providers::Children {
+                deciders: self.deciders.clone(),
+            }))
     }
 
     /// The engine to drive `prepared` with: the person's rules for a new run on top of the
@@ -253,6 +256,9 @@ impl App {
     /// What re-entering `run` needs: its recorded decider (built again, unchanged) and its
     /// providers reached again. Refused for a log this build cannot fully read.
     pub async fn reentry(&self, run: &RunId) -> Result<Prepared> {
+        // A child is driven with its tree: re-entering it is re-entering its root.
+        let root = warrant_engine::root_of(run);
+        let run = &root;
         let begun_ms = SystemClock.now_ms();
         let events = self.log(run).await?;
         let state = fold(run, &events)?;
@@ -378,7 +384,9 @@ impl App {
             out.extend(
                 page.runs
                     .iter()
-                    .filter(|r| lease::resumable(r, now))
+                    // A child is carried on with its tree, by its root (which a child's
+                    // answer makes ready).
+                    .filter(|r| !r.run_id.0.contains('.') && lease::resumable(r, now))
                     .map(|r| r.run_id.clone()),
             );
             match page.next {
@@ -434,15 +442,36 @@ impl App {
                 .pending_approvals(None)
                 .await
                 .map_err(AppError::failed)?;
-            return Ok(pending
+            // A child's asks are listed with its tree: grouped by root, then by run.
+            let mut rows: Vec<ApprovalRow> = pending
                 .into_iter()
                 .filter(|a| now < a.expires_at_ms)
                 .map(|a| ApprovalRow::new(a, "pending"))
-                .collect());
+                .collect();
+            rows.sort_by(|a, b| {
+                (warrant_engine::root_of(&a.run), &a.run.0)
+                    .cmp(&(warrant_engine::root_of(&b.run), &b.run.0))
+            });
+            return Ok(rows);
         };
         let events = self.log(run).await?;
         let state = fold(run, &events)?;
-        Ok(events
+        // The asks of the run's descendants route up to it: pending ones are listed with its
+        // own, each naming its run and parent.
+        let prefix = format!("{run}.");
+        let descendants: Vec<ApprovalRow> = if state.children().next().is_some() {
+            self.store
+                .pending_approvals(None)
+                .await
+                .map_err(AppError::failed)?
+                .into_iter()
+                .filter(|a| a.run_id.0.starts_with(&prefix) && now < a.expires_at_ms)
+                .map(|a| ApprovalRow::new(a, "pending"))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let own: Vec<ApprovalRow> = events
             .iter()
             .filter_map(|e| PendingApproval::asked(run, e))
             .map(|asked| {
@@ -457,7 +486,8 @@ impl App {
                 };
                 ApprovalRow::new(asked, status)
             })
-            .collect())
+            .collect();
+        Ok(own.into_iter().chain(descendants).collect())
     }
 
     /// Where approval request `request` of `run` stands, when no longer pending: another
@@ -530,14 +560,14 @@ impl App {
                 holder: now.holder.unwrap_or_default(),
             });
         }
-        let result = self.reenter(run).await?;
-        Ok(
-            match result.outcome.as_ref().map(warrant_core::Outcome::name) {
-                Some("cancelled") => Cancelled::Cancelled,
-                Some(other) => Cancelled::EndedFirst(other.to_owned()),
-                None => Cancelled::EndedFirst("waiting".to_owned()),
-            },
-        )
+        self.reenter(run).await?;
+        // (A child is re-entered with its tree: what became of it is its own status.)
+        let after = self.summary(run).await?;
+        Ok(match after.status.as_str() {
+            "cancelled" => Cancelled::Cancelled,
+            other if live_status(other) => Cancelled::EndedFirst("waiting".to_owned()),
+            other => Cancelled::EndedFirst(other.to_owned()),
+        })
     }
 
     /// The status every reader shows for `run`, from the runs index (no log read): the one

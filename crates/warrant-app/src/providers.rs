@@ -90,3 +90,36 @@ pub fn check_rule_tools(
     }
     Ok(())
 }
+
+/// How this application prepares delegated child runs: the decider their spec names, built
+/// as any run's, and their own providers reached as any run's (the shared ones are the
+/// parent's, handed over by the engine).
+pub(crate) struct Children {
+    pub(crate) deciders: crate::Deciders,
+}
+
+impl warrant_core::ports::ChildRuns for Children {
+    fn prepare<'a>(
+        &'a self,
+        spec: &'a std::sync::Arc<Spec>,
+        shared: &'a [String],
+    ) -> warrant_core::ports::BoxFuture<'a, std::result::Result<warrant_core::ports::ChildParts, String>>
+    {
+        Box::pin(async move {
+            let Some(named) = spec.decider.as_deref() else {
+                return Err(format!(
+                    "child spec `{}` names no decider (give the delegation a `decider:`)",
+                    spec.id
+                ));
+            };
+            let decider = self
+                .deciders
+                .load(named, None, spec)
+                .map_err(|e| e.to_string())?;
+            let mut own = (**spec).clone();
+            own.providers.retain(|name, _| !shared.contains(name));
+            let surfaces = connect(&own).await.map_err(|e| e.to_string())?;
+            Ok(warrant_core::ports::ChildParts { decider, surfaces })
+        })
+    }
+}

@@ -37,6 +37,9 @@ pub struct ApprovalRow {
     pub request: String,
     /// The run.
     pub run: RunId,
+    /// When the run is a child: the run that delegated to it (its asks route up there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<RunId>,
     /// The call it holds.
     pub call: CallId,
     /// The step.
@@ -63,6 +66,11 @@ impl ApprovalRow {
     pub(crate) fn new(asked: PendingApproval, status: &'static str) -> ApprovalRow {
         ApprovalRow {
             request: asked.request,
+            parent: asked
+                .run_id
+                .0
+                .rsplit_once('.')
+                .map(|(p, _)| RunId(p.to_owned())),
             run: asked.run_id,
             call: asked.call,
             step: asked.step,
@@ -204,6 +212,12 @@ pub struct RunView {
     pub warnings: Vec<String>,
     /// Its last event.
     pub last_event: LastEvent,
+    /// The run that delegated to it, when it is a child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<warrant_core::report::ParentReport>,
+    /// The child runs it delegated to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<warrant_core::report::ChildReport>,
 }
 
 impl RunView {
@@ -262,6 +276,8 @@ impl RunView {
             unsettled: report.unsettled,
             warnings: report.warnings,
             last_event,
+            parent: report.parent,
+            children: report.children,
         }
     }
 }

@@ -97,6 +97,7 @@ fn spec(steps: u32) -> Spec {
         execution_control: None,
         profile: None,
         plan_first: false,
+        inputs: Vec::new(),
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),

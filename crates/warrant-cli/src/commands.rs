@@ -584,6 +584,17 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
             outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, c.status);
         }
     }
+    if let Some(p) = &view.parent {
+        outln!("parent   {} step {} (depth {})", p.run, p.step.0, p.depth);
+    }
+    for c in &view.children {
+        outln!(
+            "child    {:<14} {:<13} step {}",
+            c.run.0,
+            c.outcome.as_ref().map_or("unfinished", warrant_core::Outcome::name),
+            c.step.0
+        );
+    }
     for w in &view.warnings {
         outln!("warning  {w}");
     }
@@ -594,9 +605,52 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
 fn render_event(e: &StoredEvent) -> String {
     let ev = &e.event;
     let detail = match &ev.kind {
-        EventKind::RunStarted { spec, decider, .. } => {
-            format!("spec {} decider {decider}", spec.id)
-        }
+        EventKind::RunStarted {
+            spec,
+            decider,
+            parent,
+            ..
+        } => format!(
+            "spec {} decider {decider}{}",
+            spec.id,
+            parent
+                .as_ref()
+                .map(|p| format!(" child of {} step {}", p.run, p.step))
+                .unwrap_or_default()
+        ),
+        EventKind::ChildSpawned {
+            step,
+            child,
+            granted,
+            ..
+        } => format!(
+            "{step} -> {child} ({} decisions, {} ms)",
+            granted
+                .decisions
+                .map_or_else(|| "any".to_owned(), |d| d.to_string()),
+            granted
+                .deadline_ms
+                .map_or_else(|| "any".to_owned(), |d| d.to_string())
+        ),
+        EventKind::ChildWaiting { step, children } => format!(
+            "{step} waits on {}",
+            children
+                .iter()
+                .map(|c| c.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        EventKind::ChildFinished {
+            step,
+            child,
+            outcome,
+            spent,
+        } => format!(
+            "{step} <- {child} {} ({} decisions, {} calls)",
+            outcome.name(),
+            spent.decisions,
+            spent.calls
+        ),
         EventKind::StepStarted { step, provider } => format!("{step} on {provider}"),
         EventKind::Observed {
             provider,

@@ -62,6 +62,43 @@ pub struct RunReport {
     pub warnings: Vec<String>,
     /// Timings and counts.
     pub timings: Timings,
+    /// The run that delegated to this one, when it is a child: parent run and step, depth,
+    /// ancestors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentReport>,
+    /// The child runs this run delegated to: each one's outcome (with its own attribution),
+    /// what it was given and what it spent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildReport>,
+}
+
+/// Where a child run sits in its tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ParentReport {
+    /// The parent run.
+    pub run: RunId,
+    /// Its delegating step.
+    pub step: StepId,
+    /// The depth (the root's children are 1).
+    pub depth: u32,
+    /// The ancestors, root first.
+    pub chain: Vec<RunId>,
+}
+
+/// A child run, as its parent's report shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChildReport {
+    /// The child.
+    pub run: RunId,
+    /// The delegating step.
+    pub step: StepId,
+    /// How it ended (absent while it runs or waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// What it was given.
+    pub granted: crate::event::Budget,
+    /// What it spent (counted against this run).
+    pub spent: crate::event::Spent,
 }
 
 /// A commit whose effect is not settled as happened.
@@ -426,6 +463,30 @@ impl RunReport {
                 calls: u32::try_from(state.calls.len()).unwrap_or(u32::MAX),
                 events: state.last_seq,
             },
+            parent: state.parent.as_ref().map(|p| ParentReport {
+                run: p.run.clone(),
+                step: p.step.clone(),
+                depth: p.depth,
+                chain: p.chain.clone(),
+            }),
+            children: spec
+                .as_ref()
+                .map(|spec| {
+                    state
+                        .children()
+                        .map(|(i, c)| ChildReport {
+                            run: c.run.clone(),
+                            step: spec
+                                .steps
+                                .get(i)
+                                .map_or_else(|| StepId(String::new()), |s| s.id.clone()),
+                            outcome: c.outcome.clone(),
+                            granted: c.granted.clone(),
+                            spent: c.spent.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -458,6 +519,13 @@ impl RunReport {
             _ => {}
         }
         let _ = writeln!(out);
+        if let Some(p) = &self.parent {
+            let _ = writeln!(
+                out,
+                "parent   {} step {} (depth {})",
+                p.run, p.step, p.depth
+            );
+        }
         let _ = writeln!(out, "route    {}", self.route_key);
         let setup = if self.timings.setup_ms > 0 {
             format!(" ({} ms starting providers)", self.timings.setup_ms)
@@ -487,14 +555,35 @@ impl RunReport {
             }
             let _ = writeln!(out);
         }
+        if !self.children.is_empty() {
+            let _ = writeln!(out, "children");
+            for c in &self.children {
+                let how = c.outcome.as_ref().map_or("unfinished", Outcome::name);
+                let _ = write!(
+                    out,
+                    "  {:<12} {:<13} step {}: {} decisions, {} calls",
+                    c.run.0, how, c.step.0, c.spent.decisions, c.spent.calls
+                );
+                if let Some(layer) = c.outcome.as_ref().and_then(Outcome::layer) {
+                    let _ = write!(out, "  [{layer}]");
+                }
+                let _ = writeln!(out);
+            }
+        }
         if !self.carried.is_empty() {
             let _ = writeln!(out, "carried");
             for c in &self.carried {
                 let _ = writeln!(
                     out,
-                    "  {} = {}  <- {}/{} {}{}",
+                    "  {} = {}  <- {}{}/{} {}{}",
                     c.name,
                     compact(&c.value),
+                    // A value a child returned names the child's run.
+                    if c.lineage.run == self.run_id {
+                        String::new()
+                    } else {
+                        format!("{}:", c.lineage.run)
+                    },
                     c.lineage.step,
                     c.lineage.call,
                     c.lineage.tool,

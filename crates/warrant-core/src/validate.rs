@@ -134,6 +134,27 @@ pub fn load(
     })
 }
 
+/// Validates a spec already read (a parent whose children were frozen inline into it):
+/// problems are named by field, without lines.
+pub fn check(spec: &Spec, file: &str, catalog: &dyn ProviderCatalog) -> Result<(), SpecErrors> {
+    let issues: Vec<Issue> = validate(spec, catalog)
+        .into_iter()
+        .map(|(path, message)| Issue {
+            line: None,
+            field: render_path(&path),
+            message,
+        })
+        .collect();
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(SpecErrors {
+            file: file.to_owned(),
+            issues,
+        })
+    }
+}
+
 /// A path into the spec document: keys and indices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Seg {

@@ -24,6 +24,12 @@
 //!   write, e.g. `permit(principal, action == Warrant::Action::"commit", resource) when
 //!   { context.hints.read_only && context.hints.trusted };`.
 //!
+//! - `delegation`: where the run sits in a tree of delegations — `depth` (0 for a run that is
+//!   no child), `parent` (the delegating run, `""` for none) and `chain` (every ancestor's run
+//!   id). A child's call is ruled by its own policies and by every ancestor's, each with this
+//!   same request, so a policy can limit depth: `forbid(principal, action, resource) when
+//!   { context.delegation.depth > 1 };`.
+//!
 //! Verdicts: a deny names the forbid policies that matched (or says none permits it); an allow
 //! whose satisfied permits all carry `@approval` is an *ask*; any evaluation error, an invalid
 //! request, or a missing entity is *indeterminate* (which stops the call).
@@ -68,6 +74,12 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     context_tainted: Bool,
     tainted_by: Set<String>,
     hints: Hints,
+    delegation: Delegation,
+  };
+  type Delegation = {
+    depth: Long,
+    parent: String,
+    chain: Set<String>,
   };
   type Hints = {
     declared: Bool,
@@ -394,6 +406,13 @@ impl CedarAuthority {
             "decider_args": decider, "tainted_args": tainted,
             "context_tainted": !r.context_taint.is_empty(), "tainted_by": r.context_taint,
             "hints": hints,
+            "delegation": match r.parent {
+                Some(p) => json!({
+                    "depth": p.depth, "parent": p.run.0,
+                    "chain": p.chain.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+                }),
+                None => json!({"depth": 0, "parent": "", "chain": []}),
+            },
         });
         let context = match Context::from_json_value(context, Some((&self.schema, &action))) {
             Ok(c) => c,

@@ -145,6 +145,7 @@ async fn ask_within(
         hints: None,
         context_taint: &[],
         grant: None,
+        parent: None,
     };
     tokio::time::timeout(within, control.evaluate(&request)).await
 }

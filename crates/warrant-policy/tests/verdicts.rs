@@ -94,6 +94,7 @@ fn rule_hinted(
         hints,
         context_taint: &taint,
         grant: None,
+        parent: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

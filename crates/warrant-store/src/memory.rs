@@ -150,6 +150,12 @@ impl MemoryStore {
             });
         }
         log.summary.events = log.events.len() as u64;
+        let woken = facts
+            .status
+            .as_deref()
+            .filter(|s| *s == "ready")
+            .and_then(|_| run.0.split_once('.'))
+            .map(|(root, _)| RunId(root.to_owned()));
         if let Some(status) = facts.status {
             log.summary.status = status;
         }
@@ -167,6 +173,13 @@ impl MemoryStore {
                 }
                 ApprovalChange::Ended => inner.pending.retain(|_, p| p.run_id != *run),
             }
+        }
+        // A child answered makes its root ready: the root's driver carries the tree on.
+        if let Some(root) = woken
+            && let Some(log) = inner.logs.get_mut(&root)
+            && log.summary.status == "waiting"
+        {
+            log.summary.status = "ready".into();
         }
         Ok(())
     }

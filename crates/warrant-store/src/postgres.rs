@@ -828,9 +828,17 @@ async fn commit_batch(
     let moved = notices(touched.iter().map(|(id, _)| id.as_str()));
     let moved_params: [Param<'_>; 2] = [&EVENTS_CHANNEL, &moved];
     let ready_params: [Param<'_>; 1] = [&READY_CHANNEL];
-    let claimable = touched
+    // A child answered makes its root ready: the root's driver carries the whole tree on.
+    let woken: Vec<&str> = touched
         .iter()
-        .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
+        .filter(|(id, r)| r.status == "ready" && id.contains('.'))
+        .filter_map(|(id, _)| id.split('.').next())
+        .collect();
+    let woken_params: [Param<'_>; 1] = [&woken];
+    let claimable = !woken.is_empty()
+        || touched
+            .iter()
+            .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
     let mut writes: Vec<Write<'_>> = Vec::new();
     if !events.0.is_empty() {
         writes.push(Box::pin(tx.execute(&st.insert_events, &events_params)));
@@ -847,6 +855,13 @@ async fn commit_batch(
     }
     if !ended.is_empty() {
         writes.push(Box::pin(tx.execute(&st.end_approvals, &ended_params)));
+    }
+    if !woken.is_empty() {
+        writes.push(Box::pin(tx.execute(
+            "UPDATE warrant_runs SET status = 'ready', holder = NULL, heartbeat_ms = NULL
+             WHERE run_id = ANY($1) AND status = 'waiting'",
+            &woken_params,
+        )));
     }
     if claimable {
         writes.push(Box::pin(tx.execute(&st.notify_ready, &ready_params)));
@@ -1298,8 +1313,8 @@ impl EventStore for PostgresStore {
                          SELECT tenant, count(*) AS n FROM warrant_approvals GROUP BY tenant),
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
-                         WHERE status = 'ready' OR (status = 'running'
-                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                         WHERE position('.' in run_id) = 0 AND (status = 'ready' OR (status = 'running'
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2)))
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (
                          SELECT c.run_id, c.tenant, c.started_at_ms, c.recorded, c.last_seq,

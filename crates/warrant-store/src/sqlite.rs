@@ -772,6 +772,18 @@ fn commit_batch(
             let new_last = req.expected + req.rows.len() as u64;
             if let Some(status) = &req.status {
                 set_status.execute(params![req.run.0, status]).map_err(io)?;
+                // A child answered makes its root ready: the root's driver carries the tree.
+                if let Some((root, _)) = req.run.0.split_once('.')
+                    && status == "ready"
+                {
+                    tx.prepare_cached(
+                        "UPDATE runs SET status = 'ready', holder = NULL, heartbeat_ms = NULL
+                         WHERE run_id = ?1 AND status = 'waiting'",
+                    )
+                    .map_err(io)?
+                    .execute(params![root])
+                    .map_err(io)?;
+                }
             }
             match &req.driver {
                 Some(d) => {
