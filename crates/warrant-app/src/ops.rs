@@ -291,15 +291,17 @@ impl App {
     pub async fn resolve(&self, text: &str) -> Result<RunId> {
         let query = RunQuery {
             id_prefix: (text != "last").then(|| text.to_owned()),
-            limit: if text == "last" { 1 } else { 2 },
+            // Enough to see a root with its children (a prefix of a root names the root).
+            limit: if text == "last" { 1 } else { 64 },
             ..RunQuery::default()
         };
         let page = self.store.runs(query).await.map_err(AppError::failed)?;
         if text == "last" {
+            // The newest run's tree, by its root: a child is shown with its tree.
             return page
                 .runs
                 .first()
-                .map(|r| r.run_id.clone())
+                .map(|r| warrant_engine::root_of(&r.run_id))
                 .ok_or_else(|| AppError::invalid("the store has no runs"));
         }
         resolve_run_prefix(&page.runs, text).map_err(AppError::invalid)

@@ -20,6 +20,9 @@ impl Subscriber for Progress {
             EventKind::RunStarted { spec, decider, .. } => {
                 Some(format!("run {run}: {} with {decider}", spec.id))
             }
+            EventKind::StepStarted { step, provider } if provider.is_empty() => {
+                Some(format!("> step {step} delegates"))
+            }
             EventKind::StepStarted { step, provider } => {
                 Some(format!("> step {step} on {provider}"))
             }

@@ -506,9 +506,21 @@ pub use crate::store::{
 
 /// The run id that uniquely starts with `prefix`, among `runs`.
 pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, String> {
-    let matches: Vec<&RunSummary> = runs
+    if let Some(exact) = runs.iter().find(|r| r.run_id.0 == prefix) {
+        return Ok(exact.run_id.clone());
+    }
+    let all: Vec<&RunSummary> = runs
         .iter()
         .filter(|r| r.run_id.0.starts_with(prefix))
+        .collect();
+    // A prefix of a tree's root names the root, not its children (`<root>.<n>`).
+    let matches: Vec<&RunSummary> = all
+        .iter()
+        .copied()
+        .filter(|r| {
+            !all.iter()
+                .any(|o| r.run_id.0.starts_with(&format!("{}.", o.run_id)))
+        })
         .collect();
     match matches.as_slice() {
         [one] => Ok(one.run_id.clone()),

@@ -547,7 +547,11 @@ impl RunReport {
                 "  {:<8} {:<13} {} ({} calls)",
                 s.id.0,
                 s.status,
-                s.provider,
+                if s.provider.is_empty() {
+                    "delegates"
+                } else {
+                    &s.provider
+                },
                 s.calls.len()
             );
             if let Some(f) = &s.fault {
