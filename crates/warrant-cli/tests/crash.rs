@@ -194,3 +194,140 @@ fn reconcile(w: &mut World, run: &str, events: &[Arc<Event>], resend: bool) {
         assert_eq!(code, Some(0), "reconcile {run} {call}");
     }
 }
+
+/// The tree: a root delegating to three children (fan-out 3), each writing its own entry and
+/// then delegating to three grandchildren (depth 2) that write one entry to each ledger.
+fn write_tree(dir: &std::path::Path) {
+    ledgers::write(dir);
+    let leaf = ledgers::spec(dir).replace("id: ledger-crash", "id: ledger-leaf");
+    std::fs::write(dir.join("leaf.yaml"), leaf).unwrap();
+    let mid = format!(
+        "version: warrant/v1
+id: ledger-mid
+objective: Write an entry, then have three children write theirs.
+decider: scripted:mid-script.yaml
+providers:
+  keyed: {{reference: ledger, config: {{file: {keyed}, keys: true}}}}
+steps:
+  - id: own
+    provider: keyed
+    tools: [count_entries, append_entry]
+    commit: required
+  - id: kids
+    after: [own]
+    required: true
+    delegate:
+      fan_out: 3
+      children:
+        - {{spec: leaf.yaml}}
+        - {{spec: leaf.yaml}}
+        - {{spec: leaf.yaml}}
+",
+        keyed = dir.join(ledgers::FILES[0]).display()
+    );
+    std::fs::write(dir.join("mid.yaml"), mid).unwrap();
+    std::fs::write(
+        dir.join("mid-script.yaml"),
+        "steps:\n  own:\n    - call: count_entries\n    - call: append_entry\n      args: {entry: mid}\n    - done: written\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tree.yaml"),
+        "version: warrant/v1
+id: ledger-tree
+objective: Have three children write, each with three children of its own.
+decider: scripted:tree-script.yaml
+providers: {}
+steps:
+  - id: fan
+    required: true
+    delegate:
+      fan_out: 3
+      children:
+        - {spec: mid.yaml}
+        - {spec: mid.yaml}
+        - {spec: mid.yaml}
+limits:
+  decisions_max: 200
+",
+    )
+    .unwrap();
+    std::fs::write(dir.join("tree-script.yaml"), "steps: {}\n").unwrap();
+}
+
+/// A random fault for a tree: the run's own points, or between a spawn and the child's first
+/// event (`after-spawn`), or between children's ends and the parent's join (`before-join`).
+fn tree_fault(rng: &mut Rng) -> Option<String> {
+    match rng.below(7) {
+        0 => Some(format!("after-spawn:{}", 1 + rng.below(4))),
+        1 => Some(format!("before-join:{}", 1 + rng.below(4))),
+        2 => Some(format!("after-intent:{}", 1 + rng.below(20))),
+        3 => Some(format!("after-result:{}", 1 + rng.below(20))),
+        4 => Some(format!("mid-append:{}", 1 + rng.below(60))),
+        5 => Some(format!("after-invoke:{}", 1 + rng.below(20))),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_tree_of_runs_killed_at_random_points_repeats_and_loses_no_effect() {
+    let seed = env_u64("WARRANT_CRASH_SEED", 1).max(1);
+    let trees = env_u64("WARRANT_CRASH_TREES", 12);
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 3);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_owned();
+    write_tree(&dir);
+    let mut w = World {
+        store: dir.join("w.db"),
+        dir,
+        kills: 0,
+        resumes: Vec::new(),
+        in_doubt: 0,
+    };
+    for _ in 0..trees {
+        let f = tree_fault(&mut rng);
+        w.warrant(&["run", "tree.yaml", "-q"], f.as_deref());
+        for _round in 0..80 {
+            let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
+                break;
+            };
+            let pending = logs(&store, |status| {
+                matches!(status, "running" | "waiting" | "ready")
+            });
+            drop(store);
+            if pending.is_empty() {
+                break;
+            }
+            // Reconcile what waits (children included), then resume each tree by its root.
+            let mut roots = std::collections::BTreeSet::new();
+            for (run, status, events) in &pending {
+                if status == "waiting" {
+                    let resend = rng.below(2) == 0;
+                    reconcile(&mut w, run, events, resend);
+                }
+                roots.insert(run.split('.').next().unwrap().to_owned());
+            }
+            for root in roots {
+                let f = tree_fault(&mut rng);
+                w.warrant(&["resume", &root, "-q"], f.as_deref());
+            }
+        }
+    }
+    let store = SqliteStore::open(&w.store, Durability::Fsync).unwrap();
+    let logs = logs(&store, |_| true);
+    let effects = ledgers::judge(&w.dir, &logs, &format!("tree seed {seed}"));
+    // Every child ended before its parent joined it; each root's tree is whole.
+    let children = logs.iter().filter(|(run, _, _)| run.contains('.')).count();
+    assert_eq!(children as u64, trees * 12, "tree seed {seed}: 3 children and 9 grandchildren a tree");
+    eprintln!(
+        "tree crash test seed {seed}: {trees} trees ({} runs), {} kills, {effects} effects, 0 duplicates, 0 lost, {} in doubt",
+        logs.len(),
+        w.kills,
+        w.in_doubt
+    );
+    assert!(
+        w.kills >= trees / 2,
+        "tree seed {seed}: only {} kills were injected",
+        w.kills
+    );
+}

@@ -97,6 +97,7 @@ impl Run<'_> {
             })?;
         }
         self.flush().await?;
+        warrant_fault::hit("after-spawn");
         let waiting = self.drive_children(i).await?;
         if !waiting.is_empty() {
             self.stage(EventKind::ChildWaiting {
@@ -140,6 +141,7 @@ impl Run<'_> {
                 .collect();
             this.renewing(join_bounded(work, fan_out)).await
         };
+        warrant_fault::hit("before-join");
 
         // 3. Record what ended; wait with those that wait.
         let mut waiting = Vec::new();
