@@ -76,7 +76,20 @@ impl Prepared {
         let surfaces = providers::connect(&spec).await?;
         if !options.deny_tools.is_empty() || !options.ask_tools.is_empty() {
             let offered = providers::observe_all(&spec, &surfaces).await?;
-            providers::check_rule_tools(&offered, &options.deny_tools, &options.ask_tools)?;
+            // Rules by tool name rule the children too: a tool a child's steps allow counts.
+            let in_tree = child_tools(&spec);
+            let outside = |tools: &[String]| -> Vec<String> {
+                tools
+                    .iter()
+                    .filter(|t| !in_tree.contains(*t))
+                    .cloned()
+                    .collect()
+            };
+            providers::check_rule_tools(
+                &offered,
+                &outside(&options.deny_tools),
+                &outside(&options.ask_tools),
+            )?;
         }
         Ok(Prepared {
             run: None,
@@ -640,4 +653,20 @@ pub async fn validate(
         }
     }
     Ok(())
+}
+
+/// The tools the steps of every child `spec` delegates to allow (their children's too).
+fn child_tools(spec: &Spec) -> std::collections::BTreeSet<String> {
+    let mut tools = std::collections::BTreeSet::new();
+    for child in spec
+        .steps
+        .iter()
+        .filter_map(|s| s.delegate.as_ref())
+        .flat_map(|d| &d.children)
+        .filter_map(|c| c.spec.inline())
+    {
+        tools.extend(child.steps.iter().flat_map(|s| s.tools.iter().cloned()));
+        tools.extend(child_tools(child));
+    }
+    tools
 }

@@ -103,8 +103,10 @@ impl warrant_core::ports::ChildRuns for Children {
         &'a self,
         spec: &'a std::sync::Arc<Spec>,
         shared: &'a [String],
-    ) -> warrant_core::ports::BoxFuture<'a, std::result::Result<warrant_core::ports::ChildParts, String>>
-    {
+    ) -> warrant_core::ports::BoxFuture<
+        'a,
+        std::result::Result<warrant_core::ports::ChildParts, String>,
+    > {
         Box::pin(async move {
             let Some(named) = spec.decider.as_deref() else {
                 return Err(format!(

@@ -591,7 +591,9 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
         outln!(
             "child    {:<14} {:<13} step {}",
             c.run.0,
-            c.outcome.as_ref().map_or("unfinished", warrant_core::Outcome::name),
+            c.outcome
+                .as_ref()
+                .map_or("unfinished", warrant_core::Outcome::name),
             c.step.0
         );
     }
@@ -897,43 +899,52 @@ async fn report(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
 
 async fn replay(store_path: &StoreAt, run: &str, verify: bool) -> Result<u8> {
     let app = app(store_path.open(Use::Read).await?);
-    let id = app.resolve(run).await?;
-    let events = app.log(&id).await?;
-    let check = warrant_engine::replay::replay(&events)
-        .await
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    if let Some(e) = &check.error {
-        errln!("replay stopped: {e}");
-    }
-    match &check.divergence {
-        None => {
-            outln!(
-                "replay of {id}: {} events regenerated, identical to the log",
-                check.regenerated
-            );
-            Ok(exit::ATTAINED)
+    let root = app.resolve(run).await?;
+    // The run, then every child it delegated to (and theirs), each from its own log.
+    let mut queue = std::collections::VecDeque::from([root]);
+    let mut diverged = false;
+    while let Some(id) = queue.pop_front() {
+        let events = app.log(&id).await?;
+        queue.extend(events.iter().filter_map(|e| match &e.kind {
+            EventKind::ChildSpawned { child, .. } => Some(child.clone()),
+            _ => None,
+        }));
+        let check = warrant_engine::replay::replay(&events)
+            .await
+            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        if let Some(e) = &check.error {
+            errln!("replay of {id} stopped: {e}");
         }
-        Some(d) => {
-            outln!("replay of {id} diverges at event {}:", d.seq);
-            outln!(
-                "  recorded:    {}",
-                d.recorded
-                    .as_deref()
-                    .unwrap_or("(none: the replay produced more events)")
-            );
-            outln!(
-                "  regenerated: {}",
-                d.regenerated
-                    .as_deref()
-                    .unwrap_or("(none: the replay produced fewer events)")
-            );
-            Ok(if verify {
-                exit::NOT_ATTAINED
-            } else {
-                exit::ATTAINED
-            })
+        match &check.divergence {
+            None => {
+                outln!(
+                    "replay of {id}: {} events regenerated, identical to the log",
+                    check.regenerated
+                );
+            }
+            Some(d) => {
+                diverged = true;
+                outln!("replay of {id} diverges at event {}:", d.seq);
+                outln!(
+                    "  recorded:    {}",
+                    d.recorded
+                        .as_deref()
+                        .unwrap_or("(none: the replay produced more events)")
+                );
+                outln!(
+                    "  regenerated: {}",
+                    d.regenerated
+                        .as_deref()
+                        .unwrap_or("(none: the replay produced fewer events)")
+                );
+            }
         }
     }
+    Ok(if verify && diverged {
+        exit::NOT_ATTAINED
+    } else {
+        exit::ATTAINED
+    })
 }
 
 async fn compare(
@@ -1173,7 +1184,17 @@ async fn approvals(store_path: &StoreAt, run: Option<&str>, json: bool) -> Resul
     if rows.is_empty() {
         errln!("no pending approval requests");
     }
+    let mut tree = None;
     for r in &rows {
+        // A child's asks are listed under the tree they route up to.
+        let root = warrant_engine::root_of(&r.run);
+        if r.parent.is_some() && tree.as_ref() != Some(&root) {
+            outln!("tree {root}:");
+        }
+        tree = Some(root);
+        if let Some(parent) = &r.parent {
+            outln!("  asked by child {} (of {parent}, step {})", r.run, r.step);
+        }
         outln!(
             "{}  {}  `{}` on {}  {}\n    args     {}\n    digest   {}\n    expires  {}",
             r.request,

@@ -318,7 +318,11 @@ fn a_tree_of_runs_killed_at_random_points_repeats_and_loses_no_effect() {
     let effects = ledgers::judge(&w.dir, &logs, &format!("tree seed {seed}"));
     // Every child ended before its parent joined it; each root's tree is whole.
     let children = logs.iter().filter(|(run, _, _)| run.contains('.')).count();
-    assert_eq!(children as u64, trees * 12, "tree seed {seed}: 3 children and 9 grandchildren a tree");
+    assert_eq!(
+        children as u64,
+        trees * 12,
+        "tree seed {seed}: 3 children and 9 grandchildren a tree"
+    );
     eprintln!(
         "tree crash test seed {seed}: {trees} trees ({} runs), {} kills, {effects} effects, 0 duplicates, 0 lost, {} in doubt",
         logs.len(),

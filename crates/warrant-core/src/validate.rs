@@ -560,6 +560,7 @@ fn delegation(
                         _ => issues.push((there, format!("`{source}`: no step publishes it"))),
                     },
                 },
+                (None, Some(_)) => {}
                 _ => issues.push((there, "give exactly one of `carried` and `value`".into())),
             }
         }

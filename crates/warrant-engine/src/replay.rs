@@ -69,11 +69,13 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         run_id,
         spec,
         decider,
+        parent,
         ..
     }) = events.first().map(|e| &e.kind)
     else {
         return Err(ReplayError::NoStart);
     };
+    let recorded: Arc<[Arc<Event>]> = Arc::from(events.to_vec());
     let store = Arc::new(crate::replay::memory::Log::default());
     let interceptors: Vec<Arc<dyn Interceptor>> = ReplayInterceptor::from_log(events)
         .into_iter()
@@ -133,6 +135,8 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             );
             run.stop_at = stop_at;
             run.setup_ms = setup_ms;
+            run.parent = parent.clone();
+            run.recorded = Some(recorded.clone());
             // Labelled under the rules the log was recorded with.
             run.provenance = match events.first().map(|e| &e.kind) {
                 Some(EventKind::RunStarted { provenance, .. }) => *provenance,
@@ -154,6 +158,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                     );
                     run.stop_at = stop_at;
                     run.setup_ms = setup_ms;
+                    run.recorded = Some(recorded.clone());
                     run.reenter().await
                 }
                 Err(e) => Err(EngineError::Invariant(e)),

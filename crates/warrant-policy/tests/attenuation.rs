@@ -62,7 +62,10 @@ fn condition(rng: &mut Rng) -> String {
         ),
         4 => "context.carried_args.contains(\"amount\")".into(),
         5 => "context.decider_args.contains(\"amount\")".into(),
-        6 => format!("context.delegation.chain.contains(\"{}\")", rng.pick(&["r1", "r1.1", "r9"])),
+        6 => format!(
+            "context.delegation.chain.contains(\"{}\")",
+            rng.pick(&["r1", "r1.1", "r9"])
+        ),
         _ => "principal.tenant == \"acme\"".into(),
     }
 }
@@ -95,7 +98,11 @@ fn policies(rng: &mut Rng) -> String {
         };
         text.push_str(&format!(
             "@id(\"p{i}\")\n{}{kind}(principal, {action}, resource){when};\n",
-            if approval { "@approval(\"true\")\n" } else { "" }
+            if approval {
+                "@approval(\"true\")\n"
+            } else {
+                ""
+            }
         ));
     }
     text

@@ -49,11 +49,9 @@ impl Run<'_> {
         let Some(delegate) = &step.delegate else {
             return Err(EngineError::NoStep(i));
         };
-        if !matches!(self.time, TimeSource::Live(_)) {
+        if !matches!(self.time, TimeSource::Live(_)) && self.recorded.is_none() {
             return Err(EngineError::Refused(
-                "replaying a run that delegates re-executes each run of the tree on its own; \
-                 this log's children are replayed from their own logs"
-                    .into(),
+                "replaying a run that delegates needs its recorded log".into(),
             ));
         }
         let depth = self.state.parent().map_or(0, |p| p.depth);
@@ -378,6 +376,9 @@ impl Run<'_> {
                     "no such child in the spec",
                 )));
             };
+            if let Some(recorded) = &self.recorded {
+                return Ok(self.recorded_end(recorded, step, child, id));
+            }
             let Some(maker) = self.engine.children.clone() else {
                 return Ok(ChildEnd::NotStarted(not_started(
                     "this engine cannot run child runs (`Engine::with_children`)",
@@ -459,6 +460,61 @@ impl Run<'_> {
                 None => ChildEnd::Waiting,
             })
         })
+    }
+
+    /// Replay: what the recorded log says became of child `id` after this point — its end,
+    /// with the values the parent lifted from it, or that it waited.
+    fn recorded_end(
+        &self,
+        recorded: &[Arc<warrant_core::event::Event>],
+        step: &StepSpec,
+        child: &Child,
+        id: &RunId,
+    ) -> ChildEnd {
+        let after = self.state.last_seq();
+        for e in recorded.iter().filter(|e| e.seq > after) {
+            match &e.kind {
+                EventKind::ChildWaiting { children, .. } if children.contains(id) => {
+                    return ChildEnd::Waiting;
+                }
+                EventKind::ChildFinished {
+                    child: c,
+                    outcome,
+                    spent,
+                    ..
+                } if c == id => {
+                    let mut carried = BTreeMap::new();
+                    for e in recorded.iter().filter(|e| e.seq > after) {
+                        if let EventKind::Carried {
+                            name,
+                            value,
+                            lineage,
+                        } = &e.kind
+                            && lineage.run.0.starts_with(&id.0)
+                            && let Some(source) = name
+                                .strip_prefix(&format!("{}.", step.id))
+                                .and_then(|out| child.returns.get(out))
+                        {
+                            carried.insert(
+                                source.clone(),
+                                warrant_core::fold::Carried {
+                                    value: value.clone(),
+                                    lineage: lineage.clone(),
+                                },
+                            );
+                        }
+                    }
+                    return ChildEnd::Ended {
+                        outcome: outcome.clone(),
+                        spent: spent.clone(),
+                        carried,
+                    };
+                }
+                _ => {}
+            }
+        }
+        // The recorded process stopped before it knew: the replay stops there too.
+        ChildEnd::Waiting
     }
 
     /// The link a new child records: this run, the step, the depth, the chain of ancestors,

@@ -78,6 +78,9 @@ pub(crate) struct Run<'a> {
     rules: crate::rules::Rules,
     /// A new child run: the run that delegated to it (recorded in its `run_started`).
     pub(crate) parent: Option<warrant_core::event::ParentLink>,
+    /// Replay only: the recorded log, whose `child_finished` / `child_waiting` events answer
+    /// for the children (each child's own log is replayed on its own).
+    pub(crate) recorded: Option<Arc<[Arc<Event>]>>,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -187,6 +190,7 @@ impl<'a> Run<'a> {
             epoch: 1,
             rules,
             parent: None,
+            recorded: None,
         }
     }
 
