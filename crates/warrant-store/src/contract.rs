@@ -151,6 +151,43 @@ where
     a_subscription_sees_every_event_once_across_appends(make().await).await;
     leases_fence_a_driver_that_lost_its_run(&make().await).await;
     cancellations_are_recorded_once(&make().await).await;
+    an_answered_child_makes_its_root_ready(&make().await).await;
+}
+
+/// A tree of runs is carried on by its root's driver: when a person answers a child's
+/// request, its waiting root becomes ready (in the same transaction), so whatever resumes
+/// ready runs resumes the tree; a root that is not waiting is left as it is.
+pub async fn an_answered_child_makes_its_root_ready(store: &dyn EventStore) {
+    let (root, child) = (RunId("t1".into()), RunId("t1.1".into()));
+    let waits = Arc::new(Event {
+        seq: 2,
+        at_ms: 20,
+        kind: EventKind::ChildWaiting {
+            step: StepId("a".into()),
+            children: vec![child.clone()],
+        },
+    });
+    store
+        .append(&root, 0, vec![started("t1"), waits], None)
+        .await
+        .unwrap();
+    store
+        .append(&child, 0, vec![started("t1.1"), asked(2, "t1.1-a1")], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.summary(&root).await.unwrap().unwrap().status,
+        "waiting"
+    );
+    store
+        .append(&child, 2, vec![answered(3, "t1.1-a1")], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.summary(&child).await.unwrap().unwrap().status,
+        "ready"
+    );
+    assert_eq!(store.summary(&root).await.unwrap().unwrap().status, "ready");
 }
 
 /// The database tests use (`WARRANT_TEST_POSTGRES`, else the machine's PostgreSQL on

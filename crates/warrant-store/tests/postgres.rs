@@ -291,3 +291,22 @@ async fn another_process_is_woken_by_notifications() {
             .expect("the follower in another process is woken");
     assert_eq!(got.unwrap().unwrap().event.seq, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_claims_a_tree_by_its_root_never_a_child_alone() {
+    let url = postgres_scratch("tree").await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    // A root and its child, both recorded with no driver (claimable if they were roots).
+    queue(&store, "t1", "t", 100).await;
+    queue(&store, "t1.1", "t", 101).await;
+    let got = store
+        .claim_ready(&driver("pid 1", 1_000, 0), 10, FairShare::default())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = got.iter().map(|(r, _)| r.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["t1"],
+        "the child is driven with its tree, by its root"
+    );
+}
