@@ -122,6 +122,54 @@ fn spec(steps: u32) -> Spec {
     }
 }
 
+/// A parent whose one step delegates the K-call loop to `children` child runs sharing its
+/// provider, at most 16 at once.
+fn tree_spec(steps: u32, children: u32) -> Spec {
+    let child = spec(steps);
+    let mut parent = spec(steps);
+    parent.id = "tool-loop-tree".into();
+    let delegate = warrant_core::spec::Delegate {
+        children: (0..children)
+            .map(|_| warrant_core::spec::Child {
+                spec: warrant_core::spec::ChildSpec::Inline(Box::new(child.clone())),
+                decider: None,
+                inputs: BTreeMap::new(),
+                share: vec!["tools".into()],
+                tools: None,
+                policy: Vec::new(),
+                budget: warrant_core::spec::Budget::default(),
+                returns: BTreeMap::new(),
+            })
+            .collect(),
+        fan_out: children.clamp(1, warrant_core::spec::FAN_OUT_MAX),
+    };
+    if let Some(step) = parent.steps.first_mut() {
+        step.provider = String::new();
+        step.tools = Vec::new();
+        step.delegate = Some(delegate);
+    }
+    parent.limits.decisions_max = children.saturating_mul(steps + 1).saturating_add(1);
+    parent
+}
+
+/// The bench's children: the workload's decider, on the parent's provider.
+struct LoopChildren {
+    steps: u32,
+}
+
+impl warrant_core::ports::ChildRuns for LoopChildren {
+    fn prepare<'a>(
+        &'a self,
+        _spec: &'a Arc<Spec>,
+        _shared: &'a [String],
+    ) -> BoxFuture<'a, Result<warrant_core::ports::ChildParts, String>> {
+        Box::pin(std::future::ready(Ok(warrant_core::ports::ChildParts {
+            decider: Box::new(LoopDecider { steps: self.steps }),
+            surfaces: Surfaces::new(),
+        })))
+    }
+}
+
 /// CPU time (user + system) of this process so far, in nanoseconds.
 fn cpu_ns() -> u64 {
     use nix::sys::resource::{UsageWho, getrusage};
@@ -160,9 +208,14 @@ async fn batch(
     surfaces: &Arc<Surfaces>,
     steps: u32,
     runs: u32,
+    children: Option<u32>,
     counter: &AtomicU64,
 ) -> Result<Batch, Failure> {
-    let spec = Arc::new(spec(steps));
+    let spec = Arc::new(match children {
+        Some(n) => tree_spec(steps, n),
+        None => spec(steps),
+    });
+    let per_run = u64::from(steps) * u64::from(children.unwrap_or(1));
     let decider = Arc::new(LoopDecider { steps });
     let before = counter.load(Ordering::SeqCst);
     let cpu0 = cpu_ns();
@@ -208,10 +261,10 @@ async fn batch(
     let cpu_s = num::to_f64(cpu_ns() - cpu0) / 1e9;
     // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
     let ran = counter.load(Ordering::SeqCst) - before;
-    if ran != u64::from(steps) * u64::from(runs) {
+    if ran != per_run * u64::from(runs) {
         return Err(Failure::failed(anyhow!(
             "the tool ran {ran} times, expected {}",
-            u64::from(steps) * u64::from(runs)
+            per_run * u64::from(runs)
         )));
     }
     let want = format!("done: {steps} steps");
@@ -222,6 +275,10 @@ async fn batch(
                 r.run_id,
                 r.outcome
             )));
+        }
+        if children.is_some() {
+            // Attained only when every child attained (each judged its own loop).
+            continue;
         }
         let events = engine
             .store()
@@ -349,13 +406,29 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
         )))),
     );
     let surfaces = Arc::new(surfaces);
-    let engines: Vec<Engine> = stores.iter().map(|s| Engine::new(s.clone())).collect();
+    if args.children == Some(0) {
+        return Err(Failure::invalid(anyhow!("--children must be at least 1")));
+    }
+    let engines: Vec<Engine> = stores
+        .iter()
+        .map(|s| Engine::new(s.clone()).with_children(Arc::new(LoopChildren { steps: args.steps })))
+        .collect();
 
-    batch(&engines, &surfaces, 2, 1, &counter).await?; // untimed warm-up
+    batch(&engines, &surfaces, 2, 1, None, &counter).await?; // untimed warm-up
     let (rss_before, _) = rss_mb();
     let mut batches = Vec::new();
     for _ in 0..repeat {
-        batches.push(batch(&engines, &surfaces, args.steps, args.runs, &counter).await?);
+        batches.push(
+            batch(
+                &engines,
+                &surfaces,
+                args.steps,
+                args.runs,
+                args.children,
+                &counter,
+            )
+            .await?,
+        );
     }
     let (_, peak) = rss_mb();
     drop(engines);
@@ -364,7 +437,8 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
         scratch.remove().await;
     }
 
-    let total_steps = f64::from(args.steps) * f64::from(args.runs);
+    let children = args.children.unwrap_or(1);
+    let total_steps = f64::from(args.steps) * f64::from(args.runs) * f64::from(children);
     let mut walls: Vec<f64> = batches.iter().map(|b| b.wall_s).collect();
     walls.sort_by(f64::total_cmp);
     let (Some(&median), Some(&fastest), Some(&slowest)) =
@@ -382,6 +456,8 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
         "workers": args.workers,
         "steps": args.steps,
         "runs": args.runs,
+        "children": args.children,
+        "per_child_us": args.children.map(|n| median * 1e6 / (f64::from(args.runs) * f64::from(n))),
         "durable": args.durable,
         "repeats": repeat,
         "wall_s": median,

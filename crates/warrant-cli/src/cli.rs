@@ -508,6 +508,10 @@ pub struct BenchArgs {
     /// Timed repetitions (default 3, or 1 when R >= 1000); the median is reported.
     #[arg(long)]
     pub repeat: Option<u32>,
+    /// Delegate: each run is a parent whose one step hands the K-call loop to N child runs
+    /// (on the parent's provider, at most 16 at once): measures what a child costs.
+    #[arg(long, value_name = "N")]
+    pub children: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

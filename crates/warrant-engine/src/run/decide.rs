@@ -206,18 +206,19 @@ impl Run<'_> {
         }
         // Budgets the decider spends: checked once the decision that spent them is recorded.
         let limits = &self.spec.limits;
+        let spent = self.state.spent();
         if let Some(max) = limits.tokens_max
-            && self.state.tokens_used() > max
+            && spent.tokens > max
         {
             return self.exhausted("tokens_max", max);
         }
         if let Some(max) = limits.cost_micro_usd_max
-            && self.state.cost_micro_usd() > max
+            && spent.cost_micro_usd > max
         {
             return self.exhausted("cost_micro_usd_max", max);
         }
         if let (Some(max), Decision::Call { .. }) = (limits.calls_max, &decision)
-            && self.state.calls().len() as u64 >= u64::from(max)
+            && u64::from(spent.calls) >= u64::from(max)
         {
             return self.exhausted("calls_max", u64::from(max));
         }

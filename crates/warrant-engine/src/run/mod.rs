@@ -470,7 +470,8 @@ impl<'a> Run<'a> {
             self.exhausted("deadline_ms", limits.deadline_ms)?;
             return Ok(true);
         }
-        if self.state.decisions() >= limits.decisions_max {
+        // What the run's children spent counts against its limits too.
+        if self.state.spent().decisions >= limits.decisions_max {
             self.exhausted("decisions_max", u64::from(limits.decisions_max))?;
             return Ok(true);
         }
