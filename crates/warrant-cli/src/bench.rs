@@ -122,8 +122,8 @@ fn spec(steps: u32) -> Spec {
     }
 }
 
-/// A parent whose one step delegates the K-call loop to `children` child runs sharing its
-/// provider, at most 16 at once.
+/// A parent whose one step delegates the K-call loop to `children` child runs, at most 16 at
+/// once, each handed the benchmark's tool as a provider of its own.
 fn tree_spec(steps: u32, children: u32) -> Spec {
     let child = spec(steps);
     let mut parent = spec(steps);
@@ -134,7 +134,7 @@ fn tree_spec(steps: u32, children: u32) -> Spec {
                 spec: warrant_core::spec::ChildSpec::Inline(Box::new(child.clone())),
                 decider: None,
                 inputs: BTreeMap::new(),
-                share: vec!["tools".into()],
+                share: Vec::new(),
                 tools: None,
                 policy: Vec::new(),
                 budget: warrant_core::spec::Budget::default(),
@@ -152,9 +152,10 @@ fn tree_spec(steps: u32, children: u32) -> Spec {
     parent
 }
 
-/// The bench's children: the workload's decider, on the parent's provider.
+/// The bench's children: the workload's decider, and the counting tool.
 struct LoopChildren {
     steps: u32,
+    surfaces: Arc<Surfaces>,
 }
 
 impl warrant_core::ports::ChildRuns for LoopChildren {
@@ -165,7 +166,7 @@ impl warrant_core::ports::ChildRuns for LoopChildren {
     ) -> BoxFuture<'a, Result<warrant_core::ports::ChildParts, String>> {
         Box::pin(std::future::ready(Ok(warrant_core::ports::ChildParts {
             decider: Box::new(LoopDecider { steps: self.steps }),
-            surfaces: Surfaces::new(),
+            surfaces: (*self.surfaces).clone(),
         })))
     }
 }
@@ -259,14 +260,6 @@ async fn batch(
     }
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = num::to_f64(cpu_ns() - cpu0) / 1e9;
-    // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
-    let ran = counter.load(Ordering::SeqCst) - before;
-    if ran != per_run * u64::from(runs) {
-        return Err(Failure::failed(anyhow!(
-            "the tool ran {ran} times, expected {}",
-            per_run * u64::from(runs)
-        )));
-    }
     let want = format!("done: {steps} steps");
     for r in &results {
         if r.outcome != Some(Outcome::Attained) {
@@ -292,6 +285,14 @@ async fn batch(
                 r.run_id
             )));
         }
+    }
+    // The check of the workload: every run attained with `done: K steps`, K x R tool runs.
+    let ran = counter.load(Ordering::SeqCst) - before;
+    if ran != per_run * u64::from(runs) {
+        return Err(Failure::failed(anyhow!(
+            "the tool ran {ran} times, expected {}",
+            per_run * u64::from(runs)
+        )));
     }
     Ok(Batch { wall_s, cpu_s })
 }
@@ -411,7 +412,12 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
     }
     let engines: Vec<Engine> = stores
         .iter()
-        .map(|s| Engine::new(s.clone()).with_children(Arc::new(LoopChildren { steps: args.steps })))
+        .map(|s| {
+            Engine::new(s.clone()).with_children(Arc::new(LoopChildren {
+                steps: args.steps,
+                surfaces: surfaces.clone(),
+            }))
+        })
         .collect();
 
     batch(&engines, &surfaces, 2, 1, None, &counter).await?; // untimed warm-up

@@ -509,7 +509,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub repeat: Option<u32>,
     /// Delegate: each run is a parent whose one step hands the K-call loop to N child runs
-    /// (on the parent's provider, at most 16 at once): measures what a child costs.
+    /// (at most 16 at once): measures what a child costs.
     #[arg(long, value_name = "N")]
     pub children: Option<u32>,
 }

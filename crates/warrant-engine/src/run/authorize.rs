@@ -79,6 +79,7 @@ impl Run<'_> {
         args_digest: &str,
         labels: &[provenance::ArgLabel],
     ) -> Result<Option<String>, Refusal> {
+        let across_tree = self.tree_denial(&step.provider, args_digest).await;
         let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
@@ -108,10 +109,7 @@ impl Run<'_> {
             }
             _ => None,
         });
-        let denial = match denial {
-            Some(d) => Some(d),
-            None => self.tree_denial(&step.provider, &args_digest).await,
-        };
+        let denial = denial.or(across_tree);
         if let Some(message) = denial {
             return Err(Refusal {
                 ruled: Some(args_digest),
@@ -278,39 +276,113 @@ impl Run<'_> {
 impl Run<'_> {
     /// INVARIANT (denied stays denied, across a tree): a person's denial of this effect
     /// (provider and arguments digest) recorded in any other run of this run's tree of
-    /// delegations — its root, a parent, a sibling, a child — holds here too.
-    async fn tree_denial(&self, provider: &str, args_digest: &str) -> Option<String> {
+    /// delegations — its root, a parent, a sibling, a child — holds here too. The tree's logs
+    /// are read incrementally (each from where this run last read it), its members found
+    /// from the root down through their `child_spawned` events.
+    async fn tree_denial(&mut self, provider: &str, args_digest: &str) -> Option<String> {
         if self.state.parent().is_none() && self.state.children().next().is_none() {
             return None;
         }
-        let root = crate::root_of(&self.run_id);
-        let query = warrant_core::store::RunQuery {
-            id_prefix: Some(format!("{root}.")),
-            ..warrant_core::store::RunQuery::default()
-        };
-        let mut members = vec![root];
-        if let Ok(page) = self.engine.store.runs(query).await {
-            members.extend(page.runs.into_iter().map(|r| r.run_id));
+        let shared = self.tree.clone();
+        let mut tree = shared.reading.lock().await;
+        // A denial answers a request: a tree in which no run asked for approval (none found
+        // when it was first read, none recorded since by this process, its one driver) has
+        // none, and its logs need no reading.
+        if tree.read_once && !shared.any_asked.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
         }
-        for member in members.iter().filter(|m| **m != self.run_id) {
-            let Ok(state) = self.engine.fold(member).await else {
+        tree.read_once = true;
+        let mut queue = vec![crate::root_of(&self.run_id)];
+        let mut visited = std::collections::HashSet::new();
+        while let Some(member) = queue.pop() {
+            if !visited.insert(member.clone()) {
                 continue;
-            };
-            let denied = state.approvals().iter().find_map(|a| match &a.status {
-                ApprovalStatus::Denied { by, reason }
-                    if a.provider == provider && a.args_digest == args_digest =>
-                {
-                    Some(format!(
-                        "denied by {by} in run `{member}`: {reason} (request {})",
-                        a.id
-                    ))
-                }
-                _ => None,
-            });
-            if denied.is_some() {
-                return denied;
             }
+            let from = tree.seen.get(&member).copied().unwrap_or(0) + 1;
+            if member != self.run_id
+                && let Ok(events) = self.engine.store.read(&member, from).await
+            {
+                for stored in events {
+                    let e = &stored.event;
+                    tree.seen.insert(member.clone(), e.seq);
+                    match &e.kind {
+                        EventKind::ApprovalRequested {
+                            request,
+                            provider,
+                            args_digest,
+                            ..
+                        } => {
+                            shared
+                                .any_asked
+                                .store(true, std::sync::atomic::Ordering::SeqCst);
+                            tree.asked
+                                .insert(request.clone(), (provider.clone(), args_digest.clone()));
+                        }
+                        EventKind::ApprovalResolved {
+                            request,
+                            approved: false,
+                            by,
+                            reason,
+                            ..
+                        } => {
+                            if let Some((p, d)) = tree.asked.get(request).cloned() {
+                                tree.denied.push((
+                                    p,
+                                    d,
+                                    format!(
+                                        "denied by {by} in run `{member}`: {reason} (request {request})"
+                                    ),
+                                ));
+                            }
+                        }
+                        EventKind::ChildSpawned { child, .. } => {
+                            tree.members.insert(child.clone());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // This run's own children are in its state.
+            if member == self.run_id {
+                for (_, c) in self.state.children() {
+                    tree.members.insert(c.run.clone());
+                }
+            }
+            queue.extend(
+                tree.members
+                    .iter()
+                    .filter(|m| m.0.rsplit_once('.').map(|(p, _)| p) == Some(member.0.as_str()))
+                    .cloned(),
+            );
         }
-        None
+        tree.denied
+            .iter()
+            .find(|(p, d, _)| p == provider && d == args_digest)
+            .map(|(_, _, m)| m.clone())
     }
+}
+
+/// What the runs of a tree this process drives know of the tree's logs, for
+/// `Run::tree_denial`.
+#[derive(Default)]
+pub(crate) struct Tree {
+    /// Some run of the tree asked for approval (read, or recorded by this process since).
+    pub(crate) any_asked: std::sync::atomic::AtomicBool,
+    /// What was read.
+    reading: tokio::sync::Mutex<TreeReading>,
+}
+
+/// The logs of a tree, as far as they were read.
+#[derive(Default)]
+struct TreeReading {
+    /// The tree's logs were read in this process.
+    read_once: bool,
+    /// The runs of the tree found so far (besides the root).
+    members: std::collections::BTreeSet<RunId>,
+    /// How far each was read.
+    seen: std::collections::HashMap<RunId, u64>,
+    /// Approval requests seen: provider and arguments digest.
+    asked: std::collections::HashMap<String, (String, String)>,
+    /// Denials seen: provider, arguments digest, what to say.
+    denied: Vec<(String, String, String)>,
 }

@@ -435,6 +435,7 @@ impl Run<'_> {
                         rules,
                     );
                     run.parent = Some(link);
+                    run.tree = self.tree.clone();
                     run.drive().await?
                 }
                 Some(state) => {
@@ -452,6 +453,7 @@ impl Run<'_> {
                         rules,
                     );
                     run.epoch = epoch;
+                    run.tree = self.tree.clone();
                     run.reenter().await?
                 }
             };

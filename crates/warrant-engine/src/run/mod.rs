@@ -81,6 +81,9 @@ pub(crate) struct Run<'a> {
     /// Replay only: the recorded log, whose `child_finished` / `child_waiting` events answer
     /// for the children (each child's own log is replayed on its own).
     pub(crate) recorded: Option<Arc<[Arc<Event>]>>,
+    /// What this run read of the other runs of its tree (denials that cross it).
+    /// Shared by every run of its tree this process drives.
+    pub(crate) tree: Arc<authorize::Tree>,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -191,6 +194,7 @@ impl<'a> Run<'a> {
             rules,
             parent: None,
             recorded: None,
+            tree: Arc::default(),
         }
     }
 
@@ -269,6 +273,11 @@ impl<'a> Run<'a> {
             return Err(EngineError::Stopped(seq));
         }
         let at_ms = self.time.stamp(seq);
+        if matches!(kind, EventKind::ApprovalRequested { .. }) {
+            self.tree
+                .any_asked
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let event = Event { seq, at_ms, kind };
         self.state.apply(&event)?;
         self.pending.push(Arc::new(event));
