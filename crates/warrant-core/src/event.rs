@@ -547,7 +547,7 @@ pub enum EventKind {
         provenance: Option<u32>,
         /// The run that delegated to this one, when it is a child.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        parent: Option<ParentLink>,
+        parent: Option<Box<ParentLink>>,
     },
     /// A step began.
     StepStarted {

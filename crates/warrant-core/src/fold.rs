@@ -747,7 +747,7 @@ impl RunState {
                         );
                     }
                 }
-                self.parent = parent.clone();
+                self.parent = parent.as_deref().cloned();
                 self.authority = authority.clone();
                 self.provenance = *provenance;
                 self.execution_control = execution_control.clone();

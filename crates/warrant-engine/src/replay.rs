@@ -135,7 +135,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             );
             run.stop_at = stop_at;
             run.setup_ms = setup_ms;
-            run.parent = parent.clone();
+            run.parent = parent.as_deref().cloned();
             run.recorded = Some(recorded.clone());
             // Labelled under the rules the log was recorded with.
             run.provenance = match events.first().map(|e| &e.kind) {

@@ -112,7 +112,7 @@ impl Run<'_> {
         let denial = denial.or(across_tree);
         if let Some(message) = denial {
             return Err(Refusal {
-                ruled: Some(args_digest),
+                ruled: Some(args_digest.into()),
                 ..refuse(Code::ApprovalDenied, Layer::Policy, message)
             });
         }
@@ -136,7 +136,7 @@ impl Run<'_> {
             }
             Err(_) => {
                 return Err(Refusal {
-                    ruled: Some(args_digest),
+                    ruled: Some(args_digest.into()),
                     ..refuse(
                         Code::PolicyTimeout,
                         Layer::Policy,
@@ -172,7 +172,7 @@ impl Run<'_> {
             }
         };
         Err(Refusal {
-            ruled: Some(args_digest),
+            ruled: Some(args_digest.into()),
             ..refusal
         })
     }
@@ -200,7 +200,7 @@ impl Run<'_> {
         let now = self.state.last_at_ms();
         let provider = step.provider.clone();
         let ruled = |r: Refusal| Refusal {
-            ruled: Some(args_digest.to_owned()),
+            ruled: Some(args_digest.into()),
             ..r
         };
         let live = |until: &Option<u64>| until.is_none_or(|u| now < u);

@@ -207,7 +207,7 @@ impl Run<'_> {
         self.stage(EventKind::CallFinished {
             call,
             status: refusal.status,
-            ruled_args_digest: refusal.ruled,
+            ruled_args_digest: refusal.ruled.map(String::from),
             narrowed: refusal.narrowed,
             narrowed_args: refusal.narrowed_args,
             output: None,

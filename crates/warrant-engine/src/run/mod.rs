@@ -124,7 +124,7 @@ struct Refusal {
     status: CallStatus,
     fault: Fault,
     /// When an authority refused it: the digest of the arguments it ruled on.
-    ruled: Option<String>,
+    ruled: Option<Box<str>>,
     /// Narrowings applied before it was refused, and the arguments they left.
     narrowed: Vec<Narrowing>,
     narrowed_args: Option<Arc<Value>>,
@@ -340,7 +340,7 @@ impl<'a> Run<'a> {
             setup_ms,
             execution_control: self.rules.describe_control(),
             provenance: self.provenance,
-            parent: self.parent.clone(),
+            parent: self.parent.clone().map(Box::new),
         })?;
         Ok(())
     }
