@@ -643,3 +643,90 @@ async fn a_denial_in_one_child_holds_for_the_same_effect_in_its_sibling() {
     assert!(t.cafe.orders().is_empty(), "no path reached the cafe");
     assert!(matches!(result.outcome, Some(Outcome::NotAttained { .. })));
 }
+
+#[tokio::test]
+async fn a_parents_denial_holds_for_the_same_effect_in_its_child() {
+    // The parent's own ask about an order is denied; its child then proposes the same order.
+    let yaml = fan(&orderer("buy", ""), 1).replace(
+        "    required: true\n  - id: work\n    after: [look]\n",
+        "  - id: work\n",
+    );
+    let parent = spec(&yaml);
+    let rules = Arc::new(RuleList::new(
+        Vec::<String>::new(),
+        vec!["order_latte".to_owned()],
+    ));
+    let t = tree(&parent, &[("buy", BUY)], rules);
+    let look =
+        "steps:\n  look:\n    - call: order_latte\n      args: {size: small}\n    - done: tried\n";
+    t.engine
+        .run(parent, &script(look), &t.surfaces)
+        .await
+        .unwrap();
+    use warrant_core::ports::EventStore;
+    let pending = t.store.pending_approvals(None).await.unwrap();
+    assert_eq!(pending[0].run_id.0, "run-1");
+    t.engine
+        .answer(
+            &pending[0].request,
+            Answer::Deny {
+                reason: "no orders".into(),
+            },
+            "local/alice",
+        )
+        .await
+        .unwrap();
+    t.engine
+        .resume(&RunId("run-1".into()), &script(look), &t.surfaces)
+        .await
+        .unwrap();
+    let child = events(&t.store, "run-1.1");
+    let refused = child.iter().find_map(|e| match &e.kind {
+        EventKind::CallFinished { fault: Some(f), .. } if f.code == "approval_denied" => {
+            Some(f.message.clone())
+        }
+        _ => None,
+    });
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|m| m.contains("in run `run-1`")),
+        "the parent's denial holds in the child: {refused:?}"
+    );
+    assert!(
+        t.store.pending_approvals(None).await.unwrap().is_empty(),
+        "never asked again"
+    );
+    assert!(t.cafe.orders().is_empty());
+}
+
+#[tokio::test]
+async fn a_child_out_of_time_is_exhausted_and_its_parent_step_is_not_attained() {
+    // The child may take 3 ms of the (ticking) clock: it runs out before it can order.
+    let child = orderer("buy", "          budget: {deadline_ms: 3}\n");
+    let parent = spec(&fan(&child, 1));
+    let t = tree(&parent, &[("buy", BUY)], Arc::new(AllowAll));
+    let result = t
+        .engine
+        .run(parent, &script(LOOK), &t.surfaces)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcome(&t.store, "run-1.1"),
+            Some(Outcome::Exhausted { ref limit, .. }) if limit == "deadline_ms"
+        ),
+        "{:?}",
+        outcome(&t.store, "run-1.1")
+    );
+    let Some(Outcome::NotAttained { missing }) = &result.outcome else {
+        panic!("{:?}", result.outcome);
+    };
+    assert_eq!(missing[0].fault.code, "child_not_attained");
+    assert!(
+        missing[0].fault.message.contains("exhausted"),
+        "{}",
+        missing[0].fault.message
+    );
+    assert!(t.cafe.orders().is_empty());
+}
