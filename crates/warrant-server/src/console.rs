@@ -331,7 +331,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
         let _ = write!(
             body,
             "<section class=\"approval\" data-request=\"{req}\"><h3><code>{tool}</code> on {provider}</h3>\
-             <p>Run <a href=\"/runs/{run}\">{run}</a>, step {step}, call {call}. {reason}</p>\
+             <p>Run <a href=\"/runs/{run}\">{run}</a>{child}, step {step}, call {call}. {reason}</p>\
              {args}<p class=\"digest\">Arguments digest <code>{digest}</code>; expires {expires}.</p>\
              <form method=\"post\" action=\"/console/approvals/{req}\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
@@ -347,6 +347,11 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
             tool = esc(&row.tool),
             provider = esc(&row.provider),
             run = esc(&row.run.0),
+            // A child's ask is answered here, with the parent's: say whose child it is.
+            child = row.parent.as_ref().map_or(String::new(), |p| format!(
+                " (a child of <a href=\"/runs/{p}\">{p}</a>)",
+                p = esc(&p.0)
+            )),
             step = esc(&row.step.0),
             call = row.call,
             reason = esc(&row.reason),
