@@ -112,36 +112,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
     for _ in 0..runs {
         let f = fault(&mut rng);
         w.warrant(&["run", "spec.yaml", "-q"], f.as_deref());
-        // Resume and reconcile until nothing is left running or waiting (bounded).
-        for _round in 0..50 {
-            let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
-                break;
-            };
-            let pending = logs(&store, |status| {
-                matches!(status, "running" | "waiting" | "ready")
-            });
-            drop(store);
-            if pending.is_empty() {
-                break;
-            }
-            for (run, status, events) in pending {
-                if status == "waiting" {
-                    // What did not happen is sometimes sent again.
-                    let resend = rng.below(2) == 0;
-                    reconcile(&mut w, &run, &events, resend);
-                }
-                let f = fault(&mut rng);
-                #[expect(
-                    clippy::disallowed_methods,
-                    reason = "measures the time to a resumed run"
-                )]
-                let t0 = std::time::Instant::now();
-                let code = w.warrant(&["resume", &run, "-q"], f.as_deref());
-                if code.is_some() && f.is_none() {
-                    w.resumes.push(t0.elapsed());
-                }
-            }
-        }
+        settle(&mut w, &mut rng, 50, fault, false);
     }
 
     // The evidence.
@@ -167,6 +138,58 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
         "seed {seed}: only {} kills were injected",
         w.kills
     );
+}
+
+/// Reconciles what waits (children too) and resumes what is left — each run, or each tree by
+/// its root — each resume at a random fault, until nothing is running, waiting or ready
+/// (at most `rounds` times).
+fn settle(
+    w: &mut World,
+    rng: &mut Rng,
+    rounds: usize,
+    fault: fn(&mut Rng) -> Option<String>,
+    by_root: bool,
+) {
+    for _round in 0..rounds {
+        let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
+            break;
+        };
+        let pending = logs(&store, |status| {
+            matches!(status, "running" | "waiting" | "ready")
+        });
+        drop(store);
+        if pending.is_empty() {
+            break;
+        }
+        let mut targets: Vec<String> = Vec::new();
+        for (run, status, events) in &pending {
+            if status == "waiting" {
+                // What did not happen is sometimes sent again.
+                let resend = rng.below(2) == 0;
+                reconcile(w, run, events, resend);
+            }
+            let target = if by_root {
+                run.split('.').next().unwrap_or(run).to_owned()
+            } else {
+                run.clone()
+            };
+            if !targets.contains(&target) {
+                targets.push(target);
+            }
+        }
+        for run in targets {
+            let f = fault(rng);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "measures the time to a resumed run"
+            )]
+            let t0 = std::time::Instant::now();
+            let code = w.warrant(&["resume", &run, "-q"], f.as_deref());
+            if code.is_some() && f.is_none() {
+                w.resumes.push(t0.elapsed());
+            }
+        }
+    }
 }
 
 /// Reconciles each in-doubt call by looking at the ledger, as an operator would; with
@@ -287,31 +310,7 @@ fn a_tree_of_runs_killed_at_random_points_repeats_and_loses_no_effect() {
     for _ in 0..trees {
         let f = tree_fault(&mut rng);
         w.warrant(&["run", "tree.yaml", "-q"], f.as_deref());
-        for _round in 0..80 {
-            let Ok(store) = SqliteStore::open(&w.store, Durability::Fsync) else {
-                break;
-            };
-            let pending = logs(&store, |status| {
-                matches!(status, "running" | "waiting" | "ready")
-            });
-            drop(store);
-            if pending.is_empty() {
-                break;
-            }
-            // Reconcile what waits (children included), then resume each tree by its root.
-            let mut roots = std::collections::BTreeSet::new();
-            for (run, status, events) in &pending {
-                if status == "waiting" {
-                    let resend = rng.below(2) == 0;
-                    reconcile(&mut w, run, events, resend);
-                }
-                roots.insert(run.split('.').next().unwrap().to_owned());
-            }
-            for root in roots {
-                let f = tree_fault(&mut rng);
-                w.warrant(&["resume", &root, "-q"], f.as_deref());
-            }
-        }
+        settle(&mut w, &mut rng, 80, tree_fault, true);
     }
     let store = SqliteStore::open(&w.store, Durability::Fsync).unwrap();
     let logs = logs(&store, |_| true);

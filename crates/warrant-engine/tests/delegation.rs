@@ -192,6 +192,37 @@ steps:
     - done: checked
 ";
 
+fn approve() -> Answer {
+    Answer::Approve {
+        scope: warrant_core::event::ApprovalScope::Once,
+        until_ms: None,
+        edited: None,
+    }
+}
+
+fn deny() -> Answer {
+    Answer::Deny {
+        reason: "no orders".into(),
+    }
+}
+
+async fn answer(t: &Tree, request: &str, answer: Answer) {
+    t.engine
+        .answer(request, answer, "local/alice")
+        .await
+        .unwrap();
+}
+
+/// The message of the call a person's denial refused in `log`, if one did.
+fn denial_in(log: &[Arc<Event>]) -> Option<String> {
+    log.iter().find_map(|e| match &e.kind {
+        EventKind::CallFinished { fault: Some(f), .. } if f.code == "approval_denied" => {
+            Some(f.message.clone())
+        }
+        _ => None,
+    })
+}
+
 fn events(store: &MemoryStore, run: &str) -> Vec<Arc<Event>> {
     store.events(&RunId(run.to_owned()))
 }
@@ -530,15 +561,7 @@ async fn a_parents_rule_rules_its_child_and_the_childs_ask_waits_in_the_tree() {
         .unwrap();
     assert_eq!(events(&t.store, "run-1").len(), before);
     // Answered once, the whole tree goes on.
-    let approve = Answer::Approve {
-        scope: warrant_core::event::ApprovalScope::Once,
-        until_ms: None,
-        edited: None,
-    };
-    t.engine
-        .answer(&pending[0].request, approve, "local/alice")
-        .await
-        .unwrap();
+    answer(&t, &pending[0].request, approve()).await;
     let result = t
         .engine
         .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
@@ -605,37 +628,15 @@ async fn a_denial_in_one_child_holds_for_the_same_effect_in_its_sibling() {
     let pending = t.store.pending_approvals(None).await.unwrap();
     let ids: Vec<&str> = pending.iter().map(|p| p.run_id.0.as_str()).collect();
     assert_eq!(ids, ["run-1.1", "run-1.2"]);
-    t.engine
-        .answer(
-            &pending[0].request,
-            Answer::Deny {
-                reason: "no orders".into(),
-            },
-            "local/alice",
-        )
-        .await
-        .unwrap();
-    let approve = Answer::Approve {
-        scope: warrant_core::event::ApprovalScope::Once,
-        until_ms: None,
-        edited: None,
-    };
-    t.engine
-        .answer(&pending[1].request, approve, "local/bob")
-        .await
-        .unwrap();
+    answer(&t, &pending[0].request, deny()).await;
+    answer(&t, &pending[1].request, approve()).await;
     let result = t
         .engine
         .resume(&RunId("run-1".into()), &script(LOOK), &t.surfaces)
         .await
         .unwrap();
     let sibling = events(&t.store, "run-1.2");
-    let refused = sibling.iter().find_map(|e| match &e.kind {
-        EventKind::CallFinished { fault: Some(f), .. } if f.code == "approval_denied" => {
-            Some(f.message.clone())
-        }
-        _ => None,
-    });
+    let refused = denial_in(&sibling);
     assert!(
         refused.as_deref().is_some_and(|m| m.contains("run-1.1")),
         "{refused:?}"
@@ -666,27 +667,13 @@ async fn a_parents_denial_holds_for_the_same_effect_in_its_child() {
     use warrant_core::ports::EventStore;
     let pending = t.store.pending_approvals(None).await.unwrap();
     assert_eq!(pending[0].run_id.0, "run-1");
-    t.engine
-        .answer(
-            &pending[0].request,
-            Answer::Deny {
-                reason: "no orders".into(),
-            },
-            "local/alice",
-        )
-        .await
-        .unwrap();
+    answer(&t, &pending[0].request, deny()).await;
     t.engine
         .resume(&RunId("run-1".into()), &script(look), &t.surfaces)
         .await
         .unwrap();
     let child = events(&t.store, "run-1.1");
-    let refused = child.iter().find_map(|e| match &e.kind {
-        EventKind::CallFinished { fault: Some(f), .. } if f.code == "approval_denied" => {
-            Some(f.message.clone())
-        }
-        _ => None,
-    });
+    let refused = denial_in(&child);
     assert!(
         refused
             .as_deref()
