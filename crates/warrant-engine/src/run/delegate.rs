@@ -222,17 +222,20 @@ impl Run<'_> {
                         _ => None,
                     };
                     let how = other.as_ref().map_or("unfinished", Outcome::name);
+                    let why = match (other, &inner) {
+                        (_, Some(f)) => format!(" ({}: {})", f.layer, f.message),
+                        (Some(Outcome::Exhausted { limit, value }), None) => {
+                            format!(" ({limit} = {value})")
+                        }
+                        (Some(Outcome::Cancelled { by, reason }), None) => {
+                            format!(" (by {by}: {reason})")
+                        }
+                        _ => String::new(),
+                    };
                     let mut fault = Fault::new(
                         Code::ChildNotAttained,
                         Layer::Orchestration,
-                        format!(
-                            "child `{}` ended {how}{}",
-                            c.run,
-                            inner.as_ref().map_or(String::new(), |f| format!(
-                                " ({}: {})",
-                                f.layer, f.message
-                            ))
-                        ),
+                        format!("child `{}` ended {how}{why}", c.run),
                     );
                     fault.inner = inner.map(Box::new);
                     return StepEnd::NotAttained { fault };
