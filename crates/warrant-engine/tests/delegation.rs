@@ -711,7 +711,10 @@ async fn a_child_out_of_time_is_exhausted_and_its_parent_step_is_not_attained() 
     };
     assert_eq!(missing[0].fault.code, "child_not_attained");
     assert!(
-        missing[0].fault.message.contains("exhausted (deadline_ms = 3)"),
+        missing[0]
+            .fault
+            .message
+            .contains("exhausted (deadline_ms = 3)"),
         "{}",
         missing[0].fault.message
     );
