@@ -103,21 +103,24 @@ impl warrant_core::ports::ChildRuns for Children {
         &'a self,
         spec: &'a std::sync::Arc<Spec>,
         shared: &'a [String],
+        recorded: Option<&'a warrant_core::event::DeciderIdentity>,
     ) -> warrant_core::ports::BoxFuture<
         'a,
         std::result::Result<warrant_core::ports::ChildParts, String>,
     > {
         Box::pin(async move {
-            let Some(named) = spec.decider.as_deref() else {
-                return Err(format!(
-                    "child spec `{}` names no decider (give the delegation a `decider:`)",
-                    spec.id
-                ));
-            };
-            let decider = self
-                .deciders
-                .load(named, None, spec)
-                .map_err(|e| e.to_string())?;
+            let decider = match (recorded, spec.decider.as_deref()) {
+                // Re-entered: the decider it recorded, configured as it was.
+                (Some(identity), _) => self.deciders.recorded(identity, spec),
+                (None, Some(named)) => self.deciders.load(named, None, spec),
+                (None, None) => {
+                    return Err(format!(
+                        "child spec `{}` names no decider (give the delegation a `decider:`)",
+                        spec.id
+                    ));
+                }
+            }
+            .map_err(|e| e.to_string())?;
             let mut own = (**spec).clone();
             own.providers.retain(|name, _| !shared.contains(name));
             let surfaces = connect(&own).await.map_err(|e| e.to_string())?;

@@ -163,6 +163,7 @@ impl warrant_core::ports::ChildRuns for LoopChildren {
         &'a self,
         _spec: &'a Arc<Spec>,
         _shared: &'a [String],
+        _recorded: Option<&'a DeciderIdentity>,
     ) -> BoxFuture<'a, Result<warrant_core::ports::ChildParts, String>> {
         Box::pin(std::future::ready(Ok(warrant_core::ports::ChildParts {
             decider: Box::new(LoopDecider { steps: self.steps }),

@@ -196,3 +196,54 @@ steps:
     }
     assert!(!store.exists(), "nothing was written");
 }
+
+#[test]
+fn a_child_whose_script_changed_is_not_re_entered_until_it_is_put_back() {
+    let (dir, store) = scratch();
+    let d = dir.path();
+    for f in [
+        "spec.yaml",
+        "script.yaml",
+        "research.yaml",
+        "research-script.yaml",
+        "check.yaml",
+        "check-script.yaml",
+    ] {
+        std::fs::copy(
+            support::root().join("examples/delegation").join(f),
+            d.join(f),
+        )
+        .unwrap();
+    }
+    let out = warrant_in(
+        d,
+        &store,
+        &["run", "-q", "spec.yaml", "--ask-tool", "check_design_drift"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
+    let rows = warrant_in(d, &store, &["approvals", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&rows.stdout).unwrap();
+    let request = rows[0]["request"].as_str().unwrap().to_owned();
+    assert_eq!(
+        warrant_in(d, &store, &["approve", &request]).status.code(),
+        Some(0)
+    );
+    let script = std::fs::read_to_string(d.join("check-script.yaml")).unwrap();
+    std::fs::write(
+        d.join("check-script.yaml"),
+        script.replace("within", "near"),
+    )
+    .unwrap();
+    let refused = warrant_in(d, &store, &["resume", "-q", "last"]);
+    let (stdout, stderr) = text(&refused);
+    assert_ne!(refused.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("cannot be re-entered")
+            && stderr.contains("not configured as when the run started"),
+        "{stderr}"
+    );
+    std::fs::write(d.join("check-script.yaml"), script).unwrap();
+    let resumed = warrant_in(d, &store, &["resume", "-q", "last"]);
+    let (stdout, stderr) = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(0), "{stdout}{stderr}");
+}

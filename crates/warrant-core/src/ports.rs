@@ -545,12 +545,14 @@ pub struct ChildParts {
 /// starts providers, gets a delegated child's decider and providers (`warrant-app` builds
 /// them as it does for any run).
 pub trait ChildRuns: Send + Sync {
-    /// The decider of `spec` (its `decider:`) and the surfaces of its providers not named in
-    /// `shared` (those are the parent's). Called when a child starts and when it is
-    /// re-entered; an error stops the child before it does anything.
+    /// The decider of `spec` (its `decider:`; for a child re-entered, the one it `recorded`,
+    /// built again and refused if it is not configured as it was) and the surfaces of its
+    /// providers not named in `shared` (those are the parent's). Called when a child starts
+    /// and when it is re-entered; an error stops the child before it does anything.
     fn prepare<'a>(
         &'a self,
         spec: &'a Arc<crate::spec::Spec>,
         shared: &'a [String],
+        recorded: Option<&'a crate::event::DeciderIdentity>,
     ) -> BoxFuture<'a, Result<ChildParts, String>>;
 }

@@ -42,6 +42,7 @@ impl ChildRuns for Kids {
         &'a self,
         spec: &'a Arc<warrant_core::Spec>,
         shared: &'a [String],
+        _recorded: Option<&'a warrant_core::event::DeciderIdentity>,
     ) -> BoxFuture<'a, Result<ChildParts, String>> {
         Box::pin(async move {
             let name = spec

@@ -414,8 +414,16 @@ impl Run<'_> {
                     }
                 }
             };
-            let parts = match maker.prepare(&spec, &child.share).await {
+            let identity = recorded.as_ref().and_then(RunState::decider);
+            let parts = match maker.prepare(&spec, &child.share, identity).await {
                 Ok(parts) => parts,
+                // A child that began is never re-entered under another decider, nor failed for
+                // a setting that can be put back: the tree's re-entry is refused, and says why.
+                Err(e) if identity.is_some() => {
+                    return Err(EngineError::Refused(format!(
+                        "child `{id}` cannot be re-entered: {e}"
+                    )));
+                }
                 Err(e) => return Ok(ChildEnd::NotStarted(not_started(e))),
             };
             let mut surfaces: Surfaces = parts.surfaces;
