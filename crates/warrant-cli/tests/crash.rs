@@ -62,6 +62,17 @@ struct World {
 }
 
 impl World {
+    /// A world in `dir`, its store not yet made.
+    fn in_dir(dir: PathBuf) -> World {
+        World {
+            store: dir.join("w.db"),
+            dir,
+            kills: 0,
+            resumes: Vec::new(),
+            in_doubt: 0,
+        }
+    }
+
     fn warrant(&mut self, args: &[&str], fault: Option<&str>) -> Option<i32> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
         cmd.current_dir(&self.dir)
@@ -101,13 +112,7 @@ fn killed_at_random_points_no_effect_is_repeated_or_lost() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
     ledgers::write(&dir);
-    let mut w = World {
-        store: dir.join("w.db"),
-        dir,
-        kills: 0,
-        resumes: Vec::new(),
-        in_doubt: 0,
-    };
+    let mut w = World::in_dir(dir);
 
     for _ in 0..runs {
         let f = fault(&mut rng);
@@ -300,13 +305,7 @@ fn a_tree_of_runs_killed_at_random_points_repeats_and_loses_no_effect() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
     write_tree(&dir);
-    let mut w = World {
-        store: dir.join("w.db"),
-        dir,
-        kills: 0,
-        resumes: Vec::new(),
-        in_doubt: 0,
-    };
+    let mut w = World::in_dir(dir);
     for _ in 0..trees {
         let f = tree_fault(&mut rng);
         w.warrant(&["run", "tree.yaml", "-q"], f.as_deref());

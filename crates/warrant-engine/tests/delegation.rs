@@ -193,6 +193,14 @@ steps:
     - done: checked
 ";
 
+/// A rule every run of the tree has: a person approves each `order_latte`.
+fn ask_before_ordering() -> Arc<RuleList> {
+    Arc::new(RuleList::new(
+        Vec::<String>::new(),
+        vec!["order_latte".to_owned()],
+    ))
+}
+
 fn approve() -> Answer {
     Answer::Approve {
         scope: warrant_core::event::ApprovalScope::Once,
@@ -528,10 +536,7 @@ async fn a_child_cannot_call_beyond_its_allowance_even_when_its_spec_lists_the_t
 async fn a_parents_rule_rules_its_child_and_the_childs_ask_waits_in_the_tree() {
     // The engine's rule (every run's) asks for a person before `order_latte`.
     let parent = spec(&fan(&orderer("buy", ""), 1));
-    let rules = Arc::new(RuleList::new(
-        Vec::<String>::new(),
-        vec!["order_latte".to_owned()],
-    ));
+    let rules = ask_before_ordering();
     let t = tree(&parent, &[("buy", BUY)], rules);
     let result = t
         .engine
@@ -580,10 +585,7 @@ async fn a_parents_rule_rules_its_child_and_the_childs_ask_waits_in_the_tree() {
 #[tokio::test]
 async fn cancelling_the_parent_cancels_its_waiting_children_first() {
     let parent = spec(&fan(&orderer("buy", ""), 1));
-    let rules = Arc::new(RuleList::new(
-        Vec::<String>::new(),
-        vec!["order_latte".to_owned()],
-    ));
+    let rules = ask_before_ordering();
     let t = tree(&parent, &[("buy", BUY)], rules);
     t.engine
         .run(parent, &script(LOOK), &t.surfaces)
@@ -616,10 +618,7 @@ async fn a_denial_in_one_child_holds_for_the_same_effect_in_its_sibling() {
     // the denial holds for the same effect in the sibling, whatever path it takes.
     let children: String = (0..2).map(|_| orderer("buy", "")).collect();
     let parent = spec(&fan(&children, 1));
-    let rules = Arc::new(RuleList::new(
-        Vec::<String>::new(),
-        vec!["order_latte".to_owned()],
-    ));
+    let rules = ask_before_ordering();
     let t = tree(&parent, &[("buy", BUY)], rules);
     t.engine
         .run(parent, &script(LOOK), &t.surfaces)
@@ -654,10 +653,7 @@ async fn a_parents_denial_holds_for_the_same_effect_in_its_child() {
         "  - id: work\n",
     );
     let parent = spec(&yaml);
-    let rules = Arc::new(RuleList::new(
-        Vec::<String>::new(),
-        vec!["order_latte".to_owned()],
-    ));
+    let rules = ask_before_ordering();
     let t = tree(&parent, &[("buy", BUY)], rules);
     let look =
         "steps:\n  look:\n    - call: order_latte\n      args: {size: small}\n    - done: tried\n";
