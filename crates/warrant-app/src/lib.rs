@@ -12,13 +12,15 @@ mod load;
 mod ops;
 mod providers;
 mod rows;
+mod session;
 
 pub use load::{Deciders, load_spec, parse_spec, read_text};
-pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, validate};
+pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, validate};
 pub use providers::{check_rule_tools, connect, missing_tools, observe_all};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
 };
+pub use session::{CLIENT_KIND, GoneClient};
 
 /// Largest spec, model table or policy file read (a spec is a page, not a database).
 pub const DOCUMENT_BYTES_MAX: u64 = 4 << 20;

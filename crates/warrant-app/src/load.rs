@@ -213,6 +213,9 @@ impl Deciders {
             live if warrant_deciders::live::is_live(live) => {
                 self.load(&format!("{live}:{}", identity.name), None, spec)?
             }
+            // A gateway session's client is gone with the process that served it: re-entered,
+            // the session ends (`closed`), its calls in doubt reported, none repeated.
+            crate::CLIENT_KIND => Box::new(crate::GoneClient::new(identity.clone())),
             other => {
                 return Err(AppError::invalid(format!(
                     "this build cannot resume a run decided by `{other}:{}`",

@@ -402,6 +402,13 @@ impl App {
                     // A child is carried on with its tree, by its root (which a child's
                     // answer makes ready).
                     .filter(|r| !r.run_id.0.contains('.') && lease::resumable(r, now))
+                    // A gateway session answered while its gateway waits on it is the
+                    // gateway's to carry on (its client waits for the answer there); one
+                    // interrupted is anyone's to close.
+                    .filter(|r| {
+                        !(r.status == "ready"
+                            && r.decider.starts_with(&format!("{}:", crate::CLIENT_KIND)))
+                    })
                     .map(|r| r.run_id.clone()),
             );
             match page.next {
@@ -612,7 +619,8 @@ fn fold(run: &RunId, events: &[Arc<Event>]) -> Result<RunState> {
 }
 
 /// Checks that the spec's policies and `extra` load, before anything runs.
-fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
+/// Checks that the policy files `spec` names (and `extra`) load and compile together.
+pub fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
     let paths: Vec<PathBuf> = spec
         .policy
         .iter()

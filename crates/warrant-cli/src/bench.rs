@@ -112,6 +112,7 @@ fn spec(steps: u32) -> Spec {
             grant: None,
             quarantine: BTreeMap::new(),
             delegate: None,
+            open: false,
         }],
         limits: Limits {
             decisions_max: steps + 1,

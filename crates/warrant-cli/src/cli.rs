@@ -241,8 +241,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A governed MCP gateway: an MCP server (stdio, or Streamable HTTP with `--http`) in
+    /// front of the MCP servers CONFIG names. Every `tools/call` an outside client makes
+    /// passes Warrant's Bridge (schema, provenance, policy, approval, the durable intent,
+    /// evidence); each client session is a run (`warrant runs`, `show`, `report`, `replay`).
+    /// `warrant schema gateway` prints CONFIG's JSON Schema.
+    Gateway {
+        /// The gateway's configuration (YAML or JSON): upstream servers, policies, principal,
+        /// tokens, approvals, limits.
+        config: PathBuf,
+        /// Serve stdio (the default): for clients that launch their servers.
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Serve Streamable HTTP at `http://ADDR/mcp` instead (loopback, e.g. `127.0.0.1:3003`;
+        /// port 0 picks a free one, printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
-    /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`).
+    /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`). It is a
+    /// gateway over that provider: every call is governed and recorded, each session a run.
     McpServe {
         /// The provider: `cafe`, `gallery`, `bakery`, `bank`, `mailbox` or `ledger`.
         provider: String,
@@ -524,6 +542,8 @@ pub enum SchemaKind {
     Events,
     /// The Cedar schema policies are validated against (Cedar schema syntax, not JSON).
     Cedar,
+    /// The `warrant/gateway/v1` configuration of `warrant gateway`.
+    Gateway,
 }
 
 /// When an approval ends: a time, or a time from now.

@@ -142,11 +142,16 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             reconcile(&store_path, &run, &call, said, &note, by).await
         }
         Command::Providers { spec, json } => providers(&spec, json).await,
+        Command::Gateway { config, http, .. } => {
+            let (config, base) = warrant_gateway::GatewayConfig::load(&config)
+                .map_err(|e| Failure::invalid(anyhow!(e)))?;
+            gateway(&store_path, config, &base, http.as_deref()).await
+        }
         Command::McpServe {
             provider,
             config,
             http,
-        } => mcp_serve(&provider, config.as_deref(), http.as_deref()).await,
+        } => mcp_serve(&store_path, &provider, config.as_deref(), http.as_deref()).await,
         Command::Models => {
             let deciders = deciders();
             deciders.model_table()?;
@@ -228,25 +233,59 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
     })
 }
 
-/// `warrant mcp-serve PROVIDER`: one of Warrant's providers as an MCP server on stdio.
-async fn mcp_serve(provider: &str, config: Option<&str>, http: Option<&str>) -> Result<u8> {
-    let config: Option<Value> = config
+/// `warrant mcp-serve PROVIDER`: one of Warrant's providers as an MCP server, through a
+/// gateway over it (no path to a provider is left ungoverned).
+async fn mcp_serve(
+    store_path: &StoreAt,
+    provider: &str,
+    config: Option<&str>,
+    http: Option<&str>,
+) -> Result<u8> {
+    let settings: Option<Value> = config
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| Failure::invalid(anyhow!("--config is not JSON: {e}")))?;
     let catalog = ReferenceCatalog::default();
-    let made = catalog
-        .make(provider, config.as_ref())
-        .map_err(|e| Failure::invalid(anyhow!("provider `{provider}`: {e}")))?
-        .ok_or_else(|| {
-            Failure::invalid(anyhow!(
-                "unknown provider `{provider}` (this build knows: {})",
-                catalog.names().join(", ")
-            ))
-        })?;
-    use warrant_surfaces::mcp_server::ProviderServer;
-    match http {
-        None => ProviderServer::new(provider, made).serve_stdio().await,
+    if !catalog.names().contains(&provider) {
+        return Err(Failure::invalid(anyhow!(
+            "unknown provider `{provider}` (this build knows: {})",
+            catalog.names().join(", ")
+        )));
+    }
+    let mut server = json!({"reference": provider});
+    if let Some(settings) = settings {
+        server["config"] = settings;
+    }
+    let text = json!({
+        "version": warrant_gateway::CONFIG_VERSION,
+        "id": format!("mcp-serve-{provider}"),
+        "servers": {provider: server},
+    })
+    .to_string();
+    let config =
+        warrant_gateway::GatewayConfig::parse(&text, warrant_core::spec::Format::Json, "--config")
+            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let base = std::env::current_dir().map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    gateway(store_path, config, &base, http).await
+}
+
+/// Serves a gateway until its client leaves (stdio) or the process is stopped (HTTP).
+async fn gateway(
+    store_path: &StoreAt,
+    config: warrant_gateway::GatewayConfig,
+    base: &Path,
+    http: Option<&str>,
+) -> Result<u8> {
+    let user = operator(None);
+    let tokens = warrant_gateway::Tokens::from_config(&config, &user)
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    if http.is_none() && tokens.required() {
+        return Err(Failure::invalid(anyhow!(
+            "`tokens` are for `--http`: a stdio client is the process that started the gateway"
+        )));
+    }
+    let listener = match http {
+        None => None,
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -254,8 +293,44 @@ async fn mcp_serve(provider: &str, config: Option<&str>, http: Option<&str>) -> 
             let bound = listener
                 .local_addr()
                 .map_err(|e| Failure::failed(anyhow!("{e}")))?;
-            errln!("serving `{provider}` over MCP at http://{bound}/mcp");
-            ProviderServer::serve_http(provider, made, listener).await
+            if !bound.ip().is_loopback() && !tokens.required() {
+                return Err(Failure::invalid(anyhow!(
+                    "`{addr}` is not a loopback address: serve beyond this machine only with `tokens` in the config"
+                )));
+            }
+            Some((listener, bound))
+        }
+    };
+    let store = store_path.open(Use::Create).await?;
+    let app = app(store);
+    let gateway = warrant_gateway::Gateway::start(app, config, base, &user)
+        .await
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    let closed = gateway
+        .close_interrupted()
+        .await
+        .map_err(|e| Failure::failed(anyhow!(e)))?;
+    for run in &closed {
+        errln!("closed session {run}, left running by a gateway that stopped");
+    }
+    match listener {
+        None => warrant_gateway::serve_stdio(gateway).await,
+        Some((listener, bound)) => {
+            errln!(
+                "gateway `{}` serving {} tools over MCP at http://{bound}/mcp",
+                gateway.id(),
+                gateway.tools().len()
+            );
+            let serving = warrant_gateway::serve_http(gateway.clone(), tokens, listener);
+            tokio::pin!(serving);
+            tokio::select! {
+                done = &mut serving => done,
+                () = shutdown_signal() => {
+                    // Every session records its end (`closed` by the gateway) before exit.
+                    gateway.stop(std::time::Duration::from_secs(10)).await;
+                    serving.await
+                }
+            }
         }
     }
     .map_err(|e| Failure::failed(anyhow!(e)))?;
@@ -1038,6 +1113,7 @@ fn schema(which: SchemaKind) -> Result<u8> {
         SchemaKind::Spec => schemars::schema_for!(Spec),
         SchemaKind::Report => schemars::schema_for!(RunReport),
         SchemaKind::Events => schemars::schema_for!(Event),
+        SchemaKind::Gateway => schemars::schema_for!(warrant_gateway::GatewayConfig),
         SchemaKind::Cedar => {
             out!("{}", warrant_policy::SCHEMA);
             return Ok(exit::ATTAINED);

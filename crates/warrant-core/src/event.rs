@@ -430,6 +430,14 @@ pub enum Outcome {
         /// Its value.
         value: u64,
     },
+    /// A gateway session ended: its client left (or the session could not go on). A session
+    /// has no objective, so nothing was attained or missed; its calls are the evidence.
+    Closed {
+        /// Who closed it (the client, or the gateway).
+        by: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -441,6 +449,7 @@ impl Outcome {
             Outcome::Failed { .. } => "failed",
             Outcome::Cancelled { .. } => "cancelled",
             Outcome::Exhausted { .. } => "exhausted",
+            Outcome::Closed { .. } => "closed",
         }
     }
 

@@ -299,6 +299,10 @@ pub trait Surface: Send + Sync {
             "this surface cannot look up effects",
         ))))
     }
+    /// Calls `changed` whenever the provider says what it offers changed (an MCP server's
+    /// `notifications/tools/list_changed`), so a front door can tell its own clients. A
+    /// surface whose offer never changes ignores it.
+    fn on_change(&self, _changed: Arc<dyn Fn() + Send + Sync>) {}
 }
 
 /// A decision with what it cost.
@@ -343,6 +347,11 @@ pub trait Decider: Send + Sync {
     fn identity(&self) -> DeciderIdentity;
     /// The next decision for this projection.
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>>;
+    /// Set once the decider is gone for good (a gateway session's client left): the run ends
+    /// at its next step, `closed` by whoever this names, with nothing more decided.
+    fn closed(&self) -> Option<CancelRequest> {
+        None
+    }
 }
 
 /// What the Bridge asks an authority about.

@@ -516,6 +516,12 @@ impl RunReport {
             Some(Outcome::Cancelled { by, reason }) => {
                 let _ = write!(out, " by {by}: {reason}");
             }
+            Some(Outcome::Closed { by, reason }) => {
+                let _ = write!(
+                    out,
+                    " by {by}: {reason} (a gateway session has no objective to attain: its calls are the evidence)"
+                );
+            }
             _ => {}
         }
         let _ = writeln!(out);

@@ -251,6 +251,10 @@ pub struct StepSpec {
     /// from them (every child attained, and what they return lifted into carried state).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegate: Option<Delegate>,
+    /// A gateway session's one step: it has no objective; its decider (an outside MCP client)
+    /// calls tools until it leaves, and the run ends `closed`. Not for trajectories.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
 }
 
 /// Child runs a step delegates to, run at most `fan_out` at a time and joined when all ended.

@@ -244,6 +244,8 @@ pub struct CancelRequest {
     pub by: String,
     /// Why.
     pub reason: String,
+    /// The run is a gateway session whose client left: it ends `closed`, not `cancelled`.
+    pub close: bool,
 }
 
 /// A run's events in order from a sequence number: each one once, waiting for the next, across

@@ -312,6 +312,22 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 }
             }
         }
+        if step.open {
+            let why = if spec.steps.len() != 1 {
+                Some("an open step (a gateway session's) must be its spec's only step")
+            } else if step.required || step.commit == crate::spec::CommitRule::Required {
+                Some("an open step has no objective: it cannot be `required` or require a commit")
+            } else if step.delegate.is_some() {
+                Some("an open step cannot delegate")
+            } else if spec.plan_first {
+                Some("an open step has no plan: `plan_first` cannot be set")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                issues.push((at("open"), why.into()));
+            }
+        }
         if step.tools.is_empty() && step.delegate.is_none() {
             issues.push((at("tools"), "a step needs at least one allowed tool".into()));
         }

@@ -374,6 +374,7 @@ impl Engine {
         let request = warrant_core::ports::CancelRequest {
             by: by.to_owned(),
             reason: reason.to_owned(),
+            close: false,
         };
         self.store.request_cancel(run, request).await?;
         Ok(())

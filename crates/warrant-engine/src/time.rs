@@ -167,13 +167,20 @@ impl TimeSource {
     pub(crate) fn replaying(events: &[Arc<Event>]) -> TimeSource {
         let mut cancels = std::collections::HashMap::new();
         for (i, e) in events.iter().enumerate() {
-            if let EventKind::RunFinished {
-                outcome: Outcome::Cancelled { by, reason },
-            } = &e.kind
+            let (by, reason, close) = match &e.kind {
+                EventKind::RunFinished {
+                    outcome: Outcome::Cancelled { by, reason },
+                } => (by, reason, false),
+                EventKind::RunFinished {
+                    outcome: Outcome::Closed { by, reason },
+                } => (by, reason, true),
+                _ => continue,
+            };
             {
                 let request = CancelRequest {
                     by: by.clone(),
                     reason: reason.clone(),
+                    close,
                 };
                 cancels.insert(e.seq, request.clone());
                 // A held call the cancellation ended just before the run: same moment.

@@ -552,6 +552,7 @@ pub async fn cancellations_are_recorded_once(store: &dyn EventStore) {
     let ask = |by: &str| CancelRequest {
         by: by.into(),
         reason: "stop".into(),
+        close: false,
     };
     store.request_cancel(&run, ask("alice")).await.unwrap();
     store.request_cancel(&run, ask("bob")).await.unwrap();

@@ -1199,6 +1199,7 @@ impl EventStore for PostgresStore {
             let answer = rows.first().map(|r| CancelRequest {
                 by: r.get(0),
                 reason: r.get(1),
+                close: false,
             });
             if let Ok(mut cache) = self.inner.cancel_cache.lock() {
                 if cache.version != version || cache.answers.len() >= 100_000 {
@@ -1313,7 +1314,8 @@ impl EventStore for PostgresStore {
                          SELECT tenant, count(*) AS n FROM warrant_approvals GROUP BY tenant),
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
-                         WHERE position('.' in run_id) = 0 AND (status = 'ready' OR (status = 'running'
+                         WHERE position('.' in run_id) = 0
+                           AND (status = 'ready' AND decider NOT LIKE 'mcp-client:%' OR (status = 'running'
                                AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2)))
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (

@@ -1099,6 +1099,7 @@ impl EventStore for SqliteStore {
                             CancelRequest {
                                 by: r.get(1)?,
                                 reason: r.get(2)?,
+                                close: false,
                             },
                         ))
                     })

@@ -182,6 +182,7 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
     let request = warrant_core::ports::CancelRequest {
         by: "x".into(),
         reason: "y".into(),
+        close: false,
     };
     assert!(
         reading

@@ -127,6 +127,12 @@ impl Surface for JoinedSurface {
         }
     }
 
+    fn on_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
+        for (_, member) in &self.members {
+            member.on_change(changed.clone());
+        }
+    }
+
     fn unsupported(&self) -> Vec<String> {
         self.members
             .iter()

@@ -8,8 +8,6 @@ pub mod join;
 pub mod ledger;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-#[cfg(feature = "mcp-server")]
-pub mod mcp_server;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod reference;

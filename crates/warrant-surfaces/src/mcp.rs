@@ -61,8 +61,13 @@ pub struct McpSurface {
     inputs: BTreeMap<String, Value>,
     /// `notifications/tools/list_changed` received so far.
     changes: Arc<AtomicU64>,
+    /// Told of each such notification.
+    listeners: Listeners,
     /// The last tool list: its version, and the change notifications received before it.
     seen: Mutex<Option<(String, u64)>>,
+    /// The last observation, and the change notifications received before it: what a server
+    /// that announces changes still offers until it says otherwise.
+    cached: Mutex<Option<(Observation, u64)>>,
     /// The tools a trusted server declared idempotent (`idempotentHint: true`) in its last list.
     idempotent: Mutex<HashSet<String>>,
     /// Per tool of the last list, the host inputs it takes.
@@ -71,10 +76,14 @@ pub struct McpSurface {
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
 /// before one is no longer current.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 struct Watcher {
     changes: Arc<AtomicU64>,
+    /// Who else is told (`Surface::on_change`).
+    listeners: Listeners,
 }
+
+type Listeners = Arc<Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>>;
 
 impl ClientHandler for Watcher {
     fn on_tool_list_changed(
@@ -82,6 +91,10 @@ impl ClientHandler for Watcher {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         self.changes.fetch_add(1, Ordering::SeqCst);
+        let listeners = self.listeners.lock().map(|l| l.clone()).unwrap_or_default();
+        for tell in listeners {
+            tell();
+        }
         std::future::ready(())
     }
 }
@@ -292,12 +305,12 @@ impl McpSurface {
             forward_stderr(name.to_owned(), stderr);
         }
         let watcher = Watcher::default();
-        let changes = watcher.changes.clone();
+        let (changes, listeners) = (watcher.changes.clone(), watcher.listeners.clone());
         let client = watcher
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("`{program}`: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, changes, trusted))
+        Ok(McpSurface::with_client(client, changes, listeners, trusted))
     }
 
     async fn reach(
@@ -322,12 +335,12 @@ impl McpSurface {
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(http, config);
         let watcher = Watcher::default();
-        let changes = watcher.changes.clone();
+        let (changes, listeners) = (watcher.changes.clone(), watcher.listeners.clone());
         let client = watcher
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("{url}: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, changes, trusted))
+        Ok(McpSurface::with_client(client, changes, listeners, trusted))
     }
 
     /// Lists the tools once on connecting, so what the server declares is known before any
@@ -340,6 +353,7 @@ impl McpSurface {
     fn with_client(
         client: RunningService<RoleClient, Watcher>,
         changes: Arc<AtomicU64>,
+        listeners: Listeners,
         trusted: bool,
     ) -> McpSurface {
         McpSurface {
@@ -349,7 +363,9 @@ impl McpSurface {
             effects: BTreeMap::new(),
             inputs: BTreeMap::new(),
             changes,
+            listeners,
             seen: Mutex::new(None),
+            cached: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
             takes: Mutex::new(HashMap::new()),
         }
@@ -442,7 +458,35 @@ impl McpSurface {
         if let Ok(mut seen) = self.seen.lock() {
             *seen = Some((version.clone(), changes));
         }
-        Ok(Observation { version, actions })
+        let observation = Observation { version, actions };
+        if let Ok(mut cached) = self.cached.lock() {
+            *cached = Some((observation.clone(), changes));
+        }
+        Ok(observation)
+    }
+
+    /// Whether the server said it announces changes to its tool list
+    /// (`capabilities.tools.listChanged`).
+    fn announces_changes(&self) -> bool {
+        self.client
+            .peer_info()
+            .and_then(|i| i.capabilities.tools.as_ref().and_then(|t| t.list_changed))
+            == Some(true)
+    }
+
+    /// What the server offers: its last list while a server that announces changes has
+    /// announced none since (no round trip per decision), else listed now.
+    async fn observe_now(&self) -> Result<Observation, SurfaceError> {
+        if self.announces_changes() {
+            let changes = self.changes.load(Ordering::SeqCst);
+            let cached = self.cached.lock().ok().and_then(|c| c.clone());
+            if let Some((observation, at)) = cached
+                && at == changes
+            {
+                return Ok(observation);
+            }
+        }
+        self.list().await
     }
 
     async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
@@ -540,7 +584,13 @@ fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
 
 impl Surface for McpSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
-        Box::pin(self.list())
+        Box::pin(self.observe_now())
+    }
+
+    fn on_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
+        if let Ok(mut l) = self.listeners.lock() {
+            l.push(changed);
+        }
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {

@@ -145,6 +145,8 @@ impl Run<'_> {
                 return Ok(());
             }
             Ok(Ok(d)) => d,
+            // The decider left (a gateway session's client): the loop closes the run.
+            Ok(Err(_)) if self.decider.closed().is_some() => return Ok(()),
             Ok(Err(e)) => {
                 let deadline = e.code == Code::DeadlineExceeded;
                 let fault = Fault::of(e.code, e.message);

@@ -374,23 +374,34 @@ impl<'a> Run<'a> {
                         && c.idempotency_key.is_none()
                         && !c.in_doubt
                 }) {
+                    let why = if c.close {
+                        "the session closed"
+                    } else {
+                        "the run was cancelled"
+                    };
                     let fault = Fault::new(
                         Code::Cancelled,
                         Layer::Runtime,
                         format!(
-                            "`{}` cancelled: the run was cancelled while it waited for approval",
+                            "`{}` cancelled: {why} while it waited for approval",
                             held.tool
                         ),
                     );
                     let id = held.id;
                     self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
                 }
-                self.stage(EventKind::RunFinished {
-                    outcome: Outcome::Cancelled {
+                let outcome = if c.close {
+                    Outcome::Closed {
                         by: c.by,
                         reason: c.reason,
-                    },
-                })?;
+                    }
+                } else {
+                    Outcome::Cancelled {
+                        by: c.by,
+                        reason: c.reason,
+                    }
+                };
+                self.stage(EventKind::RunFinished { outcome })?;
                 continue;
             }
             match self.state.next() {

@@ -116,6 +116,8 @@ impl Run<'_> {
         }
         match &self.time {
             TimeSource::Replay(_, cancels) => cancels.get(&(self.state.last_seq() + 1)).cloned(),
+            // A gateway session whose client left ends at once (recorded `closed`).
+            TimeSource::Live(_) if let Some(c) = self.decider.closed() => Some(c),
             TimeSource::Live(clock) => {
                 let now = clock.now_ms();
                 if self

@@ -1,0 +1,322 @@
+//! Warrant's governed MCP gateway: an MCP server (stdio or Streamable HTTP) in front of other
+//! MCP servers — or of Warrant's in-process providers — through which an outside client's
+//! every `tools/call` passes the Bridge: schema check, argument provenance, policy, approval
+//! bound to the exact arguments and consumed once, the durable intent, evidence in the log.
+//!
+//! Each client session is a run (`DESIGN.md`'s run, not a second kind of log): its spec has
+//! one open step over the upstream servers (joined when there are several), and its decider
+//! is the client — each `tools/call` is its next decision. So `warrant runs`, `show`,
+//! `events --follow`, `report` and `replay --verify` work on a session, and a session's crash
+//! is recovered as any run's: a call whose answer was lost is in doubt, never repeated.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use warrant_app::App;
+use warrant_core::Spec;
+use warrant_core::event::ActionRecord;
+use warrant_engine::Surfaces;
+
+pub mod config;
+mod reply;
+mod server;
+mod session;
+
+pub use config::{CONFIG_VERSION, GatewayConfig};
+pub use server::{GatewayServer, Tokens, serve_http, serve_stdio};
+
+/// A gateway: its upstream servers reached once, shared by every session.
+pub struct Gateway {
+    pub(crate) app: App,
+    pub(crate) config: GatewayConfig,
+    base: PathBuf,
+    pub(crate) surfaces: Surfaces,
+    offer: RwLock<Arc<Offer>>,
+    /// Who a session acts for when no token says: tenant and user.
+    principal: (String, String),
+    /// The clients connected, told when the tools offered change.
+    peers: Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
+    /// Sessions whose run has not ended yet.
+    live: tokio::sync::watch::Sender<usize>,
+    /// Told when the gateway stops: every session closes.
+    pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+}
+
+/// A session counted as live.
+pub(crate) struct LiveSession {
+    gateway: Arc<Gateway>,
+}
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        self.gateway.live.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// What the gateway offers now: the tools, and the spec of a session that starts now.
+pub(crate) struct Offer {
+    pub(crate) spec: Arc<Spec>,
+    pub(crate) tools: Vec<Offered>,
+    /// The observation it was made from.
+    version: String,
+}
+
+/// One tool offered.
+pub(crate) struct Offered {
+    /// As the client sees it.
+    pub(crate) client: String,
+    /// As the run has it (`server.tool` when several servers are joined).
+    pub(crate) engine: String,
+    pub(crate) action: ActionRecord,
+}
+
+impl Offer {
+    /// The engine's name for the tool a client calls `name`.
+    pub(crate) fn engine_name(&self, name: &str) -> Option<&str> {
+        self.tools
+            .iter()
+            .find(|t| t.client == name)
+            .map(|t| t.engine.as_str())
+    }
+}
+
+impl Gateway {
+    /// Reaches every upstream server of `config` (paths in it relative to `base`), checks its
+    /// policies, and lists what it offers. `operator` is who sessions act for when the config
+    /// names nobody.
+    pub async fn start(
+        app: App,
+        config: GatewayConfig,
+        base: &Path,
+        operator: &str,
+    ) -> Result<Arc<Gateway>, String> {
+        let draft = config.draft(Vec::new(), base)?;
+        warrant_app::check_policies(&draft, &[]).map_err(|e| e.to_string())?;
+        let surfaces = warrant_app::connect(&draft)
+            .await
+            .map_err(|e| e.to_string().replace("provider `", "server `"))?;
+        let principal = (
+            config
+                .principal
+                .tenant
+                .clone()
+                .unwrap_or_else(|| "local".to_owned()),
+            config
+                .principal
+                .user
+                .clone()
+                .unwrap_or_else(|| operator.to_owned()),
+        );
+        let offer = make_offer(&config, base, &surfaces).await?;
+        let gateway = Arc::new(Gateway {
+            app,
+            config,
+            base: base.to_path_buf(),
+            surfaces,
+            offer: RwLock::new(Arc::new(offer)),
+            principal,
+            peers: Mutex::new(Vec::new()),
+            live: tokio::sync::watch::Sender::new(0),
+            stopping: tokio::sync::watch::Sender::new(false),
+        });
+        // An upstream's `listChanged` reaches every client (after the gateway lists again).
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let tell = changed.clone();
+        for surface in gateway.surfaces.values() {
+            let tell = tell.clone();
+            surface.on_change(Arc::new(move || tell.notify_one()));
+        }
+        server::watch_changes(Arc::downgrade(&gateway), changed);
+        Ok(gateway)
+    }
+
+    /// Closes every session (`closed` by the gateway) and waits, up to `grace`, until each
+    /// one's run has recorded its end.
+    pub async fn stop(&self, grace: Duration) {
+        self.stopping.send_replace(true);
+        self.drain(grace).await;
+    }
+
+    /// Waits, up to `grace`, until every session's run has recorded its end (a stdio client
+    /// that left: its session closes before the process exits).
+    pub async fn drain(&self, grace: Duration) {
+        let mut live = self.live.subscribe();
+        let _ = tokio::time::timeout(grace, live.wait_for(|n| *n == 0)).await;
+    }
+
+    /// Counts a session as live until the guard is dropped.
+    pub(crate) fn session_guard(self: &Arc<Self>) -> LiveSession {
+        self.live.send_modify(|n| *n += 1);
+        LiveSession {
+            gateway: self.clone(),
+        }
+    }
+
+    /// Remembers a connected client, to tell it when the tools change.
+    pub(crate) fn connected(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
+        if let Ok(mut peers) = self.peers.lock() {
+            peers.retain(|p| !p.is_transport_closed());
+            peers.push(peer);
+        }
+    }
+
+    /// The clients connected now.
+    pub(crate) fn peers(&self) -> Vec<rmcp::service::Peer<rmcp::RoleServer>> {
+        self.peers
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|p| !p.is_transport_closed())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Closes the sessions of this gateway that a stopped gateway process left running: each
+    /// is re-entered, its call in flight (if any) recorded in doubt, never repeated, and the
+    /// run ends `closed`. Returns the runs closed.
+    pub async fn close_interrupted(&self) -> Result<Vec<warrant_core::ids::RunId>, String> {
+        let mut closed = Vec::new();
+        let kind = format!("{}:", warrant_app::CLIENT_KIND);
+        for run in self.app.resumable().await.map_err(|e| e.to_string())? {
+            let Ok(Some(summary)) = self.app.store().summary(&run).await else {
+                continue;
+            };
+            if summary.spec_id != self.config.id || !summary.decider.starts_with(&kind) {
+                continue;
+            }
+            self.app.reenter(&run).await.map_err(|e| e.to_string())?;
+            closed.push(run);
+        }
+        Ok(closed)
+    }
+
+    /// The spec a session starting now runs.
+    pub(crate) fn spec(&self) -> Arc<Spec> {
+        self.offer().spec.clone()
+    }
+
+    /// What is offered now.
+    pub(crate) fn offer(&self) -> Arc<Offer> {
+        match self.offer.read() {
+            Ok(o) => o.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The tools offered, as clients see them.
+    pub fn tools(&self) -> Vec<String> {
+        self.offer()
+            .tools
+            .iter()
+            .map(|t| t.client.clone())
+            .collect()
+    }
+
+    /// The gateway's id (every session's spec id).
+    pub fn id(&self) -> &str {
+        &self.config.id
+    }
+
+    /// Lists the upstreams' tools again; `true` when what is offered changed (sessions that
+    /// start from now on run the new spec; a session already running keeps its own).
+    pub async fn refresh(&self) -> Result<bool, String> {
+        let offer = make_offer(&self.config, &self.base, &self.surfaces).await?;
+        let changed = offer.version != self.offer().version;
+        if changed && let Ok(mut o) = self.offer.write() {
+            *o = Arc::new(offer);
+        }
+        Ok(changed)
+    }
+}
+
+/// Observes the session step's provider and makes the tool table and the session spec.
+async fn make_offer(
+    config: &GatewayConfig,
+    base: &Path,
+    surfaces: &Surfaces,
+) -> Result<Offer, String> {
+    let provider = config.step_provider();
+    let surface = surfaces
+        .get(&provider)
+        .ok_or_else(|| format!("no upstream `{provider}` was reached"))?;
+    let limit = Duration::from_millis(config.limits.call_timeout_ms);
+    let observed = tokio::time::timeout(limit, surface.observe())
+        .await
+        .map_err(|_| {
+            format!(
+                "the upstream servers did not list their tools within {} ms",
+                limit.as_millis()
+            )
+        })?
+        .map_err(|e| format!("listing the upstream servers' tools: {e}"))?;
+    let joined = config.servers.len() > 1;
+    let short = |engine: &str| -> String {
+        match engine.split_once('.') {
+            Some((_, tool)) if joined => tool.to_owned(),
+            _ => engine.to_owned(),
+        }
+    };
+    let mut tools: Vec<Offered> = Vec::new();
+    for action in observed.actions.iter() {
+        let engine = action.name.clone();
+        let plain = short(&engine);
+        let shared = observed
+            .actions
+            .iter()
+            .filter(|a| short(&a.name) == plain)
+            .count()
+            > 1;
+        let client = if shared { engine.clone() } else { plain };
+        tools.push(Offered {
+            client,
+            engine,
+            action: action.clone(),
+        });
+    }
+    if let Some(wanted) = &config.tools {
+        let mut unknown = Vec::new();
+        let mut kept = Vec::new();
+        for w in wanted {
+            let server_form = |t: &Offered| {
+                !joined && config.servers.len() == 1 && format!("{provider}.{}", t.engine) == *w
+            };
+            match tools
+                .iter()
+                .position(|t| t.client == *w || t.engine == *w || server_form(t))
+            {
+                Some(i) => kept.push(i),
+                None => unknown.push(w.clone()),
+            }
+        }
+        if !unknown.is_empty() {
+            let offered: Vec<&str> = tools.iter().map(|t| t.client.as_str()).collect();
+            return Err(format!(
+                "tools: the upstream servers offer no {} (they offer: {})",
+                unknown
+                    .iter()
+                    .map(|u| format!("`{u}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                offered.join(", ")
+            ));
+        }
+        let mut i = 0;
+        tools.retain(|_| {
+            let keep = kept.contains(&i);
+            i += 1;
+            keep
+        });
+    }
+    if tools.is_empty() {
+        return Err("the upstream servers offer no tools to serve".to_owned());
+    }
+    let spec = config.session_spec(tools.iter().map(|t| t.engine.clone()).collect(), base)?;
+    Ok(Offer {
+        spec: Arc::new(spec),
+        tools,
+        version: observed.version,
+    })
+}

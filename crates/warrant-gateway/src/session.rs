@@ -1,0 +1,420 @@
+//! A client session as a run: the client is the run's decider. Each `tools/call` becomes the
+//! decider's next decision (a proposed call the Bridge carries through every check); the
+//! answer the client gets is read from what the run recorded, once it is durable.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use warrant_core::codes::Code;
+use warrant_core::event::{DeciderIdentity, Decision, Outcome};
+use warrant_core::ports::{BoxFuture, CancelRequest, Clock, DecideError, Decided, Decider};
+use warrant_core::projection::Projection;
+use warrant_engine::{Engine, RunResult};
+
+use crate::{Gateway, reply};
+
+/// Calls a client may have queued before the session takes them up.
+const QUEUED_MAX: usize = 64;
+
+/// How often a call held for approval looks for an answer given elsewhere.
+const ANSWER_POLL: Duration = Duration::from_millis(200);
+
+/// Most idempotency keys a session remembers (the oldest is forgotten first).
+const KEYS_MAX: usize = 4_096;
+
+/// The `_meta` key a client names a call's idempotency key with (what Warrant's own MCP
+/// surface sends).
+pub const IDEMPOTENCY_META_KEY: &str = "warrant/idempotencyKey";
+
+/// One `tools/call`, as the engine names the tool, and where its answer goes.
+pub(crate) struct ClientCall {
+    pub(crate) tool: String,
+    pub(crate) args: serde_json::Map<String, Value>,
+    /// The client's idempotency key for it, if it gave one.
+    pub(crate) key: Option<String>,
+    pub(crate) reply: oneshot::Sender<CallToolResult>,
+}
+
+/// The call the client is waiting on: any call after `after` in the run's log is its.
+struct Pending {
+    after: u32,
+    /// Its idempotency key and arguments' digest, to answer a repeat of it the same way.
+    key: Option<(String, String)>,
+    reply: oneshot::Sender<CallToolResult>,
+}
+
+/// What the session answered to each idempotency key: a call repeated with the same key and
+/// arguments gets the same answer, and is not made again.
+#[derive(Default)]
+struct Keys {
+    answers: std::collections::HashMap<String, (String, CallToolResult)>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Keys {
+    fn remember(&mut self, key: String, digest: String, answer: CallToolResult) {
+        if self.answers.len() >= KEYS_MAX
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.answers.remove(&oldest);
+        }
+        self.order.push_back(key.clone());
+        self.answers.insert(key, (digest, answer));
+    }
+}
+
+/// The client as the run's decider.
+pub(crate) struct ClientDecider {
+    identity: DeciderIdentity,
+    calls: tokio::sync::Mutex<mpsc::Receiver<ClientCall>>,
+    /// Set when the gateway stops.
+    stopping: tokio::sync::watch::Receiver<bool>,
+    /// The call that opened the session, for the run's first decision.
+    first: Mutex<Option<ClientCall>>,
+    pending: Mutex<Option<Pending>>,
+    keys: Mutex<Keys>,
+    closed: Mutex<Option<CancelRequest>>,
+}
+
+impl ClientDecider {
+    fn new(
+        identity: DeciderIdentity,
+        calls: mpsc::Receiver<ClientCall>,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> ClientDecider {
+        ClientDecider {
+            identity,
+            stopping,
+            calls: tokio::sync::Mutex::new(calls),
+            first: Mutex::new(None),
+            pending: Mutex::new(None),
+            keys: Mutex::new(Keys::default()),
+            closed: Mutex::new(None),
+        }
+    }
+
+    /// Answers the call the client waits on, if any.
+    fn answer(&self, result: CallToolResult) {
+        let pending = self.pending.lock().ok().and_then(|mut p| p.take());
+        if let Some(p) = pending {
+            self.reply(p, result);
+        }
+    }
+
+    fn reply(&self, pending: Pending, result: CallToolResult) {
+        if let Some((key, digest)) = pending.key
+            && let Ok(mut keys) = self.keys.lock()
+        {
+            keys.remember(key, digest, result.clone());
+        }
+        // A client that left does not hear it; the log holds it anyway.
+        let _ = pending.reply.send(result);
+    }
+
+    /// The answer already given to `call`'s idempotency key, when it has one: the same
+    /// answer for the same arguments, an error for others. `None`: a call to make.
+    fn repeated(&self, call: &ClientCall, digest: &str) -> Option<CallToolResult> {
+        let key = call.key.as_ref()?;
+        let keys = self.keys.lock().ok()?;
+        let (given, answer) = keys.answers.get(key)?;
+        Some(if given == digest {
+            answer.clone()
+        } else {
+            reply::error(format!(
+                "idempotency key `{}` was used for `{}` with other arguments: a key names one call",
+                warrant_core::text::sanitize(key),
+                call.tool
+            ))
+        })
+    }
+
+    /// Ends the session at the run's next step.
+    fn close(&self, by: &str, reason: impl Into<String>) {
+        if let Ok(mut closed) = self.closed.lock()
+            && closed.is_none()
+        {
+            *closed = Some(CancelRequest {
+                by: by.to_owned(),
+                reason: reason.into(),
+                close: true,
+            });
+        }
+    }
+}
+
+impl Decider for ClientDecider {
+    fn identity(&self) -> DeciderIdentity {
+        self.identity.clone()
+    }
+
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        Box::pin(async move {
+            // The run decides again only once the last call's end is durable: answer it.
+            let newest = projection.recent.last().map_or(0, |c| c.call.0);
+            let pending = self.pending.lock().ok().and_then(|mut p| p.take());
+            if let Some(p) = pending {
+                let view = projection.recent.iter().find(|c| c.call.0 > p.after);
+                self.reply(p, reply::of_view(view));
+            }
+            loop {
+                let first = self.first.lock().ok().and_then(|mut f| f.take());
+                let next = match first {
+                    Some(call) => Some(call),
+                    None => {
+                        let mut stopping = self.stopping.clone();
+                        let mut calls = self.calls.lock().await;
+                        tokio::select! {
+                            call = calls.recv() => call,
+                            _ = stopping.wait_for(|s| *s) => {
+                                self.close("gateway", "the gateway was stopped");
+                                return Err(DecideError::new(Code::Cancelled, "the gateway was stopped"));
+                            }
+                        }
+                    }
+                };
+                let Some(call) = next else {
+                    self.close("client", "the client disconnected");
+                    return Err(DecideError::new(Code::Cancelled, "the client disconnected"));
+                };
+                let args = Arc::new(Value::Object(call.args.clone()));
+                let digest = warrant_core::canon::digest(&args);
+                if let Some(answer) = self.repeated(&call, &digest) {
+                    let _ = call.reply.send(answer);
+                    continue;
+                }
+                if let Ok(mut p) = self.pending.lock() {
+                    *p = Some(Pending {
+                        after: newest,
+                        key: call.key.map(|k| (k, digest)),
+                        reply: call.reply,
+                    });
+                }
+                return Ok(Decided {
+                    decision: Decision::Call {
+                        tool: call.tool,
+                        handle: None,
+                        args,
+                        claims: Vec::new(),
+                    },
+                    usage: None,
+                    exchange: None,
+                });
+            }
+        })
+    }
+
+    fn closed(&self) -> Option<CancelRequest> {
+        self.closed.lock().ok().and_then(|c| c.clone())
+    }
+}
+
+/// What a session's client holds: where to send its calls, and why the session ended once it
+/// has.
+pub(crate) struct SessionHandle {
+    pub(crate) calls: mpsc::Sender<ClientCall>,
+    pub(crate) ended: Arc<Mutex<Option<String>>>,
+    /// Dropped with the client's connection: a session waiting on a person then ends.
+    _alive: oneshot::Sender<()>,
+}
+
+/// The person to ask about a held call through the client, when it can be asked.
+pub(crate) trait Asker: Send + Sync {
+    /// Asks about `row`; `None` when the person could not be asked or set the question aside.
+    fn ask<'a>(&'a self, row: &'a warrant_app::ApprovalRow) -> BoxFuture<'a, Option<Asked>>;
+}
+
+/// What the person answered through the client.
+pub(crate) enum Asked {
+    Approve,
+    Deny(String),
+}
+
+/// Starts a session for a client named `client`, acting for `tenant`/`user`: its run begins
+/// with the first call.
+pub(crate) fn start(
+    gateway: Arc<Gateway>,
+    client: &str,
+    tenant: &str,
+    user: &str,
+    asker: Option<Arc<dyn Asker>>,
+) -> SessionHandle {
+    let (calls, receiver) = mpsc::channel(QUEUED_MAX);
+    let (alive, gone) = oneshot::channel();
+    let ended = Arc::new(Mutex::new(None));
+    let identity = DeciderIdentity {
+        kind: warrant_app::CLIENT_KIND.to_owned(),
+        name: warrant_core::text::sanitize(client)
+            .chars()
+            .take(120)
+            .collect(),
+        digest: None,
+    };
+    let decider = Arc::new(ClientDecider::new(
+        identity,
+        receiver,
+        gateway.stopping.subscribe(),
+    ));
+    let engine = gateway.app.engine().acting_for(tenant, user);
+    let by = format!("{tenant}/{user} (through {client})");
+    let live = gateway.session_guard();
+    let task = drive(gateway, decider, engine, asker, gone, ended.clone(), by);
+    let task = async move {
+        task.await;
+        drop(live);
+    };
+    spawn(task);
+    SessionHandle {
+        calls,
+        ended,
+        _alive: alive,
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the gateway owns its sessions' tasks: each drives one run until its client leaves"
+)]
+fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
+    tokio::spawn(task);
+}
+
+/// Drives a session's run until it ends: through every wait for a person, closing it when
+/// the client leaves or a call's outcome is lost.
+async fn drive(
+    gateway: Arc<Gateway>,
+    decider: Arc<ClientDecider>,
+    engine: Engine,
+    asker: Option<Arc<dyn Asker>>,
+    mut gone: oneshot::Receiver<()>,
+    ended: Arc<Mutex<Option<String>>>,
+    by: String,
+) {
+    // The first call opens the run: a client that never calls leaves nothing to record.
+    let first = tokio::select! {
+        c = async { decider.calls.lock().await.recv().await } => c,
+        _ = &mut gone => None,
+    };
+    let Some(first) = first else {
+        return;
+    };
+    if let Ok(mut slot) = decider.first.lock() {
+        *slot = Some(first);
+    }
+    let spec = gateway.spec();
+    let mut result = engine
+        .run_with_setup(spec, decider.as_ref(), &gateway.surfaces, None)
+        .await;
+    let reason = loop {
+        let run = match result {
+            Ok(run) => run,
+            Err(e) => {
+                break format!("the gateway could not record the session: {e}");
+            }
+        };
+        if let Some(outcome) = &run.outcome {
+            break ended_because(outcome);
+        }
+        if let Some(call) = run.state.calls().iter().find(|c| c.in_doubt) {
+            decider.answer(reply::in_doubt(call));
+            decider.close(
+                "gateway",
+                format!(
+                    "call {} (`{}`) is in doubt: the session ends so that nothing is repeated",
+                    call.id, call.tool
+                ),
+            );
+        } else if !wait_for_answer(&gateway, &run, asker.as_deref(), &mut gone, &by).await {
+            decider.close(
+                "client",
+                "the client disconnected while a call waited for approval",
+            );
+        }
+        result = engine
+            .resume(&run.run_id, decider.as_ref(), &gateway.surfaces)
+            .await;
+    };
+    decider.answer(reply::ended(&reason));
+    if let Ok(mut e) = ended.lock() {
+        *e = Some(reason);
+    }
+}
+
+fn ended_because(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Closed { by, reason } => format!("closed by {by}: {reason}"),
+        Outcome::Cancelled { by, reason } => format!("cancelled by {by}: {reason}"),
+        Outcome::Exhausted { limit, value } => {
+            format!("its limit `{limit}` ({value}) was reached")
+        }
+        Outcome::Failed { fault } => format!("it failed: {}", fault.message),
+        other => format!("it ended `{}`", other.name()),
+    }
+}
+
+/// Waits until the call `run` holds for approval is answered (through the client, or
+/// elsewhere) or its request expires. `false` when the client left first.
+async fn wait_for_answer(
+    gateway: &Gateway,
+    run: &RunResult,
+    asker: Option<&dyn Asker>,
+    gone: &mut oneshot::Receiver<()>,
+    by: &str,
+) -> bool {
+    let Ok(rows) = gateway.app.approvals(Some(&run.run_id)).await else {
+        return true;
+    };
+    let Some(row) = rows
+        .into_iter()
+        .find(|r| r.run == run.run_id && r.status == "pending")
+    else {
+        // Answered meanwhile: the run goes on.
+        return true;
+    };
+    if gateway.config.approvals.elicit
+        && let Some(asker) = asker
+    {
+        let asked = tokio::select! {
+            a = asker.ask(&row) => a,
+            _ = &mut *gone => return false,
+        };
+        let answer = match asked {
+            Some(Asked::Approve) => Some(warrant_engine::Answer::Approve {
+                scope: warrant_core::event::ApprovalScope::Once,
+                until_ms: None,
+                edited: None,
+            }),
+            Some(Asked::Deny(reason)) => Some(warrant_engine::Answer::Deny { reason }),
+            None => None,
+        };
+        if let Some(answer) = answer {
+            // Answered elsewhere first: that answer stands, and the run goes on with it.
+            let _ = gateway.app.answer(&row.request, answer, by).await;
+            return true;
+        }
+    }
+    // Held durably: answered with `warrant approve` / `deny`, or expired.
+    loop {
+        let now = warrant_engine::SystemClock.now_ms();
+        if now >= row.expires_at_ms {
+            return true;
+        }
+        let pending = gateway
+            .app
+            .store()
+            .pending_approvals(Some(&run.run_id))
+            .await
+            .map(|p| p.iter().any(|a| a.request == row.request))
+            .unwrap_or(true);
+        if !pending {
+            return true;
+        }
+        let left = Duration::from_millis(row.expires_at_ms.saturating_sub(now));
+        tokio::select! {
+            () = tokio::time::sleep(ANSWER_POLL.min(left)) => {}
+            _ = &mut *gone => return false,
+        }
+    }
+}
