@@ -4,14 +4,19 @@
 // node drive-warrant.mjs --url http://127.0.0.1:PORT/mcp (a server already serving the cafe).
 // Used by crates/warrant-cli/tests/mcp.rs (which asserts on the output).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [first, second] = process.argv.slice(2);
 const transport =
   first === "--url"
     ? new StreamableHTTPClientTransport(new URL(second))
-    : new StdioClientTransport({ command: first, args: ["mcp-serve", second] });
+    : new StdioClientTransport({
+        command: first,
+        args: ["mcp-serve", second],
+        // The gateway records each session in the store the test names.
+        env: { ...getDefaultEnvironment(), WARRANT_STORE: process.env.WARRANT_STORE ?? "" },
+      });
 const client = new Client({ name: "warrant-test-client", version: "1.0.0" });
 await client.connect(transport);
 

@@ -669,11 +669,13 @@ async fn an_abandoned_call_is_cancelled_at_the_server() {
     );
 }
 
-/// `warrant mcp-serve PROVIDER --http 127.0.0.1:0`, and the URL it serves at.
-fn serve_http(provider: &str) -> (Child, String) {
+/// `warrant mcp-serve PROVIDER --http 127.0.0.1:0` recording its sessions in `store`, and
+/// the URL it serves at.
+fn serve_http(provider: &str, store: &Path) -> (Child, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .args(["mcp-serve", provider, "--http", "127.0.0.1:0"])
+        .env("WARRANT_STORE", store)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -693,13 +695,16 @@ fn serve_http(provider: &str) -> (Child, String) {
 #[test]
 fn the_typescript_sdk_client_drives_warrants_own_provider_served_over_mcp() {
     let script = root().join("mcp-servers/drive-warrant.mjs");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
     let stdio = Command::new("node")
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_warrant"))
         .arg("cafe")
+        .env("WARRANT_STORE", &store)
         .output()
         .unwrap();
-    let (_server, url) = serve_http("cafe");
+    let (_server, url) = serve_http("cafe", &store);
     let http = Command::new("node")
         .arg(&script)
         .args(["--url", &url])
@@ -716,9 +721,9 @@ fn the_typescript_sdk_client_drives_warrants_own_provider_served_over_mcp() {
     }
 }
 
-/// What the TypeScript client saw of Warrant's cafe.
+/// What the TypeScript client saw of Warrant's cafe, served through a gateway.
 fn drove_the_cafe(seen: &Value) {
-    assert_eq!(seen["server"]["name"], "warrant-cafe");
+    assert_eq!(seen["server"]["name"], "warrant-gateway (mcp-serve-cafe)");
     let tool = |name: &str| {
         seen["tools"]
             .as_array()
@@ -735,19 +740,23 @@ fn drove_the_cafe(seen: &Value) {
     assert_eq!(tool("order_latte")["schema"]["required"], json!(["size"]));
     assert_eq!(seen["menu"]["isError"], false);
     assert!(seen["menu"]["structured"]["milks"].is_array());
-    // The same idempotency key in `_meta` is the same order; no key, a new one.
+    // The same idempotency key in `_meta` is the same order (answered from the session, not
+    // made again); no key, a new one.
     let first = &seen["first"]["structured"]["order_id"];
     assert_eq!(first, "ord-0001");
     assert_eq!(&seen["repeat"]["structured"]["order_id"], first);
     assert_eq!(seen["unkeyed"]["structured"]["order_id"], "ord-0002");
-    // Arguments are checked against the schema before the provider sees them.
-    let invalid = seen["invalid"]["rpcError"].as_str().unwrap();
+    // Arguments are checked against the schema by the Bridge: a tool error saying what and
+    // where, never a protocol error.
+    assert_eq!(seen["invalid"]["isError"], true, "{}", seen["invalid"]);
+    let invalid = seen["invalid"]["content"][0]["text"].as_str().unwrap();
     assert!(
         invalid.contains("huge") && invalid.contains("/size"),
         "{invalid}"
     );
+    assert_eq!(seen["unknown"]["isError"], true);
     assert!(
-        seen["unknown"]["rpcError"]
+        seen["unknown"]["content"][0]["text"]
             .as_str()
             .unwrap()
             .contains("no_such_tool")
@@ -800,7 +809,8 @@ fn warrant_runs_a_trajectory_over_its_own_providers_served_over_mcp() {
 
 #[tokio::test]
 async fn warrants_own_server_over_streamable_http_is_spoken_to_statelessly() {
-    let (_server, url) = serve_http("cafe");
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = serve_http("cafe", &dir.path().join("w.db"));
     let s = McpSurface::connect_http(&url, &BTreeMap::new(), true)
         .await
         .unwrap();
@@ -828,7 +838,12 @@ async fn a_server_that_offers_the_stateless_protocol_is_spoken_to_in_it() {
         "mcp-serve".to_owned(),
         "cafe".to_owned(),
     ];
-    let s = McpSurface::spawn(&command, &BTreeMap::new(), true)
+    let dir = tempfile::tempdir().unwrap();
+    let env = BTreeMap::from([(
+        "WARRANT_STORE".to_owned(),
+        dir.path().join("w.db").display().to_string(),
+    )]);
+    let s = McpSurface::spawn(&command, &env, true)
         .await
         .unwrap();
     assert_eq!(s.protocol_version().as_deref(), Some("2026-07-28"));
