@@ -10,7 +10,7 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 
 async def main() -> None:
@@ -51,10 +51,8 @@ async def main() -> None:
                     out["results"].append({"rpcError": str(e)})
 
     if "url" in plan:
-        import httpx
-
         headers = {"Authorization": f"Bearer {plan['token']}"} if plan.get("token") else None
-        async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+        async with create_mcp_http_client(headers=headers) as http:
             async with streamable_http_client(plan["url"], http_client=http) as streams:
                 await session(streams[0], streams[1])
     else:

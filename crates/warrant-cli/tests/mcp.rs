@@ -843,9 +843,7 @@ async fn a_server_that_offers_the_stateless_protocol_is_spoken_to_in_it() {
         "WARRANT_STORE".to_owned(),
         dir.path().join("w.db").display().to_string(),
     )]);
-    let s = McpSurface::spawn(&command, &env, true)
-        .await
-        .unwrap();
+    let s = McpSurface::spawn(&command, &env, true).await.unwrap();
     assert_eq!(s.protocol_version().as_deref(), Some("2026-07-28"));
     let obs = s.observe().await.unwrap();
     let out = s

@@ -1,0 +1,484 @@
+//! `warrant gateway`: outside MCP clients — the official TypeScript and Python SDK clients —
+//! through the gateway to the official filesystem, memory and everything servers. Every call
+//! is governed and each session is a run whose log holds the evidence.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_precision_loss,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+mod support;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::*;
+
+use serde_json::{Value, json};
+
+/// A copy of `examples/gateway` in a fresh folder (its sandbox is written to), with the store
+/// beside it.
+struct World {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    store: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let example = root().join("examples/gateway");
+        let here = dir.path().join("gateway");
+        copy_dir(&example, &here);
+        let servers = root().join("mcp-servers");
+        assert!(
+            servers.join("node_modules").exists(),
+            "install the test servers first: npm ci --prefix mcp-servers"
+        );
+        let config = here.join("gateway.yaml");
+        let text = std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("../../mcp-servers", &servers.display().to_string());
+        std::fs::write(&config, text).unwrap();
+        let store = dir.path().join("w.db");
+        World { dir, config, store }
+    }
+
+    fn sandbox(&self) -> PathBuf {
+        self.dir.path().join("gateway/sandbox")
+    }
+
+    fn inbox(&self) -> String {
+        std::fs::read_to_string(self.sandbox().join("inbox.txt")).unwrap()
+    }
+
+    /// How a stdio client starts the gateway.
+    fn stdio(&self) -> Value {
+        json!({
+            "command": [env!("CARGO_BIN_EXE_warrant"), "gateway", self.config],
+            "env": {"WARRANT_STORE": self.store},
+        })
+    }
+
+    /// `warrant gateway CONFIG --http 127.0.0.1:0`, with `env`, and the URL it serves at.
+    fn http(&self, env: &[(&str, &str)]) -> (Served, String) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+        cmd.args([
+            "gateway",
+            self.config.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("WARRANT_STORE", &self.store)
+        .env_remove("WARRANT_FAULT")
+        .stderr(std::process::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let mut said = Vec::new();
+        let url = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("the gateway stopped: {said:?}"))
+                .unwrap();
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+            said.push(line);
+        };
+        // Keep draining what it prints, so it never blocks on a full pipe.
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(said));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        (
+            Served {
+                child,
+                stderr: seen,
+            },
+            url,
+        )
+    }
+
+    fn warrant(&self, args: &[&str]) -> std::process::Output {
+        warrant_in(self.dir.path(), &self.store, args)
+    }
+
+    fn report(&self, run: &str) -> Value {
+        json(&self.warrant(&["report", run, "--json"]))
+    }
+
+    /// The runs in the store, newest first.
+    fn runs(&self) -> Vec<Value> {
+        json(&self.warrant(&["runs", "--json"]))
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+struct Served {
+    child: std::process::Child,
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The Python interpreter with the `mcp` SDK and Pydantic AI (`.ci/mcp-clients`).
+fn python() -> PathBuf {
+    if let Ok(p) = std::env::var("WARRANT_MCP_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var("WARRANT_CACHE").map_or_else(
+        |_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/warrant"),
+        PathBuf::from,
+    );
+    let python = cache.join("mcp-clients-2.3.0-2.68.0/bin/python");
+    assert!(
+        python.exists(),
+        "install the MCP clients first: .ci/mcp-clients (./test does)"
+    );
+    python
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    TypeScript,
+    Python,
+}
+
+/// Runs `client` with `plan` (see mcp-servers/gateway-client.mjs) and what it saw.
+fn drive(client: Client, plan: &Value) -> Value {
+    let mut cmd = match client {
+        Client::TypeScript => {
+            let mut c = Command::new("node");
+            c.arg(root().join("mcp-servers/gateway-client.mjs"));
+            c
+        }
+        Client::Python => {
+            let mut c = Command::new(python());
+            c.arg(root().join("mcp-servers/gateway_client.py"));
+            c
+        }
+    };
+    let out = cmd.arg(plan.to_string()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{client:?} client: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{client:?} client printed no JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The plan of the governed-session scenario: a read, a write the policy forbids, a write of
+/// a tool's output the person approves, the same content to another path (a new question,
+/// which the person denies), and a write of the client's own words.
+fn scenario(world: &World, connection: Value) -> Value {
+    let inbox = world.inbox();
+    let mut plan = connection;
+    plan["answers"] = json!(["approve", "deny"]);
+    plan["calls"] = json!([
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+        {"name": "write_file", "arguments": {"path": "secret.txt", "content": "hello"}},
+        {"name": "write_file", "arguments": {"path": "notes/../secret.txt", "content": "hello"}},
+        {"name": "write_file", "arguments": {"path": "notes/copy.txt", "content": inbox}},
+        {"name": "write_file", "arguments": {"path": "notes/other.txt", "content": inbox}},
+        {"name": "write_file", "arguments": {"path": "notes/mine.txt", "content": "my own words"}},
+    ]);
+    plan
+}
+
+/// What the scenario must leave: on disk, in the client's answers, in the session's log.
+fn governed(world: &World, seen: &Value, run: &str) {
+    let results = seen["results"].as_array().unwrap();
+    let inbox = world.inbox();
+    // The read passes, its text as the server wrote it.
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert!(results[0].to_string().contains("IBAN"), "{}", results[0]);
+    // Outside notes/ (or climbing out of it): denied by the policy, a tool error for the model.
+    for denied in &results[1..3] {
+        assert_eq!(denied["isError"], true, "{denied}");
+        assert!(text(denied).contains("writes-stay-in-notes"), "{denied}");
+    }
+    assert!(!world.sandbox().join("secret.txt").exists());
+    // The tool's output written: asked about through the client, approved, written once.
+    assert_eq!(results[3]["isError"], false, "{}", results[3]);
+    assert_eq!(
+        std::fs::read_to_string(world.sandbox().join("notes/copy.txt")).unwrap(),
+        inbox
+    );
+    // The same content elsewhere is other arguments: the approval does not reach it; asked
+    // again, denied, not written.
+    assert_eq!(results[4]["isError"], true, "{}", results[4]);
+    assert!(text(&results[4]).contains("not this one"), "{}", results[4]);
+    assert!(!world.sandbox().join("notes/other.txt").exists());
+    // The client's own words go ahead without a question.
+    assert_eq!(results[5]["isError"], false, "{}", results[5]);
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    // The person saw the exact arguments and where each value came from.
+    let question = asked[0].as_str().unwrap();
+    assert!(question.contains("notes/copy.txt"), "{question}");
+    assert!(
+        question.contains("/content <- the output of `fs`"),
+        "{question}"
+    );
+
+    // The session's log: every call, verdict and approval, as for any run.
+    let report = world.report(run);
+    assert_eq!(
+        report["outcome"]["outcome"], "closed",
+        "{}",
+        report["outcome"]
+    );
+    let events: Vec<Value> = stdout(&world.warrant(&["events", run, "--json"]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let statuses: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "call_finished")
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "ok",
+            "stopped_by_policy",
+            "stopped_by_policy",
+            "ok",
+            "stopped_by_policy",
+            "ok"
+        ]
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let count = |k: &str| kinds.iter().filter(|x| **x == k).count();
+    assert_eq!(count("approval_requested"), 2);
+    assert_eq!(
+        count("approval_consumed"),
+        1,
+        "approved once, consumed once"
+    );
+    // Replayed from its log alone, the session regenerates every event.
+    let replay = world.warrant(&["replay", "--verify", run]);
+    assert!(replay.status.success(), "{}", stdout(&replay));
+}
+
+#[test]
+fn a_typescript_client_over_stdio_is_governed_call_by_call() {
+    let world = World::new();
+    let seen = drive(Client::TypeScript, &scenario(&world, world.stdio()));
+    assert_eq!(
+        seen["server"]["name"], "warrant-gateway (fs-gateway)",
+        "{seen}"
+    );
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // Only the tools the config offers, in the server's order.
+    assert_eq!(
+        tools,
+        [
+            "read_text_file",
+            "write_file",
+            "create_directory",
+            "list_directory",
+            "list_allowed_directories"
+        ]
+    );
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1);
+    let run = runs[0]["run_id"].as_str().unwrap();
+    assert!(
+        runs[0]["decider"]
+            .as_str()
+            .unwrap()
+            .starts_with("mcp-client:gateway-test-ts"),
+        "{}",
+        runs[0]
+    );
+    governed(&world, &seen, run);
+}
+
+#[test]
+fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_runs() {
+    let world = World::new();
+    let (_gateway, url) = world.http(&[]);
+    let plan = scenario(&world, json!({"url": url}));
+    let seen = drive(Client::Python, &plan);
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap().to_owned();
+    // The client left: the session records its end before the next test looks.
+    assert!(eventually(
+        || world.report(&run)["outcome"]["outcome"] == "closed"
+    ));
+    governed(&world, &seen, &run);
+
+    // Two clients at once: two sessions, two runs.
+    let reader = |client| {
+        let plan = json!({"url": url, "calls": [
+            {"name": "list_directory", "arguments": {"path": "notes"}},
+            {"name": "read_text_file", "arguments": {"path": "notes/README.md"}},
+        ]});
+        std::thread::spawn(move || drive(client, &plan))
+    };
+    let (a, b) = (reader(Client::TypeScript), reader(Client::Python));
+    for seen in [a.join().unwrap(), b.join().unwrap()] {
+        let results = seen["results"].as_array().unwrap();
+        assert!(results.iter().all(|r| r["isError"] == false), "{results:?}");
+    }
+    let runs = world.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let deciders: std::collections::BTreeSet<&str> = runs[..2]
+        .iter()
+        .map(|r| r["decider"].as_str().unwrap())
+        .collect();
+    assert_eq!(deciders.len(), 2, "{deciders:?}");
+}
+
+fn eventually(mut ok: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn without_elicitation_a_held_call_waits_for_warrant_approve_and_is_told_when_denied() {
+    let world = World::new();
+    let (_gateway, url) = world.http(&[]);
+    let inbox = world.inbox();
+    // No elicitation declared: the call waits durably for a person at the command line.
+    let plan = json!({"url": url, "calls": [
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+        {"name": "write_file", "arguments": {"path": "notes/held.txt", "content": inbox}},
+        {"name": "write_file", "arguments": {"path": "notes/refused.txt", "content": inbox}},
+    ]});
+    let client = std::thread::spawn(move || drive(Client::TypeScript, &plan));
+    let mut answered = Vec::new();
+    for (answer, n) in [("approve", 1), ("deny", 2)] {
+        let mut pending = Value::Null;
+        assert!(
+            eventually(|| {
+                pending = json(&world.warrant(&["approvals", "--json"]));
+                pending.as_array().is_some_and(|p| p.len() == 1)
+            }),
+            "no approval request {n} appeared: {pending}"
+        );
+        let request = pending[0]["request"].as_str().unwrap().to_owned();
+        let out = match answer {
+            "approve" => world.warrant(&["approve", &request]),
+            _ => world.warrant(&["deny", &request, "--reason", "not from the inbox"]),
+        };
+        assert!(out.status.success(), "{}", stderr(&out));
+        answered.push(request);
+    }
+    let seen = client.join().unwrap();
+    let results = seen["results"].as_array().unwrap();
+    assert_eq!(results[1]["isError"], false, "{}", results[1]);
+    assert_eq!(
+        std::fs::read_to_string(world.sandbox().join("notes/held.txt")).unwrap(),
+        inbox
+    );
+    assert_eq!(results[2]["isError"], true);
+    assert!(
+        text(&results[2]).contains("not from the inbox"),
+        "{}",
+        results[2]
+    );
+    assert!(!world.sandbox().join("notes/refused.txt").exists());
+}
+
+#[test]
+fn a_gateway_killed_after_a_write_reports_it_in_doubt_after_restart_and_never_repeats_it() {
+    let world = World::new();
+    // The gateway aborts once the upstream has written, before the result is recorded.
+    let (mut gateway, url) = world.http(&[("WARRANT_FAULT", "after-invoke")]);
+    let plan = json!({"url": url, "calls": [
+        {"name": "write_file", "arguments": {"path": "notes/once.txt", "content": "written once"}},
+    ]});
+    let seen = drive(Client::Python, &plan);
+    assert!(
+        seen["results"][0]["rpcError"].is_string() || seen["results"][0]["isError"] == true,
+        "{seen}"
+    );
+    assert!(!gateway.child.wait().unwrap().success());
+    let run = world.runs()[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(world.runs()[0]["status"], "interrupted");
+    // Restarted: the session left behind is closed, its write in doubt, not made again.
+    let (again, _url) = world.http(&[]);
+    assert!(
+        eventually(|| again
+            .stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(&format!("closed session {run}")))),
+        "{:?}",
+        again.stderr.lock().unwrap()
+    );
+    let report = world.report(&run);
+    assert_eq!(report["outcome"]["outcome"], "closed", "{report}");
+    assert_eq!(report["unsettled"].as_array().unwrap().len(), 1, "{report}");
+    let events = stdout(&world.warrant(&["events", &run, "--json"]));
+    assert_eq!(events.matches("\"call_dispatched\"").count(), 1, "{events}");
+    assert_eq!(events.matches("\"call_in_doubt\"").count(), 1, "{events}");
+    assert_eq!(
+        std::fs::read_to_string(world.sandbox().join("notes/once.txt")).unwrap(),
+        "written once"
+    );
+    let replay = world.warrant(&["replay", "--verify", &run]);
+    assert!(replay.status.success(), "{}", stdout(&replay));
+}
