@@ -252,9 +252,10 @@ async fn mcp_serve(
             catalog.names().join(", ")
         )));
     }
-    let mut server = json!({"reference": provider});
+    let mut server = serde_json::Map::new();
+    server.insert("reference".into(), json!(provider));
     if let Some(settings) = settings {
-        server["config"] = settings;
+        server.insert("config".into(), settings);
     }
     let text = json!({
         "version": warrant_gateway::CONFIG_VERSION,

@@ -301,7 +301,7 @@ fn strip_nulls(value: serde_json::Value) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
     use super::*;
 

@@ -69,6 +69,8 @@ pub(crate) struct Offered {
     /// As the run has it (`server.tool` when several servers are joined).
     pub(crate) engine: String,
     pub(crate) action: ActionRecord,
+    /// Repeating it is harmless: a read, or a commit a trusted upstream declares idempotent.
+    pub(crate) idempotent: bool,
 }
 
 impl Offer {
@@ -270,10 +272,16 @@ async fn make_offer(
             .count()
             > 1;
         let client = if shared { engine.clone() } else { plain };
+        let idempotent = action.effect == warrant_core::event::Effect::Read
+            || action
+                .hints
+                .as_ref()
+                .is_some_and(|h| h.trusted && h.idempotent == Some(true));
         tools.push(Offered {
             client,
             engine,
             action: action.clone(),
+            idempotent,
         });
     }
     if let Some(wanted) = &config.tools {

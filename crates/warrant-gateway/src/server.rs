@@ -68,7 +68,7 @@ impl GatewayServer {
         let mut annotations = ToolAnnotations::new();
         annotations.read_only_hint = Some(a.effect == Effect::Read);
         annotations.destructive_hint = Some(a.effect == Effect::Commit);
-        annotations.idempotent_hint = a.hints.as_ref().and_then(|h| h.idempotent);
+        annotations.idempotent_hint = Some(offered.idempotent);
         annotations.open_world_hint = a.hints.as_ref().and_then(|h| h.open_world);
         Tool::new(
             offered.client.clone(),
