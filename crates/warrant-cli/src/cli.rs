@@ -257,6 +257,10 @@ pub enum Command {
         /// port 0 picks a free one, printed on stderr).
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// Keep the sessions' logs in this process's memory instead of the store: nothing
+        /// outlives the process (for trials and benchmarks, not for evidence).
+        #[arg(long)]
+        memory_store: bool,
     },
     /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
     /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`). It is a

@@ -142,10 +142,16 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             reconcile(&store_path, &run, &call, said, &note, by).await
         }
         Command::Providers { spec, json } => providers(&spec, json).await,
-        Command::Gateway { config, http, .. } => {
+        Command::Gateway {
+            config,
+            http,
+            memory_store,
+            ..
+        } => {
             let (config, base) = warrant_gateway::GatewayConfig::load(&config)
                 .map_err(|e| Failure::invalid(anyhow!(e)))?;
-            gateway(&store_path, config, &base, http.as_deref()).await
+            let store = (!memory_store).then_some(&store_path);
+            gateway(store, config, &base, http.as_deref()).await
         }
         Command::McpServe {
             provider,
@@ -267,12 +273,12 @@ async fn mcp_serve(
         warrant_gateway::GatewayConfig::parse(&text, warrant_core::spec::Format::Json, "--config")
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let base = std::env::current_dir().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    gateway(store_path, config, &base, http).await
+    gateway(Some(store_path), config, &base, http).await
 }
 
 /// Serves a gateway until its client leaves (stdio) or the process is stopped (HTTP).
 async fn gateway(
-    store_path: &StoreAt,
+    store_path: Option<&StoreAt>,
     config: warrant_gateway::GatewayConfig,
     base: &Path,
     http: Option<&str>,
@@ -302,7 +308,10 @@ async fn gateway(
             Some((listener, bound))
         }
     };
-    let store = store_path.open(Use::Create).await?;
+    let store: Arc<dyn warrant_core::ports::EventStore> = match store_path {
+        Some(at) => at.open(Use::Create).await?,
+        None => Arc::new(warrant_store::MemoryStore::new()),
+    };
     let app = app(store);
     let gateway = warrant_gateway::Gateway::start(app, config, base, &user)
         .await

@@ -482,3 +482,93 @@ fn a_gateway_killed_after_a_write_reports_it_in_doubt_after_restart_and_never_re
     let replay = world.warrant(&["replay", "--verify", &run]);
     assert!(replay.status.success(), "{}", stdout(&replay));
 }
+
+#[test]
+fn a_config_in_error_is_refused_saying_what_and_where_and_its_schema_is_printed() {
+    let world = World::new();
+    let text = std::fs::read_to_string(&world.config).unwrap();
+    let refused = |config: &str, says: &[&str]| {
+        let path = world.dir.path().join("gateway/bad.yaml");
+        std::fs::write(&path, config).unwrap();
+        let out = world.warrant(&["gateway", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        for s in says {
+            assert!(stderr(&out).contains(s), "{s:?} in {}", stderr(&out));
+        }
+    };
+    refused(
+        &text.replace("servers:", "servrs:"),
+        &["bad.yaml", "servrs"],
+    );
+    refused(
+        &text.replace(
+            "tools: [read_text_file,",
+            "tools: [no_such_tool, read_text_file,",
+        ),
+        &["tools:", "`no_such_tool`", "read_text_file"],
+    );
+    refused(
+        &text.replace("policy: [policy.cedar]", "policy: [missing.cedar]"),
+        &["missing.cedar"],
+    );
+    refused(
+        &text.replace(
+            "id: fs-gateway",
+            "id: fs-gateway\ntokens: {GW_UNSET_TOKEN: {}}",
+        ),
+        &["GW_UNSET_TOKEN", "not set"],
+    );
+    // Nothing was recorded by a gateway that did not start.
+    assert!(!world.store.exists() || world.runs().is_empty());
+    let schema = json(&world.warrant(&["schema", "gateway"]));
+    assert!(schema["properties"]["servers"].is_object(), "{schema}");
+    assert!(schema["properties"]["tokens"].is_object(), "{schema}");
+}
+
+#[test]
+fn over_http_with_tokens_a_request_without_one_is_refused_and_a_session_acts_as_its_token() {
+    let world = World::new();
+    let text = std::fs::read_to_string(&world.config).unwrap().replace(
+        "id: fs-gateway",
+        "id: fs-gateway\ntokens:\n  GW_TEST_TOKEN: {tenant: acme, user: ann}",
+    );
+    std::fs::write(&world.config, text).unwrap();
+    let token = "a-token-nobody-guesses-0123456789";
+    let (_gateway, url) = world.http(&[("GW_TEST_TOKEN", token)]);
+    // A raw request, so nothing but the token differs.
+    let status = |auth: Option<&str>| {
+        use std::io::{Read, Write};
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_once('/').unwrap();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let auth = auth
+            .map(|a| format!("authorization: {a}\r\n"))
+            .unwrap_or_default();
+        let mut tcp = std::net::TcpStream::connect(host).unwrap();
+        write!(
+            tcp,
+            "POST /{path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{auth}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = tcp.read_to_string(&mut answer);
+        answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u16>().ok())
+            .unwrap()
+    };
+    assert_eq!(status(None), 401);
+    assert_eq!(status(Some("Bearer wrong-token-wrong-token")), 401);
+    let plan = json!({"url": url, "token": token, "calls": [
+        {"name": "read_text_file", "arguments": {"path": "notes/README.md"}},
+    ]});
+    let seen = drive(Client::TypeScript, &plan);
+    assert_eq!(seen["results"][0]["isError"], false, "{seen}");
+    let run = world.runs()[0]["run_id"].as_str().unwrap().to_owned();
+    let first = stdout(&world.warrant(&["events", &run, "--json"]));
+    let started: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert_eq!(started["principal"]["tenant"], "acme", "{started}");
+    assert_eq!(started["principal"]["user"], "ann", "{started}");
+}
