@@ -572,3 +572,64 @@ fn over_http_with_tokens_a_request_without_one_is_refused_and_a_session_acts_as_
     assert_eq!(started["principal"]["tenant"], "acme", "{started}");
     assert_eq!(started["principal"]["user"], "ann", "{started}");
 }
+
+#[test]
+fn a_tool_whose_schema_changes_while_a_call_waits_is_not_approved_and_clients_hear_of_it() {
+    let world = World::new();
+    let here = world.dir.path().join("changing");
+    std::fs::create_dir_all(&here).unwrap();
+    let notes = here.join("notes.log");
+    std::fs::write(
+        here.join("ask-notes.cedar"),
+        r#"permit (principal, action, resource) unless { resource.tool == "note" };
+@approval("notes are asked about")
+permit (principal, action, resource) when { resource.tool == "note" };
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        here.join("gateway.yaml"),
+        format!(
+            "version: warrant/gateway/v1\nid: changing\nservers:\n  changing:\n    mcp:\n      command: [node, {}]\n      env: {{NOTES_LOG: {}}}\npolicy: [ask-notes.cedar]\n",
+            root().join("mcp-servers/changing-server.js").display(),
+            notes.display()
+        ),
+    )
+    .unwrap();
+    let world = World {
+        config: here.join("gateway.yaml"),
+        ..world
+    };
+    let (_gateway, url) = world.http(&[]);
+    // A: its note is held for approval (no elicitation: it waits for a person).
+    let held = {
+        let plan = json!({"url": url, "calls": [
+            {"name": "note", "arguments": {"text": "hi"}, "pauseMs": 1000},
+        ]});
+        std::thread::spawn(move || drive(Client::TypeScript, &plan))
+    };
+    let mut pending = Value::Null;
+    assert!(
+        eventually(|| {
+            pending = json(&world.warrant(&["approvals", "--json"]));
+            pending.as_array().is_some_and(|p| p.len() == 1)
+        }),
+        "{pending}"
+    );
+    // B changes the tool under it.
+    let b = drive(
+        Client::Python,
+        &json!({"url": url, "calls": [{"name": "reshape"}]}),
+    );
+    assert_eq!(b["results"][0]["isError"], false, "{b}");
+    let a = held.join().unwrap();
+    let told = &a["results"][0];
+    assert_eq!(told["isError"], true, "{told}");
+    assert!(text(told).contains("changed"), "{told}");
+    assert!(!notes.exists() || !std::fs::read_to_string(&notes).unwrap().contains("hi"));
+    // A heard that the tools changed.
+    assert!(a["listChanged"].as_u64().unwrap() >= 1, "{a}");
+    // The request is on the record as denied by the gateway, and nothing is left pending.
+    let approvals = json(&world.warrant(&["approvals", "--json"]));
+    assert_eq!(approvals.as_array().unwrap().len(), 0, "{approvals}");
+}

@@ -41,6 +41,9 @@ pub struct Gateway {
     live: tokio::sync::watch::Sender<usize>,
     /// Told when the gateway stops: every session closes.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+    /// Counts the changes of what is offered (a session holding a call for approval watches
+    /// it: a held tool whose schema changed is not approved as it was).
+    pub(crate) changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// A session counted as live.
@@ -74,6 +77,14 @@ pub(crate) struct Offered {
 }
 
 impl Offer {
+    /// The input schema of the tool the engine calls `engine`, while it is offered.
+    pub(crate) fn schema_of(&self, engine: &str) -> Option<&serde_json::Value> {
+        self.tools
+            .iter()
+            .find(|t| t.engine == engine)
+            .map(|t| &*t.action.input_schema)
+    }
+
     /// The engine's name for the tool a client calls `name`.
     pub(crate) fn engine_name(&self, name: &str) -> Option<&str> {
         self.tools
@@ -121,6 +132,7 @@ impl Gateway {
             peers: Mutex::new(Vec::new()),
             live: tokio::sync::watch::Sender::new(0),
             stopping: tokio::sync::watch::Sender::new(false),
+            changes: tokio::sync::watch::Sender::new(0),
         });
         // An upstream's `listChanged` reaches every client (after the gateway lists again).
         let changed = Arc::new(tokio::sync::Notify::new());
@@ -229,6 +241,9 @@ impl Gateway {
         let changed = offer.version != self.offer().version;
         if changed && let Ok(mut o) = self.offer.write() {
             *o = Arc::new(offer);
+        }
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
         }
         Ok(changed)
     }

@@ -395,8 +395,27 @@ async fn wait_for_answer(
             return true;
         }
     }
-    // Held durably: answered with `warrant approve` / `deny`, or expired.
+    // Held durably: answered with `warrant approve` / `deny`, or expired — or its tool
+    // changed meanwhile, and the question is no longer the one asked.
+    let schema = gateway.offer().schema_of(&row.tool).cloned();
+    let mut changes = gateway.changes.subscribe();
     loop {
+        let reshaped = gateway.offer().schema_of(&row.tool).cloned() != schema;
+        if reshaped {
+            let reason = format!(
+                "`{}` changed (its input schema, or it is no longer offered) while the call waited: the approval asked for is not for this tool any more; call it again",
+                row.tool
+            );
+            let _ = gateway
+                .app
+                .answer(
+                    &row.request,
+                    warrant_engine::Answer::Deny { reason },
+                    "gateway",
+                )
+                .await;
+            return true;
+        }
         let now = warrant_engine::SystemClock.now_ms();
         if now >= row.expires_at_ms {
             return true;
@@ -414,6 +433,7 @@ async fn wait_for_answer(
         let left = Duration::from_millis(row.expires_at_ms.saturating_sub(now));
         tokio::select! {
             () = tokio::time::sleep(ANSWER_POLL.min(left)) => {}
+            _ = changes.changed() => {}
             _ = &mut *gone => return false,
         }
     }
