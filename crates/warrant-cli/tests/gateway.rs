@@ -633,3 +633,57 @@ permit (principal, action, resource) when { resource.tool == "note" };
     let approvals = json(&world.warrant(&["approvals", "--json"]));
     assert_eq!(approvals.as_array().unwrap().len(), 0, "{approvals}");
 }
+
+#[test]
+fn an_agent_frameworks_client_is_governed_across_its_stateless_calls() {
+    // Pydantic AI's MCP toolset speaks the stateless 2026-07-28 protocol: no session, yet its
+    // calls make one session, so the inbox it read labels the content it then writes.
+    let world = World::new();
+    let (_gateway, url) = world.http(&[]);
+    let agent = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let out = Command::new(python())
+                .arg(root().join("mcp-servers/gateway_agent.py"))
+                .arg(&url)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        })
+    };
+    let mut pending = Value::Null;
+    assert!(
+        eventually(|| {
+            pending = json(&world.warrant(&["approvals", "--json"]));
+            pending.as_array().is_some_and(|p| p.len() == 1)
+        }),
+        "the write was not held: {pending}"
+    );
+    let request = pending[0]["request"].as_str().unwrap().to_owned();
+    assert!(
+        pending[0]["provenance"]
+            .to_string()
+            .contains("provider_output"),
+        "{pending}"
+    );
+    let denied = world.warrant(&["deny", &request, "--reason", "no copying the inbox"]);
+    assert!(denied.status.success(), "{}", stderr(&denied));
+    let seen = agent.join().unwrap();
+    let last = seen["final"].as_str().unwrap();
+    // The model was told it was denied, by whom and why, and that nothing was written.
+    assert!(last.starts_with("the write: "), "{last}");
+    assert!(last.contains("no copying the inbox"), "{last}");
+    assert!(last.contains("not made"), "{last}");
+    assert!(!world.sandbox().join("notes/agent.txt").exists());
+    // One session, both calls in it.
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap();
+    let events = stdout(&world.warrant(&["events", run, "--json"]));
+    assert_eq!(events.matches("\"call_started\"").count(), 2, "{events}");
+}

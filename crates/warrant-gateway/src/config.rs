@@ -104,6 +104,11 @@ pub struct SessionLimits {
     /// waits that long at most, then gets a tool error saying it expired.
     #[serde(default = "default_approval_ttl_ms")]
     pub approval_ttl_ms: u64,
+    /// A stateless (2026-07-28) client has no session: its calls, by the same principal and
+    /// client name, make one session until none came for this long (default 5 minutes), so
+    /// provenance carries from one call's result to the next call's arguments.
+    #[serde(default = "default_idle_ms")]
+    pub idle_ms: u64,
 }
 
 impl Default for SessionLimits {
@@ -113,6 +118,7 @@ impl Default for SessionLimits {
             deadline_ms: default_deadline_ms(),
             call_timeout_ms: default_call_timeout_ms(),
             approval_ttl_ms: default_approval_ttl_ms(),
+            idle_ms: default_idle_ms(),
         }
     }
 }
@@ -124,6 +130,9 @@ fn default_call_timeout_ms() -> u64 {
     30_000
 }
 fn default_approval_ttl_ms() -> u64 {
+    300_000
+}
+fn default_idle_ms() -> u64 {
     300_000
 }
 
@@ -188,6 +197,7 @@ impl GatewayConfig {
             ("deadline_ms", self.limits.deadline_ms),
             ("call_timeout_ms", self.limits.call_timeout_ms),
             ("approval_ttl_ms", self.limits.approval_ttl_ms),
+            ("idle_ms", self.limits.idle_ms),
         ] {
             if value == 0 {
                 issues.push(format!("limits.{name}: must be at least 1"));

@@ -41,6 +41,9 @@ pub struct Gateway {
     live: tokio::sync::watch::Sender<usize>,
     /// Told when the gateway stops: every session closes.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+    /// The sessions of stateless clients, by tenant, user and client name.
+    pub(crate) stateless:
+        Mutex<std::collections::HashMap<(String, String, String), Arc<session::SessionHandle>>>,
     /// Counts the changes of what is offered (a session holding a call for approval watches
     /// it: a held tool whose schema changed is not approved as it was).
     pub(crate) changes: tokio::sync::watch::Sender<u64>,
@@ -133,6 +136,7 @@ impl Gateway {
             live: tokio::sync::watch::Sender::new(0),
             stopping: tokio::sync::watch::Sender::new(false),
             changes: tokio::sync::watch::Sender::new(0),
+            stateless: Mutex::new(std::collections::HashMap::new()),
         });
         // An upstream's `listChanged` reaches every client (after the gateway lists again).
         let changed = Arc::new(tokio::sync::Notify::new());

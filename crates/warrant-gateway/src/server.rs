@@ -21,6 +21,9 @@ use warrant_core::ports::BoxFuture;
 use crate::session::{Asked, Asker, ClientCall, IDEMPOTENCY_META_KEY, SessionHandle};
 use crate::{Gateway, reply};
 
+/// The first protocol version without sessions.
+const STATELESS_FROM: &str = "2026-07-28";
+
 /// Longest argument text shown to a person in an approval question.
 const SHOWN_ARGS_MAX: usize = 2_000;
 
@@ -28,7 +31,7 @@ const SHOWN_ARGS_MAX: usize = 2_000;
 pub struct GatewayServer {
     gateway: Arc<Gateway>,
     tokens: Arc<Tokens>,
-    session: OnceCell<SessionHandle>,
+    session: OnceCell<Arc<SessionHandle>>,
     /// Set once the client listed the tools: it is told when they change.
     listed: std::sync::OnceLock<()>,
 }
@@ -118,20 +121,40 @@ impl ServerHandler for GatewayServer {
         let tool = offer
             .engine_name(&request.name)
             .map_or_else(|| request.name.to_string(), str::to_owned);
-        let session = self
-            .session
-            .get_or_init(|| async {
-                let (tenant, user) = self.principal(&context);
-                let client = context.peer.peer_info().map_or_else(
-                    || "unnamed client".to_owned(),
-                    |i| format!("{} {}", i.client_info.name, i.client_info.version),
-                );
-                let asker: Arc<dyn Asker> = Arc::new(PeerAsker {
-                    peer: context.peer.clone(),
-                });
-                crate::session::start(self.gateway.clone(), &client, &tenant, &user, Some(asker))
-            })
-            .await;
+        let (tenant, user) = self.principal(&context);
+        let info = context.peer.peer_info();
+        // A 2026-07-28 client has no session (each request reaches a handler of its own),
+        // and names itself in each request's `_meta`.
+        let stateless = info
+            .as_ref()
+            .is_some_and(|i| i.protocol_version.as_str() >= STATELESS_FROM);
+        let named = |i: &Implementation| format!("{} {}", i.name, i.version);
+        let client = if stateless {
+            context.meta.client_info().map(|i| named(&i))
+        } else {
+            info.as_ref().map(|i| named(&i.client_info))
+        }
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| "unnamed client".to_owned());
+        let session = if stateless {
+            crate::session::stateless(&self.gateway, &client, &tenant, &user)
+        } else {
+            self.session
+                .get_or_init(|| async {
+                    let asker: Arc<dyn Asker> = Arc::new(PeerAsker {
+                        peer: context.peer.clone(),
+                    });
+                    Arc::new(crate::session::start(
+                        self.gateway.clone(),
+                        &client,
+                        &tenant,
+                        &user,
+                        Some(asker),
+                    ))
+                })
+                .await
+                .clone()
+        };
         let key = context
             .meta
             .0
@@ -165,6 +188,7 @@ impl ServerHandler for GatewayServer {
             return Ok(CallToolResponse::Complete(ended()));
         }
         let result = answer.await.unwrap_or_else(|_| ended());
+        session.touch();
         Ok(CallToolResponse::Complete(result))
     }
 }

@@ -176,7 +176,10 @@ impl Decider for ClientDecider {
                     }
                 };
                 let Some(call) = next else {
-                    self.close("client", "the client disconnected");
+                    self.close(
+                    "client",
+                    "the client disconnected (or, stateless, called nothing for `limits.idle_ms`)",
+                );
                     return Err(DecideError::new(Code::Cancelled, "the client disconnected"));
                 };
                 let args = Arc::new(Value::Object(call.args.clone()));
@@ -216,6 +219,8 @@ impl Decider for ClientDecider {
 pub(crate) struct SessionHandle {
     pub(crate) calls: mpsc::Sender<ClientCall>,
     pub(crate) ended: Arc<Mutex<Option<String>>>,
+    /// When a call last began or ended (a stateless client's session closes once idle).
+    pub(crate) used_ms: std::sync::atomic::AtomicU64,
     /// Dropped with the client's connection: a session waiting on a person then ends.
     _alive: oneshot::Sender<()>,
 }
@@ -269,8 +274,64 @@ pub(crate) fn start(
     SessionHandle {
         calls,
         ended,
+        used_ms: std::sync::atomic::AtomicU64::new(warrant_engine::SystemClock.now_ms()),
         _alive: alive,
     }
+}
+
+impl SessionHandle {
+    /// Notes that a call began or ended now.
+    pub(crate) fn touch(&self) {
+        self.used_ms.store(
+            warrant_engine::SystemClock.now_ms(),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
+}
+
+/// The session of a stateless client (`tenant`, `user`, `client`): the one its earlier calls
+/// opened, or a new one, closed once idle for the config's `limits.idle_ms`.
+pub(crate) fn stateless(
+    gateway: &Arc<Gateway>,
+    client: &str,
+    tenant: &str,
+    user: &str,
+) -> Arc<SessionHandle> {
+    let key = (tenant.to_owned(), user.to_owned(), client.to_owned());
+    let Ok(mut sessions) = gateway.stateless.lock() else {
+        return Arc::new(start(gateway.clone(), client, tenant, user, None));
+    };
+    if let Some(s) = sessions.get(&key)
+        && !s.calls.is_closed()
+    {
+        s.touch();
+        return s.clone();
+    }
+    let session = Arc::new(start(gateway.clone(), client, tenant, user, None));
+    sessions.insert(key.clone(), session.clone());
+    let idle = Duration::from_millis(gateway.config.limits.idle_ms);
+    let weak = Arc::downgrade(gateway);
+    let mine = Arc::downgrade(&session);
+    spawn(async move {
+        loop {
+            tokio::time::sleep(idle / 4).await;
+            let (Some(gateway), Some(session)) = (weak.upgrade(), mine.upgrade()) else {
+                return;
+            };
+            let used = session.used_ms.load(std::sync::atomic::Ordering::SeqCst);
+            let now = warrant_engine::SystemClock.now_ms();
+            if now.saturating_sub(used) >= gateway.config.limits.idle_ms {
+                // Dropped from the registry: once no call holds it, the session closes.
+                if let Ok(mut sessions) = gateway.stateless.lock()
+                    && sessions.get(&key).is_some_and(|s| Arc::ptr_eq(s, &session))
+                {
+                    sessions.remove(&key);
+                }
+                return;
+            }
+        }
+    });
+    session
 }
 
 #[expect(
