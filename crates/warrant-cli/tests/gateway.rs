@@ -687,3 +687,94 @@ fn an_agent_frameworks_client_is_governed_across_its_stateless_calls() {
     let events = stdout(&world.warrant(&["events", run, "--json"]));
     assert_eq!(events.matches("\"call_started\"").count(), 2, "{events}");
 }
+
+#[test]
+fn several_servers_are_offered_as_one_named_apart_only_where_they_collide() {
+    // The filesystem server twice (every name collides: `fs.` and `fs2.`), the memory server
+    // and the everything server (their names are their own).
+    let world = World::new();
+    let here = world.dir.path().join("several");
+    std::fs::create_dir_all(here.join("a")).unwrap();
+    std::fs::create_dir_all(here.join("b")).unwrap();
+    let module = |name: &str| {
+        root()
+            .join(format!(
+                "mcp-servers/node_modules/@modelcontextprotocol/{name}/dist/index.js"
+            ))
+            .display()
+            .to_string()
+    };
+    let memory = here.join("memory.jsonl");
+    std::fs::write(
+        here.join("gateway.yaml"),
+        format!(
+            "version: warrant/gateway/v1\nid: several\nservers:\n  fs: {{mcp: {{command: [node, {fs}, a]}}}}\n  fs2: {{mcp: {{command: [node, {fs}, b]}}}}\n  memory: {{mcp: {{command: [node, {mem}], env: {{MEMORY_FILE_PATH: {file}}}}}}}\n  everything: {{mcp: {{command: [node, {every}, stdio]}}}}\n",
+            fs = module("server-filesystem"),
+            mem = module("server-memory"),
+            every = module("server-everything"),
+            file = memory.display(),
+        ),
+    )
+    .unwrap();
+    let world = World {
+        config: here.join("gateway.yaml"),
+        ..world
+    };
+    let mut plan = world.stdio();
+    plan["calls"] = json!([
+        {"name": "fs2.write_file", "arguments": {"path": "b.txt", "content": "to b"}},
+        {"name": "create_entities", "arguments": {"entities": [
+            {"name": "warrant", "entityType": "project", "observations": ["governs calls"]}
+        ]}},
+        {"name": "echo", "arguments": {"message": "through the gateway"}},
+        {"name": "write_file", "arguments": {"path": "a.txt", "content": "ambiguous"}},
+    ]);
+    let seen = drive(Client::TypeScript, &plan);
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in ["fs.write_file", "fs2.write_file", "create_entities", "echo"] {
+        assert!(tools.contains(&name), "{name} not in {tools:?}");
+    }
+    assert!(!tools.contains(&"write_file"), "{tools:?}");
+    let results = seen["results"].as_array().unwrap();
+    for r in &results[..3] {
+        assert_eq!(r["isError"], false, "{r}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(here.join("b/b.txt")).unwrap(),
+        "to b"
+    );
+    assert!(
+        std::fs::read_to_string(&memory)
+            .unwrap()
+            .contains("governs calls")
+    );
+    assert!(results[2].to_string().contains("through the gateway"));
+    // A name two servers share is not guessed at: refused, on the record.
+    assert_eq!(results[3]["isError"], true, "{}", results[3]);
+    assert!(!here.join("a/a.txt").exists());
+}
+
+#[test]
+fn an_approval_nobody_gives_expires_and_the_client_is_told() {
+    let world = World::new();
+    let config = std::fs::read_to_string(&world.config).unwrap().replace(
+        "id: fs-gateway",
+        "id: fs-gateway\nlimits: {approval_ttl_ms: 1500}",
+    );
+    std::fs::write(&world.config, config).unwrap();
+    let mut plan = world.stdio();
+    plan["calls"] = json!([
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+        {"name": "write_file", "arguments": {"path": "notes/late.txt", "content": world.inbox()}},
+    ]);
+    let seen = drive(Client::Python, &plan);
+    let told = &seen["results"][1];
+    assert_eq!(told["isError"], true, "{told}");
+    assert!(text(told).contains("expired"), "{told}");
+    assert!(!world.sandbox().join("notes/late.txt").exists());
+}
