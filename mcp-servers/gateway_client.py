@@ -1,6 +1,7 @@
 """Drives a Warrant gateway with the official Python SDK client (`mcp`), following a plan,
 and prints what it saw as one JSON object. Usage: python gateway_client.py PLAN_JSON, with the
-plan of gateway-client.mjs: {"url", "token"} or {"command", "env"}, "answers" (approval
+plan of gateway-client.mjs: {"url", "token"} or {"command", "env"} ("modern": true speaks the
+stateless 2026-07-28 protocol to "url"), "answers" (approval
 questions, in turn: "approve", "deny", "decline", "cancel"), "calls" [{"name", "arguments",
 "meta"}]. Used by crates/warrant-cli/tests/gateway.rs."""
 
@@ -50,7 +51,31 @@ async def main() -> None:
                 except Exception as e:  # a protocol error: recorded, the plan goes on
                     out["results"].append({"rpcError": str(e)})
 
-    if "url" in plan:
+    if plan.get("modern"):
+        # The high-level client: the stateless 2026-07-28 protocol, and input-required results
+        # answered through the elicitation callback.
+        from mcp.client.client import Client
+
+        async with Client(
+            plan["url"],
+            mode="2026-07-28",
+            elicitation_callback=elicit if answers is not None else None,
+            client_info=types.Implementation(name="gateway-test-python-modern", version="1.0.0"),
+        ) as c:
+            out["tools"] = [{"name": t.name} for t in (await c.list_tools()).tools]
+            for call in plan.get("calls", []):
+                try:
+                    r = await c.call_tool(call["name"], call.get("arguments", {}))
+                    out["results"].append(
+                        {
+                            "isError": bool(r.is_error),
+                            "structured": r.structured_content,
+                            "content": [x.model_dump(mode="json", by_alias=True) for x in r.content],
+                        }
+                    )
+                except Exception as e:  # a protocol error: recorded, the plan goes on
+                    out["results"].append({"rpcError": str(e)})
+    elif "url" in plan:
         headers = {"Authorization": f"Bearer {plan['token']}"} if plan.get("token") else None
         async with create_mcp_http_client(headers=headers) as http:
             async with streamable_http_client(plan["url"], http_client=http) as streams:

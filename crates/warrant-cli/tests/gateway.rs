@@ -778,3 +778,35 @@ fn an_approval_nobody_gives_expires_and_the_client_is_told() {
     assert!(text(told).contains("expired"), "{told}");
     assert!(!world.sandbox().join("notes/late.txt").exists());
 }
+
+#[test]
+fn a_stateless_client_is_asked_through_an_input_required_result_and_governed_the_same_way() {
+    // The Python SDK's high-level client at 2026-07-28: no session, no server-to-client
+    // request; a held call answers "input required" and the client comes back with the
+    // person's answer. Idle for a second and a half, its session closes.
+    let world = World::new();
+    let config = std::fs::read_to_string(&world.config)
+        .unwrap()
+        .replace("id: fs-gateway", "id: fs-gateway\nlimits: {idle_ms: 1500}");
+    std::fs::write(&world.config, config).unwrap();
+    let (_gateway, url) = world.http(&[]);
+    let seen = drive(
+        Client::Python,
+        &scenario(&world, json!({"url": url, "modern": true})),
+    );
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "one session for all its calls: {runs:?}");
+    assert!(
+        runs[0]["decider"]
+            .as_str()
+            .unwrap()
+            .contains("gateway-test-python-modern"),
+        "{}",
+        runs[0]
+    );
+    let run = runs[0]["run_id"].as_str().unwrap().to_owned();
+    assert!(eventually(
+        || world.report(&run)["outcome"]["outcome"] == "closed"
+    ));
+    governed(&world, &seen, &run);
+}

@@ -18,7 +18,7 @@ use tokio::sync::OnceCell;
 use warrant_core::event::Effect;
 use warrant_core::ports::BoxFuture;
 
-use crate::session::{Asked, Asker, ClientCall, IDEMPOTENCY_META_KEY, SessionHandle};
+use crate::session::{Asked, Asker, ClientCall, IDEMPOTENCY_META_KEY, Parked, SessionHandle};
 use crate::{Gateway, reply};
 
 /// The first protocol version without sessions.
@@ -168,12 +168,40 @@ impl ServerHandler for GatewayServer {
             })
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let (reply_to, answer) = tokio::sync::oneshot::channel();
+        // The second round of an input-required exchange: the person's answer, for the call
+        // held under that request.
+        if let Some(state) = &request.request_state {
+            let by = format!("{tenant}/{user} (through {client})");
+            let result = self
+                .answered(&session, state, &request, &by)
+                .await
+                .unwrap_or_else(|| {
+                    reply::error(format!(
+                        "`{}`: no call is held under this request state (it was answered, expired, or never held here); call the tool again",
+                        request.name
+                    ))
+                });
+            session.touch();
+            return Ok(CallToolResponse::Complete(result));
+        }
+        // A stateless client that can be asked (elicitation, in an input-required result)
+        // hears that its call is held, and comes back with the answer.
+        let askable = stateless
+            && self.gateway.config.approvals.elicit
+            && context
+                .meta
+                .client_capabilities()
+                .is_some_and(|c| c.elicitation.is_some());
+        let (held_to, mut held) = tokio::sync::oneshot::channel();
+        let (reply_to, mut answer) = tokio::sync::oneshot::channel();
+        let args = request.arguments.unwrap_or_default();
+        let args_digest = warrant_core::canon::digest(&Value::Object(args.clone()));
         let call = ClientCall {
             tool,
-            args: request.arguments.unwrap_or_default(),
+            args,
             key,
             reply: reply_to,
+            held: askable.then_some(held_to),
         };
         let ended = || {
             let why = session
@@ -187,13 +215,132 @@ impl ServerHandler for GatewayServer {
         if session.calls.send(call).await.is_err() {
             return Ok(CallToolResponse::Complete(ended()));
         }
-        let result = answer.await.unwrap_or_else(|_| ended());
+        let result = tokio::select! {
+            biased;
+            done = &mut answer => done.unwrap_or_else(|_| ended()),
+            Ok(row) = &mut held => {
+                if let Ok(mut parked) = session.parked.lock() {
+                    parked.insert(row.request.clone(), Parked { args_digest, answer });
+                }
+                session.touch();
+                return Ok(CallToolResponse::InputRequired(input_required(&row)));
+            }
+        };
         session.touch();
         Ok(CallToolResponse::Complete(result))
     }
 }
 
+impl GatewayServer {
+    /// Records the person's answer a stateless client brought back for the call held under
+    /// `state`, and waits for the call's end. `None` when no call is held under it here.
+    async fn answered(
+        &self,
+        session: &SessionHandle,
+        state: &str,
+        request: &CallToolRequestParams,
+        by: &str,
+    ) -> Option<rmcp::model::CallToolResult> {
+        let parked = session.parked.lock().ok()?.remove(state)?;
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        if warrant_core::canon::digest(&args) != parked.args_digest {
+            // Not the call asked about: it stays held for its own answer.
+            if let Ok(mut held) = session.parked.lock() {
+                held.insert(state.to_owned(), parked);
+            }
+            return Some(reply::error(format!(
+                "`{}`: these are not the arguments held under this request state: an answer is bound to the call asked about",
+                request.name
+            )));
+        }
+        let said = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(APPROVAL_INPUT))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let answer = match said.get("action").and_then(Value::as_str) {
+            Some("accept") => {
+                let content = said.get("content").cloned().unwrap_or(Value::Null);
+                if content.get("approve").and_then(Value::as_bool) == Some(true) {
+                    Some(warrant_engine::Answer::Approve {
+                        scope: warrant_core::event::ApprovalScope::Once,
+                        until_ms: None,
+                        edited: None,
+                    })
+                } else {
+                    let reason = content
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or("denied through the client");
+                    Some(warrant_engine::Answer::Deny {
+                        reason: warrant_core::text::sanitize(reason).into_owned(),
+                    })
+                }
+            }
+            Some("decline") => Some(warrant_engine::Answer::Deny {
+                reason: "declined through the client".to_owned(),
+            }),
+            // Set aside: the request goes on waiting for an answer elsewhere.
+            _ => None,
+        };
+        if let Some(answer) = answer {
+            // Answered elsewhere first: that answer stands.
+            let _ = self.gateway.app.answer(state, answer, by).await;
+        }
+        Some(
+            parked
+                .answer
+                .await
+                .unwrap_or_else(|_| reply::ended("it ended while the call waited for approval")),
+        )
+    }
+}
+
+/// The key of the approval question in an input-required result.
+const APPROVAL_INPUT: &str = "approval";
+
+/// The approval question for a stateless client: an input-required result whose state names
+/// the approval request.
+fn input_required(row: &warrant_app::ApprovalRow) -> rmcp::model::InputRequiredResult {
+    let request = serde_json::from_value(serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": question(row),
+            "requestedSchema": approval_schema(),
+        },
+    }));
+    let requests = request.ok().map(|r| {
+        std::collections::BTreeMap::from([(
+            APPROVAL_INPUT.to_owned(),
+            rmcp::model::InputRequest::Elicitation(r),
+        )])
+    });
+    rmcp::model::InputRequiredResult::new(requests, Some(row.request.clone()))
+}
+
+/// The form of the approval question: one yes/no, and a reason when no.
+fn approval_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "approve": {
+                "type": "boolean",
+                "title": "Approve this exact call, once?",
+            },
+            "reason": {
+                "type": "string",
+                "title": "Why not (when you deny it)",
+            },
+        },
+        "required": ["approve"],
+    })
+}
+
 /// Asks the person at the client, through MCP elicitation (a form with one yes/no question).
+
 struct PeerAsker {
     peer: Peer<RoleServer>,
 }
@@ -205,21 +352,7 @@ impl Asker for PeerAsker {
             if !modes.contains(&rmcp::service::ElicitationMode::Form) {
                 return None;
             }
-            let schema: ElicitationSchema = serde_json::from_value(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "approve": {
-                        "type": "boolean",
-                        "title": "Approve this exact call, once?",
-                    },
-                    "reason": {
-                        "type": "string",
-                        "title": "Why not (when you deny it)",
-                    },
-                },
-                "required": ["approve"],
-            }))
-            .ok()?;
+            let schema: ElicitationSchema = serde_json::from_value(approval_schema()).ok()?;
             let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
             let left = Duration::from_millis(row.expires_at_ms.saturating_sub(now).max(1));
             let params = ElicitRequestParams::FormElicitationParams {

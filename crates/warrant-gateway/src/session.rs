@@ -36,11 +36,15 @@ pub(crate) struct ClientCall {
     /// The client's idempotency key for it, if it gave one.
     pub(crate) key: Option<String>,
     pub(crate) reply: oneshot::Sender<CallToolResult>,
+    /// Told when the call is held for approval, for a client that is asked in another round
+    /// trip (a stateless client: an input-required result).
+    pub(crate) held: Option<oneshot::Sender<warrant_app::ApprovalRow>>,
 }
 
 /// The call the client is waiting on: any call after `after` in the run's log is its.
 struct Pending {
     after: u32,
+    held: Option<oneshot::Sender<warrant_app::ApprovalRow>>,
     /// Its idempotency key and arguments' digest, to answer a repeat of it the same way.
     key: Option<(String, String)>,
     reply: oneshot::Sender<CallToolResult>,
@@ -131,6 +135,17 @@ impl ClientDecider {
         })
     }
 
+    /// Tells the client waiting on the call held for `row` that it is held, when it is asked
+    /// in a round trip of its own. Whether it was told.
+    fn tell_held(&self, row: &warrant_app::ApprovalRow) -> bool {
+        let held = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.as_mut().and_then(|p| p.held.take()));
+        held.is_some_and(|h| h.send(row.clone()).is_ok())
+    }
+
     /// Ends the session at the run's next step.
     fn close(&self, by: &str, reason: impl Into<String>) {
         if let Ok(mut closed) = self.closed.lock()
@@ -191,6 +206,7 @@ impl Decider for ClientDecider {
                 if let Ok(mut p) = self.pending.lock() {
                     *p = Some(Pending {
                         after: newest,
+                        held: call.held,
                         key: call.key.map(|k| (k, digest)),
                         reply: call.reply,
                     });
@@ -221,8 +237,17 @@ pub(crate) struct SessionHandle {
     pub(crate) ended: Arc<Mutex<Option<String>>>,
     /// When a call last began or ended (a stateless client's session closes once idle).
     pub(crate) used_ms: std::sync::atomic::AtomicU64,
+    /// Calls held for approval whose client was answered "input required": by approval
+    /// request, the digest of the held arguments and where the call's end will come.
+    pub(crate) parked: Mutex<std::collections::HashMap<String, Parked>>,
     /// Dropped with the client's connection: a session waiting on a person then ends.
     _alive: oneshot::Sender<()>,
+}
+
+/// A held call whose client will come back with the person's answer.
+pub(crate) struct Parked {
+    pub(crate) args_digest: String,
+    pub(crate) answer: oneshot::Receiver<CallToolResult>,
 }
 
 /// The person to ask about a held call through the client, when it can be asked.
@@ -275,6 +300,7 @@ pub(crate) fn start(
         calls,
         ended,
         used_ms: std::sync::atomic::AtomicU64::new(warrant_engine::SystemClock.now_ms()),
+        parked: Mutex::new(std::collections::HashMap::new()),
         _alive: alive,
     }
 }
@@ -387,7 +413,8 @@ async fn drive(
                     call.id, call.tool
                 ),
             );
-        } else if !wait_for_answer(&gateway, &run, asker.as_deref(), &mut gone, &by).await {
+        } else if !wait_for_answer(&gateway, &run, &decider, asker.as_deref(), &mut gone, &by).await
+        {
             decider.close(
                 "client",
                 "the client disconnected while a call waited for approval",
@@ -420,6 +447,7 @@ fn ended_because(outcome: &Outcome) -> String {
 async fn wait_for_answer(
     gateway: &Gateway,
     run: &RunResult,
+    decider: &ClientDecider,
     asker: Option<&dyn Asker>,
     gone: &mut oneshot::Receiver<()>,
     by: &str,
@@ -456,6 +484,9 @@ async fn wait_for_answer(
             return true;
         }
     }
+    // A client asked in a round trip of its own hears that its call is held (and may come
+    // back with the person's answer); the request waits durably meanwhile.
+    decider.tell_held(&row);
     // Held durably: answered with `warrant approve` / `deny`, or expired — or its tool
     // changed meanwhile, and the question is no longer the one asked.
     let schema = gateway.offer().schema_of(&row.tool).cloned();
