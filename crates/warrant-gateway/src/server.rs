@@ -340,7 +340,6 @@ fn approval_schema() -> Value {
 }
 
 /// Asks the person at the client, through MCP elicitation (a form with one yes/no question).
-
 struct PeerAsker {
     peer: Peer<RoleServer>,
 }
