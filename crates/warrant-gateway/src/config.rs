@@ -106,7 +106,9 @@ pub struct SessionLimits {
     pub approval_ttl_ms: u64,
     /// A stateless (2026-07-28) client has no session: its calls, by the same principal and
     /// client name, make one session until none came for this long (default 5 minutes), so
-    /// provenance carries from one call's result to the next call's arguments.
+    /// provenance carries from one call's result to the next call's arguments. An HTTP session
+    /// whose client went silent closes after this long too (or once an approval could no
+    /// longer be waiting, if that is later).
     #[serde(default = "default_idle_ms")]
     pub idle_ms: u64,
 }

@@ -487,6 +487,9 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
     done
 }
 
+/// How much longer than an approval may wait an HTTP session stays open without a request.
+const KEEP_ALIVE_MARGIN_MS: u64 = 60_000;
+
 /// How long a session that lost its client has to record its end.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
@@ -503,9 +506,17 @@ pub async fn serve_http(
     };
     let tokens = Arc::new(tokens);
     let (g, t) = (gateway.clone(), tokens.clone());
+    // A session whose client went silent closes once idle for `limits.idle_ms` — never while
+    // one of its calls may still be waiting for a person.
+    let limits = &gateway.config.limits;
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive =
+        Some(Duration::from_millis(limits.idle_ms.max(
+            limits.approval_ttl_ms.saturating_add(KEEP_ALIVE_MARGIN_MS),
+        )));
     let service = StreamableHttpService::new(
         move || Ok(GatewayServer::new(g.clone(), t.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         StreamableHttpServerConfig::default(),
     );
     let guard = tokens.clone();
