@@ -118,6 +118,19 @@ impl World {
         warrant_in(self.dir.path(), &self.store, args)
     }
 
+    /// Waits until exactly one approval request is pending, and returns it.
+    fn one_pending(&self) -> Value {
+        let mut pending = Value::Null;
+        assert!(
+            eventually(|| {
+                pending = json(&self.warrant(&["approvals", "--json"]));
+                pending.as_array().is_some_and(|p| p.len() == 1)
+            }),
+            "no single pending approval: {pending}"
+        );
+        pending[0].clone()
+    }
+
     fn report(&self, run: &str) -> Value {
         json(&self.warrant(&["report", run, "--json"]))
     }
@@ -408,16 +421,9 @@ fn without_elicitation_a_held_call_waits_for_warrant_approve_and_is_told_when_de
     ]});
     let client = std::thread::spawn(move || drive(Client::TypeScript, &plan));
     let mut answered = Vec::new();
-    for (answer, n) in [("approve", 1), ("deny", 2)] {
-        let mut pending = Value::Null;
-        assert!(
-            eventually(|| {
-                pending = json(&world.warrant(&["approvals", "--json"]));
-                pending.as_array().is_some_and(|p| p.len() == 1)
-            }),
-            "no approval request {n} appeared: {pending}"
-        );
-        let request = pending[0]["request"].as_str().unwrap().to_owned();
+    for answer in ["approve", "deny"] {
+        let pending = world.one_pending();
+        let request = pending["request"].as_str().unwrap().to_owned();
         let out = match answer {
             "approve" => world.warrant(&["approve", &request]),
             _ => world.warrant(&["deny", &request, "--reason", "not from the inbox"]),
@@ -608,14 +614,7 @@ permit (principal, action, resource) when { resource.tool == "note" };
         ]});
         std::thread::spawn(move || drive(Client::TypeScript, &plan))
     };
-    let mut pending = Value::Null;
-    assert!(
-        eventually(|| {
-            pending = json(&world.warrant(&["approvals", "--json"]));
-            pending.as_array().is_some_and(|p| p.len() == 1)
-        }),
-        "{pending}"
-    );
+    world.one_pending();
     // B changes the tool under it.
     let b = drive(
         Client::Python,
@@ -656,17 +655,10 @@ fn an_agent_frameworks_client_is_governed_across_its_stateless_calls() {
             serde_json::from_slice::<Value>(&out.stdout).unwrap()
         })
     };
-    let mut pending = Value::Null;
+    let pending = world.one_pending();
+    let request = pending["request"].as_str().unwrap().to_owned();
     assert!(
-        eventually(|| {
-            pending = json(&world.warrant(&["approvals", "--json"]));
-            pending.as_array().is_some_and(|p| p.len() == 1)
-        }),
-        "the write was not held: {pending}"
-    );
-    let request = pending[0]["request"].as_str().unwrap().to_owned();
-    assert!(
-        pending[0]["provenance"]
+        pending["provenance"]
             .to_string()
             .contains("provider_output"),
         "{pending}"

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationSchema,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -259,32 +259,11 @@ impl GatewayServer {
             .and_then(|r| r.get(APPROVAL_INPUT))
             .cloned()
             .unwrap_or(Value::Null);
-        let answer = match said.get("action").and_then(Value::as_str) {
-            Some("accept") => {
-                let content = said.get("content").cloned().unwrap_or(Value::Null);
-                if content.get("approve").and_then(Value::as_bool) == Some(true) {
-                    Some(warrant_engine::Answer::Approve {
-                        scope: warrant_core::event::ApprovalScope::Once,
-                        until_ms: None,
-                        edited: None,
-                    })
-                } else {
-                    let reason = content
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .filter(|r| !r.trim().is_empty())
-                        .unwrap_or("denied through the client");
-                    Some(warrant_engine::Answer::Deny {
-                        reason: warrant_core::text::sanitize(reason).into_owned(),
-                    })
-                }
-            }
-            Some("decline") => Some(warrant_engine::Answer::Deny {
-                reason: "declined through the client".to_owned(),
-            }),
-            // Set aside: the request goes on waiting for an answer elsewhere.
-            _ => None,
-        };
+        let answer = asked(
+            said.get("action").and_then(Value::as_str),
+            said.get("content").unwrap_or(&Value::Null),
+        )
+        .map(Asked::answer);
         if let Some(answer) = answer {
             // Answered elsewhere first: that answer stands.
             let _ = self.gateway.app.answer(state, answer, by).await;
@@ -364,30 +343,35 @@ impl Asker for PeerAsker {
                 .create_elicitation_with_timeout(params, Some(left))
                 .await
                 .ok()?;
-            match answer.action {
-                ElicitationAction::Accept => {
-                    let content = answer.content.unwrap_or(Value::Null);
-                    if content.get("approve").and_then(Value::as_bool) == Some(true) {
-                        Some(Asked::Approve)
-                    } else {
-                        let reason = content
-                            .get("reason")
-                            .and_then(Value::as_str)
-                            .filter(|r| !r.trim().is_empty())
-                            .unwrap_or("denied through the client");
-                        Some(Asked::Deny(
-                            warrant_core::text::sanitize(reason).into_owned(),
-                        ))
-                    }
-                }
-                ElicitationAction::Decline => {
-                    Some(Asked::Deny("declined through the client".to_owned()))
-                }
-                // Set aside (or an answer this build does not know): the request waits for an
-                // answer elsewhere.
-                _ => None,
-            }
+            let action = serde_json::to_value(&answer.action).ok()?;
+            asked(
+                action.as_str(),
+                answer.content.as_ref().unwrap_or(&Value::Null),
+            )
         })
+    }
+}
+
+/// What the person said, from an elicitation's action and content: approve when they accepted
+/// with `approve: true`; deny when they accepted otherwise (with their reason) or declined;
+/// nothing when they set the question aside.
+fn asked(action: Option<&str>, content: &Value) -> Option<Asked> {
+    match action {
+        Some("accept") if content.get("approve").and_then(Value::as_bool) == Some(true) => {
+            Some(Asked::Approve)
+        }
+        Some("accept") => {
+            let reason = content
+                .get("reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or("denied through the client");
+            Some(Asked::Deny(
+                warrant_core::text::sanitize(reason).into_owned(),
+            ))
+        }
+        Some("decline") => Some(Asked::Deny("declined through the client".to_owned())),
+        _ => None,
     }
 }
 

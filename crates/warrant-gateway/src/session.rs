@@ -262,6 +262,20 @@ pub(crate) enum Asked {
     Deny(String),
 }
 
+impl Asked {
+    /// The answer recorded: an approval of this call once, or a denial with the reason.
+    pub(crate) fn answer(self) -> warrant_engine::Answer {
+        match self {
+            Asked::Approve => warrant_engine::Answer::Approve {
+                scope: warrant_core::event::ApprovalScope::Once,
+                until_ms: None,
+                edited: None,
+            },
+            Asked::Deny(reason) => warrant_engine::Answer::Deny { reason },
+        }
+    }
+}
+
 /// Starts a session for a client named `client`, acting for `tenant`/`user`: its run begins
 /// with the first call.
 pub(crate) fn start(
@@ -469,15 +483,7 @@ async fn wait_for_answer(
             a = asker.ask(&row) => a,
             _ = &mut *gone => return false,
         };
-        let answer = match asked {
-            Some(Asked::Approve) => Some(warrant_engine::Answer::Approve {
-                scope: warrant_core::event::ApprovalScope::Once,
-                until_ms: None,
-                edited: None,
-            }),
-            Some(Asked::Deny(reason)) => Some(warrant_engine::Answer::Deny { reason }),
-            None => None,
-        };
+        let answer = asked.map(Asked::answer);
         if let Some(answer) = answer {
             // Answered elsewhere first: that answer stands, and the run goes on with it.
             let _ = gateway.app.answer(&row.request, answer, by).await;
