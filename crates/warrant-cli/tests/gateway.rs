@@ -802,3 +802,59 @@ fn a_stateless_client_is_asked_through_an_input_required_result_and_governed_the
     ));
     governed(&world, &seen, &run);
 }
+
+#[test]
+fn the_example_payments_policy_rules_a_clients_transfers_unchanged() {
+    // Warrant's bank (in process, untrusted like any upstream) behind the gateway, ruled by
+    // examples/policies/payments.cedar as it is written for runs.
+    let world = World::new();
+    let here = world.dir.path().join("bank");
+    std::fs::create_dir_all(&here).unwrap();
+    std::fs::write(
+        here.join("gateway.yaml"),
+        format!(
+            "version: warrant/gateway/v1\nid: bank\nservers:\n  bank: {{reference: bank}}\npolicy: [{}]\n",
+            root().join("examples/policies/payments.cedar").display()
+        ),
+    )
+    .unwrap();
+    let world = World {
+        config: here.join("gateway.yaml"),
+        ..world
+    };
+    let mut plan = world.stdio();
+    plan["answers"] = json!(["deny"]);
+    plan["calls"] = json!([
+        {"name": "read_statement"},
+        // The recipient read from the statement (untrusted): a person is asked, and denies.
+        {"name": "transfer", "arguments": {"to": "DE44500105175407324931", "amount": 850}},
+        // The known fraud account: forbidden whoever would approve.
+        {"name": "transfer", "arguments": {"to": "GB29NWBK60161331926819", "amount": 10}},
+        // The client's own values: goes ahead.
+        {"name": "transfer", "arguments": {"to": "DE89370400440532013000", "amount": 950}},
+    ]);
+    let seen = drive(Client::TypeScript, &plan);
+    let results = seen["results"].as_array().unwrap();
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
+    assert!(
+        seen["asked"][0]
+            .as_str()
+            .unwrap()
+            .contains("/to <- the output of `bank`")
+    );
+    assert_eq!(results[1]["isError"], true, "{}", results[1]);
+    assert!(text(&results[1]).contains("not this one"), "{}", results[1]);
+    assert_eq!(results[2]["isError"], true, "{}", results[2]);
+    assert!(
+        text(&results[2]).contains("blocked-recipient"),
+        "{}",
+        results[2]
+    );
+    assert_eq!(results[3]["isError"], false, "{}", results[3]);
+    assert_eq!(
+        results[3]["structured"]["transfer_id"], "tr-0001",
+        "{}",
+        results[3]
+    );
+}
