@@ -320,8 +320,14 @@ async fn gateway(
         .close_interrupted()
         .await
         .map_err(|e| Failure::failed(anyhow!(e)))?;
-    for run in &closed {
-        errln!("closed session {run}, left running by a gateway that stopped");
+    for (run, ended) in &closed {
+        if *ended {
+            errln!("closed session {run}, left running by a gateway that stopped");
+        } else {
+            errln!(
+                "closed session {run}, left running by a gateway that stopped: an effect of it is in doubt, to reconcile (`warrant show {run}`)"
+            );
+        }
     }
     match listener {
         None => warrant_gateway::serve_stdio(gateway).await,

@@ -475,12 +475,30 @@ fn a_gateway_killed_after_a_write_reports_it_in_doubt_after_restart_and_never_re
         "{:?}",
         again.stderr.lock().unwrap()
     );
+    // The session is over, but the run waits for the effect in doubt to be reconciled.
     let report = world.report(&run);
-    assert_eq!(report["outcome"]["outcome"], "closed", "{report}");
+    assert_eq!(report["status"], "waiting", "{report}");
     assert_eq!(report["unsettled"].as_array().unwrap().len(), 1, "{report}");
     let events = stdout(&world.warrant(&["events", &run, "--json"]));
     assert_eq!(events.matches("\"call_dispatched\"").count(), 1, "{events}");
     assert_eq!(events.matches("\"call_in_doubt\"").count(), 1, "{events}");
+    // An operator finds the file written and says so; resumed, the session ends `closed`.
+    let call = report["unsettled"][0]["call"].as_str().unwrap().to_owned();
+    let said = world.warrant(&[
+        "reconcile",
+        &run,
+        &call,
+        "--happened",
+        "--note",
+        "the file is there",
+    ]);
+    assert!(said.status.success(), "{}", stderr(&said));
+    let resumed = world.warrant(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(1), "{}", stderr(&resumed));
+    let report = world.report(&run);
+    assert_eq!(report["outcome"]["outcome"], "closed", "{report}");
+    let events = stdout(&world.warrant(&["events", &run, "--json"]));
+    assert_eq!(events.matches("\"call_dispatched\"").count(), 1, "{events}");
     assert_eq!(
         std::fs::read_to_string(world.sandbox().join("notes/once.txt")).unwrap(),
         "written once"

@@ -194,8 +194,9 @@ impl Gateway {
 
     /// Closes the sessions of this gateway that a stopped gateway process left running: each
     /// is re-entered, its call in flight (if any) recorded in doubt, never repeated, and the
-    /// run ends `closed`. Returns the runs closed.
-    pub async fn close_interrupted(&self) -> Result<Vec<warrant_core::ids::RunId>, String> {
+    /// run ends `closed` — or, with an effect in doubt, waits for its reconciliation. Returns
+    /// each run and whether it ended.
+    pub async fn close_interrupted(&self) -> Result<Vec<(warrant_core::ids::RunId, bool)>, String> {
         let mut closed = Vec::new();
         let kind = format!("{}:", warrant_app::CLIENT_KIND);
         for run in self.app.resumable().await.map_err(|e| e.to_string())? {
@@ -205,8 +206,8 @@ impl Gateway {
             if summary.spec_id != self.config.id || !summary.decider.starts_with(&kind) {
                 continue;
             }
-            self.app.reenter(&run).await.map_err(|e| e.to_string())?;
-            closed.push(run);
+            let result = self.app.reenter(&run).await.map_err(|e| e.to_string())?;
+            closed.push((run, result.outcome.is_some()));
         }
         Ok(closed)
     }

@@ -419,6 +419,13 @@ async fn drive(
             break ended_because(outcome);
         }
         if let Some(call) = run.state.calls().iter().find(|c| c.in_doubt) {
+            if decider.closed().is_some() {
+                // Closed with an effect in doubt: the run waits for its reconciliation.
+                break format!(
+                    "call {} (`{}`) is in doubt: the session's run waits for its reconciliation (`warrant reconcile {} {}`)",
+                    call.id, call.tool, run.run_id, call.id
+                );
+            }
             decider.answer(reply::in_doubt(call));
             decider.close(
                 "gateway",

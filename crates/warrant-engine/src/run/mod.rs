@@ -390,6 +390,12 @@ impl<'a> Run<'a> {
                     let id = held.id;
                     self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
                 }
+                // A session whose client left with an effect in doubt does not end yet: it
+                // waits for the reconciliation (`warrant reconcile`), which nothing can record
+                // after a run's end; re-entered then, it closes.
+                if c.close && self.state.in_doubt().next().is_some() {
+                    break;
+                }
                 let outcome = if c.close {
                     Outcome::Closed {
                         by: c.by,
