@@ -213,6 +213,9 @@ struct ReplayDecider {
     identity: DeciderIdentity,
     decisions: Vec<Result<Decided, DecideError>>,
     next: Mutex<usize>,
+    /// The segment ends with a session closed: once the recorded decisions run out, the
+    /// decider is gone, as the recorded one was.
+    closes: Option<warrant_core::ports::CancelRequest>,
 }
 
 impl ReplayDecider {
@@ -240,10 +243,21 @@ impl ReplayDecider {
                 _ => None,
             })
             .collect();
+        let closes = events.last().and_then(|e| match &e.kind {
+            EventKind::RunFinished {
+                outcome: warrant_core::event::Outcome::Closed { by, reason },
+            } => Some(warrant_core::ports::CancelRequest {
+                by: by.clone(),
+                reason: reason.clone(),
+                close: true,
+            }),
+            _ => None,
+        });
         ReplayDecider {
             identity,
             decisions,
             next: Mutex::new(0),
+            closes,
         }
     }
 }
@@ -263,6 +277,15 @@ impl Decider for ReplayDecider {
         });
         *next += 1;
         Box::pin(std::future::ready(answer))
+    }
+
+    fn closed(&self) -> Option<warrant_core::ports::CancelRequest> {
+        let next = *self.next.lock().unwrap_or_else(|p| p.into_inner());
+        if next > self.decisions.len() {
+            self.closes.clone()
+        } else {
+            None
+        }
     }
 }
 
@@ -721,8 +744,26 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
         HashMap::new();
     let mut fresh: HashMap<String, VecDeque<Option<bool>>> = HashMap::new();
     let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
-    for e in segment {
+    for (i, e) in segment.iter().enumerate() {
         match &e.kind {
+            // A session's client that left when asked for its next decision: the observation
+            // made just before is the segment's last but one event.
+            EventKind::Observed {
+                provider, version, ..
+            } if segment.get(i + 1).is_some_and(|next| {
+                matches!(
+                    next.kind,
+                    EventKind::RunFinished {
+                        outcome: warrant_core::event::Outcome::Closed { .. }
+                    }
+                )
+            }) =>
+            {
+                observations
+                    .entry(provider.clone())
+                    .or_default()
+                    .push_back(Ok(observation(provider, version)));
+            }
             EventKind::ObserveFailed {
                 provider, fault, ..
             } => {
