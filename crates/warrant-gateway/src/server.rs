@@ -527,6 +527,11 @@ pub async fn serve_http(
                 },
             ));
     let stopped = gateway.stopping.subscribe();
+    // Each answer goes out at once (no Nagle delay waiting for the client's ACK).
+    use axum::serve::ListenerExt as _;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             let mut stopped = stopped;
