@@ -498,10 +498,19 @@ pub async fn serve_http(
         Some(Duration::from_millis(limits.idle_ms.max(
             limits.approval_ttl_ms.saturating_add(KEEP_ALIVE_MARGIN_MS),
         )));
+    // The MCP service accepts requests addressed to loopback hosts (against DNS rebinding);
+    // a gateway bound elsewhere (with tokens) also accepts its own address.
+    let mut config = StreamableHttpServerConfig::default();
+    if let Ok(bound) = listener.local_addr()
+        && !bound.ip().is_loopback()
+    {
+        config.allowed_hosts.push(bound.ip().to_string());
+        config.allowed_hosts.push(bound.to_string());
+    }
     let service = StreamableHttpService::new(
         move || Ok(GatewayServer::new(g.clone(), t.clone())),
         Arc::new(sessions),
-        StreamableHttpServerConfig::default(),
+        config,
     );
     let guard = tokens.clone();
     let router =
