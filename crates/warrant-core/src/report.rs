@@ -312,6 +312,12 @@ impl RunReport {
                 let s = state.step(i);
                 let (status, fault, blocked_by) = match &s.status {
                     StepStatus::Pending => ("pending", None, None),
+                    // A gateway session's open step ends with its session.
+                    StepStatus::Running
+                        if step.open && matches!(state.outcome(), Some(Outcome::Closed { .. })) =>
+                    {
+                        ("closed", None, None)
+                    }
                     StepStatus::Running => ("running", None, None),
                     StepStatus::Finished(StepEnd::Attained) => ("attained", None, None),
                     StepStatus::Finished(StepEnd::NotAttained { fault }) => {

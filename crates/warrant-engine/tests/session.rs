@@ -109,6 +109,9 @@ async fn a_session_whose_client_leaves_ends_closed_and_replays_exactly() {
     assert!(!kinds.contains(&"decide_failed"), "{kinds:?}");
     assert!(!kinds.contains(&"step_finished"), "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "call_finished").count(), 2);
+    // The report says the session closed, its open step with it.
+    let report = warrant_core::report::RunReport::from_events(&world.events).unwrap();
+    assert_eq!(report.steps[0].status, "closed");
     check_log(world.events.iter().map(|e| &**e)).unwrap();
     assert_eq!(replay(&world.events).await.unwrap().divergence, None);
 }
