@@ -28,6 +28,20 @@ async def main() -> None:
             return types.ElicitResult(action="accept", content={"approve": False, "reason": "not this one"})
         return types.ElicitResult(action=said)
 
+    async def make_calls(call_tool):
+        for call in plan.get("calls", []):
+            try:
+                r = await call_tool(call)
+                out["results"].append(
+                    {
+                        "isError": bool(r.is_error),
+                        "structured": r.structured_content,
+                        "content": [c.model_dump(mode="json", by_alias=True) for c in r.content],
+                    }
+                )
+            except Exception as e:  # a protocol error: recorded, the plan goes on
+                out["results"].append({"rpcError": str(e)})
+
     async def session(read, write):
         async with ClientSession(
             read,
@@ -38,18 +52,7 @@ async def main() -> None:
             init = await s.initialize()
             out["server"] = {"name": init.server_info.name, "version": init.server_info.version}
             out["tools"] = [{"name": t.name} for t in (await s.list_tools()).tools]
-            for call in plan.get("calls", []):
-                try:
-                    r = await s.call_tool(call["name"], call.get("arguments", {}), meta=call.get("meta"))
-                    out["results"].append(
-                        {
-                            "isError": bool(r.is_error),
-                            "structured": r.structured_content,
-                            "content": [c.model_dump(mode="json", by_alias=True) for c in r.content],
-                        }
-                    )
-                except Exception as e:  # a protocol error: recorded, the plan goes on
-                    out["results"].append({"rpcError": str(e)})
+            await make_calls(lambda call: s.call_tool(call["name"], call.get("arguments", {}), meta=call.get("meta")))
 
     if plan.get("modern"):
         # The high-level client: the stateless 2026-07-28 protocol, and input-required results
@@ -63,18 +66,7 @@ async def main() -> None:
             client_info=types.Implementation(name="gateway-test-python-modern", version="1.0.0"),
         ) as c:
             out["tools"] = [{"name": t.name} for t in (await c.list_tools()).tools]
-            for call in plan.get("calls", []):
-                try:
-                    r = await c.call_tool(call["name"], call.get("arguments", {}))
-                    out["results"].append(
-                        {
-                            "isError": bool(r.is_error),
-                            "structured": r.structured_content,
-                            "content": [x.model_dump(mode="json", by_alias=True) for x in r.content],
-                        }
-                    )
-                except Exception as e:  # a protocol error: recorded, the plan goes on
-                    out["results"].append({"rpcError": str(e)})
+            await make_calls(lambda call: c.call_tool(call["name"], call.get("arguments", {})))
     elif "url" in plan:
         headers = {"Authorization": f"Bearer {plan['token']}"} if plan.get("token") else None
         async with create_mcp_http_client(headers=headers) as http:

@@ -118,6 +118,14 @@ impl World {
         warrant_in(self.dir.path(), &self.store, args)
     }
 
+    /// Adds `lines` (YAML) to the example's config, after its `id`.
+    fn configure(&self, lines: &str) {
+        let config = std::fs::read_to_string(&self.config)
+            .unwrap()
+            .replace("id: fs-gateway", &format!("id: fs-gateway\n{lines}"));
+        std::fs::write(&self.config, config).unwrap();
+    }
+
     /// Waits until exactly one approval request is pending, and returns it.
     fn one_pending(&self) -> Value {
         let mut pending = Value::Null;
@@ -552,11 +560,7 @@ fn a_config_in_error_is_refused_saying_what_and_where_and_its_schema_is_printed(
 #[test]
 fn over_http_with_tokens_a_request_without_one_is_refused_and_a_session_acts_as_its_token() {
     let world = World::new();
-    let text = std::fs::read_to_string(&world.config).unwrap().replace(
-        "id: fs-gateway",
-        "id: fs-gateway\ntokens:\n  GW_TEST_TOKEN: {tenant: acme, user: ann}",
-    );
-    std::fs::write(&world.config, text).unwrap();
+    world.configure("tokens:\n  GW_TEST_TOKEN: {tenant: acme, user: ann}");
     let token = "a-token-nobody-guesses-0123456789";
     let (_gateway, url) = world.http(&[("GW_TEST_TOKEN", token)]);
     // A raw request, so nothing but the token differs.
@@ -772,11 +776,7 @@ fn several_servers_are_offered_as_one_named_apart_only_where_they_collide() {
 #[test]
 fn an_approval_nobody_gives_expires_and_the_client_is_told() {
     let world = World::new();
-    let config = std::fs::read_to_string(&world.config).unwrap().replace(
-        "id: fs-gateway",
-        "id: fs-gateway\nlimits: {approval_ttl_ms: 1500}",
-    );
-    std::fs::write(&world.config, config).unwrap();
+    world.configure("limits: {approval_ttl_ms: 1500}");
     let mut plan = world.stdio();
     plan["calls"] = json!([
         {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
@@ -795,10 +795,7 @@ fn a_stateless_client_is_asked_through_an_input_required_result_and_governed_the
     // request; a held call answers "input required" and the client comes back with the
     // person's answer. Idle for a second and a half, its session closes.
     let world = World::new();
-    let config = std::fs::read_to_string(&world.config)
-        .unwrap()
-        .replace("id: fs-gateway", "id: fs-gateway\nlimits: {idle_ms: 1500}");
-    std::fs::write(&world.config, config).unwrap();
+    world.configure("limits: {idle_ms: 1500}");
     let (_gateway, url) = world.http(&[]);
     let seen = drive(
         Client::Python,
