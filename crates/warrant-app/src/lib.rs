@@ -20,7 +20,7 @@ pub use providers::{check_rule_tools, connect, missing_tools, observe_all};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
 };
-pub use session::{CLIENT_KIND, GoneClient};
+pub use session::{CLIENT_KIND, GoneClient, is_session};
 
 /// Largest spec, model table or policy file read (a spec is a page, not a database).
 pub const DOCUMENT_BYTES_MAX: u64 = 4 << 20;

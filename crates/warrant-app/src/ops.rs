@@ -405,10 +405,7 @@ impl App {
                     // A gateway session answered while its gateway waits on it is the
                     // gateway's to carry on (its client waits for the answer there); one
                     // interrupted is anyone's to close.
-                    .filter(|r| {
-                        !(r.status == "ready"
-                            && r.decider.starts_with(&format!("{}:", crate::CLIENT_KIND)))
-                    })
+                    .filter(|r| !(r.status == "ready" && crate::is_session(&r.decider)))
                     .map(|r| r.run_id.clone()),
             );
             match page.next {
@@ -619,7 +616,6 @@ fn fold(run: &RunId, events: &[Arc<Event>]) -> Result<RunState> {
 }
 
 /// Checks that the spec's policies and `extra` load, before anything runs.
-/// Checks that the policy files `spec` names (and `extra`) load and compile together.
 pub fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
     let paths: Vec<PathBuf> = spec
         .policy

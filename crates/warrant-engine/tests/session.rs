@@ -147,6 +147,60 @@ async fn a_call_held_for_approval_when_the_client_leaves_is_cancelled_with_the_s
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
 
+/// Answers a client's call only from what the store holds: at each decision it notes how
+/// many calls had their end durable.
+struct Durable {
+    inner: Leaving,
+    store: Arc<warrant_store::MemoryStore>,
+    finished: Mutex<Vec<usize>>,
+}
+
+impl Decider for Durable {
+    fn identity(&self) -> DeciderIdentity {
+        self.inner.identity()
+    }
+
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        let durable = self
+            .store
+            .events(&projection.run_id)
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::CallFinished { .. }))
+            .count();
+        // What the decider is shown of its last call is what the client is told.
+        assert_eq!(
+            projection.recent.len(),
+            durable,
+            "the projection shows a call end the store does not hold"
+        );
+        self.finished.lock().unwrap().push(durable);
+        self.inner.decide(projection)
+    }
+
+    fn closed(&self) -> Option<CancelRequest> {
+        self.inner.closed()
+    }
+}
+
+#[tokio::test]
+async fn a_clients_answer_comes_from_what_is_durable() {
+    // The gateway answers a call when its client's next decision is asked for, from the
+    // projection: every call end shown then must already be in the store.
+    let spec = common::spec(SESSION);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let decider = Durable {
+        inner: Leaving::new(vec![
+            ("read_menu", json!({})),
+            ("order_latte", json!({"size": "small"})),
+        ]),
+        store: s.store.clone(),
+        finished: Mutex::new(Vec::new()),
+    };
+    let ended = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    assert!(matches!(ended.outcome, Some(Outcome::Closed { .. })));
+    assert_eq!(*decider.finished.lock().unwrap(), [0, 1, 2]);
+}
+
 #[test]
 fn an_open_step_must_be_its_specs_only_step_and_have_no_objective() {
     let two = format!("{SESSION}  - id: more\n    provider: cafe\n    tools: [read_menu]\n");

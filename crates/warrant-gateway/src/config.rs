@@ -65,6 +65,16 @@ pub struct PrincipalSpec {
     pub user: Option<String>,
 }
 
+impl PrincipalSpec {
+    /// Tenant and user: as written, else tenant `local` and `operator`.
+    pub fn resolve(&self, operator: &str) -> (String, String) {
+        (
+            self.tenant.clone().unwrap_or_else(|| "local".to_owned()),
+            self.user.clone().unwrap_or_else(|| operator.to_owned()),
+        )
+    }
+}
+
 /// How a call held for approval is asked about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

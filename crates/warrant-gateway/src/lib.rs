@@ -112,18 +112,7 @@ impl Gateway {
         let surfaces = warrant_app::connect(&draft)
             .await
             .map_err(|e| e.to_string().replace("provider `", "server `"))?;
-        let principal = (
-            config
-                .principal
-                .tenant
-                .clone()
-                .unwrap_or_else(|| "local".to_owned()),
-            config
-                .principal
-                .user
-                .clone()
-                .unwrap_or_else(|| operator.to_owned()),
-        );
+        let principal = config.principal.resolve(operator);
         let offer = make_offer(&config, base, &surfaces).await?;
         let gateway = Arc::new(Gateway {
             app,
@@ -198,12 +187,11 @@ impl Gateway {
     /// each run and whether it ended.
     pub async fn close_interrupted(&self) -> Result<Vec<(warrant_core::ids::RunId, bool)>, String> {
         let mut closed = Vec::new();
-        let kind = format!("{}:", warrant_app::CLIENT_KIND);
         for run in self.app.resumable().await.map_err(|e| e.to_string())? {
             let Ok(Some(summary)) = self.app.store().summary(&run).await else {
                 continue;
             };
-            if summary.spec_id != self.config.id || !summary.decider.starts_with(&kind) {
+            if summary.spec_id != self.config.id || !warrant_app::is_session(&summary.decider) {
                 continue;
             }
             let result = self.app.reenter(&run).await.map_err(|e| e.to_string())?;
@@ -308,9 +296,7 @@ async fn make_offer(
         let mut unknown = Vec::new();
         let mut kept = Vec::new();
         for w in wanted {
-            let server_form = |t: &Offered| {
-                !joined && config.servers.len() == 1 && format!("{provider}.{}", t.engine) == *w
-            };
+            let server_form = |t: &Offered| !joined && format!("{provider}.{}", t.engine) == *w;
             match tools
                 .iter()
                 .position(|t| t.client == *w || t.engine == *w || server_form(t))
@@ -331,12 +317,12 @@ async fn make_offer(
                 offered.join(", ")
             ));
         }
-        let mut i = 0;
-        tools.retain(|_| {
-            let keep = kept.contains(&i);
-            i += 1;
-            keep
-        });
+        tools = tools
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| kept.contains(i))
+            .map(|(_, t)| t)
+            .collect();
     }
     if tools.is_empty() {
         return Err("the upstream servers offer no tools to serve".to_owned());

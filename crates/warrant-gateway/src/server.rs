@@ -195,7 +195,9 @@ impl ServerHandler for GatewayServer {
         let (held_to, mut held) = tokio::sync::oneshot::channel();
         let (reply_to, mut answer) = tokio::sync::oneshot::channel();
         let args = request.arguments.unwrap_or_default();
-        let args_digest = warrant_core::canon::digest(&Value::Object(args.clone()));
+        // What a held call's retry must match: computed only for a client that may retry.
+        let asked_digest =
+            askable.then(|| warrant_core::canon::digest(&Value::Object(args.clone())));
         let call = ClientCall {
             tool,
             args,
@@ -219,7 +221,7 @@ impl ServerHandler for GatewayServer {
             biased;
             done = &mut answer => done.unwrap_or_else(|_| ended()),
             Ok(row) = &mut held => {
-                if let Ok(mut parked) = session.parked.lock() {
+                if let (Ok(mut parked), Some(args_digest)) = (session.parked.lock(), asked_digest) {
                     parked.insert(row.request.clone(), Parked { args_digest, answer });
                 }
                 session.touch();
@@ -422,13 +424,7 @@ impl Tokens {
                     "tokens.{var}: the token is shorter than 16 characters: too easy to guess"
                 ));
             }
-            by_token.insert(
-                token,
-                (
-                    who.tenant.clone().unwrap_or_else(|| "local".to_owned()),
-                    who.user.clone().unwrap_or_else(|| operator.to_owned()),
-                ),
-            );
+            by_token.insert(token, who.resolve(operator));
         }
         Ok(Tokens { by_token })
     }
@@ -460,7 +456,7 @@ pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), String> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| format!("MCP handshake failed: {e}"))?;
-    gateway.connected(running.peer().clone());
+    // (The client is told of tool changes once it lists the tools, as over HTTP.)
     let done = running
         .waiting()
         .await

@@ -118,19 +118,19 @@ impl ClientDecider {
         let _ = pending.reply.send(result);
     }
 
-    /// The answer already given to `call`'s idempotency key, when it has one: the same
-    /// answer for the same arguments, an error for others. `None`: a call to make.
-    fn repeated(&self, call: &ClientCall, digest: &str) -> Option<CallToolResult> {
-        let key = call.key.as_ref()?;
+    /// The answer already given to a call's idempotency key (and its arguments' digest),
+    /// when it has one: the same answer for the same arguments, an error for others. `None`:
+    /// a call to make.
+    fn repeated(&self, key: Option<&(String, String)>, tool: &str) -> Option<CallToolResult> {
+        let (key, digest) = key?;
         let keys = self.keys.lock().ok()?;
         let (given, answer) = keys.answers.get(key)?;
         Some(if given == digest {
             answer.clone()
         } else {
             reply::error(format!(
-                "idempotency key `{}` was used for `{}` with other arguments: a key names one call",
+                "idempotency key `{}` was used for `{tool}` with other arguments: a key names one call",
                 warrant_core::text::sanitize(key),
-                call.tool
             ))
         })
     }
@@ -197,9 +197,10 @@ impl Decider for ClientDecider {
                 );
                     return Err(DecideError::new(Code::Cancelled, "the client disconnected"));
                 };
-                let args = Arc::new(Value::Object(call.args.clone()));
-                let digest = warrant_core::canon::digest(&args);
-                if let Some(answer) = self.repeated(&call, &digest) {
+                let args = Arc::new(Value::Object(call.args));
+                // Only a keyed call is compared with earlier ones.
+                let key = call.key.map(|k| (k, warrant_core::canon::digest(&args)));
+                if let Some(answer) = self.repeated(key.as_ref(), &call.tool) {
                     let _ = call.reply.send(answer);
                     continue;
                 }
@@ -207,7 +208,7 @@ impl Decider for ClientDecider {
                     *p = Some(Pending {
                         after: newest,
                         held: call.held,
-                        key: call.key.map(|k| (k, digest)),
+                        key,
                         reply: call.reply,
                     });
                 }
@@ -418,24 +419,16 @@ async fn drive(
         if let Some(outcome) = &run.outcome {
             break ended_because(outcome);
         }
-        if let Some(call) = run.state.calls().iter().find(|c| c.in_doubt) {
-            if decider.closed().is_some() {
-                // Closed with an effect in doubt: the run waits for its reconciliation.
-                break format!(
-                    "call {} (`{}`) is in doubt: the session's run waits for its reconciliation (`warrant reconcile {} {}`)",
-                    call.id, call.tool, run.run_id, call.id
-                );
-            }
+        // An effect in doubt: the client is told, and the session ends here, its run waiting
+        // for the reconciliation (nothing is sent again).
+        if let Some(call) = run.state.in_doubt().next() {
             decider.answer(reply::in_doubt(call));
-            decider.close(
-                "gateway",
-                format!(
-                    "call {} (`{}`) is in doubt: the session ends so that nothing is repeated",
-                    call.id, call.tool
-                ),
+            break format!(
+                "call {} (`{}`) is in doubt: the session's run waits for its reconciliation (`warrant reconcile {} {}`)",
+                call.id, call.tool, run.run_id, call.id
             );
-        } else if !wait_for_answer(&gateway, &run, &decider, asker.as_deref(), &mut gone, &by).await
-        {
+        }
+        if !wait_for_answer(&gateway, &run, &decider, asker.as_deref(), &mut gone, &by).await {
             decider.close(
                 "client",
                 "the client disconnected while a call waited for approval",

@@ -59,15 +59,10 @@ pub struct McpSurface {
     effects: BTreeMap<String, Effect>,
     /// The spec's host-supplied inputs, by argument name.
     inputs: BTreeMap<String, Value>,
-    /// `notifications/tools/list_changed` received so far.
-    changes: Arc<AtomicU64>,
-    /// Told of each such notification.
-    listeners: Listeners,
-    /// The last tool list: its version, and the change notifications received before it.
-    seen: Mutex<Option<(String, u64)>>,
-    /// The last observation, and the change notifications received before it: what a server
-    /// that announces changes still offers until it says otherwise.
-    cached: Mutex<Option<(Observation, u64)>>,
+    /// The last tool list, and the change notifications received before it (the client's
+    /// `Watcher` counts them): what a server that announces changes still offers until it
+    /// says otherwise, and the version a handle must match to be current.
+    seen: Mutex<Option<(Observation, u64)>>,
     /// The tools a trusted server declared idempotent (`idempotentHint: true`) in its last list.
     idempotent: Mutex<HashSet<String>>,
     /// Per tool of the last list, the host inputs it takes.
@@ -304,13 +299,11 @@ impl McpSurface {
         if let Some(stderr) = stderr {
             forward_stderr(name.to_owned(), stderr);
         }
-        let watcher = Watcher::default();
-        let (changes, listeners) = (watcher.changes.clone(), watcher.listeners.clone());
-        let client = watcher
+        let client = Watcher::default()
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("`{program}`: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, changes, listeners, trusted))
+        Ok(McpSurface::with_client(client, trusted))
     }
 
     async fn reach(
@@ -334,13 +327,11 @@ impl McpSurface {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(http, config);
-        let watcher = Watcher::default();
-        let (changes, listeners) = (watcher.changes.clone(), watcher.listeners.clone());
-        let client = watcher
+        let client = Watcher::default()
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("{url}: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, changes, listeners, trusted))
+        Ok(McpSurface::with_client(client, trusted))
     }
 
     /// Lists the tools once on connecting, so what the server declares is known before any
@@ -350,22 +341,14 @@ impl McpSurface {
         Ok(self)
     }
 
-    fn with_client(
-        client: RunningService<RoleClient, Watcher>,
-        changes: Arc<AtomicU64>,
-        listeners: Listeners,
-        trusted: bool,
-    ) -> McpSurface {
+    fn with_client(client: RunningService<RoleClient, Watcher>, trusted: bool) -> McpSurface {
         McpSurface {
             client,
             trusted,
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
             effects: BTreeMap::new(),
             inputs: BTreeMap::new(),
-            changes,
-            listeners,
             seen: Mutex::new(None),
-            cached: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
             takes: Mutex::new(HashMap::new()),
         }
@@ -400,7 +383,7 @@ impl McpSurface {
     async fn list(&self) -> Result<Observation, SurfaceError> {
         // Read before listing: a change that lands during the listing makes the next
         // observation new again.
-        let changes = self.changes.load(Ordering::SeqCst);
+        let changes = self.changes();
         let tools = self
             .client
             .list_all_tools()
@@ -455,14 +438,21 @@ impl McpSurface {
             .collect();
         let version =
             canon::digest(&Value::Array(listing)).trim_start_matches("sha256:")[..16].to_owned();
-        if let Ok(mut seen) = self.seen.lock() {
-            *seen = Some((version.clone(), changes));
-        }
         let observation = Observation { version, actions };
-        if let Ok(mut cached) = self.cached.lock() {
-            *cached = Some((observation.clone(), changes));
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = Some((observation.clone(), changes));
         }
         Ok(observation)
+    }
+
+    /// `notifications/tools/list_changed` received so far.
+    fn changes(&self) -> u64 {
+        self.client.service().changes.load(Ordering::SeqCst)
+    }
+
+    /// The last tool list and the change notifications received before it.
+    fn last_seen(&self) -> Option<(Observation, u64)> {
+        self.seen.lock().ok().and_then(|s| s.clone())
     }
 
     /// Whether the server said it announces changes to its tool list
@@ -477,14 +467,11 @@ impl McpSurface {
     /// What the server offers: its last list while a server that announces changes has
     /// announced none since (no round trip per decision), else listed now.
     async fn observe_now(&self) -> Result<Observation, SurfaceError> {
-        if self.announces_changes() {
-            let changes = self.changes.load(Ordering::SeqCst);
-            let cached = self.cached.lock().ok().and_then(|c| c.clone());
-            if let Some((observation, at)) = cached
-                && at == changes
-            {
-                return Ok(observation);
-            }
+        if self.announces_changes()
+            && let Some((observation, at)) = self.last_seen()
+            && at == self.changes()
+        {
+            return Ok(observation);
         }
         self.list().await
     }
@@ -588,7 +575,7 @@ impl Surface for McpSurface {
     }
 
     fn on_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
-        if let Ok(mut l) = self.listeners.lock() {
+        if let Ok(mut l) = self.client.service().listeners.lock() {
             l.push(changed);
         }
     }
@@ -616,14 +603,14 @@ impl Surface for McpSurface {
         // tools are listed again first, so a handle goes stale exactly when the list (a name,
         // an effect or a schema) really changed.
         Box::pin(async move {
-            let last = || self.seen.lock().ok().and_then(|s| s.clone());
-            let changes = self.changes.load(Ordering::SeqCst);
-            if last().is_none_or(|(_, seen_changes)| seen_changes != changes)
+            if self
+                .last_seen()
+                .is_none_or(|(_, seen_changes)| seen_changes != self.changes())
                 && self.list().await.is_err()
             {
                 return false;
             }
-            last().is_some_and(|(v, _)| v == version)
+            self.last_seen().is_some_and(|(o, _)| o.version == version)
         })
     }
 }

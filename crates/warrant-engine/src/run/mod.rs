@@ -390,10 +390,7 @@ impl<'a> Run<'a> {
                     let id = held.id;
                     self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
                 }
-                // A session whose client left with an effect in doubt does not end yet: it
-                // waits for the reconciliation (`warrant reconcile`), which nothing can record
-                // after a run's end; re-entered then, it closes.
-                if c.close && self.state.in_doubt().next().is_some() {
+                if !self.can_end(&c) {
                     break;
                 }
                 let outcome = if c.close {
@@ -469,6 +466,13 @@ impl<'a> Run<'a> {
         }
         self.flush().await?;
         Ok(self.result())
+    }
+
+    /// Whether `c` ends the run now. A session whose client left with an effect in doubt
+    /// does not end yet: it waits for the reconciliation (`warrant reconcile`), which nothing
+    /// can record after a run's end; re-entered then, it closes.
+    fn can_end(&self, c: &CancelRequest) -> bool {
+        !(c.close && self.state.in_doubt().next().is_some())
     }
 
     fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {

@@ -79,7 +79,10 @@ impl Run<'_> {
         if !delegating && !matches!(next, Next::Wait(_)) {
             return false;
         }
-        if let Some(c) = self.cancel_due().await {
+        // (A session's close that must wait for a reconciliation changes nothing yet.)
+        if let Some(c) = self.cancel_due().await
+            && self.can_end(&c)
+        {
             self.cancel = Some(c);
             return false;
         }
