@@ -534,6 +534,10 @@ pub struct BenchArgs {
     /// (at most 16 at once): measures what a child costs.
     #[arg(long, value_name = "N")]
     pub children: Option<u32>,
+    /// Async threads driving the runs: 1 (the default) drives every run on one thread, as an
+    /// event loop does; a durable store's writer has a thread of its own either way.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: u32,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

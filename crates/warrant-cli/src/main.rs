@@ -33,6 +33,12 @@ mod store;
 
 use std::process::ExitCode;
 
+/// mimalloc rather than the system allocator: a step allocates and frees many small values
+/// (events, JSON, projections), and glibc's malloc spent about 40 % of a benchmark step's CPU
+/// in its own bookkeeping (`warrant bench --profile` shows where a step's time goes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser as _;
 
 /// Exit codes, documented in `--help` and the README.
@@ -112,11 +118,20 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ATTAINED);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // Two async threads, or what `bench --threads` asks for (one: a current-thread runtime,
+    // the store's writer on a thread of its own).
+    let threads = match &cli.command {
+        cli::Command::Bench(args) => args.threads,
+        _ => 2,
+    };
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads as usize);
+        b
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             errln!("error: cannot start the async runtime: {e}");
