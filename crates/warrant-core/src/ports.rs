@@ -352,6 +352,12 @@ pub trait Decider: Send + Sync {
     fn closed(&self) -> Option<CancelRequest> {
         None
     }
+    /// Whether what it is shown leaves the process as it decides (a gateway's client is told
+    /// its last call's result): everything shown is then durable before it is asked. Otherwise
+    /// a read's result may be committed with the decision made from it.
+    fn tells_outside(&self) -> bool {
+        false
+    }
 }
 
 /// What the Bridge asks an authority about.

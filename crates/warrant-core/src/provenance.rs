@@ -219,23 +219,29 @@ impl OutputIndex {
 /// compared for substring tracing.
 fn normalise(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    normalise_into(s, &mut out);
+    out
+}
+
+/// [`normalise`], appended to `out`.
+fn normalise_into(s: &str, out: &mut String) {
+    let start = out.len();
     if s.is_ascii() {
         // Most text is ASCII: lower-case byte by byte.
         for word in s.split_ascii_whitespace() {
-            if !out.is_empty() {
+            if out.len() > start {
                 out.push(' ');
             }
             out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
         }
-        return out;
+        return;
     }
     for word in s.split_whitespace() {
-        if !out.is_empty() {
+        if out.len() > start {
             out.push(' ');
         }
         out.extend(word.chars().flat_map(char::to_lowercase));
     }
-    out
 }
 
 /// Every string and object key of `value`, normalised, each on its own line.
@@ -243,13 +249,13 @@ fn collect_text(value: &Value, out: &mut String) {
     match value {
         // A string shorter than the shortest traced needle cannot hold one.
         Value::String(s) if s.len() >= SUBSTRING_MIN => {
-            out.push_str(&normalise(s));
+            normalise_into(s, out);
             out.push('\n');
         }
         Value::Number(n) => {
-            let n = n.to_string();
-            if n.len() >= SUBSTRING_MIN {
-                out.push_str(&n);
+            let n = NumberText::of(n);
+            if n.len >= SUBSTRING_MIN {
+                out.push_str(n.as_str());
                 out.push('\n');
             }
         }
@@ -258,7 +264,7 @@ fn collect_text(value: &Value, out: &mut String) {
         Value::Object(map) => {
             for (k, v) in map {
                 if k.len() >= SUBSTRING_MIN {
-                    out.push_str(&normalise(k));
+                    normalise_into(k, out);
                     out.push('\n');
                 }
                 collect_text(v, out);
@@ -347,6 +353,51 @@ fn hash_str(s: &str) -> u64 {
     h
 }
 
+/// A number's JSON text, written to the stack: no allocation for the values provenance
+/// compares and indexes at every step.
+struct NumberText {
+    buf: [u8; 40],
+    len: usize,
+    /// The text of a number too long for the stack.
+    long: Option<String>,
+}
+
+impl NumberText {
+    fn of(n: &serde_json::Number) -> NumberText {
+        let mut text = NumberText {
+            buf: [0; 40],
+            len: 0,
+            long: None,
+        };
+        if std::fmt::Write::write_fmt(&mut text, format_args!("{n}")).is_err() {
+            let long = n.to_string();
+            text.len = long.len();
+            text.long = Some(long);
+        }
+        text
+    }
+
+    fn as_str(&self) -> &str {
+        if let Some(long) = &self.long {
+            return long;
+        }
+        self.buf
+            .get(..self.len)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for NumberText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// Strings are compared normalised (trimmed, lower-cased); numbers exactly.
 fn scalar_key(v: &Value) -> Option<u64> {
     match v {
@@ -356,7 +407,7 @@ fn scalar_key(v: &Value) -> Option<u64> {
         }
         Value::Number(n) => {
             let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(b'n');
-            for b in n.to_string().bytes() {
+            for b in NumberText::of(n).as_str().bytes() {
                 h ^= u64::from(b);
                 h = h.wrapping_mul(0x0100_0000_01b3);
             }
@@ -373,7 +424,11 @@ pub fn visit_leaves(value: &Value, pointer: &mut String, f: &mut dyn FnMut(&str,
             for (k, v) in map {
                 let len = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                if k.contains(['~', '/']) {
+                    pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                } else {
+                    pointer.push_str(k);
+                }
                 visit_leaves(v, pointer, f);
                 pointer.truncate(len);
             }
@@ -382,7 +437,7 @@ pub fn visit_leaves(value: &Value, pointer: &mut String, f: &mut dyn FnMut(&str,
             for (i, v) in items.iter().enumerate() {
                 let len = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&i.to_string());
+                let _ = std::fmt::Write::write_fmt(pointer, format_args!("{i}"));
                 visit_leaves(v, pointer, f);
                 pointer.truncate(len);
             }
@@ -422,10 +477,10 @@ pub fn label(
             }
             // A number the objective states as a word of its own ("pay 950").
             (Value::Number(n), _) => {
-                let n = n.to_string();
+                let n = NumberText::of(n);
                 objective_lower
                     .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
-                    .any(|w| w.trim_end_matches('.') == n)
+                    .any(|w| w.trim_end_matches('.') == n.as_str())
             }
             _ => false,
         };
@@ -637,6 +692,21 @@ mod tests {
         assert!(!holds_as_token("pay 1300 now", "13"));
         assert!(holds_as_token("pay 13, now", "13"));
         assert!(holds_as_token("see https://x.org/a.", "https://x.org/a"));
+    }
+
+    #[test]
+    fn numbers_are_compared_by_their_whole_text() {
+        for v in [
+            json!(7),
+            json!(-12.5),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(-1.234_567_890_123_456_7e-300),
+        ] {
+            let Value::Number(n) = &v else { unreachable!() };
+            assert_eq!(NumberText::of(n).as_str(), n.to_string());
+        }
+        assert_ne!(scalar_key(&json!(1300)), scalar_key(&json!(13)));
     }
 
     #[test]

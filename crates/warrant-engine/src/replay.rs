@@ -142,7 +142,8 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                 Some(EventKind::RunStarted { provenance, .. }) => *provenance,
                 _ => None,
             };
-            run.drive().await
+            let driven = run.drive().await;
+            run.stopped(driven).await
         } else {
             let so_far = store.events();
             match RunState::from_events(so_far.iter().map(|e| &**e)) {
@@ -159,7 +160,8 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
                     run.stop_at = stop_at;
                     run.setup_ms = setup_ms;
                     run.recorded = Some(recorded.clone());
-                    run.reenter().await
+                    let reentered = run.reenter().await;
+                    run.stopped(reentered).await
                 }
                 Err(e) => Err(EngineError::Invariant(e)),
             }
@@ -746,11 +748,12 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
     for (i, e) in segment.iter().enumerate() {
         match &e.kind {
-            // A session's client that left when asked for its next decision: the observation
-            // made just before is the segment's last but one event.
+            // An observation no decision followed: the process stopped while its decider
+            // thought (what it had staged was appended as the wait began), or a session's
+            // client left when asked for its next decision.
             EventKind::Observed {
                 provider, version, ..
-            } if segment.get(i + 1).is_some_and(|next| {
+            } if segment.get(i + 1).is_none_or(|next| {
                 matches!(
                     next.kind,
                     EventKind::RunFinished {

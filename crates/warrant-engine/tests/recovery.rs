@@ -615,3 +615,40 @@ async fn a_call_repeated_at_reentry_is_ruled_on_again() {
     );
     assert_replays(&c.store, &c.run).await;
 }
+
+#[tokio::test]
+async fn a_reads_result_is_committed_with_the_next_decision_and_a_commits_before_it() {
+    // What the store holds each time the decider is asked: the calls whose end is durable.
+    let spec = common::spec(CAFE_GALLERY);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let mut decider = Watching::new(script(SCRIPT));
+    let durable = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (store, seen) = (s.store.clone(), durable.clone());
+    decider.before = Box::new(move |p| {
+        let ended: Vec<u32> = store
+            .events(&p.run_id)
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::CallFinished { call, .. } => Some(call.0),
+                _ => None,
+            })
+            .collect();
+        seen.lock().unwrap().push((p.decision_no, ended));
+    });
+    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    assert_eq!(result.outcome, Some(Outcome::Attained));
+    let durable = durable.lock().unwrap().clone();
+    // Decision 2 is made from `read_menu`'s result (c1): it rides with that decision's commit.
+    assert_eq!(durable.get(1), Some(&(2, vec![])));
+    // Decision 3 follows `order_latte` (c2), a commit: its end was durable first.
+    assert_eq!(durable.get(2), Some(&(3, vec![1, 2])));
+    // And nothing is left behind: the log holds every call's end and replays.
+    let log = events(&s.store, &result.run_id);
+    assert_eq!(
+        log.iter()
+            .filter(|e| matches!(e.kind, EventKind::CallFinished { .. }))
+            .count(),
+        3
+    );
+    assert_replays(&s.store, &result.run_id).await;
+}

@@ -61,6 +61,11 @@ impl Decider for Leaving {
         }
     }
 
+    /// Stands for a gateway's client, which is told each call's result.
+    fn tells_outside(&self) -> bool {
+        true
+    }
+
     fn decide(&self, _projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
         let next = self.calls.lock().unwrap().pop();
         Box::pin(async move {
@@ -175,6 +180,10 @@ impl Decider for Durable {
         );
         self.finished.lock().unwrap().push(durable);
         self.inner.decide(projection)
+    }
+
+    fn tells_outside(&self) -> bool {
+        self.inner.tells_outside()
     }
 
     fn closed(&self) -> Option<CancelRequest> {

@@ -165,6 +165,11 @@ impl Decider for ClientDecider {
         self.identity.clone()
     }
 
+    /// The client is told its last call's result as the next decision is asked for.
+    fn tells_outside(&self) -> bool {
+        true
+    }
+
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
         Box::pin(async move {
             // The run decides again only once the last call's end is durable: answer it.

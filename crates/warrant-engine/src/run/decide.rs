@@ -29,7 +29,12 @@ impl Run<'_> {
     ) -> Result<Option<Observation>, EngineError> {
         let step = step_of(&self.spec, i)?;
         let (step_id, provider) = (step.id.clone(), step.provider.clone());
-        let observed = match self.bounded(Bound::Call, surface.observe()).await {
+        let mut observing = surface.observe();
+        let answer = match self.answer_or_flush(&mut observing).await? {
+            Some(answer) => Ok(answer),
+            None => self.bounded(Bound::Call, observing).await,
+        };
+        let observed = match answer {
             Ok(answer) => answer,
             Err(Cut::Cancelled(c)) => {
                 self.cancel = Some(c);
@@ -81,7 +86,12 @@ impl Run<'_> {
         }
         let step_id = step_of(&self.spec, i)?.id.clone();
         let (_, surface) = self.surface_of(i)?;
-        self.flush().await?;
+        // A read's result is committed with the decision made from it (a read is safe to
+        // repeat: lost in a crash, it is sent again); anything else, and anything a decider
+        // tells outside, is durable first.
+        if self.decider.tells_outside() || !self.only_read_results_pending() {
+            self.flush().await?;
+        }
         let Some(observation) = self.observe(i, &surface).await? else {
             return Ok(());
         };
@@ -127,10 +137,13 @@ impl Run<'_> {
         // The decider is waited on until the run's deadline at most (a live model retrying, a
         // stalled stream): past it, the run is exhausted.
         // Deciders that answer at once (scripts, replays) are polled once, with no timers.
-        let decided = match self
-            .bounded(Bound::Deadline, self.decider.decide(projection))
-            .await
-        {
+        let decider = self.decider;
+        let mut deciding = decider.decide(projection);
+        let answer = match self.answer_or_flush(&mut deciding).await? {
+            Some(answer) => Ok(answer),
+            None => self.bounded(Bound::Deadline, deciding).await,
+        };
+        let decided = match answer {
             Ok(answer) => Ok(answer),
             Err(Cut::Cancelled(c)) => Err(c),
             Err(Cut::Timeout(_) | Cut::Deadline(_)) => Ok(Err(DecideError::new(

@@ -306,6 +306,37 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Whether everything staged is the answer of a read (its result and the values carried
+    /// from it): safe to lose in a crash, as the read is sent again, so it can wait for the
+    /// next decision's commit. A commit's answer never waits: it is made durable at once.
+    fn only_read_results_pending(&self) -> bool {
+        let mut after_read = false;
+        self.pending.iter().all(|e| match &e.kind {
+            EventKind::CallFinished { call, .. } => {
+                after_read = self
+                    .state
+                    .call(*call)
+                    .is_some_and(|c| c.effect == Some(Effect::Read));
+                after_read
+            }
+            EventKind::Carried { .. } => after_read,
+            _ => false,
+        })
+    }
+
+    /// Replay only: where the recorded process stopped (`stop_at`), what it had staged is
+    /// appended, as every event before its re-entry is in its log: commits need not fall
+    /// where the replay's do (a read's result waits for the next decision's commit).
+    pub(crate) async fn stopped(
+        &mut self,
+        ended: Result<RunResult, EngineError>,
+    ) -> Result<RunResult, EngineError> {
+        if matches!(ended, Err(EngineError::Stopped(_))) {
+            self.flush().await?;
+        }
+        ended
+    }
+
     pub(crate) async fn drive(&mut self) -> Result<RunResult, EngineError> {
         self.stage_start()?;
         self.flush().await?;

@@ -224,6 +224,20 @@ impl Run<'_> {
         })
     }
 
+    /// `work`'s answer if it has one at once; otherwise what is staged is appended first, so
+    /// a read's result left for the next decision's commit is durable, and seen, while a slow
+    /// port (a live model, a remote provider) works.
+    pub(super) async fn answer_or_flush<T>(
+        &mut self,
+        work: &mut BoxFuture<'_, T>,
+    ) -> Result<Option<T>, EngineError> {
+        if let Some(answer) = ready_now(work) {
+            return Ok(Some(answer));
+        }
+        self.flush().await?;
+        Ok(None)
+    }
+
     /// INVARIANT (every wait bounded): awaits a port's answer within `bound`, the run's deadline
     /// and the cancel guard. A port that answers at once is polled once, with no timers.
     /// Replaying, a recorded port that gave no answer never answers: the bound fires at once.
