@@ -299,6 +299,153 @@ async fn batch(
     Ok(Batch { wall_s, cpu_s })
 }
 
+/// Asks for an approval of each run's first call (`i` = 0) and allows the rest: every run
+/// waits once, on a person.
+struct AskFirst;
+
+impl warrant_core::ports::Authority for AskFirst {
+    fn evaluate<'a>(
+        &'a self,
+        request: &'a warrant_core::ports::CapabilityRequest<'a>,
+    ) -> BoxFuture<'a, warrant_core::ports::Verdict> {
+        let first = request.args.get("i").and_then(Value::as_u64) == Some(0);
+        Box::pin(std::future::ready(if first {
+            warrant_core::ports::Verdict::Ask {
+                reason: "the bench asks a person before each run's first call".into(),
+            }
+        } else {
+            warrant_core::ports::Verdict::Allow {
+                grant: "bench".into(),
+            }
+        }))
+    }
+}
+
+/// What `--waiting` measured.
+struct Waited {
+    /// Starting the R runs until each waits on its approval.
+    start_s: f64,
+    /// Resident memory with all R waiting (MB), and the most it reached.
+    waiting_rss_mb: f64,
+    /// Answering the R approvals.
+    answer_s: f64,
+    /// Resuming the R runs at once until the last ended.
+    resume_s: f64,
+}
+
+/// `--waiting`: R runs each wait on an approval, held by this process; then every approval is
+/// answered and the R runs are resumed at once to the end.
+async fn waiting(
+    engine: &Engine,
+    surfaces: &Arc<Surfaces>,
+    steps: u32,
+    runs: u32,
+    counter: &AtomicU64,
+) -> Result<Waited, Failure> {
+    let failed = |e: &dyn std::fmt::Display| Failure::failed(anyhow!("{e}"));
+    let spec = Arc::new(spec(steps));
+    let decider = Arc::new(LoopDecider { steps });
+    let before = counter.load(Ordering::SeqCst);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the benchmark's stopwatch measures wall time"
+    )]
+    let t0 = std::time::Instant::now();
+    let mut tasks = Vec::with_capacity(runs as usize);
+    for _ in 0..runs {
+        let (engine, spec, decider, surfaces) = (
+            engine.clone(),
+            spec.clone(),
+            decider.clone(),
+            surfaces.clone(),
+        );
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
+        )]
+        tasks.push(tokio::spawn(async move {
+            let r = engine.run(spec, decider.as_ref(), &surfaces).await?;
+            // Only what a person must answer is kept: the run itself is in the store.
+            let request = r.state.calls().iter().find_map(|c| c.awaiting.clone());
+            Ok::<_, warrant_engine::EngineError>((r.run_id, request))
+        }));
+    }
+    let mut held = Vec::with_capacity(runs as usize);
+    for t in tasks {
+        let (run, request) = t.await.map_err(|e| failed(&e))?.map_err(|e| failed(&e))?;
+        let request = request.ok_or_else(|| Failure::failed(anyhow!("run {run} did not wait")))?;
+        held.push((run, request));
+    }
+    let start_s = t0.elapsed().as_secs_f64();
+    let (waiting_rss_mb, _) = rss_mb();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the benchmark's stopwatch measures wall time"
+    )]
+    let t1 = std::time::Instant::now();
+    // Answered at once, as a server takes approvals from many people.
+    let mut answers = Vec::with_capacity(held.len());
+    for (_, request) in &held {
+        let (engine, request) = (engine.clone(), request.clone());
+        let approve = warrant_engine::Answer::Approve {
+            scope: warrant_core::event::ApprovalScope::Once,
+            until_ms: None,
+            edited: None,
+        };
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bench, a CLI entry point, owns the tasks of its concurrent answers"
+        )]
+        answers.push(tokio::spawn(async move {
+            engine.answer(&request, approve, "bench").await
+        }));
+    }
+    for a in answers {
+        a.await.map_err(|e| failed(&e))?.map_err(|e| failed(&e))?;
+    }
+    let answer_s = t1.elapsed().as_secs_f64();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the benchmark's stopwatch measures wall time"
+    )]
+    let t2 = std::time::Instant::now();
+    let mut tasks = Vec::with_capacity(held.len());
+    for (run, _) in held {
+        let (engine, decider, surfaces) = (engine.clone(), decider.clone(), surfaces.clone());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
+        )]
+        tasks.push(tokio::spawn(async move {
+            engine.resume(&run, decider.as_ref(), &surfaces).await
+        }));
+    }
+    for t in tasks {
+        let r = t.await.map_err(|e| failed(&e))?.map_err(|e| failed(&e))?;
+        if r.outcome != Some(Outcome::Attained) {
+            return Err(Failure::failed(anyhow!(
+                "run {} ended {:?} after its approval",
+                r.run_id,
+                r.outcome
+            )));
+        }
+    }
+    let resume_s = t2.elapsed().as_secs_f64();
+    let ran = counter.load(Ordering::SeqCst) - before;
+    if ran != u64::from(steps) * u64::from(runs) {
+        return Err(Failure::failed(anyhow!(
+            "the tool ran {ran} times, expected {}",
+            u64::from(steps) * u64::from(runs)
+        )));
+    }
+    Ok(Waited {
+        start_s,
+        waiting_rss_mb,
+        answer_s,
+        resume_s,
+    })
+}
+
 /// Where a durable benchmark records, made for it and removed after it.
 enum Scratch {
     File(std::path::PathBuf),
@@ -422,6 +569,35 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
         })
         .collect();
 
+    if args.waiting {
+        let Some(engine) = engines.first() else {
+            return Err(Failure::failed(anyhow!("no engine to run with")));
+        };
+        let engine = engine.clone().with_authority(Arc::new(AskFirst));
+        let measured = waiting(&engine, &surfaces, args.steps, args.runs, &counter).await;
+        let (_, peak) = rss_mb();
+        drop((engine, engines, stores));
+        if let Some(scratch) = scratch {
+            scratch.remove().await;
+        }
+        let w = measured?;
+        let line = json!({
+            "peer": "warrant",
+            "variant": variant,
+            "waiting": true,
+            "steps": args.steps,
+            "runs": args.runs,
+            "durable": args.durable,
+            "start_s": w.start_s,
+            "waiting_rss_mb": w.waiting_rss_mb,
+            "answer_s": w.answer_s,
+            "resume_s": w.resume_s,
+            "peak_rss_mb": peak,
+            "tool_calls": u64::from(args.steps) * u64::from(args.runs),
+        });
+        outln!("{line}");
+        return Ok(exit::ATTAINED);
+    }
     batch(&engines, &surfaces, 2, 1, None, &counter).await?; // untimed warm-up
     let (rss_before, _) = rss_mb();
     let mut batches = Vec::new();

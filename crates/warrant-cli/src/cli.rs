@@ -534,6 +534,11 @@ pub struct BenchArgs {
     /// (at most 16 at once): measures what a child costs.
     #[arg(long, value_name = "N")]
     pub children: Option<u32>,
+    /// Approvals held at once instead: the R runs each ask for an approval of their first
+    /// call and wait (memory is measured while all wait); each is then approved and the R
+    /// runs resumed at once to the end (how long that takes is measured).
+    #[arg(long, conflicts_with_all = ["children", "workers"])]
+    pub waiting: bool,
     /// Async threads driving the runs: 1 (the default) drives every run on one thread, as an
     /// event loop does; a durable store's writer has a thread of its own either way.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]

@@ -81,10 +81,23 @@ struct Request {
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
+/// What the writer thread is asked to do, in one group-committed transaction with whatever
+/// else waits.
+enum Job {
+    Append(Request),
+    /// A driver's claim of a run's lease (a new epoch): ten thousand runs resumed at once
+    /// share commits rather than each fsyncing its own.
+    Claim {
+        run: RunId,
+        driver: Driver,
+        reply: oneshot::Sender<Result<Claim, StoreError>>,
+    },
+}
+
 /// The SQLite store.
 pub struct SqliteStore {
     inner: Arc<Inner>,
-    writer: Mutex<Option<mpsc::Sender<Request>>>,
+    writer: Mutex<Option<mpsc::Sender<Job>>>,
     /// What the writer tells this store's followers; `None` when open read-only.
     taps: Option<Arc<Taps>>,
 }
@@ -150,6 +163,10 @@ struct Inner {
     cancels: Mutex<CancelSnapshot>,
     path: PathBuf,
     reader: Mutex<Connection>,
+    /// One turn at the reader connection: reads wait their turn here, in async code, rather
+    /// than as blocked threads of tokio's pool (ten thousand runs resumed at once would
+    /// otherwise start hundreds of threads, each with a heap of its own).
+    turn: tokio::sync::Semaphore,
     durability: Durability,
     read_only: bool,
 }
@@ -334,7 +351,7 @@ impl SqliteStore {
             foreign: watch::Sender::new(0),
             commits: warrant_core::metrics::Histogram::default(),
         });
-        let (tx, rx) = mpsc::channel::<Request>();
+        let (tx, rx) = mpsc::channel::<Job>();
         let writer_taps = taps.clone();
         thread::Builder::new()
             .name("warrant-store-writer".into())
@@ -345,6 +362,7 @@ impl SqliteStore {
                 cancels: Mutex::new(CancelSnapshot::default()),
                 path: path.to_owned(),
                 reader: Mutex::new(conn),
+                turn: tokio::sync::Semaphore::new(1),
                 durability,
                 read_only: false,
             }),
@@ -370,6 +388,7 @@ impl SqliteStore {
                 cancels: Mutex::new(CancelSnapshot::default()),
                 path: path.to_owned(),
                 reader: Mutex::new(conn),
+                turn: tokio::sync::Semaphore::new(1),
                 durability: Durability::Fsync,
                 read_only: true,
             }),
@@ -395,7 +414,13 @@ impl SqliteStore {
     ) -> BoxFuture<'static, Result<T, StoreError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || read(&inner))
+            let _turn = inner
+                .turn
+                .acquire()
+                .await
+                .map_err(|e| StoreError::Io(format!("the store's reader closed: {e}")))?;
+            let reading = inner.clone();
+            tokio::task::spawn_blocking(move || read(&reading))
                 .await
                 .unwrap_or_else(|e| Err(StoreError::Io(format!("a store read stopped: {e}"))))
         })
@@ -411,6 +436,16 @@ impl SqliteStore {
             return Box::pin(std::future::ready(Err(e)));
         }
         self.reading(write)
+    }
+}
+
+impl SqliteStore {
+    /// Hands `job` to the writer thread; false if it has stopped.
+    fn send(&self, job: Job) -> bool {
+        match self.writer.lock() {
+            Ok(guard) => guard.as_ref().is_some_and(|w| w.send(job).is_ok()),
+            Err(_) => false,
+        }
     }
 }
 
@@ -600,7 +635,7 @@ impl Sequences {
 /// hands the committed events to this store's followers. While idle and followed, it looks
 /// every `FOLLOW_POLL_MS` whether another connection committed. If the thread ends, pending and
 /// later appends fail with an error (their reply channel closes): no append is lost silently.
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Job>, taps: &Taps) {
     let mut known = Sequences::default();
     let idle = std::time::Duration::from_millis(FOLLOW_POLL_MS);
     loop {
@@ -614,18 +649,25 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let mut batch = vec![first];
-        while batch.len() < GROUP_COMMIT_MAX {
+        let mut jobs = vec![first];
+        while jobs.len() < GROUP_COMMIT_MAX {
             match rx.try_recv() {
-                Ok(r) => batch.push(r),
+                Ok(r) => jobs.push(r),
                 Err(_) => break,
             }
         }
+        let (mut batch, mut claims) = (Vec::with_capacity(jobs.len()), Vec::new());
+        for job in jobs {
+            match job {
+                Job::Append(req) => batch.push(req),
+                Job::Claim { run, driver, reply } => claims.push((run, driver, reply)),
+            }
+        }
         let began = warrant_core::metrics::Stopwatch::start();
-        let committed = commit_batch(&mut conn, &mut known, &batch);
+        let committed = commit_batch(&mut conn, &mut known, &batch, &claims);
         taps.commits.record(began.elapsed());
         match committed {
-            Ok((per_request, foreign)) => {
+            Ok((per_request, claimed, foreign)) => {
                 if foreign {
                     taps.foreign_commit();
                 }
@@ -633,11 +675,17 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Request>, taps: &Taps) {
                 for (req, result) in batch.into_iter().zip(per_request) {
                     let _ = req.reply.send(result.map(|_| ()));
                 }
+                for ((_, _, reply), result) in claims.into_iter().zip(claimed) {
+                    let _ = reply.send(result);
+                }
             }
             Err(e) => {
                 known = Sequences::default();
                 for req in batch {
                     let _ = req.reply.send(Err(e.clone()));
+                }
+                for (_, _, reply) in claims {
+                    let _ = reply.send(Err(e.clone()));
                 }
             }
         }
@@ -651,13 +699,22 @@ fn saw_foreign_commit(conn: &Connection, known: &mut Sequences) -> bool {
 }
 
 /// What a group commit did: for each request, the positions of its events or why it was
-/// refused; and whether another connection had committed since the writer last looked.
-type Committed = (Vec<Result<Vec<u64>, StoreError>>, bool);
+/// refused; each claim's answer; and whether another connection had committed since the
+/// writer last looked.
+type Committed = (
+    Vec<Result<Vec<u64>, StoreError>>,
+    Vec<Result<Claim, StoreError>>,
+    bool,
+);
+
+/// A claim asked of the writer: the run, its would-be driver, where the answer goes.
+type ClaimJob = (RunId, Driver, oneshot::Sender<Result<Claim, StoreError>>);
 
 fn commit_batch(
     conn: &mut Connection,
     known: &mut Sequences,
     batch: &[Request],
+    claims: &[ClaimJob],
 ) -> Result<Committed, StoreError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -826,8 +883,45 @@ fn commit_batch(
             results.push(Ok(positions));
         }
     }
+    let mut claimed = Vec::with_capacity(claims.len());
+    for (run, driver, _) in claims {
+        claimed.push(take_lease(&tx, run, driver));
+        // A claim starts a new epoch: what the writer remembered of the run is stale.
+        known.runs.remove(run);
+    }
     tx.commit().map_err(io)?;
-    Ok((results, foreign))
+    Ok((results, claimed, foreign))
+}
+
+/// Takes `run`'s lease for `driver` if nobody else was heard from lately; taking it starts a
+/// new epoch that fences its previous holder.
+fn take_lease(conn: &Connection, run: &RunId, driver: &Driver) -> Result<Claim, StoreError> {
+    let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
+    let now_ms = sql_int(driver.now_ms)?;
+    let taken = conn
+        .prepare_cached(
+            "UPDATE runs SET holder = ?2, heartbeat_ms = ?3, epoch = epoch + 1 WHERE run_id = ?1
+             AND (holder IS NULL OR holder = ?2 OR heartbeat_ms IS NULL OR heartbeat_ms <= ?4)",
+        )
+        .map_err(io)?
+        .execute(params![run.0, &*driver.holder, now_ms, stale_before])
+        .map_err(io)?;
+    let row: Option<(Option<String>, Option<u64>, u64)> = conn
+        .prepare_cached("SELECT holder, heartbeat_ms, epoch FROM runs WHERE run_id = ?1")
+        .map_err(io)?
+        .query_row([&run.0], |r| {
+            Ok((r.get(0)?, column_u64_opt(r, 1)?, column_u64(r, 2)?))
+        })
+        .optional()
+        .map_err(io)?;
+    match (row, taken) {
+        (None, _) => Err(StoreError::Io(format!("no run `{run}` in the store"))),
+        (Some((_, _, epoch)), 1) => Ok(Claim::Taken { epoch }),
+        (Some((holder, at, _)), _) => Ok(Claim::Held(Held {
+            holder: holder.unwrap_or_default(),
+            heartbeat_ms: at.unwrap_or(0),
+        })),
+    }
 }
 
 /// The columns of a run summary, in `summary_row`'s order; an older store lacks some.
@@ -1010,14 +1104,7 @@ impl EventStore for SqliteStore {
             driver: driver.cloned(),
             reply,
         };
-        let sent = match self.writer.lock() {
-            Ok(guard) => guard
-                .as_ref()
-                .map(|w| w.send(request).is_ok())
-                .unwrap_or(false),
-            Err(_) => false,
-        };
-        crate::writer_reply(sent, done)
+        crate::writer_reply(self.send(Job::Append(request)), done)
     }
 
     fn read(
@@ -1116,36 +1203,25 @@ impl EventStore for SqliteStore {
     }
 
     fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
-        self.writing(move |inner| {
-            let conn = inner.reader()?;
-            let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
-            let now_ms = sql_int(driver.now_ms)?;
-            // One statement: the lease is taken only if nobody else was heard from lately, and
-            // taking it starts a new epoch that fences its previous holder.
-            let taken = conn
-                .execute(
-                    "UPDATE runs SET holder = ?2, heartbeat_ms = ?3, epoch = epoch + 1 WHERE run_id = ?1
-                     AND (holder IS NULL OR holder = ?2 OR heartbeat_ms IS NULL OR heartbeat_ms <= ?4)",
-                    params![run.0, &*driver.holder, now_ms, stale_before],
-                )
-                .map_err(io)?;
-            let row: Option<(Option<String>, Option<u64>, u64)> = conn
-                .query_row(
-                    "SELECT holder, heartbeat_ms, epoch FROM runs WHERE run_id = ?1",
-                    [&run.0],
-                    |r| Ok((r.get(0)?, column_u64_opt(r, 1)?, column_u64(r, 2)?)),
-                )
-                .optional()
-                .map_err(io)?;
-            match (row, taken) {
-                (None, _) => Err(StoreError::Io(format!("no run `{run}` in the store"))),
-                (Some((_, _, epoch)), 1) => Ok(Claim::Taken { epoch }),
-                (Some((holder, at, _)), _) => Ok(Claim::Held(Held {
-                    holder: holder.unwrap_or_default(),
-                    heartbeat_ms: at.unwrap_or(0),
-                })),
+        if let Err(e) = self.inner.writable() {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Claim {
+            run: run.clone(),
+            driver: driver.clone(),
+            reply,
+        };
+        let sent = self.send(job);
+        Box::pin(async move {
+            if !sent {
+                return Err(StoreError::Io("the store writer has stopped".into()));
             }
+            answer.await.unwrap_or_else(|_| {
+                Err(StoreError::Io(
+                    "the store writer stopped before committing".into(),
+                ))
+            })
         })
     }
 
