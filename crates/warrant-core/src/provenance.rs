@@ -458,7 +458,48 @@ pub fn label(
     rules: u32,
     taint: &[String],
 ) -> Vec<ArgLabel> {
-    let objective = (rules >= 2).then(|| normalise(objective_lower));
+    let objective = Objective::from_lower(objective_lower);
+    label_for(args, &objective, carried_args, index, rules, taint)
+}
+
+/// A run's objective as provenance compares values with it: lower-cased, and normalised
+/// (rules 2). Made once per run, not at every call.
+#[derive(Clone, Debug, Default)]
+pub struct Objective {
+    lower: String,
+    normalised: String,
+}
+
+impl Objective {
+    /// The objective `text`.
+    pub fn new(text: &str) -> Objective {
+        Objective::from_lower(&text.to_lowercase())
+    }
+
+    fn from_lower(lower: &str) -> Objective {
+        Objective {
+            lower: lower.to_owned(),
+            normalised: normalise(lower),
+        }
+    }
+
+    /// The objective, lower-cased.
+    pub fn lower(&self) -> &str {
+        &self.lower
+    }
+}
+
+/// [`label`], with the objective prepared once.
+pub fn label_for(
+    args: &Value,
+    objective_text: &Objective,
+    carried_args: &[(String, String)],
+    index: &OutputIndex,
+    rules: u32,
+    taint: &[String],
+) -> Vec<ArgLabel> {
+    let objective_lower = objective_text.lower.as_str();
+    let objective = (rules >= 2).then_some(objective_text.normalised.as_str());
     let mut labels = Vec::new();
     visit_leaves(args, &mut String::new(), &mut |pointer, leaf| {
         let top = pointer

@@ -317,9 +317,9 @@ impl Run<'_> {
                 },
                 None => r,
             })?;
-        let mut labels = provenance::label(
+        let mut labels = provenance::label_for(
             &executed,
-            &self.objective_lower,
+            &self.objective,
             &bindings,
             self.state.output_index(),
             self.state.provenance_rules(),
@@ -387,9 +387,9 @@ impl Run<'_> {
                                 ),
                             ),
                         })?;
-                    labels = provenance::label(
+                    labels = provenance::label_for(
                         &args,
-                        &self.objective_lower,
+                        &self.objective,
                         &bindings,
                         self.state.output_index(),
                         self.state.provenance_rules(),

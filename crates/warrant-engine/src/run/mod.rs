@@ -64,8 +64,8 @@ pub(crate) struct Run<'a> {
     cancel: Option<CancelRequest>,
     /// When the store was last asked for a cancellation (live clock).
     cancel_polled_ms: Option<u64>,
-    /// The objective, lower-cased once for provenance matching.
-    objective_lower: String,
+    /// The objective, prepared once for provenance matching.
+    objective: provenance::Objective,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
     pub(crate) setup_ms: Option<u64>,
     /// Who asked for this re-entry, recorded in its `run_resumed`.
@@ -171,7 +171,7 @@ impl<'a> Run<'a> {
             .cloned()
             .unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq();
-        let objective_lower = spec.objective.to_lowercase();
+        let objective = provenance::Objective::new(&spec.objective);
         Run {
             engine,
             run_id,
@@ -186,7 +186,7 @@ impl<'a> Run<'a> {
             stop_at: None,
             cancel: None,
             cancel_polled_ms: None,
-            objective_lower,
+            objective,
             setup_ms: None,
             resumed_by: None,
             provenance: Some(warrant_core::provenance::RULES),
