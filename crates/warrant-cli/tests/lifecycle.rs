@@ -153,7 +153,9 @@ fn a_killed_run_waits_in_doubt_is_reconciled_and_resumed_to_its_outcome() {
 #[test]
 fn resume_all_reenters_every_interrupted_run() {
     let d = world();
-    for fault in ["after-intent:1", "after-result:1", "mid-append:5"] {
+    // `after-result:2`: the commit's result is durable (a read's rides with the next
+    // decision's commit, which holds the commit's intent too).
+    for fault in ["after-intent:1", "after-result:2", "mid-append:5"] {
         let out = warrant(&d.path, &["run", "spec.yaml", "-q"], Some(fault));
         assert_eq!(out.status.code(), None, "{fault}: {}", text(&out));
     }
@@ -231,7 +233,7 @@ fn cancel_ends_a_waiting_run_and_refuses_a_finished_one() {
 #[test]
 fn a_follower_that_reconnects_after_the_writer_restarts_sees_every_event_once_in_order() {
     let d = world();
-    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:1"));
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:2"));
     assert_eq!(killed.status.code(), None);
     let follower = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(&d.path)
@@ -305,7 +307,7 @@ fn a_call_that_did_not_happen_is_sent_again_once_when_the_operator_asks() {
 fn a_follower_says_when_the_writer_is_gone_and_follows_its_successor() {
     use std::io::BufRead;
     let d = world();
-    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:1"));
+    let killed = warrant(&d.path, &["run", "spec.yaml", "-q"], Some("after-result:2"));
     assert_eq!(killed.status.code(), None);
     let mut follower = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(&d.path)
