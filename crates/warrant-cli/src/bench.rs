@@ -173,6 +173,17 @@ impl warrant_core::ports::ChildRuns for LoopChildren {
     }
 }
 
+/// A task of the bench's own: a concurrent run, or an answer.
+fn spawned<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
+    )]
+    tokio::spawn(work)
+}
+
 /// CPU time (user + system) of this process so far, in nanoseconds.
 fn cpu_ns() -> u64 {
     use nix::sys::resource::{UsageWho, getrusage};
@@ -245,12 +256,7 @@ async fn batch(
                 decider.clone(),
                 surfaces.clone(),
             );
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
-            )]
-            let task =
-                tokio::spawn(async move { engine.run(spec, decider.as_ref(), &surfaces).await });
+            let task = spawned(async move { engine.run(spec, decider.as_ref(), &surfaces).await });
             tasks.push(task);
         }
         for t in tasks {
@@ -359,11 +365,7 @@ async fn waiting(
             decider.clone(),
             surfaces.clone(),
         );
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
-        )]
-        tasks.push(tokio::spawn(async move {
+        tasks.push(spawned(async move {
             let r = engine.run(spec, decider.as_ref(), &surfaces).await?;
             // Only what a person must answer is kept: the run itself is in the store.
             let request = r.state.calls().iter().find_map(|c| c.awaiting.clone());
@@ -392,11 +394,7 @@ async fn waiting(
             until_ms: None,
             edited: None,
         };
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the bench, a CLI entry point, owns the tasks of its concurrent answers"
-        )]
-        answers.push(tokio::spawn(async move {
+        answers.push(spawned(async move {
             engine.answer(&request, approve, "bench").await
         }));
     }
@@ -412,11 +410,7 @@ async fn waiting(
     let mut tasks = Vec::with_capacity(held.len());
     for (run, _) in held {
         let (engine, decider, surfaces) = (engine.clone(), decider.clone(), surfaces.clone());
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the bench, a CLI entry point, owns the tasks of its concurrent runs"
-        )]
-        tasks.push(tokio::spawn(async move {
+        tasks.push(spawned(async move {
             engine.resume(&run, decider.as_ref(), &surfaces).await
         }));
     }

@@ -18,10 +18,10 @@ use warrant_core::event::{Event, EventKind};
 
 /// The answer to an append handed to a store's writer: an error if it could not be handed
 /// over (`sent` false) or the writer stopped before answering, else the writer's reply.
-pub(crate) fn writer_reply(
+pub(crate) fn writer_reply<T: Send + 'static>(
     sent: bool,
-    reply: tokio::sync::oneshot::Receiver<Result<(), warrant_core::store::StoreError>>,
-) -> warrant_core::ports::BoxFuture<'static, Result<(), warrant_core::store::StoreError>> {
+    reply: tokio::sync::oneshot::Receiver<Result<T, warrant_core::store::StoreError>>,
+) -> warrant_core::ports::BoxFuture<'static, Result<T, warrant_core::store::StoreError>> {
     use warrant_core::store::StoreError;
     Box::pin(async move {
         if !sent {

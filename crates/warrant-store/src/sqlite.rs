@@ -1212,17 +1212,7 @@ impl EventStore for SqliteStore {
             driver: driver.clone(),
             reply,
         };
-        let sent = self.send(job);
-        Box::pin(async move {
-            if !sent {
-                return Err(StoreError::Io("the store writer has stopped".into()));
-            }
-            answer.await.unwrap_or_else(|_| {
-                Err(StoreError::Io(
-                    "the store writer stopped before committing".into(),
-                ))
-            })
-        })
+        crate::writer_reply(self.send(job), answer)
     }
 
     fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
