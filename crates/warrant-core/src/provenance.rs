@@ -464,7 +464,7 @@ pub fn label(
 
 /// A run's objective as provenance compares values with it: lower-cased, and normalised
 /// (rules 2). Made once per run, not at every call.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Objective {
     lower: String,
     normalised: String,
@@ -481,11 +481,6 @@ impl Objective {
             lower: lower.to_owned(),
             normalised: normalise(lower),
         }
-    }
-
-    /// The objective, lower-cased.
-    pub fn lower(&self) -> &str {
-        &self.lower
     }
 }
 

@@ -29,12 +29,7 @@ impl Run<'_> {
     ) -> Result<Option<Observation>, EngineError> {
         let step = step_of(&self.spec, i)?;
         let (step_id, provider) = (step.id.clone(), step.provider.clone());
-        let mut observing = surface.observe();
-        let answer = match self.answer_or_flush(&mut observing).await? {
-            Some(answer) => Ok(answer),
-            None => self.bounded(Bound::Call, observing).await,
-        };
-        let observed = match answer {
+        let observed = match self.bounded_durably(Bound::Call, surface.observe()).await? {
             Ok(answer) => answer,
             Err(Cut::Cancelled(c)) => {
                 self.cancel = Some(c);
@@ -138,12 +133,10 @@ impl Run<'_> {
         // stalled stream): past it, the run is exhausted.
         // Deciders that answer at once (scripts, replays) are polled once, with no timers.
         let decider = self.decider;
-        let mut deciding = decider.decide(projection);
-        let answer = match self.answer_or_flush(&mut deciding).await? {
-            Some(answer) => Ok(answer),
-            None => self.bounded(Bound::Deadline, deciding).await,
-        };
-        let decided = match answer {
+        let decided = match self
+            .bounded_durably(Bound::Deadline, decider.decide(projection))
+            .await?
+        {
             Ok(answer) => Ok(answer),
             Err(Cut::Cancelled(c)) => Err(c),
             Err(Cut::Timeout(_) | Cut::Deadline(_)) => Ok(Err(DecideError::new(

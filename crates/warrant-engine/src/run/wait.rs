@@ -224,20 +224,6 @@ impl Run<'_> {
         })
     }
 
-    /// `work`'s answer if it has one at once; otherwise what is staged is appended first, so
-    /// a read's result left for the next decision's commit is durable, and seen, while a slow
-    /// port (a live model, a remote provider) works.
-    pub(super) async fn answer_or_flush<T>(
-        &mut self,
-        work: &mut BoxFuture<'_, T>,
-    ) -> Result<Option<T>, EngineError> {
-        if let Some(answer) = ready_now(work) {
-            return Ok(Some(answer));
-        }
-        self.flush().await?;
-        Ok(None)
-    }
-
     /// INVARIANT (every wait bounded): awaits a port's answer within `bound`, the run's deadline
     /// and the cancel guard. A port that answers at once is polled once, with no timers.
     /// Replaying, a recorded port that gave no answer never answers: the bound fires at once.
@@ -249,6 +235,26 @@ impl Run<'_> {
         if let Some(answer) = ready_now(&mut work) {
             return Ok(answer);
         }
+        self.waited(bound, work).await
+    }
+
+    /// [`Run::bounded`], appending what is staged before waiting when `work` has no answer at
+    /// once: a read's result left for the next decision's commit is then durable, and seen,
+    /// while a slow port (a live model, a remote provider) works.
+    pub(super) async fn bounded_durably<T>(
+        &mut self,
+        bound: Bound,
+        mut work: BoxFuture<'_, T>,
+    ) -> Result<Result<T, Cut>, EngineError> {
+        if let Some(answer) = ready_now(&mut work) {
+            return Ok(Ok(answer));
+        }
+        self.flush().await?;
+        Ok(self.waited(bound, work).await)
+    }
+
+    /// The wait of [`Run::bounded`] for a port that did not answer at once.
+    async fn waited<T>(&self, bound: Bound, work: BoxFuture<'_, T>) -> Result<T, Cut> {
         let Some((ms, deadline)) = self.bound_ms(bound) else {
             return Err(Cut::Timeout(0));
         };
