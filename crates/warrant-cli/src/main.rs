@@ -35,7 +35,7 @@ use std::process::ExitCode;
 
 /// mimalloc rather than the system allocator: a step allocates and frees many small values
 /// (events, JSON, projections), and glibc's malloc spent about 40 % of a benchmark step's CPU
-/// in its own bookkeeping (`warrant bench --profile` shows where a step's time goes).
+/// in its own bookkeeping (`bench/profile` shows where a step's time goes).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
