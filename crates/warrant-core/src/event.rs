@@ -939,10 +939,22 @@ pub const EVENT_TYPES: &[&str] = &[
 /// The JSON encoding of one event, exactly as stored and as replay compares it. An
 /// unrecognized event is written back as it was read.
 pub fn encode(event: &Event) -> String {
-    if let EventKind::Unrecognized { raw, .. } = &event.kind {
-        return raw.to_string();
+    let mut out = Vec::with_capacity(256);
+    encode_into(event, &mut out);
+    String::from_utf8(out).unwrap_or_else(|e| format!("{{\"unencodable\":\"{e}\"}}"))
+}
+
+/// [`encode`], into `out` (cleared first): a writer encoding many events reuses one buffer.
+pub fn encode_into(event: &Event, out: &mut Vec<u8>) {
+    out.clear();
+    let written = match &event.kind {
+        EventKind::Unrecognized { raw, .. } => serde_json::to_writer(&mut *out, &**raw),
+        _ => serde_json::to_writer(&mut *out, event),
+    };
+    if let Err(e) = written {
+        out.clear();
+        out.extend_from_slice(format!("{{\"unencodable\":\"{e}\"}}").as_bytes());
     }
-    serde_json::to_string(event).unwrap_or_else(|e| format!("{{\"unencodable\":\"{e}\"}}"))
 }
 
 /// The event in one stored JSON text. Tolerant as the format promises: fields this build does

@@ -46,7 +46,14 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 
 /// The store's schema: 2 added the runs' lease (`holder`, `heartbeat_ms`); 3 its `epoch` and
 /// the index of pending approvals.
-const SCHEMA_VERSION: i64 = 3;
+/// 4: `runs.last_seq` is no longer advanced by every append (a run's last sequence is its
+/// log's): a build that reads schema 3 would trust a lagging column, so it is refused.
+const SCHEMA_VERSION: i64 = 4;
+
+/// How often, at most, an append writes its driver's heartbeat to the run's row (a run's row
+/// is otherwise written only when its status changes): a lease lapses between
+/// `LEASE_TTL_MS - HEARTBEAT_EVERY_MS` and `LEASE_TTL_MS` after its driver's last append.
+const HEARTBEAT_EVERY_MS: u64 = 1_000;
 
 /// How often a follower with nothing new (or, for a store open for writing, its idle writer)
 /// looks whether another process committed.
@@ -71,8 +78,8 @@ pub enum Durability {
 struct Request {
     run: RunId,
     expected: u64,
-    rows: Vec<(u64, String)>,
-    /// The events `rows` encode, handed to the run's followers once committed.
+    /// The events, encoded by the writer (off the runs' thread) and handed to the run's
+    /// followers once committed.
     events: Vec<Arc<Event>>,
     started: Option<crate::Started>,
     status: Option<String>,
@@ -610,12 +617,31 @@ struct CancelSnapshot {
 }
 
 /// What the writer remembers of the runs it committed to, valid while no other connection
-/// wrote to the file: each run's last sequence and lease epoch.
+/// wrote to the file.
 #[derive(Default)]
 struct Sequences {
-    runs: HashMap<RunId, (u64, u64)>,
+    runs: HashMap<RunId, Known>,
     /// SQLite's `data_version` when they were last known to be the file's.
     data_version: Option<i64>,
+}
+
+/// What the writer remembers of one run.
+#[derive(Clone, Default)]
+struct Known {
+    /// Its last sequence.
+    seq: u64,
+    /// Its lease's epoch.
+    epoch: u64,
+    /// The heartbeat this writer last wrote for its driver: who, and when.
+    beat: Option<(Arc<str>, u64)>,
+}
+
+/// Whether an append by `driver` writes the run's heartbeat, `beat` the one last written: at
+/// most every [`HEARTBEAT_EVERY_MS`] of the driver's clock, not with every append.
+fn beat_due(beat: Option<&(Arc<str>, u64)>, driver: &Driver) -> bool {
+    beat.is_none_or(|(holder, at)| {
+        *holder != driver.holder || driver.now_ms < *at || driver.now_ms - *at >= HEARTBEAT_EVERY_MS
+    })
 }
 
 impl Sequences {
@@ -728,12 +754,17 @@ fn commit_batch(
         .map_err(io)?;
     let foreign = known.saw(version);
     let mut results = Vec::with_capacity(batch.len());
+    // Every event is encoded into this one buffer, bound, and written.
+    let mut body = Vec::with_capacity(1024);
     {
         let mut insert = tx
             .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
             .map_err(io)?;
         let mut current = tx
-            .prepare_cached("SELECT last_seq, epoch, holder FROM runs WHERE run_id = ?1")
+            .prepare_cached(
+                "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1), epoch, holder
+                 FROM runs WHERE run_id = ?1",
+            )
             .map_err(io)?;
         let mut new_run = tx
             .prepare_cached(
@@ -762,8 +793,9 @@ fn commit_batch(
             )
             .map_err(io)?;
         for req in batch {
-            let (actual, epoch, holder) = match known.runs.get(&req.run) {
-                Some((seq, epoch)) => (*seq, *epoch, None),
+            let remembered = known.runs.get(&req.run).cloned();
+            let (actual, epoch, holder) = match &remembered {
+                Some(k) => (k.seq, k.epoch, None),
                 None => current
                     .query_row([&req.run.0], |r| {
                         Ok((
@@ -790,7 +822,14 @@ fn commit_batch(
                 continue;
             }
             if actual != req.expected {
-                known.runs.insert(req.run.clone(), (actual, epoch));
+                known.runs.insert(
+                    req.run.clone(),
+                    Known {
+                        seq: actual,
+                        epoch,
+                        beat: None,
+                    },
+                );
                 results.push(Err(StoreError::Conflict {
                     run: req.run.clone(),
                     expected: req.expected,
@@ -818,15 +857,17 @@ fn commit_batch(
                     ])
                     .map_err(io)?;
             }
-            let mut positions = Vec::with_capacity(req.rows.len());
-            for (seq, body) in &req.rows {
+            let mut positions = Vec::with_capacity(req.events.len());
+            for e in &req.events {
+                event::encode_into(e, &mut body);
+                let text = std::str::from_utf8(&body).map_err(io)?;
                 let position = insert
-                    .insert(params![req.run.0, sql_int(*seq)?, body])
+                    .insert(params![req.run.0, sql_int(e.seq)?, text])
                     .map_err(io)?;
                 positions.push(u64::try_from(position).map_err(io)?);
                 warrant_fault::hit("mid-append");
             }
-            let new_last = req.expected + req.rows.len() as u64;
+            let new_last = req.expected + req.events.len() as u64;
             if let Some(status) = &req.status {
                 set_status.execute(params![req.run.0, status]).map_err(io)?;
                 // A child answered makes its root ready: the root's driver carries the tree.
@@ -842,8 +883,11 @@ fn commit_batch(
                     .map_err(io)?;
                 }
             }
+            // The run's row changes when its status does and when its driver's heartbeat is
+            // due; its last sequence is the log's own (`runs.last_seq` lags, and is not read).
+            let mut beat = remembered.and_then(|k| k.beat);
             match &req.driver {
-                Some(d) => {
+                Some(d) if req.status.is_some() || beat_due(beat.as_ref(), d) => {
                     advance_leased
                         .execute(params![
                             req.run.0,
@@ -852,15 +896,21 @@ fn commit_batch(
                             sql_int(d.now_ms)?
                         ])
                         .map_err(io)?;
+                    // Ending the run or making it wait gave the lease back.
+                    beat = match req.status.as_deref() {
+                        None | Some("running") => Some((d.holder.clone(), d.now_ms)),
+                        Some(_) => None,
+                    };
                 }
-                None => {
+                Some(_) => {}
+                None if req.status.is_some() => {
                     advance
                         .execute(params![req.run.0, sql_int(new_last)?])
                         .map_err(io)?;
-                    if req.status.is_some() {
-                        unlease.execute(params![req.run.0]).map_err(io)?;
-                    }
+                    unlease.execute(params![req.run.0]).map_err(io)?;
+                    beat = None;
                 }
+                None => {}
             }
             for change in &req.approvals {
                 match change {
@@ -879,7 +929,14 @@ fn commit_batch(
                     }
                 }
             }
-            known.runs.insert(req.run.clone(), (new_last, epoch));
+            known.runs.insert(
+                req.run.clone(),
+                Known {
+                    seq: new_last,
+                    epoch,
+                    beat,
+                },
+            );
             results.push(Ok(positions));
         }
     }
@@ -934,7 +991,8 @@ fn summary_columns(conn: &Connection) -> String {
         }
     };
     format!(
-        "run_id, spec_id, decider, status, started_at_ms, last_seq, {}, {}, {}",
+        "run_id, spec_id, decider, status, started_at_ms,
+         (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.run_id = runs.run_id), {}, {}, {}",
         or_null("holder"),
         or_null("heartbeat_ms"),
         or_null("epoch")
@@ -1091,12 +1149,10 @@ impl EventStore for SqliteStore {
             return Box::pin(std::future::ready(Err(StoreError::Io(e))));
         }
         let facts = crate::run_facts(run, &events);
-        let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
         let (reply, done) = oneshot::channel();
         let request = Request {
             run: run.clone(),
             expected: expected_seq,
-            rows,
             events,
             started: facts.started,
             status: facts.status,

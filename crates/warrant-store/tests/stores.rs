@@ -235,6 +235,80 @@ async fn two_stores_on_one_file_check_sequences_against_the_file() {
     assert_eq!(b.read(&other, 1).await.unwrap().len(), 1);
 }
 
+/// A step's commit writes its events' rows and no more: the run's row is written when its
+/// status changes and when its driver's heartbeat is due (at most once a second of the
+/// driver's clock). What a summary says of the run is still its log's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_row_is_written_when_its_status_changes_or_its_heartbeat_is_due() {
+    use warrant_core::ports::Driver;
+    use warrant_store::contract::finished;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.db");
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    let run = RunId("r1".into());
+    let at = |now_ms: u64, epoch: u64| Driver {
+        holder: "pid 1".into(),
+        now_ms,
+        epoch,
+    };
+    store
+        .append(&run, 0, vec![started("r1")], Some(&at(10_000, 0)))
+        .await
+        .unwrap();
+    let epoch = store.summary(&run).await.unwrap().unwrap().epoch;
+    let row = |path: &std::path::Path| {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row(
+            "SELECT last_seq, heartbeat_ms FROM runs WHERE run_id = 'r1'",
+            [],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?)),
+        )
+        .unwrap()
+    };
+    assert_eq!(row(&path), (1, Some(10_000)));
+    // Within the second: the events only.
+    for (seq, now) in [(2, 10_300), (3, 10_999)] {
+        store
+            .append(&run, seq - 1, vec![step(seq)], Some(&at(now, epoch)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(row(&path), (1, Some(10_000)));
+    let s = store.summary(&run).await.unwrap().unwrap();
+    assert_eq!((s.events, s.heartbeat_ms), (3, Some(10_000)));
+    // Another process on the file goes on from the log's last sequence, not the row's.
+    let other = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    let err = other
+        .append(&run, 1, vec![step(2)], Some(&at(10_999, epoch)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Conflict {
+            run: run.clone(),
+            expected: 1,
+            actual: 3
+        }
+    );
+    drop(other);
+    // A second on: the heartbeat is written with the append.
+    store
+        .append(&run, 3, vec![step(4)], Some(&at(11_000, epoch)))
+        .await
+        .unwrap();
+    assert_eq!(row(&path), (4, Some(11_000)));
+    // Ending the run writes its row at once, and gives the lease back.
+    store
+        .append(&run, 4, vec![finished(5)], Some(&at(11_001, epoch)))
+        .await
+        .unwrap();
+    let s = store.summary(&run).await.unwrap().unwrap();
+    assert_eq!(
+        (s.status.as_str(), s.events, s.holder),
+        ("attained", 5, None)
+    );
+}
+
 #[tokio::test]
 async fn a_schema_1_store_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
