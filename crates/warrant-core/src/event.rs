@@ -940,19 +940,19 @@ pub const EVENT_TYPES: &[&str] = &[
 /// unrecognized event is written back as it was read.
 pub fn encode(event: &Event) -> String {
     let mut out = Vec::with_capacity(256);
-    encode_into(event, &mut out);
+    encode_append(event, &mut out);
     String::from_utf8(out).unwrap_or_else(|e| format!("{{\"unencodable\":\"{e}\"}}"))
 }
 
-/// [`encode`], into `out` (cleared first): a writer encoding many events reuses one buffer.
-pub fn encode_into(event: &Event, out: &mut Vec<u8>) {
-    out.clear();
+/// [`encode`], appended to `out`: a writer encoding many events reuses one buffer.
+pub fn encode_append(event: &Event, out: &mut Vec<u8>) {
+    let start = out.len();
     let written = match &event.kind {
         EventKind::Unrecognized { raw, .. } => serde_json::to_writer(&mut *out, &**raw),
         _ => serde_json::to_writer(&mut *out, event),
     };
     if let Err(e) = written {
-        out.clear();
+        out.truncate(start);
         out.extend_from_slice(format!("{{\"unencodable\":\"{e}\"}}").as_bytes());
     }
 }

@@ -46,8 +46,10 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 
 /// The store's schema: 2 added the runs' lease (`holder`, `heartbeat_ms`); 3 its `epoch` and
 /// the index of pending approvals.
-/// 4: `runs.last_seq` is no longer advanced by every append (a run's last sequence is its
-/// log's): a build that reads schema 3 would trust a lagging column, so it is refused.
+/// 4: one row of `events` holds one append's events (`n_events` of them, from `seq` and
+/// `position` on, one JSON text a line), and `runs.last_seq` is no longer advanced by every
+/// append (a run's last sequence is its log's). A build that reads schema 3 would misread
+/// both, so it is refused.
 const SCHEMA_VERSION: i64 = 4;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (a run's row
@@ -327,7 +329,7 @@ impl SqliteStore {
                  run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS events (
                  position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
-                 body TEXT NOT NULL, UNIQUE (run_id, seq));
+                 body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, UNIQUE (run_id, seq));
              COMMIT;"
         ))
         .map_err(io)?;
@@ -543,6 +545,13 @@ fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
                 insert_pending(conn, &p)?;
             }
         }
+        if from < 4 && !has_column(conn, "events", "n_events") {
+            // Every row so far holds one event.
+            conn.execute_batch(
+                "ALTER TABLE events ADD COLUMN n_events INTEGER NOT NULL DEFAULT 1;",
+            )
+            .map_err(failed)?;
+        }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
             [SCHEMA_VERSION.to_string()],
@@ -621,6 +630,8 @@ struct CancelSnapshot {
 #[derive(Default)]
 struct Sequences {
     runs: HashMap<RunId, Known>,
+    /// The position the next event takes.
+    next_position: Option<u64>,
     /// SQLite's `data_version` when they were last known to be the file's.
     data_version: Option<i64>,
 }
@@ -652,6 +663,7 @@ impl Sequences {
         let before = self.data_version.replace(version);
         if before != Some(version) {
             self.runs.clear();
+            self.next_position = None;
         }
         before.is_some_and(|b| b != version)
     }
@@ -757,12 +769,29 @@ fn commit_batch(
     // Every event is encoded into this one buffer, bound, and written.
     let mut body = Vec::with_capacity(1024);
     {
+        // One row per append: its events, one JSON text a line (JSON text holds no raw line
+        // break), at consecutive positions from the row's.
         let mut insert = tx
-            .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+            .prepare_cached(
+                "INSERT INTO events (position, run_id, seq, n_events, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
             .map_err(io)?;
+        let mut next_position = match known.next_position {
+            Some(p) => p,
+            None => tx
+                .query_row(
+                    "SELECT position + n_events FROM events ORDER BY position DESC LIMIT 1",
+                    [],
+                    |r| column_u64(r, 0),
+                )
+                .optional()
+                .map_err(io)?
+                .unwrap_or(1),
+        };
         let mut current = tx
             .prepare_cached(
-                "SELECT (SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?1), epoch, holder
+                "SELECT COALESCE((SELECT seq + n_events - 1 FROM events WHERE run_id = ?1
+                                  ORDER BY seq DESC LIMIT 1), 0), epoch, holder
                  FROM runs WHERE run_id = ?1",
             )
             .map_err(io)?;
@@ -857,15 +886,28 @@ fn commit_batch(
                     ])
                     .map_err(io)?;
             }
-            let mut positions = Vec::with_capacity(req.events.len());
+            let n = req.events.len() as u64;
+            let positions: Vec<u64> = (next_position..next_position + n).collect();
+            body.clear();
             for e in &req.events {
-                event::encode_into(e, &mut body);
-                let text = std::str::from_utf8(&body).map_err(io)?;
-                let position = insert
-                    .insert(params![req.run.0, sql_int(e.seq)?, text])
-                    .map_err(io)?;
-                positions.push(u64::try_from(position).map_err(io)?);
+                if !body.is_empty() {
+                    body.push(b'\n');
+                }
+                event::encode_append(e, &mut body);
                 warrant_fault::hit("mid-append");
+            }
+            if n > 0 {
+                let text = std::str::from_utf8(&body).map_err(io)?;
+                insert
+                    .execute(params![
+                        sql_int(next_position)?,
+                        req.run.0,
+                        sql_int(req.expected + 1)?,
+                        sql_int(n)?,
+                        text
+                    ])
+                    .map_err(io)?;
+                next_position += n;
             }
             let new_last = req.expected + req.events.len() as u64;
             if let Some(status) = &req.status {
@@ -939,6 +981,7 @@ fn commit_batch(
             );
             results.push(Ok(positions));
         }
+        known.next_position = Some(next_position);
     }
     let mut claimed = Vec::with_capacity(claims.len());
     for (run, driver, _) in claims {
@@ -990,9 +1033,15 @@ fn summary_columns(conn: &Connection) -> String {
             "NULL".to_owned()
         }
     };
+    // A run's last sequence is its log's (schema 4); before, `runs.last_seq` kept it.
+    let last_seq = if has_column(conn, "events", "n_events") {
+        "COALESCE((SELECT e.seq + e.n_events - 1 FROM events e WHERE e.run_id = runs.run_id
+                   ORDER BY e.seq DESC LIMIT 1), 0)"
+    } else {
+        "last_seq"
+    };
     format!(
-        "run_id, spec_id, decider, status, started_at_ms,
-         (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.run_id = runs.run_id), {}, {}, {}",
+        "run_id, spec_id, decider, status, started_at_ms, {last_seq}, {}, {}, {}",
         or_null("holder"),
         or_null("heartbeat_ms"),
         or_null("epoch")
@@ -1019,34 +1068,58 @@ fn read_events(
     run: &RunId,
     from_seq: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT position, seq, body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq",
-        )
-        .map_err(io)?;
+    // A row holds an append's events (schema 4): from the row holding `from_seq` on.
+    let sql = if has_column(conn, "events", "n_events") {
+        "SELECT position, seq, n_events, body FROM events WHERE run_id = ?1
+           AND seq >= COALESCE((SELECT seq FROM events WHERE run_id = ?1 AND seq <= ?2
+                                ORDER BY seq DESC LIMIT 1), 0)
+         ORDER BY seq"
+    } else {
+        "SELECT position, seq, 1, body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(io)?;
     let rows = stmt
         .query_map(params![run.0, sql_int(from_seq)?], |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
+                column_u64(r, 0)?,
+                column_u64(r, 1)?,
+                column_u64(r, 2)?,
+                r.get::<_, String>(3)?,
             ))
         })
         .map_err(io)?;
     let mut out = Vec::new();
     for row in rows {
-        let (position, seq, body) = row.map_err(io)?;
-        let event = event::decode(&body)
-            .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
-        out.push(StoredEvent {
-            position: u64::try_from(position).map_err(|_| {
-                StoreError::Io(format!(
-                    "run `{run}` event {seq} is at position {position}, which is negative"
-                ))
-            })?,
-            run_id: run.clone(),
-            event: Arc::new(event),
-        });
+        let (position, first, n, body) = row.map_err(io)?;
+        let mut texts = body.split('\n');
+        for i in 0..n {
+            let (Some(seq), Some(at)) = (first.checked_add(i), position.checked_add(i)) else {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: the row from event {first} at position {position} overflows"
+                )));
+            };
+            let Some(text) = texts.next() else {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: the row from event {first} says it holds {n} events and holds {i}"
+                )));
+            };
+            if seq < from_seq {
+                continue;
+            }
+            let event = event::decode(text).map_err(|e| {
+                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
+            })?;
+            out.push(StoredEvent {
+                position: at,
+                run_id: run.clone(),
+                event: Arc::new(event),
+            });
+        }
+        if texts.next().is_some() {
+            return Err(StoreError::Io(format!(
+                "run `{run}`: the row from event {first} holds more than the {n} events it says"
+            )));
+        }
     }
     Ok(out)
 }

@@ -309,6 +309,103 @@ async fn a_runs_row_is_written_when_its_status_changes_or_its_heartbeat_is_due()
     );
 }
 
+/// One append is one row: its events at consecutive positions, read back one by one from
+/// any sequence, the middle of a row included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_is_one_row_read_back_event_by_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.db");
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    let (a, b) = (RunId("a".into()), RunId("b".into()));
+    store
+        .append(&a, 0, vec![started("a"), step(2), step(3)], None)
+        .await
+        .unwrap();
+    store.append(&b, 0, vec![started("b")], None).await.unwrap();
+    store
+        .append(&a, 3, vec![step(4), step(5)], None)
+        .await
+        .unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 3);
+    drop(conn);
+    let read = |from| {
+        let store = &store;
+        let a = &a;
+        async move {
+            store
+                .read(a, from)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| (e.event.seq, e.position))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(read(1).await, vec![(1, 1), (2, 2), (3, 3), (4, 5), (5, 6)]);
+    assert_eq!(read(3).await, vec![(3, 3), (4, 5), (5, 6)]);
+    assert_eq!(read(5).await, vec![(5, 6)]);
+    assert_eq!(read(6).await, vec![]);
+    assert_eq!(store.read(&b, 1).await.unwrap()[0].position, 4);
+    assert_eq!(store.summary(&a).await.unwrap().unwrap().events, 5);
+    // A row that does not hold what it says is an error naming the run, not a wrong log.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE events SET n_events = 4 WHERE run_id = 'a' AND seq = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let reading = SqliteStore::open_read_only(&path).unwrap();
+    let err = reading.read(&a, 1).await.unwrap_err().to_string();
+    assert!(err.contains("run `a`") && err.contains("holds 3"), "{err}");
+}
+
+/// A store of schema 3 (one event a row, `runs.last_seq` advanced by every append) reads as
+/// it is when opened read-only, and, opened to write, is upgraded and goes on where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_3_store_is_read_and_upgraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("three.db");
+    let run = RunId("r".into());
+    {
+        let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+        store
+            .append(&run, 0, vec![started("r")], None)
+            .await
+            .unwrap();
+        store.append(&run, 1, vec![step(2)], None).await.unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE events DROP COLUMN n_events; UPDATE runs SET last_seq = 2;
+         UPDATE meta SET value = '3' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let reading = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(reading.read(&run, 1).await.unwrap().len(), 2);
+    assert_eq!(reading.summary(&run).await.unwrap().unwrap().events, 2);
+    drop(reading);
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    store
+        .append(&run, 2, vec![step(3), step(4)], None)
+        .await
+        .unwrap();
+    let events = store.read(&run, 1).await.unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.event.seq, e.position))
+            .collect::<Vec<_>>(),
+        vec![(1, 1), (2, 2), (3, 3), (4, 4)]
+    );
+    assert_eq!(store.summary(&run).await.unwrap().unwrap().events, 4);
+}
+
 #[tokio::test]
 async fn a_schema_1_store_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
