@@ -137,9 +137,15 @@ impl Projection {
             })
             .map(|c| c.call)
             .chain(self.carried.iter().map(|c| c.call));
-        shown
+        // Most calls are to one or two providers: each is judged, and copied, once.
+        let mut providers: Vec<&str> = shown
             .filter_map(|id| state.call(id))
             .map(|c| state.provider_of(c.step))
+            .collect();
+        providers.sort_unstable();
+        providers.dedup();
+        providers
+            .into_iter()
             .filter(|p| !p.is_empty() && !self.spec.trusts(p))
             .map(str::to_owned)
             .collect()
