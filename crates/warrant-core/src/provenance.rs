@@ -304,7 +304,7 @@ fn text_len(value: &Value, room: usize) -> usize {
         room,
         cut: false,
     };
-    m.value(value);
+    collect_text(value, &mut m);
     m.kept
 }
 
@@ -331,7 +331,7 @@ impl Measure {
     }
 
     /// `n` ASCII characters: every byte ends one.
-    fn ascii(&mut self, n: usize) {
+    fn ascii_bytes(&mut self, n: usize) {
         self.total += n;
         if !self.cut {
             self.kept = self.total.min(self.room);
@@ -352,7 +352,7 @@ impl Measure {
                 in_word = !space;
             }
             if words > 0 {
-                self.ascii(bytes + words - 1);
+                self.ascii_bytes(bytes + words - 1);
             }
             return;
         }
@@ -366,48 +366,50 @@ impl Measure {
             }
         }
     }
+}
 
-    /// As [`collect_text`] writes `value`.
-    fn value(&mut self, value: &Value) {
-        match value {
-            Value::String(s) if s.len() >= SUBSTRING_MIN => {
-                self.text(s);
-                self.char(1);
-            }
-            Value::Number(n) => {
-                let n = NumberText::of(n);
-                if n.len >= SUBSTRING_MIN {
-                    self.ascii(n.len + 1);
-                }
-            }
-            Value::String(_) | Value::Bool(_) | Value::Null => {}
-            Value::Array(items) => items.iter().for_each(|v| self.value(v)),
-            Value::Object(map) => {
-                for (k, v) in map {
-                    if k.len() >= SUBSTRING_MIN {
-                        self.text(k);
-                        self.char(1);
-                    }
-                    self.value(v);
-                }
-            }
-        }
+impl TextSink for Measure {
+    fn normalised(&mut self, s: &str) {
+        self.text(s);
+    }
+
+    fn ascii(&mut self, s: &str) {
+        self.ascii_bytes(s.len());
+    }
+}
+
+/// Where [`collect_text`] puts an output's text: written out (a `String`), or only measured
+/// ([`Measure`]).
+trait TextSink {
+    /// `s` as [`normalise_into`] writes it.
+    fn normalised(&mut self, s: &str);
+    /// `s` as it is (ASCII: a number's text, a line break).
+    fn ascii(&mut self, s: &str);
+}
+
+impl TextSink for String {
+    fn normalised(&mut self, s: &str) {
+        normalise_into(s, self);
+    }
+
+    fn ascii(&mut self, s: &str) {
+        self.push_str(s);
     }
 }
 
 /// Every string and object key of `value`, normalised, each on its own line.
-fn collect_text(value: &Value, out: &mut String) {
+fn collect_text(value: &Value, out: &mut impl TextSink) {
     match value {
         // A string shorter than the shortest traced needle cannot hold one.
         Value::String(s) if s.len() >= SUBSTRING_MIN => {
-            normalise_into(s, out);
-            out.push('\n');
+            out.normalised(s);
+            out.ascii("\n");
         }
         Value::Number(n) => {
             let n = NumberText::of(n);
             if n.len >= SUBSTRING_MIN {
-                out.push_str(n.as_str());
-                out.push('\n');
+                out.ascii(n.as_str());
+                out.ascii("\n");
             }
         }
         Value::String(_) => {}
@@ -415,8 +417,8 @@ fn collect_text(value: &Value, out: &mut String) {
         Value::Object(map) => {
             for (k, v) in map {
                 if k.len() >= SUBSTRING_MIN {
-                    normalise_into(k, out);
-                    out.push('\n');
+                    out.normalised(k);
+                    out.ascii("\n");
                 }
                 collect_text(v, out);
             }

@@ -57,6 +57,15 @@ const SCHEMA_VERSION: i64 = 4;
 /// `LEASE_TTL_MS - HEARTBEAT_EVERY_MS` and `LEASE_TTL_MS` after its driver's last append.
 const HEARTBEAT_EVERY_MS: u64 = 1_000;
 
+/// A run's last sequence (schema 4), from its log: the end of the run's last row. SQL for a
+/// query over `runs` (one row per run).
+macro_rules! log_last_seq {
+    () => {
+        "COALESCE((SELECT e.seq + e.n_events - 1 FROM events e WHERE e.run_id = runs.run_id
+                   ORDER BY e.seq DESC LIMIT 1), 0)"
+    };
+}
+
 /// How often a follower with nothing new (or, for a store open for writing, its idle writer)
 /// looks whether another process committed.
 const FOLLOW_POLL_MS: u64 = 25;
@@ -637,7 +646,7 @@ struct Sequences {
 }
 
 /// What the writer remembers of one run.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Known {
     /// Its last sequence.
     seq: u64,
@@ -789,11 +798,11 @@ fn commit_batch(
                 .unwrap_or(1),
         };
         let mut current = tx
-            .prepare_cached(
-                "SELECT COALESCE((SELECT seq + n_events - 1 FROM events WHERE run_id = ?1
-                                  ORDER BY seq DESC LIMIT 1), 0), epoch, holder
-                 FROM runs WHERE run_id = ?1",
-            )
+            .prepare_cached(concat!(
+                "SELECT ",
+                log_last_seq!(),
+                ", epoch, holder FROM runs WHERE run_id = ?1"
+            ))
             .map_err(io)?;
         let mut new_run = tx
             .prepare_cached(
@@ -909,7 +918,7 @@ fn commit_batch(
                     .map_err(io)?;
                 next_position += n;
             }
-            let new_last = req.expected + req.events.len() as u64;
+            let new_last = req.expected + n;
             if let Some(status) = &req.status {
                 set_status.execute(params![req.run.0, status]).map_err(io)?;
                 // A child answered makes its root ready: the root's driver carries the tree.
@@ -1035,8 +1044,7 @@ fn summary_columns(conn: &Connection) -> String {
     };
     // A run's last sequence is its log's (schema 4); before, `runs.last_seq` kept it.
     let last_seq = if has_column(conn, "events", "n_events") {
-        "COALESCE((SELECT e.seq + e.n_events - 1 FROM events e WHERE e.run_id = runs.run_id
-                   ORDER BY e.seq DESC LIMIT 1), 0)"
+        log_last_seq!()
     } else {
         "last_seq"
     };
