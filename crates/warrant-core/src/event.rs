@@ -17,6 +17,8 @@ use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::ArgLabel;
 use crate::spec::Spec;
 
+mod fast;
+
 /// The version of the event wire format.
 pub const EVENTS_FORMAT: &str = "warrant.events/1";
 
@@ -540,13 +542,13 @@ pub enum EventKind {
         decider: DeciderIdentity,
         /// The authority that rules on its calls, as it describes itself.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        authority: Option<Value>,
+        authority: Option<Arc<Value>>,
         /// The execution control required for its commit calls, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        execution_control: Option<Value>,
+        execution_control: Option<Arc<Value>>,
         /// Who it acts for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        principal: Option<Principal>,
+        principal: Option<Box<Principal>>,
         /// Milliseconds spent before the run started: reading the spec, starting and connecting
         /// to its providers.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -947,6 +949,11 @@ pub fn encode(event: &Event) -> String {
 /// [`encode`], appended to `out`: a writer encoding many events reuses one buffer.
 pub fn encode_append(event: &Event, out: &mut Vec<u8>) {
     let start = out.len();
+    // The events of every step have an encoder of their own; what it leaves, serde writes.
+    if fast::encode(event, out) {
+        return;
+    }
+    out.truncate(start);
     let written = match &event.kind {
         EventKind::Unrecognized { raw, .. } => serde_json::to_writer(&mut *out, &**raw),
         _ => serde_json::to_writer(&mut *out, event),

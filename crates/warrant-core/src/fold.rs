@@ -293,6 +293,13 @@ pub fn status_after(kind: &EventKind) -> Option<&'static str> {
     }
 }
 
+/// The provider of step `i` of `spec` (empty when there is no such step). A function of the
+/// spec alone, so the fold can borrow it beside its other fields.
+fn step_provider(spec: Option<&Spec>, i: usize) -> &str {
+    spec.and_then(|s| s.steps.get(i))
+        .map_or("", |s| s.provider.as_str())
+}
+
 /// The state of one run, folded from its events.
 #[derive(Clone, Debug, Default)]
 pub struct RunState {
@@ -305,9 +312,9 @@ pub struct RunState {
     /// Who decides.
     pub(crate) decider: Option<DeciderIdentity>,
     /// The authority the run started with, as it described itself.
-    pub(crate) authority: Option<Value>,
+    pub(crate) authority: Option<Arc<Value>>,
     /// The execution control the run started with, as recorded.
-    pub(crate) execution_control: Option<Value>,
+    pub(crate) execution_control: Option<Arc<Value>>,
     /// Sequence of the last event applied.
     pub(crate) last_seq: u64,
     /// When the run started.
@@ -436,12 +443,12 @@ impl RunState {
 
     /// The authority the run started with, as it described itself.
     pub fn authority(&self) -> Option<&Value> {
-        self.authority.as_ref()
+        self.authority.as_deref()
     }
 
     /// The execution control the run started with, as recorded.
     pub fn execution_control(&self) -> Option<&Value> {
-        self.execution_control.as_ref()
+        self.execution_control.as_deref()
     }
 
     /// Sequence of the last event applied.
@@ -753,13 +760,15 @@ impl RunState {
                 self.execution_control = execution_control.clone();
                 self.format = format.clone();
                 self.setup_ms += setup_ms.unwrap_or(0);
-                self.principal = principal
-                    .clone()
-                    .unwrap_or_else(|| crate::event::Principal {
-                        tenant: String::new(),
-                        user: String::new(),
-                        agent: decider.to_string(),
-                    });
+                self.principal =
+                    principal
+                        .as_deref()
+                        .cloned()
+                        .unwrap_or_else(|| crate::event::Principal {
+                            tenant: String::new(),
+                            user: String::new(),
+                            agent: decider.to_string(),
+                        });
                 self.run_id = Some(run_id.clone());
                 self.steps = spec.steps.iter().map(|_| StepState::new()).collect();
                 self.spec = Some(spec.clone());
@@ -995,18 +1004,18 @@ impl RunState {
                         s.committed = true;
                     }
                     if let Some(out) = output {
-                        let provider = self.provider_of(step).to_owned();
                         let rules = self.provenance_rules();
-                        self.output_index.record(&provider, id, out, rules);
+                        let provider = step_provider(self.spec.as_deref(), step);
+                        self.output_index.record(provider, id, out, rules);
                     }
                 } else if let Some(f) = fault
                     && f.layer == crate::event::Layer::Provider
                     && self.provenance_rules() >= 2
                 {
                     // The provider's own words in an error are its text too.
-                    let provider = self.provider_of(step).to_owned();
+                    let provider = step_provider(self.spec.as_deref(), step);
                     self.output_index
-                        .record_text(&provider, Some(id), &f.message);
+                        .record_text(provider, Some(id), &f.message);
                 }
             }
             EventKind::ApprovalRequested {
@@ -1753,10 +1762,7 @@ impl RunState {
 
     /// The provider of step `i`.
     pub fn provider_of(&self, i: usize) -> &str {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.steps.get(i))
-            .map_or("", |s| s.provider.as_str())
+        step_provider(self.spec.as_deref(), i)
     }
 
     /// The decider's final answer: the last `done` summary or decline reason it gave.

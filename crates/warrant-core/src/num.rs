@@ -1,6 +1,24 @@
 //! Conversions between integers and floats where rounding is intended: costs, timings and
 //! figures. Float-to-integer conversions saturate, as Rust's `as` does: NaN and negatives
-//! give 0, values past the range give its end.
+//! give 0, values past the range give its end. And integers written as decimal text without
+//! a formatter, for the paths every step takes.
+
+/// `n`'s decimal digits, written into `buf` (no allocation, no formatter).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        if let Some(d) = buf.get_mut(at) {
+            // `n % 10` is a digit.
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || at == 0 {
+            break;
+        }
+    }
+    buf.get(at..).unwrap_or_default()
+}
 
 /// `n` as a float: exact below 2^53, the nearest float above.
 #[expect(

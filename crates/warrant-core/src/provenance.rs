@@ -572,6 +572,20 @@ impl NumberText {
             len: 0,
             long: None,
         };
+        // Integers, the common case, as serde_json writes them: decimal digits, `-` if negative.
+        let integer = n
+            .as_u64()
+            .map(|u| (false, u))
+            .or_else(|| n.as_i64().map(|i| (true, i.unsigned_abs())));
+        if let Some((negative, u)) = integer {
+            use std::fmt::Write as _;
+            let mut buf = [0u8; 20];
+            let digits = std::str::from_utf8(crate::num::decimal(u, &mut buf)).unwrap_or("0");
+            // 21 bytes at most: they fit.
+            let _ = text.write_str(if negative { "-" } else { "" });
+            let _ = text.write_str(digits);
+            return text;
+        }
         if std::fmt::Write::write_fmt(&mut text, format_args!("{n}")).is_err() {
             let long = n.to_string();
             text.len = long.len();
@@ -971,6 +985,14 @@ mod tests {
             json!({"Note": "  Lorem  IPSUM\tdolor ", "n": 123_456, "x": 7, "ok": true}),
             json!(["\u{130}stanbul \u{212A}ELVIN", {"Stra\u{df}e": "caf\u{e9} \u{1F600} au lait"}]),
             json!({"a": "abc", "longer key": ["   ", "d\u{e9}j\u{e0} vu"]}),
+            json!([
+                "ab",
+                " ab",
+                "ab ",
+                "\n\r\u{c}x\ty\u{b}z  ",
+                "a b\tc\r\nd",
+                "\t\t"
+            ]),
         ];
         for v in &values {
             let mut text = String::new();
@@ -988,6 +1010,27 @@ mod tests {
                 };
                 assert_eq!(lazy.get(), &text[..end]);
             }
+        }
+    }
+
+    #[test]
+    fn a_numbers_text_is_the_text_serde_json_writes() {
+        let numbers = [
+            json!(0),
+            json!(7),
+            json!(10),
+            json!(-1),
+            json!(123_456_789),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(i64::MAX),
+            json!(1.5),
+            json!(-0.25),
+            json!(1e300),
+        ];
+        for v in numbers {
+            let Value::Number(n) = &v else { unreachable!() };
+            assert_eq!(NumberText::of(n).as_str(), n.to_string());
         }
     }
 

@@ -375,7 +375,7 @@ impl ReplayAuthority {
             }
         }
         let description = events.first().and_then(|e| match &e.kind {
-            EventKind::RunStarted { authority, .. } => authority.clone(),
+            EventKind::RunStarted { authority, .. } => authority.as_deref().cloned(),
             _ => None,
         });
         ReplayAuthority {

@@ -137,18 +137,26 @@ pub(crate) fn run_facts(
 
 /// Who holds a run's lease after an append that leaves it in `status`: nobody once it waits
 /// for a person or has ended; the driver that appended, while it runs; unchanged when an
-/// operator's input (no driver) lets it go on.
-pub(crate) fn lease_after(
+/// operator's input (no driver) lets it go on. Updated in place: a holder that stays is not
+/// copied again.
+pub(crate) fn renew_lease(
     status: &str,
     driver: Option<&warrant_core::ports::Driver>,
-    before: Option<(String, u64)>,
-) -> Option<(String, u64)> {
-    if status != "running" {
-        return None;
-    }
+    holder: &mut Option<String>,
+    heartbeat_ms: &mut Option<u64>,
+) {
     match driver {
-        Some(d) => Some((d.holder.to_string(), d.now_ms)),
-        None => before,
+        _ if status != "running" => {
+            *holder = None;
+            *heartbeat_ms = None;
+        }
+        Some(d) => {
+            if holder.as_deref() != Some(&*d.holder) {
+                *holder = Some(d.holder.to_string());
+            }
+            *heartbeat_ms = Some(d.now_ms);
+        }
+        None => {}
     }
 }
 

@@ -25,7 +25,8 @@ struct Inner {
 
 struct RunLog {
     summary: RunSummary,
-    events: Vec<StoredEvent>,
+    /// Each event with its global position; the run's id is added when it is read.
+    events: Vec<(u64, Arc<Event>)>,
 }
 
 /// Runs' logs in memory.
@@ -85,9 +86,10 @@ impl MemoryStore {
         driver: Option<&Driver>,
     ) -> Result<(), StoreError> {
         let mut inner = lock(&self.inner)?;
-        let actual = inner.logs.get(run).map_or(0, |l| l.summary.events);
+        let known = inner.logs.get(run);
+        let actual = known.map_or(0, |l| l.summary.events);
         // INVARIANT (fencing): a driver whose lease was taken over is told so first.
-        if let (Some(log), Some(d)) = (inner.logs.get(run), driver)
+        if let (Some(log), Some(d)) = (known, driver)
             && log.summary.epoch != d.epoch
         {
             return Err(StoreError::Fenced {
@@ -96,6 +98,7 @@ impl MemoryStore {
                 epoch: log.summary.epoch,
             });
         }
+        let new = known.is_none();
         if actual != expected {
             return Err(StoreError::Conflict {
                 run: run.clone(),
@@ -106,7 +109,7 @@ impl MemoryStore {
         crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
         let facts = crate::run_facts(run, &events);
         let inner = &mut *inner;
-        if !inner.logs.contains_key(run) {
+        if new {
             let Some(crate::Started {
                 spec_id,
                 decider,
@@ -141,13 +144,10 @@ impl MemoryStore {
         let Some(log) = inner.logs.get_mut(run) else {
             return Err(StoreError::Io("run vanished".into()));
         };
+        log.events.reserve(events.len());
         for event in events {
             inner.position += 1;
-            log.events.push(StoredEvent {
-                position: inner.position,
-                run_id: run.clone(),
-                event,
-            });
+            log.events.push((inner.position, event));
         }
         log.summary.events = log.events.len() as u64;
         let woken = facts
@@ -159,10 +159,13 @@ impl MemoryStore {
         if let Some(status) = facts.status {
             log.summary.status = status;
         }
-        let before = log.summary.holder.clone().zip(log.summary.heartbeat_ms);
-        let after = crate::lease_after(&log.summary.status, driver, before);
-        log.summary.holder = after.as_ref().map(|(h, _)| h.clone());
-        log.summary.heartbeat_ms = after.map(|(_, t)| t);
+        let summary = &mut log.summary;
+        crate::renew_lease(
+            &summary.status,
+            driver,
+            &mut summary.holder,
+            &mut summary.heartbeat_ms,
+        );
         for change in facts.approvals {
             match change {
                 ApprovalChange::Asked(p) => {
@@ -338,10 +341,17 @@ fn read_now(
         .logs
         .get(run)
         .map(|l| {
+            // A log is gapless from 1 (appends are checked), so `from_seq` is an index.
+            let from = usize::try_from(from_seq.saturating_sub(1)).unwrap_or(usize::MAX);
             l.events
+                .get(from..)
+                .unwrap_or_default()
                 .iter()
-                .filter(|e| e.event.seq >= from_seq)
-                .cloned()
+                .map(|(position, event)| StoredEvent {
+                    position: *position,
+                    run_id: run.clone(),
+                    event: event.clone(),
+                })
                 .collect()
         })
         .unwrap_or_default())

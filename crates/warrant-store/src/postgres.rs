@@ -766,12 +766,14 @@ async fn commit_batch(
         if let Some(s) = &req.status {
             row.status.clone_from(s);
         }
-        let before = row.holder.clone().zip(row.heartbeat_ms);
-        let lease = match (&req.driver, &req.status) {
-            (None, None) => before,
-            _ => crate::lease_after(&row.status, req.driver.as_ref(), before),
-        };
-        (row.holder, row.heartbeat_ms) = lease.unzip();
+        if req.driver.is_some() || req.status.is_some() {
+            crate::renew_lease(
+                &row.status,
+                req.driver.as_ref(),
+                &mut row.holder,
+                &mut row.heartbeat_ms,
+            );
+        }
         row.touched = true;
         for change in &req.approvals {
             match change {

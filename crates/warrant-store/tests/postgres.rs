@@ -41,11 +41,11 @@ fn driver(holder: &str, now_ms: u64, epoch: u64) -> Driver {
 fn started_for(run: &str, tenant: &str, at_ms: u64) -> Arc<Event> {
     let mut e = (*contract::started_at(run, at_ms)).clone();
     if let EventKind::RunStarted { principal, .. } = &mut e.kind {
-        *principal = Some(Principal {
+        *principal = Some(Box::new(Principal {
             tenant: tenant.into(),
             user: "u".into(),
             agent: "a".into(),
-        });
+        }));
     }
     Arc::new(e)
 }

@@ -1,6 +1,7 @@
 //! The reference surface: in-process providers behind the Surface port.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -85,13 +86,15 @@ impl ReferenceSurface {
         }
     }
 
-    fn actions(&self) -> (Arc<[ActionRecord]>, String) {
+    /// `f` of the actions of the provider's current schema and the short digest that names
+    /// them (computed once per schema version).
+    fn with_actions<R>(&self, f: impl FnOnce(&Arc<[ActionRecord]>, &str) -> R) -> R {
         let schema_version = self.provider.schema_version();
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((v, actions, digest)) = cache.as_ref()
             && *v == schema_version
         {
-            return (actions.clone(), digest.clone());
+            return f(actions, digest);
         }
         let actions: Arc<[ActionRecord]> = self
             .provider
@@ -111,21 +114,40 @@ impl ReferenceSurface {
             .collect();
         let digest = canon::digest(&Value::Array(listing));
         let short = digest.trim_start_matches("sha256:")[..12].to_owned();
-        *cache = Some((schema_version, actions.clone(), short.clone()));
-        (actions, short)
+        let answer = f(&actions, &short);
+        *cache = Some((schema_version, actions, short));
+        answer
     }
+}
 
-    fn version(&self) -> String {
-        let (_, schema) = self.actions();
-        format!("{schema}.{}", self.provider.state_version())
-    }
+/// Whether `version` is `<schema>.<state>` in the form `observe` writes it.
+fn names_version(version: &str, schema: &str, state: u64) -> bool {
+    let Some(n) = version
+        .strip_prefix(schema)
+        .and_then(|rest| rest.strip_prefix('.'))
+    else {
+        return false;
+    };
+    // Exactly as written: decimal digits, no sign, no leading zero.
+    n.bytes().all(|b| b.is_ascii_digit())
+        && (n == "0" || !n.starts_with('0'))
+        && n.parse::<u64>() == Ok(state)
 }
 
 impl Surface for ReferenceSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
-        let (actions, schema) = self.actions();
-        let version = format!("{schema}.{}", self.provider.state_version());
-        Box::pin(std::future::ready(Ok(Observation { version, actions })))
+        let state = self.provider.state_version();
+        let observation = self.with_actions(|actions, schema| {
+            let mut version = String::with_capacity(schema.len() + 21);
+            version.push_str(schema);
+            // Writing to a String cannot fail.
+            let _ = write!(version, ".{state}");
+            Observation {
+                version,
+                actions: actions.clone(),
+            }
+        });
+        Box::pin(std::future::ready(Ok(observation)))
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
@@ -147,7 +169,8 @@ impl Surface for ReferenceSurface {
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
-        let current = self.version() == version;
+        let state = self.provider.state_version();
+        let current = self.with_actions(|_, schema| names_version(version, schema, state));
         Box::pin(std::future::ready(current))
     }
 
@@ -345,5 +368,37 @@ impl ProviderCatalog for ReferenceCatalog {
                 self.names().join(", ")
             )),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_the_version_observe_wrote_is_current() {
+        let cafe = Arc::new(crate::demo::Cafe::default());
+        let surface = ReferenceSurface::new(cafe.clone());
+        let seen = surface.observe().await.unwrap().version;
+        assert!(surface.is_current(&seen).await);
+        let (schema, state) = seen.split_once('.').unwrap();
+        for other in [
+            format!("{schema}.0{state}"),
+            format!("{schema}.+{state}"),
+            format!("{schema}.{state}0"),
+            format!("{schema}{state}"),
+            format!("x{schema}.{state}"),
+            schema.to_owned(),
+            String::new(),
+        ] {
+            assert!(!surface.is_current(&other).await, "{other}");
+        }
+        cafe.call("order_latte", &serde_json::json!({"size": "small"}), "k")
+            .unwrap();
+        assert!(!surface.is_current(&seen).await);
+        let now = surface.observe().await.unwrap().version;
+        assert_ne!(now, seen);
+        assert!(surface.is_current(&now).await);
     }
 }

@@ -65,7 +65,7 @@ pub(crate) struct Run<'a> {
     /// When the store was last asked for a cancellation (live clock).
     cancel_polled_ms: Option<u64>,
     /// The objective, prepared once for provenance matching.
-    objective: provenance::Objective,
+    objective: Arc<provenance::Objective>,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
     pub(crate) setup_ms: Option<u64>,
     /// Who asked for this re-entry, recorded in its `run_resumed`.
@@ -171,7 +171,7 @@ impl<'a> Run<'a> {
             .cloned()
             .unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq();
-        let objective = provenance::Objective::new(&spec.objective);
+        let objective = engine.cache.objective(&spec);
         Run {
             engine,
             run_id,
@@ -362,14 +362,14 @@ impl<'a> Run<'a> {
             spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
             decider: self.decider.identity(),
-            authority: self.rules.authority.describe(),
-            principal: Some(warrant_core::event::Principal {
+            authority: self.rules.authority.describe().map(Arc::new),
+            principal: Some(Box::new(warrant_core::event::Principal {
                 tenant: self.engine.acting_for.0.clone(),
                 user: self.engine.acting_for.1.clone(),
                 agent: self.decider.identity().to_string(),
-            }),
+            })),
             setup_ms,
-            execution_control: self.rules.describe_control(),
+            execution_control: self.rules.describe_control().map(Arc::new),
             provenance: self.provenance,
             parent: self.parent.clone().map(Box::new),
         })?;
@@ -551,7 +551,13 @@ impl<'a> Run<'a> {
 
 /// The idempotency key of a call: stable for the intent, unique across runs (run ids are).
 pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
-    format!("wk-{run}-{call}")
+    use std::fmt::Write as _;
+    let mut key = String::with_capacity(run.0.len() + 16);
+    key.push_str("wk-");
+    key.push_str(&run.0);
+    // Writing to a String cannot fail.
+    let _ = write!(key, "-{call}");
+    key
 }
 
 fn error_message(output: &Value) -> String {

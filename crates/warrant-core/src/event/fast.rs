@@ -1,0 +1,430 @@
+//! The encoder of the events every step writes (`decided` for a call, `call_started`,
+//! `call_dispatched`, `call_finished`), written field by field: byte for byte what serde's
+//! derived encoding writes (the tests hold it to that), without its generic map machinery,
+//! which cost more than the rest of a durable append's work in the writer. Any other event,
+//! and any shape this does not know, is left to serde.
+
+use serde::Serialize;
+
+use super::{Decision, Event, EventKind};
+
+/// Appends `event`'s JSON text to `out` and says so, or says it did not (and then what it may
+/// have appended is to be discarded).
+pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
+    let mut w = Writer { out };
+    w.out.extend_from_slice(b"{\"seq\":");
+    w.number(event.seq);
+    w.key("at_ms");
+    w.number(event.at_ms);
+    match &event.kind {
+        EventKind::Decided {
+            step,
+            decision_no,
+            version,
+            decision:
+                Decision::Call {
+                    tool,
+                    handle,
+                    args,
+                    claims,
+                },
+            usage,
+            exchange,
+            tainted_by,
+        } => {
+            w.key("type");
+            w.string("decided");
+            w.key("step");
+            w.string(&step.0);
+            w.key("decision_no");
+            w.number(u64::from(*decision_no));
+            w.key("version");
+            w.string(version);
+            w.key("decision");
+            w.string("call");
+            w.key("tool");
+            w.string(tool);
+            if let Some(h) = handle {
+                w.key("handle");
+                w.display(h);
+            }
+            let mut ok = w.field("args", &**args);
+            if !claims.is_empty() {
+                ok &= w.field("claims", claims);
+            }
+            if let Some(u) = usage {
+                ok &= w.field("usage", u);
+            }
+            if let Some(x) = exchange {
+                ok &= w.field("exchange", &**x);
+            }
+            if !tainted_by.is_empty() {
+                ok &= w.field("tainted_by", &**tainted_by);
+            }
+            if !ok {
+                return false;
+            }
+        }
+        EventKind::CallStarted {
+            call,
+            step,
+            tool,
+            handle,
+            args,
+            resend_of,
+        } => {
+            w.key("type");
+            w.string("call_started");
+            w.key("call");
+            w.display(call);
+            w.key("step");
+            w.string(&step.0);
+            w.key("tool");
+            w.string(tool);
+            if let Some(h) = handle {
+                w.key("handle");
+                w.display(h);
+            }
+            if !w.field("args", &**args) {
+                return false;
+            }
+            if let Some(r) = resend_of {
+                w.key("resend_of");
+                w.display(r);
+            }
+        }
+        EventKind::CallDispatched {
+            call,
+            effect,
+            args,
+            args_digest,
+            idempotency_key,
+            provenance,
+            narrowed,
+        } => {
+            w.key("type");
+            w.string("call_dispatched");
+            w.key("call");
+            w.display(call);
+            w.key("effect");
+            w.display(effect);
+            let mut ok = w.field("args", &**args);
+            w.key("args_digest");
+            w.string(args_digest);
+            w.key("idempotency_key");
+            w.string(idempotency_key);
+            if !provenance.is_empty() {
+                ok &= w.field("provenance", provenance);
+            }
+            if !narrowed.is_empty() {
+                ok &= w.field("narrowed", narrowed);
+            }
+            if !ok {
+                return false;
+            }
+        }
+        EventKind::CallFinished {
+            call,
+            status,
+            ruled_args_digest,
+            narrowed,
+            narrowed_args,
+            output,
+            fault,
+        } => {
+            w.key("type");
+            w.string("call_finished");
+            w.key("call");
+            w.display(call);
+            w.key("status");
+            w.string(status.as_str());
+            if let Some(d) = ruled_args_digest {
+                w.key("ruled_args_digest");
+                w.string(d);
+            }
+            let mut ok = true;
+            if !narrowed.is_empty() {
+                ok &= w.field("narrowed", narrowed);
+            }
+            if let Some(a) = narrowed_args {
+                ok &= w.field("narrowed_args", &**a);
+            }
+            if let Some(o) = output {
+                ok &= w.field("output", &**o);
+            }
+            if let Some(f) = fault {
+                ok &= w.field("fault", f);
+            }
+            if !ok {
+                return false;
+            }
+        }
+        _ => return false,
+    }
+    w.out.push(b'}');
+    true
+}
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Writer<'_> {
+    /// `,"name":` (names are plain ASCII).
+    fn key(&mut self, name: &str) {
+        self.out.extend_from_slice(b",\"");
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn number(&mut self, n: u64) {
+        self.out
+            .extend_from_slice(crate::num::decimal(n, &mut [0; 20]));
+    }
+
+    /// A value whose text needs no escaping (an id, a keyword), quoted.
+    fn display(&mut self, v: &impl std::fmt::Display) {
+        use std::io::Write as _;
+        self.out.push(b'"');
+        // Writing to a Vec cannot fail.
+        let _ = write!(self.out, "{v}");
+        self.out.push(b'"');
+    }
+
+    /// `s` as a JSON string, escaped as serde_json escapes: `"` and `\`, and the control
+    /// characters (`\b \t \n \f \r` by name, the others as `\u00XX`); nothing else.
+    fn string(&mut self, s: &str) {
+        self.out.push(b'"');
+        let bytes = s.as_bytes();
+        let mut from = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let short = match b {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                0x08 => b'b',
+                0x09 => b't',
+                0x0A => b'n',
+                0x0C => b'f',
+                0x0D => b'r',
+                0x00..=0x1F => b'u',
+                _ => continue,
+            };
+            self.out
+                .extend_from_slice(bytes.get(from..i).unwrap_or_default());
+            self.out.push(b'\\');
+            self.out.push(short);
+            if short == b'u' {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                self.out.extend_from_slice(b"00");
+                for nibble in [b >> 4, b & 0xF] {
+                    self.out
+                        .push(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'));
+                }
+            }
+            from = i + 1;
+        }
+        self.out
+            .extend_from_slice(bytes.get(from..).unwrap_or_default());
+        self.out.push(b'"');
+    }
+
+    /// `,"name":` and `value` as serde_json writes it; false if it cannot be written.
+    fn field(&mut self, name: &str, value: &(impl Serialize + ?Sized)) -> bool {
+        self.key(name);
+        serde_json::to_writer(&mut *self.out, value).is_ok()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::event::{CallStatus, Claim, Effect, Fault, Layer, Narrowing, Usage, decode};
+    use crate::ids::{CallId, HandleId, StepId};
+    use crate::provenance::{ArgLabel, Source};
+
+    /// Text that every escape rule touches: each ASCII byte, quotes and backslashes, and
+    /// characters serde_json leaves as they are (é, an emoji, U+2028, DEL).
+    fn awkward() -> String {
+        let mut s: String = (0u8..0x80).map(char::from).collect();
+        s.push_str("\"\\\\\"é😀\u{2028}\u{7f} end");
+        s
+    }
+
+    fn fast_or_none(e: &Event) -> Option<String> {
+        let mut out = Vec::new();
+        encode(e, &mut out).then(|| String::from_utf8(out).unwrap())
+    }
+
+    fn same_as_serde(kind: EventKind) {
+        let e = Event {
+            seq: 18_446_744_073_709_551_615,
+            at_ms: 1_764_000_000_123,
+            kind,
+        };
+        let fast = fast_or_none(&e).expect("an event of a step has its own encoder");
+        assert_eq!(fast, serde_json::to_string(&e).unwrap());
+        assert_eq!(decode(&fast).unwrap(), e);
+    }
+
+    #[test]
+    fn the_events_of_a_step_are_written_as_serde_writes_them() {
+        let odd = awkward();
+        let args = Arc::new(json!({"i": 3, "note": odd, "nested": {"b": [1, 2.5, null]}}));
+        for (handle, claims, usage, exchange, tainted) in [
+            (None, vec![], None, None, vec![]),
+            (
+                Some(HandleId {
+                    decision: 12,
+                    action: 3,
+                }),
+                vec![Claim {
+                    arg: "to".into(),
+                    carried: "find.email".into(),
+                }],
+                Some(Usage {
+                    input_tokens: 10,
+                    output_tokens: 2,
+                    cached_tokens: 1,
+                    reasoning_tokens: 0,
+                    cost_micro_usd: Some(7),
+                }),
+                Some(Arc::new(json!({"request": odd}))),
+                vec!["web".to_owned(), odd.clone()],
+            ),
+        ] {
+            same_as_serde(EventKind::Decided {
+                step: StepId(odd.clone()),
+                decision_no: 4_000_000_000,
+                version: odd.clone(),
+                decision: Decision::Call {
+                    tool: odd.clone(),
+                    handle,
+                    args: args.clone(),
+                    claims,
+                },
+                usage,
+                exchange,
+                tainted_by: tainted.into(),
+            });
+            same_as_serde(EventKind::CallStarted {
+                call: CallId(7),
+                step: StepId("loop".into()),
+                tool: odd.clone(),
+                handle,
+                args: args.clone(),
+                resend_of: handle.map(|_| CallId(2)),
+            });
+        }
+        for (provenance, narrowed) in [
+            (vec![], vec![]),
+            (
+                vec![ArgLabel {
+                    pointer: "/i".into(),
+                    source: Source::Objective,
+                    also: vec![],
+                }],
+                vec![Narrowing {
+                    by: "cap".into(),
+                    reason: odd.clone(),
+                }],
+            ),
+        ] {
+            for effect in [Effect::Read, Effect::Commit] {
+                same_as_serde(EventKind::CallDispatched {
+                    call: CallId(0),
+                    effect,
+                    args: args.clone(),
+                    args_digest: "sha256:ab".into(),
+                    idempotency_key: odd.clone(),
+                    provenance: provenance.clone(),
+                    narrowed: narrowed.clone(),
+                });
+            }
+        }
+        let fault = Fault {
+            code: "provider_error".into(),
+            layer: Layer::Provider,
+            message: odd.clone(),
+            inner: None,
+        };
+        for status in [
+            CallStatus::Ok,
+            CallStatus::Rejected,
+            CallStatus::StoppedByPolicy,
+            CallStatus::ProviderError,
+            CallStatus::NotPerformed,
+            CallStatus::Cancelled,
+            CallStatus::Halted,
+            CallStatus::StoppedByExecutionControl,
+        ] {
+            same_as_serde(EventKind::CallFinished {
+                call: CallId(1),
+                status,
+                ruled_args_digest: None,
+                narrowed: vec![],
+                narrowed_args: None,
+                output: Some(Arc::new(json!({"step": 1, "note": odd}))),
+                fault: None,
+            });
+            same_as_serde(EventKind::CallFinished {
+                call: CallId(1),
+                status,
+                ruled_args_digest: Some(odd.clone()),
+                narrowed: vec![Narrowing {
+                    by: "b".into(),
+                    reason: "r".into(),
+                }],
+                narrowed_args: Some(Arc::new(json!({"i": null}))),
+                output: None,
+                fault: Some(fault.clone()),
+            });
+        }
+    }
+
+    #[test]
+    fn every_recorded_event_encodes_as_it_was_recorded_by_either_path() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut fast = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|x| x.to_str()) != Some("jsonl") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let e = decode(line).unwrap();
+                if let Some(text) = fast_or_none(&e) {
+                    fast += 1;
+                    assert_eq!(text, serde_json::to_string(&e).unwrap(), "{line}");
+                }
+                assert_eq!(crate::event::encode(&e), serde_json::to_string(&e).unwrap());
+            }
+        }
+        assert!(fast > 10, "the fixtures hold the events of many steps");
+    }
+
+    #[test]
+    fn other_events_are_left_to_serde() {
+        let e = Event {
+            seq: 1,
+            at_ms: 1,
+            kind: EventKind::Decided {
+                step: StepId("s".into()),
+                decision_no: 1,
+                version: "v".into(),
+                decision: Decision::Done {
+                    summary: "ok".into(),
+                },
+                usage: None,
+                exchange: None,
+                tainted_by: Arc::from(Vec::new()),
+            },
+        };
+        assert_eq!(fast_or_none(&e), None);
+        assert_eq!(crate::event::encode(&e), serde_json::to_string(&e).unwrap());
+    }
+}
