@@ -5,8 +5,10 @@
 //! and any shape this does not know, is left to serde.
 
 use serde::Serialize;
+use serde_json::Value;
 
-use super::{Decision, Event, EventKind};
+use super::{Decision, Effect, Event, EventKind};
+use crate::ids::{CallId, HandleId};
 
 /// Appends `event`'s JSON text to `out` and says so, or says it did not (and then what it may
 /// have appended is to be discarded).
@@ -46,9 +48,10 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.string(tool);
             if let Some(h) = handle {
                 w.key("handle");
-                w.display(h);
+                w.handle(*h);
             }
-            let mut ok = w.field("args", &**args);
+            w.value_field("args", args);
+            let mut ok = true;
             if !claims.is_empty() {
                 ok &= w.field("claims", claims);
             }
@@ -56,7 +59,7 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
                 ok &= w.field("usage", u);
             }
             if let Some(x) = exchange {
-                ok &= w.field("exchange", &**x);
+                w.value_field("exchange", x);
             }
             if !tainted_by.is_empty() {
                 ok &= w.field("tainted_by", &**tainted_by);
@@ -76,21 +79,19 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.key("type");
             w.string("call_started");
             w.key("call");
-            w.display(call);
+            w.call(*call);
             w.key("step");
             w.string(&step.0);
             w.key("tool");
             w.string(tool);
             if let Some(h) = handle {
                 w.key("handle");
-                w.display(h);
+                w.handle(*h);
             }
-            if !w.field("args", &**args) {
-                return false;
-            }
+            w.value_field("args", args);
             if let Some(r) = resend_of {
                 w.key("resend_of");
-                w.display(r);
+                w.call(*r);
             }
         }
         EventKind::CallDispatched {
@@ -105,10 +106,14 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.key("type");
             w.string("call_dispatched");
             w.key("call");
-            w.display(call);
+            w.call(*call);
             w.key("effect");
-            w.display(effect);
-            let mut ok = w.field("args", &**args);
+            w.string(match effect {
+                Effect::Read => "read",
+                Effect::Commit => "commit",
+            });
+            w.value_field("args", args);
+            let mut ok = true;
             w.key("args_digest");
             w.string(args_digest);
             w.key("idempotency_key");
@@ -135,7 +140,7 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.key("type");
             w.string("call_finished");
             w.key("call");
-            w.display(call);
+            w.call(*call);
             w.key("status");
             w.string(status.as_str());
             if let Some(d) = ruled_args_digest {
@@ -147,10 +152,10 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
                 ok &= w.field("narrowed", narrowed);
             }
             if let Some(a) = narrowed_args {
-                ok &= w.field("narrowed_args", &**a);
+                w.value_field("narrowed_args", a);
             }
             if let Some(o) = output {
-                ok &= w.field("output", &**o);
+                w.value_field("output", o);
             }
             if let Some(f) = fault {
                 ok &= w.field("fault", f);
@@ -182,12 +187,19 @@ impl Writer<'_> {
             .extend_from_slice(crate::num::decimal(n, &mut [0; 20]));
     }
 
-    /// A value whose text needs no escaping (an id, a keyword), quoted.
-    fn display(&mut self, v: &impl std::fmt::Display) {
-        use std::io::Write as _;
+    /// `"c<n>"`, as a call id is written.
+    fn call(&mut self, id: CallId) {
+        self.out.extend_from_slice(b"\"c");
+        self.number(u64::from(id.0));
         self.out.push(b'"');
-        // Writing to a Vec cannot fail.
-        let _ = write!(self.out, "{v}");
+    }
+
+    /// `"h<decision>.<action>"`, as a handle is written.
+    fn handle(&mut self, h: HandleId) {
+        self.out.extend_from_slice(b"\"h");
+        self.number(u64::from(h.decision));
+        self.out.push(b'.');
+        self.number(u64::from(h.action));
         self.out.push(b'"');
     }
 
@@ -196,6 +208,17 @@ impl Writer<'_> {
     fn string(&mut self, s: &str) {
         self.out.push(b'"');
         let bytes = s.as_bytes();
+        // Most text needs no escape: one pass with no early exit (which the compiler can
+        // vectorise) says so, and it is copied whole.
+        let escapes = bytes
+            .iter()
+            .filter(|&&b| b < 0x20 || b == b'"' || b == b'\\')
+            .count();
+        if escapes == 0 {
+            self.out.extend_from_slice(bytes);
+            self.out.push(b'"');
+            return;
+        }
         let mut from = 0;
         for (i, &b) in bytes.iter().enumerate() {
             let short = match b {
@@ -226,6 +249,55 @@ impl Writer<'_> {
         self.out
             .extend_from_slice(bytes.get(from..).unwrap_or_default());
         self.out.push(b'"');
+    }
+
+    /// `,"name":` and the JSON value `v`.
+    fn value_field(&mut self, name: &str, v: &Value) {
+        self.key(name);
+        self.value(v);
+    }
+
+    /// `v` as serde_json writes it compactly (a float through serde_json's own writer).
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.out.extend_from_slice(b"null"),
+            Value::Bool(true) => self.out.extend_from_slice(b"true"),
+            Value::Bool(false) => self.out.extend_from_slice(b"false"),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => self.number(u),
+                (None, Some(i)) => {
+                    self.out.push(b'-');
+                    self.number(i.unsigned_abs());
+                }
+                // Writing a number to memory cannot fail.
+                _ => {
+                    let _ = serde_json::to_writer(&mut *self.out, n);
+                }
+            },
+            Value::String(s) => self.string(s),
+            Value::Array(items) => {
+                self.out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.value(item);
+                }
+                self.out.push(b']');
+            }
+            Value::Object(map) => {
+                self.out.push(b'{');
+                for (i, (k, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.string(k);
+                    self.out.push(b':');
+                    self.value(item);
+                }
+                self.out.push(b'}');
+            }
+        }
     }
 
     /// `,"name":` and `value` as serde_json writes it; false if it cannot be written.
@@ -274,7 +346,11 @@ mod tests {
     #[test]
     fn the_events_of_a_step_are_written_as_serde_writes_them() {
         let odd = awkward();
-        let args = Arc::new(json!({"i": 3, "note": odd, "nested": {"b": [1, 2.5, null]}}));
+        let args = Arc::new(json!({
+            "i": 3, "note": odd, "nested": {"b": [1, 2.5, null, true, false, [], {}]},
+            "ints": [0, -1, i64::MIN, i64::MAX, u64::MAX], "floats": [1e300, -0.0, 0.1, -2.5e-8],
+            odd.clone(): {"": ""}
+        }));
         for (handle, claims, usage, exchange, tainted) in [
             (None, vec![], None, None, vec![]),
             (
