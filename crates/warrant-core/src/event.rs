@@ -755,10 +755,10 @@ pub enum EventKind {
         /// The arguments, for the approver to see.
         args: Arc<Value>,
         /// Where each argument value was observed.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        provenance: Vec<ArgLabel>,
+        #[serde(default, skip_serializing_if = "<[ArgLabel]>::is_empty")]
+        provenance: Box<[ArgLabel]>,
         /// What the authority said needs approving.
-        reason: String,
+        reason: Box<str>,
         /// The scope proposed to the approver.
         proposed_scope: ApprovalScope,
         /// Unresolved at this time, the request expires.
@@ -991,5 +991,20 @@ pub fn decode(text: &str) -> Result<Event, String> {
                 },
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every event a run records is kept (by the memory store, in the run's state) as an
+    /// `Arc<Event>`: at 240 bytes or less it takes a 256-byte allocation. A variant that grows
+    /// past it makes every event bigger; box its rare fields instead.
+    #[test]
+    fn an_event_fits_a_256_byte_allocation() {
+        assert!(
+            std::mem::size_of::<super::Event>() <= 240,
+            "an event is {} bytes",
+            std::mem::size_of::<super::Event>()
+        );
     }
 }

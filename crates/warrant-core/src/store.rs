@@ -229,8 +229,8 @@ impl PendingApproval {
             tool: tool.clone(),
             args: args.clone(),
             args_digest: args_digest.clone(),
-            provenance: provenance.clone(),
-            reason: reason.clone(),
+            provenance: provenance.to_vec(),
+            reason: reason.to_string(),
             requested_at_ms: e.at_ms,
             expires_at_ms: *expires_at_ms,
         })

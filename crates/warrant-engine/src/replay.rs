@@ -328,7 +328,7 @@ impl ReplayAuthority {
                     reason,
                     ..
                 } => {
-                    asked.insert((*call, args_digest.clone()), reason.clone());
+                    asked.insert((*call, args_digest.clone()), reason.to_string());
                 }
                 EventKind::ApprovalConsumed { call, request } => {
                     consumed.insert(*call, request.clone());

@@ -101,7 +101,7 @@ pub fn asked(seq: u64, request: &str) -> Arc<Event> {
             args_digest: "d".into(),
             schema_digest: "s".into(),
             args: Arc::new(json!({"amount": 5})),
-            provenance: Vec::new(),
+            provenance: Box::default(),
             reason: "a person must approve it".into(),
             proposed_scope: ApprovalScope::Once,
             expires_at_ms: 1_000_000,

@@ -254,8 +254,8 @@ impl Run<'_> {
             args_digest: args_digest.to_owned(),
             schema_digest: schema_digest.to_owned(),
             args: args.clone(),
-            provenance: labels.to_vec(),
-            reason,
+            provenance: labels.into(),
+            reason: reason.into(),
             proposed_scope: ApprovalScope::Once,
             expires_at_ms: now.saturating_add(self.spec.limits.approval_ttl_ms),
         };
