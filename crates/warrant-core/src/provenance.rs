@@ -344,11 +344,13 @@ impl Measure {
         let mut first = true;
         if s.is_ascii() {
             // Its words' bytes, and one space between each two.
-            let (mut bytes, mut words, mut in_word) = (0, 0, false);
+            // Wrapping adds (no count can pass the string's length) keep the loop free of
+            // overflow checks.
+            let (mut bytes, mut words, mut in_word) = (0usize, 0usize, false);
             for b in s.bytes() {
                 let space = b.is_ascii_whitespace();
-                bytes += usize::from(!space);
-                words += usize::from(!space && !in_word);
+                bytes = bytes.wrapping_add(usize::from(!space));
+                words = words.wrapping_add(usize::from(!space && !in_word));
                 in_word = !space;
             }
             if words > 0 {

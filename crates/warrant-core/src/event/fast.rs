@@ -208,13 +208,12 @@ impl Writer<'_> {
     fn string(&mut self, s: &str) {
         self.out.push(b'"');
         let bytes = s.as_bytes();
-        // Most text needs no escape: one pass with no early exit (which the compiler can
-        // vectorise) says so, and it is copied whole.
-        let escapes = bytes
-            .iter()
-            .filter(|&&b| b < 0x20 || b == b'"' || b == b'\\')
-            .count();
-        if escapes == 0 {
+        // Most text needs no escape: one pass with no early exit and no checked arithmetic
+        // (which the compiler vectorises) says so, and it is copied whole.
+        let any = bytes.iter().fold(false, |any, &b| {
+            any | (b < 0x20) | (b == b'"') | (b == b'\\')
+        });
+        if !any {
             self.out.extend_from_slice(bytes);
             self.out.push(b'"');
             return;
