@@ -44,13 +44,7 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.string(version);
             w.key("decision");
             w.string("call");
-            w.key("tool");
-            w.string(tool);
-            if let Some(h) = handle {
-                w.key("handle");
-                w.handle(*h);
-            }
-            w.value_field("args", args);
+            w.target(tool, *handle, args);
             let mut ok = true;
             if !claims.is_empty() {
                 ok &= w.field("claims", claims);
@@ -82,13 +76,7 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.call(*call);
             w.key("step");
             w.string(&step.0);
-            w.key("tool");
-            w.string(tool);
-            if let Some(h) = handle {
-                w.key("handle");
-                w.handle(*h);
-            }
-            w.value_field("args", args);
+            w.target(tool, *handle, args);
             if let Some(r) = resend_of {
                 w.key("resend_of");
                 w.call(*r);
@@ -248,6 +236,17 @@ impl Writer<'_> {
         self.out
             .extend_from_slice(bytes.get(from..).unwrap_or_default());
         self.out.push(b'"');
+    }
+
+    /// What a call is to: its `tool`, its `handle` when it names one, and its `args`.
+    fn target(&mut self, tool: &str, handle: Option<HandleId>, args: &Value) {
+        self.key("tool");
+        self.string(tool);
+        if let Some(h) = handle {
+            self.key("handle");
+            self.handle(h);
+        }
+        self.value_field("args", args);
     }
 
     /// `,"name":` and the JSON value `v`.
