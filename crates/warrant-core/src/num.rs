@@ -20,6 +20,24 @@ pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     buf.get(at..).unwrap_or_default()
 }
 
+/// An integer JSON number's text as serde_json writes it (`-` if negative, then its decimal
+/// digits), written into `buf`; `None` for a float.
+pub fn integer_text<'b>(n: &serde_json::Number, buf: &'b mut [u8; 21]) -> Option<&'b [u8]> {
+    let (negative, magnitude) = match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => (false, u),
+        (None, Some(i)) => (true, i.unsigned_abs()),
+        (None, None) => return None,
+    };
+    let mut digits = [0u8; 20];
+    let digits = decimal(magnitude, &mut digits);
+    let start = buf.len() - digits.len() - usize::from(negative);
+    let text = buf.get_mut(start..)?;
+    let (sign, rest) = text.split_at_mut(usize::from(negative));
+    sign.fill(b'-');
+    rest.copy_from_slice(digits);
+    buf.get(start..)
+}
+
 /// `n` as a float: exact below 2^53, the nearest float above.
 #[expect(
     clippy::cast_precision_loss,

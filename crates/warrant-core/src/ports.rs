@@ -37,6 +37,19 @@ pub struct Observation {
     pub actions: Arc<[ActionRecord]>,
 }
 
+/// The idempotency key of a call, `wk-<run>-c<n>`: stable for the intent, unique across runs
+/// (run ids are). Built without a formatter: every dispatch makes one.
+pub fn idempotency_key(run: &RunId, call: CallId) -> String {
+    let mut buf = [0; 20];
+    let n = crate::num::decimal(u64::from(call.0), &mut buf);
+    let mut key = String::with_capacity(run.0.len() + 5 + n.len());
+    key.push_str("wk-");
+    key.push_str(&run.0);
+    key.push_str("-c");
+    key.push_str(std::str::from_utf8(n).unwrap_or("0"));
+    key
+}
+
 /// One call as the Bridge hands it to a surface.
 ///
 /// INVARIANT (one path): an invocation exists only for a call whose dispatch — its exact
@@ -113,7 +126,7 @@ impl Invocation {
         version: impl Into<String>,
     ) -> Invocation {
         Invocation {
-            idempotency_key: format!("wk-{run}-{call}"),
+            idempotency_key: idempotency_key(&run, call),
             run,
             call,
             tool: tool.into(),

@@ -574,18 +574,11 @@ impl NumberText {
             len: 0,
             long: None,
         };
-        // Integers, the common case, as serde_json writes them: decimal digits, `-` if negative.
-        let integer = n
-            .as_u64()
-            .map(|u| (false, u))
-            .or_else(|| n.as_i64().map(|i| (true, i.unsigned_abs())));
-        if let Some((negative, u)) = integer {
-            use std::fmt::Write as _;
-            let mut buf = [0u8; 20];
-            let digits = std::str::from_utf8(crate::num::decimal(u, &mut buf)).unwrap_or("0");
+        // Integers, the common case, without a formatter.
+        if let Some(digits) = crate::num::integer_text(n, &mut [0; 21]) {
             // 21 bytes at most: they fit.
-            let _ = text.write_str(if negative { "-" } else { "" });
-            let _ = text.write_str(digits);
+            let _ =
+                std::fmt::Write::write_str(&mut text, std::str::from_utf8(digits).unwrap_or("0"));
             return text;
         }
         if std::fmt::Write::write_fmt(&mut text, format_args!("{n}")).is_err() {

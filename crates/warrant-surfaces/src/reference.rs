@@ -1,17 +1,16 @@
 //! The reference surface: in-process providers behind the Surface port.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect};
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
 };
 use warrant_core::spec::ProviderSpec;
 use warrant_core::validate::ProviderCatalog;
+use warrant_core::{canon, num};
 
 /// One action a provider offers.
 #[derive(Clone, Debug)]
@@ -120,28 +119,24 @@ impl ReferenceSurface {
     }
 }
 
-/// Whether `version` is `<schema>.<state>` in the form `observe` writes it.
+/// Whether `version` is `<schema>.<state>`, exactly as `observe` writes it.
 fn names_version(version: &str, schema: &str, state: u64) -> bool {
-    let Some(n) = version
+    version
         .strip_prefix(schema)
         .and_then(|rest| rest.strip_prefix('.'))
-    else {
-        return false;
-    };
-    // Exactly as written: decimal digits, no sign, no leading zero.
-    n.bytes().all(|b| b.is_ascii_digit())
-        && (n == "0" || !n.starts_with('0'))
-        && n.parse::<u64>() == Ok(state)
+        .is_some_and(|n| n.as_bytes() == num::decimal(state, &mut [0; 20]))
 }
 
 impl Surface for ReferenceSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
         let state = self.provider.state_version();
         let observation = self.with_actions(|actions, schema| {
-            let mut version = String::with_capacity(schema.len() + 21);
+            let mut buf = [0; 20];
+            let digits = num::decimal(state, &mut buf);
+            let mut version = String::with_capacity(schema.len() + 1 + digits.len());
             version.push_str(schema);
-            // Writing to a String cannot fail.
-            let _ = write!(version, ".{state}");
+            version.push('.');
+            version.push_str(std::str::from_utf8(digits).unwrap_or("0"));
             Observation {
                 version,
                 actions: actions.clone(),

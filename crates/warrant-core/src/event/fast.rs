@@ -13,7 +13,7 @@ use crate::ids::{CallId, HandleId};
 /// Appends `event`'s JSON text to `out` and says so, or says it did not (and then what it may
 /// have appended is to be discarded).
 pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
-    let mut w = Writer { out };
+    let mut w = Writer { out, failed: false };
     w.out.extend_from_slice(b"{\"seq\":");
     w.number(event.seq);
     w.key("at_ms");
@@ -45,21 +45,17 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.key("decision");
             w.string("call");
             w.target(tool, *handle, args);
-            let mut ok = true;
             if !claims.is_empty() {
-                ok &= w.field("claims", claims);
+                w.field("claims", claims);
             }
             if let Some(u) = usage {
-                ok &= w.field("usage", u);
+                w.field("usage", u);
             }
             if let Some(x) = exchange {
                 w.value_field("exchange", x);
             }
             if !tainted_by.is_empty() {
-                ok &= w.field("tainted_by", &**tainted_by);
-            }
-            if !ok {
-                return false;
+                w.field("tainted_by", &**tainted_by);
             }
         }
         EventKind::CallStarted {
@@ -101,19 +97,15 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
                 Effect::Commit => "commit",
             });
             w.value_field("args", args);
-            let mut ok = true;
             w.key("args_digest");
             w.string(args_digest);
             w.key("idempotency_key");
             w.string(idempotency_key);
             if !provenance.is_empty() {
-                ok &= w.field("provenance", provenance);
+                w.field("provenance", provenance);
             }
             if !narrowed.is_empty() {
-                ok &= w.field("narrowed", narrowed);
-            }
-            if !ok {
-                return false;
+                w.field("narrowed", narrowed);
             }
         }
         EventKind::CallFinished {
@@ -135,9 +127,8 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
                 w.key("ruled_args_digest");
                 w.string(d);
             }
-            let mut ok = true;
             if !narrowed.is_empty() {
-                ok &= w.field("narrowed", narrowed);
+                w.field("narrowed", narrowed);
             }
             if let Some(a) = narrowed_args {
                 w.value_field("narrowed_args", a);
@@ -146,20 +137,19 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
                 w.value_field("output", o);
             }
             if let Some(f) = fault {
-                ok &= w.field("fault", f);
-            }
-            if !ok {
-                return false;
+                w.field("fault", f);
             }
         }
         _ => return false,
     }
     w.out.push(b'}');
-    true
+    !w.failed
 }
 
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
+    /// A value serde could not write: the text is to be discarded.
+    failed: bool,
 }
 
 impl Writer<'_> {
@@ -261,14 +251,10 @@ impl Writer<'_> {
             Value::Null => self.out.extend_from_slice(b"null"),
             Value::Bool(true) => self.out.extend_from_slice(b"true"),
             Value::Bool(false) => self.out.extend_from_slice(b"false"),
-            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-                (Some(u), _) => self.number(u),
-                (None, Some(i)) => {
-                    self.out.push(b'-');
-                    self.number(i.unsigned_abs());
-                }
+            Value::Number(n) => match crate::num::integer_text(n, &mut [0; 21]) {
+                Some(text) => self.out.extend_from_slice(text),
                 // Writing a number to memory cannot fail.
-                _ => {
+                None => {
                     let _ = serde_json::to_writer(&mut *self.out, n);
                 }
             },
@@ -298,10 +284,10 @@ impl Writer<'_> {
         }
     }
 
-    /// `,"name":` and `value` as serde_json writes it; false if it cannot be written.
-    fn field(&mut self, name: &str, value: &(impl Serialize + ?Sized)) -> bool {
+    /// `,"name":` and `value` as serde_json writes it (noting if it cannot be written).
+    fn field(&mut self, name: &str, value: &(impl Serialize + ?Sized)) {
         self.key(name);
-        serde_json::to_writer(&mut *self.out, value).is_ok()
+        self.failed |= serde_json::to_writer(&mut *self.out, value).is_err();
     }
 }
 

@@ -155,7 +155,7 @@ impl Run<'_> {
             self.stage(EventKind::ApprovalConsumed { request, call })?;
         }
 
-        let idempotency_key = idempotency_key(&self.run_id, call);
+        let idempotency_key = warrant_core::ports::idempotency_key(&self.run_id, call);
         self.stage(EventKind::CallDispatched {
             call,
             effect,

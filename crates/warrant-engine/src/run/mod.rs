@@ -549,17 +549,6 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The idempotency key of a call: stable for the intent, unique across runs (run ids are).
-pub(crate) fn idempotency_key(run: &RunId, call: CallId) -> String {
-    use std::fmt::Write as _;
-    let mut key = String::with_capacity(run.0.len() + 16);
-    key.push_str("wk-");
-    key.push_str(&run.0);
-    // Writing to a String cannot fail.
-    let _ = write!(key, "-{call}");
-    key
-}
-
 fn error_message(output: &Value) -> String {
     warrant_core::text::provider_message(output)
 }
