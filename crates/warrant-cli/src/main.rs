@@ -35,7 +35,10 @@ use std::process::ExitCode;
 
 /// mimalloc rather than the system allocator: a step allocates and frees many small values
 /// (events, JSON, projections), and glibc's malloc spent about 40 % of a benchmark step's CPU
-/// in its own bookkeeping (`bench/profile` shows where a step's time goes).
+/// in its own bookkeeping (`bench/profile` shows where a step's time goes). Built without
+/// transparent huge pages (`no_thp`): a huge page is zeroed whole on first touch, and on a
+/// virtual machine that returns free memory to its host each one is a host fault too, which
+/// made a benchmark step cost 2-3x more CPU whenever the memory it grew into was fresh.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
