@@ -88,12 +88,19 @@ pub enum Effect {
     Commit,
 }
 
-impl fmt::Display for Effect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Effect {
+    /// The effect as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Effect::Read => "read",
             Effect::Commit => "commit",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

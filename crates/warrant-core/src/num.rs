@@ -4,7 +4,7 @@
 //! a formatter, for the paths every step takes.
 
 /// `n`'s decimal digits, written into `buf` (no allocation, no formatter).
-pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -17,12 +17,13 @@ pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
             break;
         }
     }
-    buf.get(at..).unwrap_or_default()
+    // ASCII digits only.
+    std::str::from_utf8(buf.get(at..).unwrap_or_default()).unwrap_or("0")
 }
 
 /// An integer JSON number's text as serde_json writes it (`-` if negative, then its decimal
 /// digits), written into `buf`; `None` for a float.
-pub fn integer_text<'b>(n: &serde_json::Number, buf: &'b mut [u8; 21]) -> Option<&'b [u8]> {
+pub fn integer_text<'b>(n: &serde_json::Number, buf: &'b mut [u8; 21]) -> Option<&'b str> {
     let (negative, magnitude) = match (n.as_u64(), n.as_i64()) {
         (Some(u), _) => (false, u),
         (None, Some(i)) => (true, i.unsigned_abs()),
@@ -34,8 +35,8 @@ pub fn integer_text<'b>(n: &serde_json::Number, buf: &'b mut [u8; 21]) -> Option
     let text = buf.get_mut(start..)?;
     let (sign, rest) = text.split_at_mut(usize::from(negative));
     sign.fill(b'-');
-    rest.copy_from_slice(digits);
-    buf.get(start..)
+    rest.copy_from_slice(digits.as_bytes());
+    std::str::from_utf8(buf.get(start..)?).ok()
 }
 
 /// `n` as a float: exact below 2^53, the nearest float above.

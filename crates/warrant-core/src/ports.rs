@@ -46,7 +46,7 @@ pub fn idempotency_key(run: &RunId, call: CallId) -> String {
     key.push_str("wk-");
     key.push_str(&run.0);
     key.push_str("-c");
-    key.push_str(std::str::from_utf8(n).unwrap_or("0"));
+    key.push_str(n);
     key
 }
 

@@ -577,8 +577,7 @@ impl NumberText {
         // Integers, the common case, without a formatter.
         if let Some(digits) = crate::num::integer_text(n, &mut [0; 21]) {
             // 21 bytes at most: they fit.
-            let _ =
-                std::fmt::Write::write_str(&mut text, std::str::from_utf8(digits).unwrap_or("0"));
+            let _ = std::fmt::Write::write_str(&mut text, digits);
             return text;
         }
         if std::fmt::Write::write_fmt(&mut text, format_args!("{n}")).is_err() {

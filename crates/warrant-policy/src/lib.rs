@@ -350,10 +350,7 @@ impl CedarAuthority {
                 };
             }
         }
-        let action_name = match r.effect {
-            Effect::Read => "read",
-            Effect::Commit => "commit",
-        };
+        let action_name = r.effect.as_str();
         let action = match EntityUid::from_str(&format!("Warrant::Action::\"{action_name}\"")) {
             Ok(a) => a,
             Err(e) => return indeterminate(format!("action: {e}")),

@@ -752,10 +752,17 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Job>, taps: &Taps) {
     }
 }
 
+/// The file's `data_version`: it changes when another connection commits.
+fn data_version(conn: &Connection) -> Result<i64, StoreError> {
+    conn.prepare_cached("PRAGMA data_version")
+        .map_err(io)?
+        .query_row([], |r| r.get(0))
+        .map_err(io)
+}
+
 /// Whether another connection committed since the writer last looked.
 fn saw_foreign_commit(conn: &Connection, known: &mut Sequences) -> bool {
-    conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-        .is_ok_and(|version| known.saw(version))
+    data_version(conn).is_ok_and(|version| known.saw(version))
 }
 
 /// What a group commit did: for each request, the positions of its events or why it was
@@ -781,12 +788,7 @@ fn commit_batch(
     // the file. Under the write lock, `data_version` tells whether another connection (another
     // process, or this store's reader) committed since the writer last looked; if one did,
     // what it remembers may be stale.
-    let version: i64 = tx
-        .prepare_cached("PRAGMA data_version")
-        .map_err(io)?
-        .query_row([], |r| r.get(0))
-        .map_err(io)?;
-    let foreign = known.saw(version);
+    let foreign = known.saw(data_version(&tx)?);
     let mut results = Vec::with_capacity(batch.len());
     // Every event is encoded into this one buffer, bound, and written.
     let mut body = Vec::with_capacity(1024);
@@ -1573,9 +1575,7 @@ fn look(
     let Some(conn) = slot.as_ref() else {
         return Err(StoreError::Io("no follower connection".into()));
     };
-    let version: i64 = conn
-        .query_row("PRAGMA data_version", [], |r| r.get(0))
-        .map_err(io)?;
+    let version = data_version(conn)?;
     if seen == Some(version) {
         return Ok((None, version, None));
     }

@@ -124,7 +124,7 @@ fn names_version(version: &str, schema: &str, state: u64) -> bool {
     version
         .strip_prefix(schema)
         .and_then(|rest| rest.strip_prefix('.'))
-        .is_some_and(|n| n.as_bytes() == num::decimal(state, &mut [0; 20]))
+        .is_some_and(|n| n == num::decimal(state, &mut [0; 20]))
 }
 
 impl Surface for ReferenceSurface {
@@ -136,7 +136,7 @@ impl Surface for ReferenceSurface {
             let mut version = String::with_capacity(schema.len() + 1 + digits.len());
             version.push_str(schema);
             version.push('.');
-            version.push_str(std::str::from_utf8(digits).unwrap_or("0"));
+            version.push_str(digits);
             Observation {
                 version,
                 actions: actions.clone(),

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Decision, Effect, Event, EventKind};
+use super::{Decision, Event, EventKind};
 use crate::ids::{CallId, HandleId};
 
 /// Appends `event`'s JSON text to `out` and says so, or says it did not (and then what it may
@@ -92,10 +92,7 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             w.key("call");
             w.call(*call);
             w.key("effect");
-            w.string(match effect {
-                Effect::Read => "read",
-                Effect::Commit => "commit",
-            });
+            w.string(effect.as_str());
             w.value_field("args", args);
             w.key("args_digest");
             w.string(args_digest);
@@ -162,7 +159,7 @@ impl Writer<'_> {
 
     fn number(&mut self, n: u64) {
         self.out
-            .extend_from_slice(crate::num::decimal(n, &mut [0; 20]));
+            .extend_from_slice(crate::num::decimal(n, &mut [0; 20]).as_bytes());
     }
 
     /// `"c<n>"`, as a call id is written.
@@ -252,7 +249,7 @@ impl Writer<'_> {
             Value::Bool(true) => self.out.extend_from_slice(b"true"),
             Value::Bool(false) => self.out.extend_from_slice(b"false"),
             Value::Number(n) => match crate::num::integer_text(n, &mut [0; 21]) {
-                Some(text) => self.out.extend_from_slice(text),
+                Some(text) => self.out.extend_from_slice(text.as_bytes()),
                 // Writing a number to memory cannot fail.
                 None => {
                     let _ = serde_json::to_writer(&mut *self.out, n);
