@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::anyhow;
+use nix::sys::resource::UsageWho;
 use serde_json::{Value, json};
 use warrant_core::event::{CallStatus, DeciderIdentity, Decision, EventKind};
 use warrant_core::num;
@@ -184,10 +185,11 @@ fn spawned<T: Send + 'static>(
     tokio::spawn(work)
 }
 
-/// CPU time (user + system) of this process so far, in nanoseconds.
-fn cpu_ns() -> u64 {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
+/// CPU time (user + system) of this process (`RUSAGE_SELF`) or of the calling thread
+/// (`RUSAGE_THREAD`) so far, in nanoseconds.
+fn cpu_ns(who: nix::sys::resource::UsageWho) -> u64 {
+    use nix::sys::resource::getrusage;
+    let Ok(usage) = getrusage(who) else {
         return 0;
     };
     // A CPU time is never negative.
@@ -215,6 +217,8 @@ fn rss_mb() -> (f64, f64) {
 struct Batch {
     wall_s: f64,
     cpu_s: f64,
+    /// Of which the thread that drove the runs (with one async thread: every run's engine work).
+    driver_cpu_s: f64,
 }
 
 async fn batch(
@@ -232,7 +236,8 @@ async fn batch(
     let per_run = u64::from(steps) * u64::from(children.unwrap_or(1));
     let decider = Arc::new(LoopDecider { steps });
     let before = counter.load(Ordering::SeqCst);
-    let cpu0 = cpu_ns();
+    let cpu0 = cpu_ns(UsageWho::RUSAGE_SELF);
+    let driver0 = cpu_ns(UsageWho::RUSAGE_THREAD);
     #[expect(
         clippy::disallowed_methods,
         reason = "the benchmark's stopwatch measures wall time"
@@ -267,7 +272,8 @@ async fn batch(
         }
     }
     let wall_s = t0.elapsed().as_secs_f64();
-    let cpu_s = num::to_f64(cpu_ns() - cpu0) / 1e9;
+    let cpu_s = num::to_f64(cpu_ns(UsageWho::RUSAGE_SELF) - cpu0) / 1e9;
+    let driver_cpu_s = num::to_f64(cpu_ns(UsageWho::RUSAGE_THREAD) - driver0) / 1e9;
     let want = format!("done: {steps} steps");
     for r in &results {
         if r.outcome != Some(Outcome::Attained) {
@@ -302,7 +308,11 @@ async fn batch(
             per_run * u64::from(runs)
         )));
     }
-    Ok(Batch { wall_s, cpu_s })
+    Ok(Batch {
+        wall_s,
+        cpu_s,
+        driver_cpu_s,
+    })
 }
 
 /// Asks for an approval of each run's first call (`i` = 0) and allows the rest: every run
@@ -624,10 +634,10 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
     else {
         return Err(Failure::failed(anyhow!("no batch was timed")));
     };
-    let mid = batches
+    let (mid, mid_driver) = batches
         .iter()
         .find(|b| b.wall_s == median)
-        .map_or(0.0, |b| b.cpu_s);
+        .map_or((0.0, 0.0), |b| (b.cpu_s, b.driver_cpu_s));
     let line = json!({
         "peer": "warrant",
         "variant": variant,
@@ -646,6 +656,9 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
         "per_step_us_max": slowest * 1e6 / total_steps,
         "cpu_s": mid,
         "cpu_per_step_us": mid * 1e6 / total_steps,
+        // With one async thread, the part of it spent on the thread that drove every run (the
+        // rest: the store's writer, tokio's blocking pool).
+        "runs_thread_cpu_per_step_us": (args.threads <= 1).then(|| mid_driver * 1e6 / total_steps),
         "rss_before_runs_mb": rss_before,
         "peak_rss_mb": peak,
         "tool_calls": num::to_u64(total_steps),

@@ -375,6 +375,9 @@ pub struct RunState {
     pub(crate) parent: Option<ParentLink>,
     /// What its ended children spent.
     pub(crate) children_spent: Spent,
+    /// How many calls are in doubt or reconciled to be sent again and not yet sent: when none
+    /// is, deciding what comes next need not look through every call.
+    unsettled: u32,
 }
 
 /// What the run should do next, judged from its state.
@@ -900,6 +903,7 @@ impl RunState {
                         )));
                     }
                     c.resent_by = Some(*call);
+                    self.unsettled = self.unsettled.saturating_sub(1);
                 }
                 step_state(&mut self.steps, i)
                     .map_err(fail)?
@@ -1143,6 +1147,7 @@ impl RunState {
                 }
                 c.in_doubt = true;
                 c.doubt = Some(stage.unwrap_or(DoubtStage::IntentRecorded));
+                self.unsettled += 1;
             }
             EventKind::CallReconciled {
                 call,
@@ -1189,6 +1194,10 @@ impl RunState {
                             "its outcome was lost; {by} reconciled that it did not happen{note}{resent}"
                         ),
                     ));
+                }
+                // Settled, unless it is to be sent again.
+                if !*resend {
+                    self.unsettled = self.unsettled.saturating_sub(1);
                 }
             }
             EventKind::Carried {
@@ -1448,17 +1457,27 @@ impl RunState {
         if self.outcome.is_some() {
             return Next::Ended;
         }
-        if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
-            return Next::Wait(c.id);
-        }
-        // A call to be sent again is sent within its step; if the step ended meanwhile (its
-        // provider could not be observed, say), it is not sent, and the report says so.
-        if let Some(c) = self
-            .calls
-            .iter()
-            .find(|c| c.resend && c.resent_by.is_none() && self.current == Some(c.step))
-        {
-            return Next::Resend(c.id);
+        debug_assert_eq!(
+            self.unsettled as usize,
+            self.calls
+                .iter()
+                .filter(|c| c.in_doubt || (c.resend && c.resent_by.is_none()))
+                .count(),
+            "the count of unsettled calls agrees with the calls"
+        );
+        if self.unsettled > 0 {
+            if let Some(c) = self.calls.iter().find(|c| c.in_doubt) {
+                return Next::Wait(c.id);
+            }
+            // A call to be sent again is sent within its step; if the step ended meanwhile
+            // (its provider could not be observed, say), it is not sent, and the report says so.
+            if let Some(c) = self
+                .calls
+                .iter()
+                .find(|c| c.resend && c.resent_by.is_none() && self.current == Some(c.step))
+            {
+                return Next::Resend(c.id);
+            }
         }
         if let Some(c) = self
             .calls
@@ -1730,7 +1749,12 @@ impl RunState {
 
     /// Calls waiting for reconciliation.
     pub fn in_doubt(&self) -> impl Iterator<Item = &CallRecord> {
-        self.calls.iter().filter(|c| c.in_doubt)
+        let calls = if self.unsettled > 0 {
+            &self.calls[..]
+        } else {
+            &[]
+        };
+        calls.iter().filter(|c| c.in_doubt)
     }
 
     /// Whether the run waits for a person: a call in doubt, or a call held by an approval

@@ -203,7 +203,12 @@ impl Projection {
                     call: c.id,
                     tool: c.tool.clone(),
                     proposed: c.proposed.clone(),
-                    executed: c.executed.clone().filter(|e| e != &c.proposed),
+                    // The same `Arc` is the same arguments: no need to compare them.
+                    executed: c
+                        .executed
+                        .as_ref()
+                        .filter(|e| !Arc::ptr_eq(e, &c.proposed) && **e != c.proposed)
+                        .cloned(),
                     status: c.status,
                     output,
                     fault,

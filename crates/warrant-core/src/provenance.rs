@@ -703,7 +703,10 @@ pub fn label_for(
 ) -> Vec<ArgLabel> {
     let objective_lower = objective_text.lower.as_str();
     let objective = (rules >= 2).then_some(objective_text.normalised.as_str());
-    let mut labels = Vec::new();
+    // The labels live as long as the run's state: exactly one per leaf, no spare room.
+    let mut leaves = 0;
+    for_each_leaf(args, &mut |_| leaves += 1);
+    let mut labels = Vec::with_capacity(leaves);
     visit_leaves(args, &mut String::new(), &mut |pointer, leaf| {
         let top = pointer
             .trim_start_matches('/')

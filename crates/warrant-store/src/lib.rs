@@ -18,21 +18,96 @@ use warrant_core::event::{Event, EventKind};
 
 /// The answer to an append handed to a store's writer: an error if it could not be handed
 /// over (`sent` false) or the writer stopped before answering, else the writer's reply.
+#[cfg(feature = "postgres")]
 pub(crate) fn writer_reply<T: Send + 'static>(
     sent: bool,
     reply: tokio::sync::oneshot::Receiver<Result<T, warrant_core::store::StoreError>>,
 ) -> warrant_core::ports::BoxFuture<'static, Result<T, warrant_core::store::StoreError>> {
-    use warrant_core::store::StoreError;
     Box::pin(async move {
         if !sent {
-            return Err(StoreError::Io("the store writer has stopped".into()));
+            return Err(writer_stopped());
         }
-        reply.await.unwrap_or_else(|_| {
-            Err(StoreError::Io(
-                "the store writer stopped before committing".into(),
-            ))
-        })
+        reply.await.unwrap_or_else(|_| Err(writer_gone()))
     })
+}
+
+fn writer_stopped() -> warrant_core::store::StoreError {
+    warrant_core::store::StoreError::Io("the store writer has stopped".into())
+}
+
+fn writer_gone() -> warrant_core::store::StoreError {
+    warrant_core::store::StoreError::Io("the store writer stopped before committing".into())
+}
+
+/// A reply a writer thread has ready, to be handed to whoever waits for it.
+pub(crate) trait Deliver: Send {
+    /// Hands the reply over (wakes its waiter).
+    fn deliver(self);
+}
+
+/// Where a writer thread leaves a group commit's replies, so that the runs' thread wakes once
+/// per commit rather than once per reply: a wake sent from another thread costs a system call
+/// and, for a runtime that had gone idle, a context switch; a wake sent from the runtime's own
+/// thread only queues the task. The writer puts the replies here and rings once; the first
+/// waiter to hear it hands them all out from the runtime's thread ([`Outbox::reply`]).
+pub(crate) struct Outbox<R> {
+    ready: std::sync::Mutex<Vec<R>>,
+    bell: tokio::sync::Notify,
+}
+
+impl<R: Deliver> Outbox<R> {
+    pub(crate) fn new() -> Outbox<R> {
+        Outbox {
+            ready: std::sync::Mutex::new(Vec::new()),
+            bell: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Leaves a commit's replies and rings once. Without a waiter the ring is kept for the
+    /// next one; should the lock be poisoned, the replies are handed over from here.
+    pub(crate) fn post(&self, replies: impl IntoIterator<Item = R>) {
+        match self.ready.lock() {
+            Ok(mut ready) => ready.extend(replies),
+            Err(_) => {
+                replies.into_iter().for_each(Deliver::deliver);
+                return;
+            }
+        }
+        self.bell.notify_one();
+    }
+
+    fn hand_out(&self) {
+        let ready = match self.ready.lock() {
+            Ok(mut ready) => std::mem::take(&mut *ready),
+            Err(_) => return,
+        };
+        ready.into_iter().for_each(Deliver::deliver);
+    }
+
+    /// The answer to a request handed to the writer (`sent` false: it could not be), handing
+    /// out every reply waiting in the outbox whenever the bell rings before it comes.
+    pub(crate) fn reply<T: Send + 'static>(
+        self: &std::sync::Arc<Self>,
+        sent: bool,
+        mut reply: tokio::sync::oneshot::Receiver<Result<T, warrant_core::store::StoreError>>,
+    ) -> warrant_core::ports::BoxFuture<'static, Result<T, warrant_core::store::StoreError>>
+    where
+        R: 'static,
+    {
+        let outbox = self.clone();
+        Box::pin(async move {
+            if !sent {
+                return Err(writer_stopped());
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    answer = &mut reply => return answer.unwrap_or_else(|_| Err(writer_gone())),
+                    () = outbox.bell.notified() => outbox.hand_out(),
+                }
+            }
+        })
+    }
 }
 
 /// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
@@ -281,5 +356,79 @@ impl Followed {
             ))),
             Some(s) => Ok(!ended(s)),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+mod tests {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use tokio::sync::oneshot;
+    use warrant_core::store::StoreError;
+
+    use super::{Deliver, Outbox};
+
+    struct Answer(oneshot::Sender<Result<u32, StoreError>>, u32);
+
+    impl Deliver for Answer {
+        fn deliver(self) {
+            let _ = self.0.send(Ok(self.1));
+        }
+    }
+
+    /// Awaits `f`, failing (not hanging) if it never completes.
+    async fn within<T>(f: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(30), f)
+            .await
+            .expect("the reply never came")
+    }
+
+    #[tokio::test]
+    async fn replies_left_before_anyone_waits_reach_every_waiter() {
+        let outbox = Arc::new(Outbox::new());
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..3).map(|_| oneshot::channel()).unzip();
+        outbox.post(senders.into_iter().zip(10..).map(|(s, n)| Answer(s, n)));
+        for (receiver, n) in receivers.into_iter().zip(10..) {
+            assert_eq!(within(outbox.reply(true, receiver)).await.unwrap(), n);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_waiter_that_goes_away_after_the_bell_leaves_the_replies_to_the_others() {
+        let outbox = Arc::new(Outbox::new());
+        let (_a_sender, a_receiver) = oneshot::channel::<Result<u32, StoreError>>();
+        let (b_sender, b_receiver) = oneshot::channel();
+        let mut a = outbox.reply(true, a_receiver);
+        let mut b = outbox.reply(true, b_receiver);
+        let mut cx = Context::from_waker(Waker::noop());
+        // Both wait, `a` first: the bell wakes `a`.
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert!(b.as_mut().poll(&mut cx).is_pending());
+        outbox.post([Answer(b_sender, 7)]);
+        drop(a);
+        assert_eq!(within(b).await.unwrap(), 7);
+    }
+
+    #[tokio::test]
+    async fn a_request_never_handed_over_or_never_answered_is_an_error() {
+        let outbox: Arc<Outbox<Answer>> = Arc::new(Outbox::new());
+        let (_sender, receiver) = oneshot::channel::<Result<u32, StoreError>>();
+        let not_sent = within(outbox.reply(false, receiver)).await;
+        assert!(matches!(not_sent, Err(StoreError::Io(m)) if m.contains("has stopped")));
+        let (sender, receiver) = oneshot::channel::<Result<u32, StoreError>>();
+        drop(sender);
+        let dropped = within(outbox.reply(true, receiver)).await;
+        assert!(matches!(dropped, Err(StoreError::Io(m)) if m.contains("before committing")));
+        // Nothing is pending: the first poll after the posting hands everything out.
+        let (sender, receiver) = oneshot::channel();
+        let mut waiting = outbox.reply(true, receiver);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        outbox.post([Answer(sender, 1)]);
+        assert!(matches!(waiting.as_mut().poll(&mut cx), Poll::Ready(Ok(1))));
     }
 }

@@ -113,10 +113,37 @@ enum Job {
     },
 }
 
+/// A reply of the writer thread, left in the store's outbox. An append's reply carries its
+/// request back, so that its events are freed on the thread that allocated them (cheaper for
+/// the allocator than a free from another thread).
+#[expect(
+    clippy::large_enum_variant,
+    reason = "replies live in one vector per commit; boxing the request would allocate per append"
+)]
+enum Reply {
+    Append(Request, Result<(), StoreError>),
+    Claim(
+        oneshot::Sender<Result<Claim, StoreError>>,
+        Result<Claim, StoreError>,
+    ),
+}
+
+impl crate::Deliver for Reply {
+    fn deliver(self) {
+        // A waiter that went away no longer needs its answer.
+        match self {
+            Reply::Append(request, answer) => drop(request.reply.send(answer)),
+            Reply::Claim(to, answer) => drop(to.send(answer)),
+        }
+    }
+}
+
 /// The SQLite store.
 pub struct SqliteStore {
     inner: Arc<Inner>,
     writer: Mutex<Option<mpsc::Sender<Job>>>,
+    /// Where the writer leaves its replies, one wake per group commit.
+    outbox: Arc<crate::Outbox<Reply>>,
     /// What the writer tells this store's followers; `None` when open read-only.
     taps: Option<Arc<Taps>>,
 }
@@ -385,9 +412,11 @@ impl SqliteStore {
         });
         let (tx, rx) = mpsc::channel::<Job>();
         let writer_taps = taps.clone();
+        let outbox = Arc::new(crate::Outbox::new());
+        let writer_outbox = outbox.clone();
         thread::Builder::new()
             .name("warrant-store-writer".into())
-            .spawn(move || writer_loop(writer_conn, rx, &writer_taps))
+            .spawn(move || writer_loop(writer_conn, rx, &writer_taps, &writer_outbox))
             .map_err(|e| StoreError::Io(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -399,6 +428,7 @@ impl SqliteStore {
                 read_only: false,
             }),
             writer: Mutex::new(Some(tx)),
+            outbox,
             taps: Some(taps),
         })
     }
@@ -425,6 +455,7 @@ impl SqliteStore {
                 read_only: true,
             }),
             writer: Mutex::new(None),
+            outbox: Arc::new(crate::Outbox::new()),
             taps: None,
         })
     }
@@ -695,7 +726,12 @@ impl Sequences {
 /// hands the committed events to this store's followers. While idle and followed, it looks
 /// every `FOLLOW_POLL_MS` whether another connection committed. If the thread ends, pending and
 /// later appends fail with an error (their reply channel closes): no append is lost silently.
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Job>, taps: &Taps) {
+fn writer_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Job>,
+    taps: &Taps,
+    outbox: &crate::Outbox<Reply>,
+) {
     let mut known = Sequences::default();
     let idle = std::time::Duration::from_millis(FOLLOW_POLL_MS);
     loop {
@@ -732,21 +768,25 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Job>, taps: &Taps) {
                     taps.foreign_commit();
                 }
                 taps.hand_over(&batch, &per_request);
-                for (req, result) in batch.into_iter().zip(per_request) {
-                    let _ = req.reply.send(result.map(|_| ()));
-                }
-                for ((_, _, reply), result) in claims.into_iter().zip(claimed) {
-                    let _ = reply.send(result);
-                }
+                let appended = batch
+                    .into_iter()
+                    .zip(per_request)
+                    .map(|(req, result)| Reply::Append(req, result.map(|_| ())));
+                let claimed = claims
+                    .into_iter()
+                    .zip(claimed)
+                    .map(|((_, _, reply), result)| Reply::Claim(reply, result));
+                outbox.post(appended.chain(claimed));
             }
             Err(e) => {
                 known = Sequences::default();
-                for req in batch {
-                    let _ = req.reply.send(Err(e.clone()));
-                }
-                for (_, _, reply) in claims {
-                    let _ = reply.send(Err(e.clone()));
-                }
+                let appended = batch
+                    .into_iter()
+                    .map(|req| Reply::Append(req, Err(e.clone())));
+                let claimed = claims
+                    .into_iter()
+                    .map(|(_, _, reply)| Reply::Claim(reply, Err(e.clone())));
+                outbox.post(appended.chain(claimed));
             }
         }
     }
@@ -1296,7 +1336,7 @@ impl EventStore for SqliteStore {
             driver: driver.cloned(),
             reply,
         };
-        crate::writer_reply(self.send(Job::Append(request)), done)
+        self.outbox.reply(self.send(Job::Append(request)), done)
     }
 
     fn read(
@@ -1404,7 +1444,7 @@ impl EventStore for SqliteStore {
             driver: driver.clone(),
             reply,
         };
-        crate::writer_reply(self.send(job), answer)
+        self.outbox.reply(self.send(job), answer)
     }
 
     fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
