@@ -259,6 +259,12 @@ fn settle(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// WAL pages between automatic checkpoints (about 40 MB of 4 KiB pages).
+const WAL_CHECKPOINT_PAGES: i64 = 10_000;
+
+/// How large a WAL file is left after a checkpoint.
+const WAL_KEEP_BYTES: i64 = 64 * 1024 * 1024;
+
 fn open_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)
         .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
@@ -270,6 +276,14 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, St
         Durability::ProcessCrash => "NORMAL",
     };
     conn.pragma_update(None, "synchronous", sync).map_err(io)?;
+    // The WAL is copied back into the file every `WAL_CHECKPOINT_PAGES` pages rather than
+    // SQLite's 1,000: a page written again and again between two checkpoints (an index leaf,
+    // a run's row) is copied back once, and a commit seldom pays for a checkpoint. The WAL is
+    // truncated back to `WAL_KEEP_BYTES` after a checkpoint if it grew past it.
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
+        .map_err(io)?;
+    conn.pragma_update(None, "journal_size_limit", WAL_KEEP_BYTES)
+        .map_err(io)?;
     Ok(conn)
 }
 
