@@ -335,6 +335,8 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     let deadline = began + Duration::from_secs(900);
     let (mut killed, mut stopped, mut restarted, mut doubled) = (0, None, false, 0);
     let mut stalled_name = String::new();
+    // The runs the stalled worker was driving when it was stopped.
+    let mut stalled_held: HashSet<String> = HashSet::new();
     let mut reconciled = 0;
     let mut held_at_death: Vec<(Instant, HashSet<String>, String)> = Vec::new();
     let mut delays: Vec<Duration> = Vec::new();
@@ -402,22 +404,56 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
             };
             // Slot 2's worker is never given a fault nor killed: it is the one stalled.
             if let Some(slot) = Some(2).filter(|i| holding(&fleet.slots[*i].name) >= 1) {
-                stalled_name = fleet.slots[slot].name.clone();
+                let name = fleet.slots[slot].name.clone();
                 fleet.signal(slot, nix::sys::signal::Signal::SIGSTOP);
-                stopped = Some((slot, Instant::now(), false));
+                // What it holds once stopped (its commits in flight landed): runs it was
+                // driving, to which it appends again when let go on.
+                std::thread::sleep(Duration::from_millis(500));
+                let now = rt.block_on(store.runs(RunQuery::default())).unwrap().runs;
+                stalled_held = now
+                    .iter()
+                    .filter(|r| {
+                        r.status == "running"
+                            && r.holder
+                                .as_deref()
+                                .is_some_and(|h| h.ends_with(&format!("({name})")))
+                    })
+                    .map(|r| r.run_id.0.clone())
+                    .collect();
+                if stalled_held.is_empty() {
+                    // It had just finished what it held: let it go on and try again later.
+                    fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);
+                } else {
+                    stalled_name = name;
+                    stopped = Some((slot, Instant::now(), None));
+                }
             }
         }
-        if let Some((slot, at, false)) = stopped
-            && at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 3_000)
+        // It is let go on once another worker has taken over a run it was driving (its lease
+        // lapsed), so that its next append for that run must meet the fence; if none is
+        // taken over within a minute it is let go on anyway (and the check below says so).
+        if let Some((slot, at, None)) = stopped
+            && at.elapsed() > Duration::from_millis(LEASE_TTL_MS)
         {
-            fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);
-            stopped = Some((slot, at, true));
+            // Stopped, it cannot have moved them on itself: one no longer held by it (held
+            // by another, or already ended) was taken over.
+            let taken_over = all.iter().any(|r| {
+                stalled_held.contains(&r.run_id.0)
+                    && !r
+                        .holder
+                        .as_deref()
+                        .is_some_and(|h| h.ends_with(&format!("({stalled_name})")))
+            });
+            if taken_over || at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 60_000) {
+                fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);
+                stopped = Some((slot, at, Some(Instant::now())));
+            }
         }
         // Once the stalled worker has come back (and been refused), the second half is
         // queued, and the database crashes while it runs.
         if !second_half_queued
-            && let Some((_, at, true)) = stopped
-            && at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 6_000)
+            && let Some((_, _, Some(continued))) = stopped
+            && continued.elapsed() > Duration::from_millis(3_000)
         {
             queue(runs - first_half);
             second_half_queued = true;
@@ -473,7 +509,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
                 let _ = (a.wait(), b.wait());
             }
         }
-        if ended == runs && matches!(stopped, Some((_, _, true))) && restarted && killed >= 2 {
+        if ended == runs && matches!(stopped, Some((_, _, Some(_)))) && restarted && killed >= 2 {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
