@@ -171,6 +171,8 @@ pub struct CallRecord {
     pub started_at_ms: u64,
     /// When it ended.
     pub finished_at_ms: Option<u64>,
+    /// What projections show of it, made once it has finished (when nothing it shows changes).
+    pub(crate) view: std::sync::OnceLock<Arc<crate::projection::CallView>>,
 }
 
 /// A carried value.
@@ -937,6 +939,7 @@ impl RunState {
                     fault: None,
                     started_at_ms: e.at_ms,
                     finished_at_ms: None,
+                    view: std::sync::OnceLock::new(),
                 });
                 self.recent.push_back(*call);
                 if self.recent.len() > RECENT_CALLS_MAX {

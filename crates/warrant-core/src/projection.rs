@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event::{ActionRecord, CallStatus, Fault};
-use crate::fold::RunState;
+use crate::fold::{CallRecord, RunState};
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::spec::Spec;
 
@@ -36,8 +36,9 @@ pub struct Projection {
     pub actions: Arc<[ActionRecord]>,
     /// Carried values with their lineage.
     pub carried: Vec<CarriedView>,
-    /// The most recent calls of this step, oldest first.
-    pub recent: Vec<CallView>,
+    /// The most recent calls of this step, oldest first. A finished call's view is made once
+    /// and shared by every projection that shows it.
+    pub recent: Vec<Arc<CallView>>,
     /// Decisions left in the run and in the step.
     pub decisions_left: u32,
     /// Decisions left in the step.
@@ -176,44 +177,10 @@ impl Projection {
             .recent
             .iter()
             .filter_map(|id| state.call(*id))
-            .map(|c| {
-                // A quarantined tool's result is shown only as its typed fields, and the
-                // provider's own words in an error not at all.
-                let quarantine = spec
-                    .steps
-                    .get(c.step)
-                    .and_then(|s| s.quarantine.get(&c.tool));
-                let (output, fault) = match quarantine {
-                    None => (c.output.clone(), c.fault.clone()),
-                    Some(fields) => (
-                        c.output.as_ref().map(|o| {
-                            Arc::new(Value::Object(
-                                fields.iter().map(|(k, x)| (k.clone(), x.from(o))).collect(),
-                            ))
-                        }),
-                        c.fault.as_ref().map(|f| Fault {
-                            message: "the provider answered with an error (its words are \
-                                      quarantined)"
-                                .into(),
-                            ..f.clone()
-                        }),
-                    ),
-                };
-                CallView {
-                    call: c.id,
-                    tool: c.tool.clone(),
-                    proposed: c.proposed.clone(),
-                    // The same `Arc` is the same arguments: no need to compare them.
-                    executed: c
-                        .executed
-                        .as_ref()
-                        .filter(|e| !Arc::ptr_eq(e, &c.proposed) && **e != c.proposed)
-                        .cloned(),
-                    status: c.status,
-                    output,
-                    fault,
-                    quarantined: quarantine.is_some(),
-                }
+            .map(|c| match c.status {
+                // What a view shows of a call does not change once it has finished.
+                Some(_) => c.view.get_or_init(|| Arc::new(view_of(c, &spec))).clone(),
+                None => Arc::new(view_of(c, &spec)),
             })
             .collect();
         // Arguments the step binds to carried values are Warrant's to fill (and check): the
@@ -257,7 +224,7 @@ impl Projection {
 
     /// The last call of this step, if any.
     pub fn last_call(&self) -> Option<&CallView> {
-        self.recent.last()
+        self.recent.last().map(Arc::as_ref)
     }
 }
 
@@ -286,4 +253,45 @@ pub fn handle_in(actions: &[ActionRecord], decision: u32, tool: &str) -> Option<
         .position(|a| a.name == tool)
         .and_then(|i| u16::try_from(i).ok())
         .map(|action| HandleId { decision, action })
+}
+
+/// What a projection shows of call `c`.
+fn view_of(c: &CallRecord, spec: &Spec) -> CallView {
+    // A quarantined tool's result is shown only as its typed fields, and the
+    // provider's own words in an error not at all.
+    let quarantine = spec
+        .steps
+        .get(c.step)
+        .and_then(|s| s.quarantine.get(&c.tool));
+    let (output, fault) = match quarantine {
+        None => (c.output.clone(), c.fault.clone()),
+        Some(fields) => (
+            c.output.as_ref().map(|o| {
+                Arc::new(Value::Object(
+                    fields.iter().map(|(k, x)| (k.clone(), x.from(o))).collect(),
+                ))
+            }),
+            c.fault.as_ref().map(|f| Fault {
+                message: "the provider answered with an error (its words are \
+                              quarantined)"
+                    .into(),
+                ..f.clone()
+            }),
+        ),
+    };
+    CallView {
+        call: c.id,
+        tool: c.tool.clone(),
+        proposed: c.proposed.clone(),
+        // The same `Arc` is the same arguments: no need to compare them.
+        executed: c
+            .executed
+            .as_ref()
+            .filter(|e| !Arc::ptr_eq(e, &c.proposed) && **e != c.proposed)
+            .cloned(),
+        status: c.status,
+        output,
+        fault,
+        quarantined: quarantine.is_some(),
+    }
 }

@@ -309,3 +309,81 @@ fn nothing_may_follow_the_end_of_a_run() {
     let err = log.state.apply(&after).unwrap_err();
     assert!(err.message.contains("already finished"), "{err}");
 }
+
+/// A finished call's view is made once and shared by every projection that shows it (nothing
+/// it shows changes after); a call not yet finished is shown as it stands at each projection.
+#[test]
+fn a_finished_calls_view_is_made_once_and_an_unfinished_ones_at_each_projection() {
+    use warrant_core::projection::Projection;
+
+    let mut log = Log::new(SPEC);
+    log.start();
+    log.call(
+        CallStatus::ProviderError,
+        None,
+        Some(Fault::new(Code::ProviderError, Layer::Provider, "busy")),
+    );
+    let spec = Arc::new(log.state.spec().unwrap().clone());
+    let build = |state: &RunState| {
+        Projection::build(state, spec.clone(), 0, "v1".into(), Arc::from(vec![])).unwrap()
+    };
+    let (first, second) = (build(&log.state), build(&log.state));
+    assert!(Arc::ptr_eq(&first.recent[0], &second.recent[0]));
+    assert_eq!(first.recent[0].status, Some(CallStatus::ProviderError));
+    assert_eq!(first.recent[0].fault.as_ref().unwrap().message, "busy");
+
+    // A second call, dispatched and not finished.
+    log.decide(Decision::Call {
+        tool: "order_latte".into(),
+        handle: None,
+        args: Arc::new(json!({"size": "large"})),
+        claims: Vec::new(),
+    });
+    let call = log.state.next_call_id();
+    let args = Arc::new(json!({"size": "large"}));
+    log.push(EventKind::CallStarted {
+        call,
+        step: StepId("order".into()),
+        tool: "order_latte".into(),
+        handle: None,
+        args: args.clone(),
+        resend_of: None,
+    });
+    log.push(EventKind::CallDispatched {
+        call,
+        effect: Effect::Commit,
+        args: Arc::new(json!({"size": "large", "shots": 2})),
+        args_digest: "sha256:b".into(),
+        idempotency_key: format!("wk-r1-{call}"),
+        provenance: Vec::new(),
+        narrowed: Vec::new(),
+    });
+    let (in_flight, again) = (build(&log.state), build(&log.state));
+    assert!(!Arc::ptr_eq(&in_flight.recent[1], &again.recent[1]));
+    assert_eq!(in_flight.recent[1].status, None);
+    assert_eq!(
+        in_flight.recent[1].executed.as_deref(),
+        Some(&json!({"size": "large", "shots": 2}))
+    );
+    assert!(Arc::ptr_eq(&in_flight.recent[0], &first.recent[0]));
+
+    log.push(EventKind::CallFinished {
+        call,
+        status: CallStatus::Ok,
+        ruled_args_digest: None,
+        narrowed: Vec::new(),
+        narrowed_args: None,
+        output: Some(Arc::new(json!({"colour": "brown"}))),
+        fault: None,
+    });
+    let finished = build(&log.state);
+    assert_eq!(finished.recent[1].status, Some(CallStatus::Ok));
+    assert_eq!(
+        finished.recent[1].output.as_deref(),
+        Some(&json!({"colour": "brown"}))
+    );
+    assert!(Arc::ptr_eq(
+        &finished.recent[1],
+        &build(&log.state).recent[1]
+    ));
+}

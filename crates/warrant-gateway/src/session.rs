@@ -176,7 +176,11 @@ impl Decider for ClientDecider {
             let newest = projection.recent.last().map_or(0, |c| c.call.0);
             let pending = self.pending.lock().ok().and_then(|mut p| p.take());
             if let Some(p) = pending {
-                let view = projection.recent.iter().find(|c| c.call.0 > p.after);
+                let view = projection
+                    .recent
+                    .iter()
+                    .find(|c| c.call.0 > p.after)
+                    .map(std::sync::Arc::as_ref);
                 self.reply(p, reply::of_view(view));
             }
             loop {
