@@ -100,6 +100,9 @@ pub struct CarriedView {
 pub struct CallView {
     /// The call.
     pub call: CallId,
+    /// Index of its step in the spec.
+    #[serde(skip)]
+    pub step: usize,
     /// The tool.
     pub tool: String,
     /// The arguments the decider proposed.
@@ -124,8 +127,9 @@ impl Projection {
     /// The untrusted providers whose text this projection shows the decider: the outputs of
     /// its recent calls and the errors their providers wrote, and the carried values their
     /// outputs gave (a provider is untrusted unless the spec trusts it).
-    pub fn shows_untrusted(&self, state: &RunState) -> std::collections::BTreeSet<String> {
-        let shown = self
+    /// Sorted, each once.
+    pub fn shows_untrusted<'a>(&'a self, state: &'a RunState) -> Vec<&'a str> {
+        let recent = self
             .recent
             .iter()
             // Typed fields carry no instruction: a quarantined result does not taint.
@@ -136,20 +140,21 @@ impl Projection {
                         .as_ref()
                         .is_some_and(|f| f.layer == crate::event::Layer::Provider)
             })
-            .map(|c| c.call)
-            .chain(self.carried.iter().map(|c| c.call));
-        // Most calls are to one or two providers: each is judged, and copied, once.
-        let mut providers: Vec<&str> = shown
-            .filter_map(|id| state.call(id))
-            .map(|c| state.provider_of(c.step))
+            .map(|c| c.step);
+        let carried = self
+            .carried
+            .iter()
+            .filter_map(|c| state.call(c.call))
+            .map(|c| c.step);
+        // Most calls are to one or two providers: each is judged once.
+        let mut providers: Vec<&str> = recent
+            .chain(carried)
+            .map(|i| state.provider_of(i))
             .collect();
         providers.sort_unstable();
         providers.dedup();
+        providers.retain(|p| !p.is_empty() && !self.spec.trusts(p));
         providers
-            .into_iter()
-            .filter(|p| !p.is_empty() && !self.spec.trusts(p))
-            .map(str::to_owned)
-            .collect()
     }
 
     /// Builds the projection for the next decision of step `step_index`, showing `actions` of
@@ -281,6 +286,7 @@ fn view_of(c: &CallRecord, spec: &Spec) -> CallView {
     };
     CallView {
         call: c.id,
+        step: c.step,
         tool: c.tool.clone(),
         proposed: c.proposed.clone(),
         // The same `Arc` is the same arguments: no need to compare them.

@@ -113,13 +113,17 @@ impl Run<'_> {
         // The integrity of the decider's context (rules 2): every untrusted provider whose
         // text it has been shown in this run, this projection included.
         let tainted_by: Arc<[String]> = if self.state.provenance_rules() >= 2 {
-            let mut taint = projection.shows_untrusted(&self.state);
+            let shown = projection.shows_untrusted(&self.state);
             let before = self.state.context_taint();
-            if taint.iter().all(|t| before.contains(t)) {
+            if shown.iter().all(|t| before.iter().any(|b| b == t)) {
                 // Nothing new: the same taint, shared.
                 self.state.context_taint_shared()
             } else {
-                taint.extend(before.iter().cloned());
+                let taint: std::collections::BTreeSet<String> = before
+                    .iter()
+                    .cloned()
+                    .chain(shown.iter().map(|p| (*p).to_owned()))
+                    .collect();
                 taint.into_iter().collect()
             }
         } else {
