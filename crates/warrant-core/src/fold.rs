@@ -689,6 +689,13 @@ impl RunState {
             .and_then(|i| self.calls.get(i))
     }
 
+    /// A call no projection shows any more needs no view.
+    fn forget_view(&mut self, id: CallId) {
+        if let Some(c) = self.call_mut(id) {
+            c.view.take();
+        }
+    }
+
     fn call_mut(&mut self, id: CallId) -> Option<&mut CallRecord> {
         (id.0 as usize)
             .checked_sub(1)
@@ -795,7 +802,9 @@ impl RunState {
                 s.status = StepStatus::Running;
                 s.started_at_ms = Some(e.at_ms);
                 self.current = Some(i);
-                self.recent.clear();
+                while let Some(shown) = self.recent.pop_front() {
+                    self.forget_view(shown);
+                }
             }
             EventKind::Observed {
                 provider,
@@ -942,8 +951,10 @@ impl RunState {
                     view: std::sync::OnceLock::new(),
                 });
                 self.recent.push_back(*call);
-                if self.recent.len() > RECENT_CALLS_MAX {
-                    self.recent.pop_front();
+                if self.recent.len() > RECENT_CALLS_MAX
+                    && let Some(shown) = self.recent.pop_front()
+                {
+                    self.forget_view(shown);
                 }
             }
             EventKind::CallDispatched {
@@ -1244,6 +1255,12 @@ impl RunState {
                 s.status = StepStatus::Finished(end.clone());
                 s.finished_at_ms = Some(e.at_ms);
                 self.current = None;
+                // No decision of this step is left to show its calls to.
+                for i in 0..self.recent.len() {
+                    if let Some(&shown) = self.recent.get(i) {
+                        self.forget_view(shown);
+                    }
+                }
             }
             EventKind::StepSkipped {
                 step,
