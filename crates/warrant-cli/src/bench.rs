@@ -187,7 +187,7 @@ fn spawned<T: Send + 'static>(
 
 /// CPU time (user + system) of this process (`RUSAGE_SELF`) or of the calling thread
 /// (`RUSAGE_THREAD`) so far, in nanoseconds.
-fn cpu_ns(who: nix::sys::resource::UsageWho) -> u64 {
+fn cpu_ns(who: UsageWho) -> u64 {
     use nix::sys::resource::getrusage;
     let Ok(usage) = getrusage(who) else {
         return 0;

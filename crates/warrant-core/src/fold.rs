@@ -696,6 +696,15 @@ impl RunState {
         }
     }
 
+    /// No decision is left to show the recent calls to (their step ended, or another began).
+    fn forget_recent_views(&mut self) {
+        for i in 0..self.recent.len() {
+            if let Some(&shown) = self.recent.get(i) {
+                self.forget_view(shown);
+            }
+        }
+    }
+
     fn call_mut(&mut self, id: CallId) -> Option<&mut CallRecord> {
         (id.0 as usize)
             .checked_sub(1)
@@ -802,9 +811,8 @@ impl RunState {
                 s.status = StepStatus::Running;
                 s.started_at_ms = Some(e.at_ms);
                 self.current = Some(i);
-                while let Some(shown) = self.recent.pop_front() {
-                    self.forget_view(shown);
-                }
+                self.forget_recent_views();
+                self.recent.clear();
             }
             EventKind::Observed {
                 provider,
@@ -1255,12 +1263,7 @@ impl RunState {
                 s.status = StepStatus::Finished(end.clone());
                 s.finished_at_ms = Some(e.at_ms);
                 self.current = None;
-                // No decision of this step is left to show its calls to.
-                for i in 0..self.recent.len() {
-                    if let Some(&shown) = self.recent.get(i) {
-                        self.forget_view(shown);
-                    }
-                }
+                self.forget_recent_views();
             }
             EventKind::StepSkipped {
                 step,

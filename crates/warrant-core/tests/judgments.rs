@@ -120,10 +120,21 @@ impl Log {
 
     /// A call of `order_latte` that ends `status` with `output` / `fault`.
     fn call(&mut self, status: CallStatus, output: Option<Value>, fault: Option<Fault>) {
+        let args = json!({"size": "medium"});
+        let call = self.start_call(args.clone());
+        if matches!(status, CallStatus::Ok | CallStatus::ProviderError) {
+            self.dispatch(call, args);
+        }
+        self.finish(call, status, output, fault);
+    }
+
+    /// The decider proposes `order_latte` with `args` and the call starts.
+    fn start_call(&mut self, args: Value) -> CallId {
+        let args = Arc::new(args);
         self.decide(Decision::Call {
             tool: "order_latte".into(),
             handle: None,
-            args: Arc::new(json!({"size": "medium"})),
+            args: args.clone(),
             claims: Vec::new(),
         });
         let call = self.state.next_call_id();
@@ -136,20 +147,32 @@ impl Log {
                 decision,
                 action: 0,
             }),
-            args: Arc::new(json!({"size": "medium"})),
+            args,
             resend_of: None,
         });
-        if matches!(status, CallStatus::Ok | CallStatus::ProviderError) {
-            self.push(EventKind::CallDispatched {
-                call,
-                effect: Effect::Commit,
-                args: Arc::new(json!({"size": "medium"})),
-                args_digest: "sha256:a".into(),
-                idempotency_key: format!("wk-r1-{call}"),
-                provenance: Vec::new(),
-                narrowed: Vec::new(),
-            });
-        }
+        call
+    }
+
+    /// The call's intent, to execute with `args`.
+    fn dispatch(&mut self, call: CallId, args: Value) {
+        self.push(EventKind::CallDispatched {
+            call,
+            effect: Effect::Commit,
+            args: Arc::new(args),
+            args_digest: "sha256:a".into(),
+            idempotency_key: format!("wk-r1-{call}"),
+            provenance: Vec::new(),
+            narrowed: Vec::new(),
+        });
+    }
+
+    fn finish(
+        &mut self,
+        call: CallId,
+        status: CallStatus,
+        output: Option<Value>,
+        fault: Option<Fault>,
+    ) {
         self.push(EventKind::CallFinished {
             call,
             status,
@@ -333,31 +356,8 @@ fn a_finished_calls_view_is_made_once_and_an_unfinished_ones_at_each_projection(
     assert_eq!(first.recent[0].fault.as_ref().unwrap().message, "busy");
 
     // A second call, dispatched and not finished.
-    log.decide(Decision::Call {
-        tool: "order_latte".into(),
-        handle: None,
-        args: Arc::new(json!({"size": "large"})),
-        claims: Vec::new(),
-    });
-    let call = log.state.next_call_id();
-    let args = Arc::new(json!({"size": "large"}));
-    log.push(EventKind::CallStarted {
-        call,
-        step: StepId("order".into()),
-        tool: "order_latte".into(),
-        handle: None,
-        args: args.clone(),
-        resend_of: None,
-    });
-    log.push(EventKind::CallDispatched {
-        call,
-        effect: Effect::Commit,
-        args: Arc::new(json!({"size": "large", "shots": 2})),
-        args_digest: "sha256:b".into(),
-        idempotency_key: format!("wk-r1-{call}"),
-        provenance: Vec::new(),
-        narrowed: Vec::new(),
-    });
+    let call = log.start_call(json!({"size": "large"}));
+    log.dispatch(call, json!({"size": "large", "shots": 2}));
     let (in_flight, again) = (build(&log.state), build(&log.state));
     assert!(!Arc::ptr_eq(&in_flight.recent[1], &again.recent[1]));
     assert_eq!(in_flight.recent[1].status, None);
@@ -367,15 +367,7 @@ fn a_finished_calls_view_is_made_once_and_an_unfinished_ones_at_each_projection(
     );
     assert!(Arc::ptr_eq(&in_flight.recent[0], &first.recent[0]));
 
-    log.push(EventKind::CallFinished {
-        call,
-        status: CallStatus::Ok,
-        ruled_args_digest: None,
-        narrowed: Vec::new(),
-        narrowed_args: None,
-        output: Some(Arc::new(json!({"colour": "brown"}))),
-        fault: None,
-    });
+    log.finish(call, CallStatus::Ok, Some(json!({"colour": "brown"})), None);
     let finished = build(&log.state);
     assert_eq!(finished.recent[1].status, Some(CallStatus::Ok));
     assert_eq!(

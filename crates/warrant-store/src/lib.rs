@@ -64,24 +64,23 @@ impl<R: Deliver> Outbox<R> {
     }
 
     /// Leaves a commit's replies and rings once. Without a waiter the ring is kept for the
-    /// next one; should the lock be poisoned, the replies are handed over from here.
+    /// next one.
     pub(crate) fn post(&self, replies: impl IntoIterator<Item = R>) {
-        match self.ready.lock() {
-            Ok(mut ready) => ready.extend(replies),
-            Err(_) => {
-                replies.into_iter().for_each(Deliver::deliver);
-                return;
-            }
-        }
+        self.ready().extend(replies);
         self.bell.notify_one();
     }
 
     fn hand_out(&self) {
-        let ready = match self.ready.lock() {
-            Ok(mut ready) => std::mem::take(&mut *ready),
-            Err(_) => return,
-        };
+        let ready = std::mem::take(&mut *self.ready());
         ready.into_iter().for_each(Deliver::deliver);
+    }
+
+    /// The replies waiting. A vector of replies is whole whatever panicked while it was held,
+    /// so a poisoned lock is taken as it is: no reply is ever left behind.
+    fn ready(&self) -> std::sync::MutexGuard<'_, Vec<R>> {
+        self.ready
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The answer to a request handed to the writer (`sent` false: it could not be), handing
