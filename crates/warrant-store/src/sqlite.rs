@@ -489,6 +489,17 @@ impl SqliteStore {
         &self,
         read: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, StoreError>> {
+        self.reading_unless(|_| None, read)
+    }
+
+    /// As `reading`, unless `answered` (asked once this read's turn at the reader has come)
+    /// already has the answer: reads queued behind one that fetched what they want cost no
+    /// query and no trip through the blocking pool.
+    fn reading_unless<T: Send + 'static>(
+        &self,
+        answered: impl FnOnce(&Inner) -> Option<T> + Send + 'static,
+        read: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
             let _turn = inner
@@ -496,6 +507,9 @@ impl SqliteStore {
                 .acquire()
                 .await
                 .map_err(|e| StoreError::Io(format!("the store's reader closed: {e}")))?;
+            if let Some(answer) = answered(&inner) {
+                return Ok(answer);
+            }
             let reading = inner.clone();
             tokio::task::spawn_blocking(move || read(&reading))
                 .await
@@ -690,6 +704,8 @@ const CANCEL_POLL_MS: u128 = 100;
 struct CancelSnapshot {
     read_at: Option<std::time::Instant>,
     requests: HashMap<RunId, CancelRequest>,
+    /// How many times the table was read.
+    reads: u64,
 }
 
 /// What the writer remembers of the runs it committed to, valid while no other connection
@@ -1419,7 +1435,22 @@ impl EventStore for SqliteStore {
             return Box::pin(std::future::ready(Ok(snap.requests.get(run).cloned())));
         }
         let run = run.clone();
-        self.reading(move |inner| {
+        let asked = now;
+        let looked = run.clone();
+        // A table read begun after this question was asked answers it (a thousand runs finding
+        // the snapshot stale at once cost one or two queries, not one each).
+        let answered = move |inner: &Inner| {
+            let snap = inner.cancels.lock().ok()?;
+            snap.read_at
+                .is_some_and(|t| t >= asked)
+                .then(|| snap.requests.get(&looked).cloned())
+        };
+        self.reading_unless(answered, move |inner| {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "rate-limits a poll; never recorded"
+            )]
+            let began = std::time::Instant::now();
             let requests = {
                 let conn = inner.reader()?;
                 let mut stmt = conn
@@ -1442,7 +1473,8 @@ impl EventStore for SqliteStore {
             let found = requests.get(&run).cloned();
             if let Ok(mut snap) = inner.cancels.lock() {
                 snap.requests = requests;
-                snap.read_at = Some(now);
+                snap.read_at = Some(began);
+                snap.reads += 1;
             }
             Ok(found)
         })
@@ -1732,5 +1764,79 @@ impl Drop for SqliteStore {
         if let Ok(mut w) = self.writer.lock() {
             w.take();
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::disallowed_methods, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::contract::started;
+
+    /// Polls every future in turn on this task (the questions are all asked before any
+    /// answer comes back).
+    async fn join_all<T>(mut futures: Vec<BoxFuture<'_, T>>) -> Vec<T> {
+        let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
+                if o.is_none() {
+                    match f.as_mut().poll(cx) {
+                        std::task::Poll::Ready(v) => *o = Some(v),
+                        std::task::Poll::Pending => pending = true,
+                    }
+                }
+            }
+            if pending {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(())
+            }
+        })
+        .await;
+        out.into_iter().map(Option::unwrap).collect()
+    }
+
+    fn cancel_reads(store: &SqliteStore) -> u64 {
+        store.inner.cancels.lock().unwrap().reads
+    }
+
+    /// A thousand runs finding the cancellation snapshot stale at once cost one or two table
+    /// reads (a read begun after a question answers it), and each still gets a fresh answer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn runs_asking_at_once_share_a_cancellation_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("w.db"), Durability::Fsync).unwrap();
+        let runs: Vec<RunId> = (0..200).map(|i| RunId(format!("r{i}"))).collect();
+        for run in &runs {
+            store
+                .append(run, 0, vec![started(&run.0)], None)
+                .await
+                .unwrap();
+        }
+        let ask_all = || join_all(runs.iter().map(|r| store.cancel_request(r)).collect());
+        let answers = ask_all().await;
+        assert!(answers.iter().all(|a| matches!(a, Ok(None))));
+        let first = cancel_reads(&store);
+        assert!((1..=2).contains(&first), "{first} reads");
+
+        let ask = CancelRequest {
+            by: "alice".into(),
+            reason: "stop".into(),
+            close: false,
+        };
+        store.request_cancel(&runs[7], ask.clone()).await.unwrap();
+        // Once the snapshot is stale, every answer comes from a read begun after it was asked.
+        tokio::time::sleep(std::time::Duration::from_millis(
+            u64::try_from(CANCEL_POLL_MS).unwrap() + 20,
+        ))
+        .await;
+        let answers = ask_all().await;
+        for (run, answer) in runs.iter().zip(answers) {
+            let want = (run == &runs[7]).then(|| ask.clone());
+            assert_eq!(answer.unwrap(), want, "{run}");
+        }
+        let second = cancel_reads(&store) - first;
+        assert!((1..=2).contains(&second), "{second} reads");
     }
 }
