@@ -1768,7 +1768,12 @@ impl Drop for SqliteStore {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::disallowed_methods, reason = "tests")]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
 mod tests {
     use super::*;
     use crate::contract::started;
