@@ -130,7 +130,7 @@ pub struct RunResult {
     /// The calls in doubt the run waits on: reconcile them, then resume.
     pub waiting_on: Vec<CallId>,
     /// Its state, folded from its log.
-    pub state: RunState,
+    pub state: Box<RunState>,
 }
 
 /// Runs specs. Cheap to share: every part is behind an `Arc`.
@@ -566,7 +566,7 @@ impl Engine {
                 run_id: run_id.clone(),
                 outcome: state.outcome().cloned(),
                 waiting_on: Vec::new(),
-                state,
+                state: Box::new(state),
             });
         }
         if let Some(link) = state.parent() {

@@ -1065,14 +1065,18 @@ fn commit_batch(
                     }
                 }
             }
-            known.runs.insert(
-                req.run.clone(),
-                Known {
-                    seq: new_last,
-                    epoch,
-                    beat,
-                },
-            );
+            let now_known = Known {
+                seq: new_last,
+                epoch,
+                beat,
+            };
+            // Updated in place: a run the writer knows costs no copy of its id per append.
+            match known.runs.get_mut(&req.run) {
+                Some(k) => *k = now_known,
+                None => {
+                    known.runs.insert(req.run.clone(), now_known);
+                }
+            }
             results.push(Ok(positions));
         }
         known.next_position = Some(next_position);

@@ -45,7 +45,7 @@ impl Run<'_> {
         proposed: ProposedCall,
         resend_of: Option<CallId>,
     ) -> Result<(), EngineError> {
-        let (_, surface) = self.surface_of(proposed.step)?;
+        let surface = self.surface_of(proposed.step)?;
         let step = step_of(&self.spec, proposed.step)?.id.clone();
         let call = self.state.next_call_id();
         let started_at = self.stage(EventKind::CallStarted {

@@ -27,8 +27,6 @@ impl Run<'_> {
         i: usize,
         surface: &Arc<dyn warrant_core::ports::Surface>,
     ) -> Result<Option<Observation>, EngineError> {
-        let step = step_of(&self.spec, i)?;
-        let (step_id, provider) = (step.id.clone(), step.provider.clone());
         let observed = match self.bounded_durably(Bound::Call, surface.observe()).await? {
             Ok(answer) => answer,
             Err(Cut::Cancelled(c)) => {
@@ -40,6 +38,8 @@ impl Run<'_> {
         let observation = match observed {
             Ok(o) => o,
             Err(e) => {
+                let step = step_of(&self.spec, i)?;
+                let (step_id, provider) = (step.id.clone(), step.provider.clone());
                 let fault = observe_fault(&provider, &e);
                 let deadline = fault.code == Code::Deadline.as_str();
                 self.stage(EventKind::ObserveFailed {
@@ -58,12 +58,14 @@ impl Run<'_> {
                 return Ok(None);
             }
         };
+        let step = step_of(&self.spec, i)?;
         let changed = self
             .state
             .observations()
-            .get(&provider)
+            .get(&step.provider)
             .is_none_or(|o| o.version != observation.version);
         if changed {
+            let (step_id, provider) = (step.id.clone(), step.provider.clone());
             self.stage(EventKind::Observed {
                 step: step_id,
                 provider,
@@ -80,7 +82,7 @@ impl Run<'_> {
             return Ok(());
         }
         let step_id = step_of(&self.spec, i)?.id.clone();
-        let (_, surface) = self.surface_of(i)?;
+        let surface = self.surface_of(i)?;
         // A read's result is committed with the decision made from it (a read is safe to
         // repeat: lost in a crash, it is sent again); anything else, and anything a decider
         // tells outside, is durable first.

@@ -236,17 +236,12 @@ impl<'a> Run<'a> {
     }
 
     /// The provider of step `i` and its surface.
-    fn surface_of(
-        &self,
-        i: usize,
-    ) -> Result<(String, Arc<dyn warrant_core::ports::Surface>), EngineError> {
-        let provider = step_of(&self.spec, i)?.provider.clone();
-        let surface = self
-            .surfaces
-            .get(&provider)
+    fn surface_of(&self, i: usize) -> Result<Arc<dyn warrant_core::ports::Surface>, EngineError> {
+        let provider = &step_of(&self.spec, i)?.provider;
+        self.surfaces
+            .get(provider)
             .cloned()
-            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))?;
-        Ok((provider, surface))
+            .ok_or_else(|| EngineError::MissingSurface(provider.clone()))
     }
 
     /// The run's result as it stands.
@@ -261,7 +256,7 @@ impl<'a> Run<'a> {
                 .filter(|c| c.in_doubt || (c.status.is_none() && c.awaiting.is_some()))
                 .map(|c| c.id)
                 .collect(),
-            state: std::mem::take(&mut self.state),
+            state: Box::new(std::mem::take(&mut self.state)),
         }
     }
 

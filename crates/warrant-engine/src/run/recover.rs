@@ -10,7 +10,8 @@ impl Run<'_> {
             return Ok(None);
         };
         let i = record.step;
-        let (provider, surface) = self.surface_of(i)?;
+        let surface = self.surface_of(i)?;
+        let provider = step_of(&self.spec, i)?.provider.clone();
         let version = (record.decision as usize)
             .checked_sub(1)
             .and_then(|d| self.state.decision_log().get(d))
