@@ -170,7 +170,7 @@ impl Deciders {
                     .map_err(AppError::invalid)?;
                 let unknown: Vec<String> = script
                     .steps()
-                    .filter(|s| spec.steps.iter().all(|st| st.id.0 != *s))
+                    .filter(|s| spec.steps.iter().all(|st| &*st.id.0 != *s))
                     .map(|s| format!("`{s}`"))
                     .collect();
                 if !unknown.is_empty() {

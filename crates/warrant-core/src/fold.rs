@@ -645,7 +645,7 @@ impl RunState {
         let step = self.spec.as_ref()?.steps.get(i)?;
         step.grant
             .as_ref()
-            .or_else(|| self.planned.as_ref().and_then(|p| p.get(&step.id.0)))
+            .or_else(|| self.planned.as_ref().and_then(|p| p.get(&*step.id.0)))
     }
 
     /// [`RunState::grant_for`] the step with this id.

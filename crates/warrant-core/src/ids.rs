@@ -24,7 +24,7 @@ impl fmt::Display for RunId {
     Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(transparent)]
-pub struct StepId(pub String);
+pub struct StepId(pub std::sync::Arc<str>);
 
 impl fmt::Display for StepId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -485,7 +485,7 @@ impl RunReport {
                             step: spec
                                 .steps
                                 .get(i)
-                                .map_or_else(|| StepId(String::new()), |s| s.id.clone()),
+                                .map_or_else(|| StepId("".into()), |s| s.id.clone()),
                             outcome: c.outcome.clone(),
                             granted: c.granted.clone(),
                             spent: c.spent.clone(),
@@ -686,7 +686,7 @@ fn unsettled(state: &RunState) -> Vec<UnsettledReport> {
                 .as_ref()
                 .and_then(|s| s.steps.get(c.step))
                 .map(|s| s.id.clone())
-                .unwrap_or_else(|| StepId(String::new()));
+                .unwrap_or_else(|| StepId("".into()));
             UnsettledReport {
                 call: c.id,
                 step,

@@ -60,7 +60,7 @@ pub fn check_plan(
     grants: &std::collections::BTreeMap<String, Grant>,
 ) -> Result<(), String> {
     for (step, grant) in grants {
-        let Some(s) = spec.steps.iter().find(|s| s.id.0 == *step) else {
+        let Some(s) = spec.steps.iter().find(|s| *s.id.0 == **step) else {
             return Err(format!(
                 "the plan grants step `{step}`, which the spec does not have"
             ));

@@ -864,7 +864,7 @@ impl CarriedRef {
             return None;
         }
         Some(CarriedRef {
-            step: StepId(step.to_owned()),
+            step: StepId(step.into()),
             output: output.to_owned(),
         })
     }

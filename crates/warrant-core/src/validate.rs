@@ -331,7 +331,7 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         if step.tools.is_empty() && step.delegate.is_none() {
             issues.push((at("tools"), "a step needs at least one allowed tool".into()));
         }
-        if step.id.0 == INPUT_STEP {
+        if &*step.id.0 == INPUT_STEP {
             issues.push((
                 at("id"),
                 format!("`{INPUT_STEP}` names a run's inputs (`input.<name>`): choose another id"),
@@ -449,7 +449,7 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 ));
                 continue;
             };
-            if r.step.0 == INPUT_STEP {
+            if &*r.step.0 == INPUT_STEP {
                 if !spec.inputs.contains(&r.output) {
                     issues.push((
                         here,
@@ -553,7 +553,7 @@ fn delegation(
                         there,
                         format!("`{source}` is not a carried output (write `step.output`)"),
                     )),
-                    Some(r) if r.step.0 == INPUT_STEP => {
+                    Some(r) if &*r.step.0 == INPUT_STEP => {
                         if !spec.inputs.contains(&r.output) {
                             issues.push((
                                 there,

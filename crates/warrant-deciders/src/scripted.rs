@@ -209,7 +209,7 @@ impl Decider for ScriptedDecider {
         let result = match self
             .script
             .steps
-            .get(&projection.step.0)
+            .get(&*projection.step.0)
             .and_then(|d| d.get(index))
         {
             Some(decision) => Ok(Decided {

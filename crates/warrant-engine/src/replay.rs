@@ -621,7 +621,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     let provider_of_step = |step: &str| {
         spec.steps
             .iter()
-            .find(|s| s.id.0 == step)
+            .find(|s| &*s.id.0 == step)
             .map(|s| s.provider.clone())
             .unwrap_or_default()
     };

@@ -263,7 +263,7 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
         .get("check.nearest")
         .expect("returned");
     assert_eq!(carried.lineage.run.0, "run-1.1");
-    assert_eq!(carried.lineage.step.0, "drift");
+    assert_eq!(&*carried.lineage.step.0, "drift");
     assert_eq!(carried.lineage.tool, "check_design_drift");
     // The child names its parent; its input came with the parent's lineage.
     let child = events(&t.store, "run-1.1");
@@ -274,11 +274,11 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
         panic!("the child's log names its parent: {:?}", child[0].kind);
     };
     assert_eq!(link.run.0, "run-1");
-    assert_eq!(link.step.0, "check");
+    assert_eq!(&*link.step.0, "check");
     assert_eq!((link.depth, link.chain.len()), (1, 1));
     let given = &link.inputs["color"];
     assert_eq!(
-        (given.lineage.run.0.as_str(), given.lineage.step.0.as_str()),
+        (given.lineage.run.0.as_str(), &*given.lineage.step.0),
         ("run-1", "order")
     );
     assert_eq!(outcome(&t.store, "run-1.1"), Some(Outcome::Attained));
@@ -378,7 +378,7 @@ async fn a_failing_child_fails_the_step_on_orchestration_with_its_own_attributio
     let Some(Outcome::NotAttained { missing }) = &result.outcome else {
         panic!("not attained: {:?}", result.outcome);
     };
-    assert_eq!(missing[0].step.0, "work");
+    assert_eq!(&*missing[0].step.0, "work");
     assert_eq!(missing[0].fault.code, "child_not_attained");
     assert_eq!(missing[0].fault.layer, warrant_core::Layer::Orchestration);
     let inner = missing[0]

@@ -476,7 +476,7 @@ async fn an_input_bound_to_a_carried_value_is_not_asked_of_the_decider() {
     let w = run_with(CAFE_GALLERY, &watching, Arc::new(AllowAll)).await;
     assert_eq!(w.result.outcome, Some(Outcome::Attained));
     let seen = watching.seen.lock().unwrap();
-    let drift = seen.iter().find(|p| p.step.0 == "drift").unwrap();
+    let drift = seen.iter().find(|p| p.step.0.as_ref() == "drift").unwrap();
     let action = drift
         .actions
         .iter()

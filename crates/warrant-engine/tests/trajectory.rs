@@ -119,7 +119,7 @@ async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_
     let Some(Outcome::NotAttained { missing }) = &w.result.outcome else {
         panic!("{:?}", w.result.outcome)
     };
-    assert_eq!(missing[0].step.0, "order");
+    assert_eq!(&*missing[0].step.0, "order");
     assert_eq!(missing[0].requirement, "commit");
     assert_eq!(missing[0].fault.layer, Layer::Model);
     assert_eq!(missing[0].fault.code, "no_commit");
@@ -128,7 +128,7 @@ async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_
     // order.
     let rows: Vec<(&str, &str, Layer)> = missing
         .iter()
-        .map(|m| (m.step.0.as_str(), m.requirement.as_str(), m.fault.layer))
+        .map(|m| (&*m.step.0, m.requirement.as_str(), m.fault.layer))
         .collect();
     assert_eq!(
         rows,
@@ -142,7 +142,7 @@ async fn a_declined_required_commit_is_attributed_to_the_model_and_the_provider_
     assert!(
         !w.events
             .iter()
-            .any(|e| matches!(&e.kind, EventKind::StepStarted { step, .. } if step.0 == "drift"))
+            .any(|e| matches!(&e.kind, EventKind::StepStarted { step, .. } if &*step.0 == "drift"))
     );
 }
 
@@ -170,7 +170,7 @@ async fn a_step_whose_dependency_failed_never_runs() {
         .filter_map(|e| match &e.kind {
             EventKind::StepSkipped {
                 step, blocked_by, ..
-            } => Some((step.0.clone(), blocked_by.0.clone())),
+            } => Some((step.0.to_string(), blocked_by.0.to_string())),
             _ => None,
         })
         .collect();

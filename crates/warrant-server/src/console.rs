@@ -680,7 +680,7 @@ async fn report_page(
         for f in &report.failures {
             let at = match (&f.step, f.call) {
                 (Some(s), Some(c)) => format!("{} {c}", s.0),
-                (Some(s), None) => s.0.clone(),
+                (Some(s), None) => s.0.to_string(),
                 _ => String::new(),
             };
             let _ = write!(

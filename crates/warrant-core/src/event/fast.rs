@@ -355,7 +355,7 @@ mod tests {
             ),
         ] {
             same_as_serde(EventKind::Decided {
-                step: StepId(odd.clone()),
+                step: StepId(odd.as_str().into()),
                 decision_no: 4_000_000_000,
                 version: odd.clone(),
                 decision: Decision::Call {

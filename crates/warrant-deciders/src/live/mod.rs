@@ -274,7 +274,7 @@ impl LiveDecider {
     /// The next call of an earlier answer, when this decision is the one it waits for.
     fn next_queued(&self, p: &Projection) -> Option<Decided> {
         let mut queued = self.queued.lock().ok()?;
-        let key = (p.run_id.0.clone(), p.step.0.clone());
+        let key = (p.run_id.0.clone(), p.step.0.to_string());
         let q = queued.get_mut(&key)?;
         if q.next_decision != p.decision_no {
             queued.remove(&key);
@@ -381,7 +381,7 @@ impl LiveDecider {
             && let Ok(mut queued) = self.queued.lock()
         {
             queued.insert(
-                (run, p.step.0.clone()),
+                (run, p.step.0.to_string()),
                 Queued {
                     next_decision: p.decision_no + 1,
                     from: (p.decision_no, decisions.len() + 1),

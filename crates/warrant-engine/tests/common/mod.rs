@@ -127,7 +127,7 @@ pub fn missing_layer(outcome: &Option<Outcome>) -> Option<(String, warrant_core:
     match outcome {
         Some(Outcome::NotAttained { missing }) => missing
             .first()
-            .map(|m| (m.step.0.clone(), m.fault.layer, m.fault.code.clone())),
+            .map(|m| (m.step.0.to_string(), m.fault.layer, m.fault.code.clone())),
         _ => None,
     }
 }
