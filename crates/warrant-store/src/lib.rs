@@ -109,6 +109,33 @@ impl<R: Deliver> Outbox<R> {
     }
 }
 
+/// Awaits every future at once, polling each in turn on this task (a PostgreSQL store's
+/// statements go out together, pipelined on one connection), each result in order.
+#[cfg(any(test, feature = "postgres"))]
+pub(crate) async fn together<'a, T>(
+    mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>>,
+) -> Vec<T> {
+    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
 /// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
 pub fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")

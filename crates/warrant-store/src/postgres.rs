@@ -519,32 +519,6 @@ async fn writer_loop(pg: Arc<Pg>, rx: Arc<tokio::sync::Mutex<mpsc::UnboundedRece
     }
 }
 
-/// Awaits every future at once (their statements go out together: pipelined on one
-/// connection), each result in order.
-async fn together<'a, T>(
-    mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>>,
-) -> Vec<T> {
-    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *slot = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().flatten().collect()
-}
-
 const LOCK_RUNS: &str = "SELECT run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant
     FROM warrant_runs WHERE run_id = ANY($1) ORDER BY run_id FOR UPDATE";
 const INSERT_RUNS: &str = "INSERT INTO warrant_runs (run_id, spec_id, decider, tenant, status, started_at_ms, last_seq, epoch)
@@ -868,7 +842,7 @@ async fn commit_batch(
     if claimable {
         writes.push(Box::pin(tx.execute(&st.notify_ready, &ready_params)));
     }
-    for done in together(writes).await {
+    for done in crate::together(writes).await {
         done.map_err(|e| db(&e))?;
     }
     warrant_fault::hit("mid-append");

@@ -1782,30 +1782,6 @@ mod tests {
     use super::*;
     use crate::contract::started;
 
-    /// Polls every future in turn on this task (the questions are all asked before any
-    /// answer comes back).
-    async fn join_all<T>(mut futures: Vec<BoxFuture<'_, T>>) -> Vec<T> {
-        let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-        std::future::poll_fn(|cx| {
-            let mut pending = false;
-            for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
-                if o.is_none() {
-                    match f.as_mut().poll(cx) {
-                        std::task::Poll::Ready(v) => *o = Some(v),
-                        std::task::Poll::Pending => pending = true,
-                    }
-                }
-            }
-            if pending {
-                std::task::Poll::Pending
-            } else {
-                std::task::Poll::Ready(())
-            }
-        })
-        .await;
-        out.into_iter().map(Option::unwrap).collect()
-    }
-
     fn cancel_reads(store: &SqliteStore) -> u64 {
         store.inner.cancels.lock().unwrap().reads
     }
@@ -1823,7 +1799,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let ask_all = || join_all(runs.iter().map(|r| store.cancel_request(r)).collect());
+        let ask_all = || crate::together(runs.iter().map(|r| store.cancel_request(r)).collect());
         let answers = ask_all().await;
         assert!(answers.iter().all(|a| matches!(a, Ok(None))));
         let first = cancel_reads(&store);
