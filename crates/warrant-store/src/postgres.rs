@@ -175,8 +175,23 @@ async fn connect(config: &tokio_postgres::Config, shown: &str) -> Result<Client,
     tokio::spawn(async move {
         let _ = connection.await;
     });
+    // A process stopped inside a transaction (a writer between locking its runs' rows and
+    // committing) would hold those locks for as long as it stays stopped, and no other worker
+    // could take its runs over when its lease lapses: the database ends such a session well
+    // before the lease does. The process's next statement then finds the connection gone
+    // (that batch fails, nothing of it appended) and reconnects.
+    client
+        .batch_execute(&format!(
+            "SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
+        ))
+        .await
+        .map_err(|e| StoreError::Io(format!("cannot configure a connection to `{shown}`: {e}")))?;
     Ok(client)
 }
+
+/// How long a session may sit idle inside a transaction before the database ends it: half a
+/// lease, so a stopped writer's row locks are gone before its lease lapses.
+const IDLE_IN_TRANSACTION_MS: u64 = warrant_core::store::LEASE_TTL_MS / 2;
 
 /// The schema version a database holds: `None` when it has no Warrant schema.
 async fn schema_version(client: &Client) -> Result<Option<i64>, StoreError> {
@@ -1414,7 +1429,10 @@ impl Drop for Feed {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_batch_is_told_in_as_few_notifications_as_fit() {
         let ids: Vec<String> = (0..1000).map(|i| format!("r{i:020}")).collect();
@@ -1423,5 +1441,49 @@ mod tests {
         assert!(notes.iter().all(|n| n.len() <= 7_000));
         let back: Vec<&str> = notes.iter().flat_map(|n| n.split(' ')).collect();
         assert_eq!(back, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    /// A process stopped between locking rows and committing (a writer mid-batch) gives the
+    /// locks up before its lease lapses, so other workers can take its runs over; when it goes
+    /// on, its transaction is gone and nothing of it lands.
+    #[tokio::test]
+    async fn a_session_stopped_inside_a_transaction_lets_its_row_locks_go_within_half_a_lease() {
+        let url = crate::contract::postgres_scratch("idle_tx").await;
+        let config = parse(&url).unwrap();
+        let stalled = connect(&config, "stalled").await.unwrap();
+        let other = connect(&config, "other").await.unwrap();
+        stalled
+            .batch_execute("CREATE TABLE held (id int PRIMARY KEY); INSERT INTO held VALUES (1)")
+            .await
+            .unwrap();
+        stalled
+            .batch_execute(
+                "BEGIN; SELECT id FROM held WHERE id = 1 FOR UPDATE; UPDATE held SET id = 2",
+            )
+            .await
+            .unwrap();
+        let free = || async {
+            other
+                .query("SELECT id FROM held FOR UPDATE SKIP LOCKED", &[])
+                .await
+                .unwrap()
+                .len()
+        };
+        assert_eq!(
+            free().await,
+            0,
+            "the row is locked while the transaction is open"
+        );
+        tokio::time::sleep(Duration::from_millis(IDLE_IN_TRANSACTION_MS + 1_500)).await;
+        assert_eq!(free().await, 1, "the stalled session still holds its lock");
+        assert!(stalled.batch_execute("COMMIT").await.is_err());
+        let ids: Vec<i32> = other
+            .query("SELECT id FROM held", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(ids, vec![1], "nothing of the stalled transaction landed");
     }
 }
