@@ -247,6 +247,15 @@ impl Fleet {
     }
 }
 
+/// Whether a run's `holder` is the worker `name` (a holder reads `pid N@host (name)`).
+fn held_by(holder: Option<&str>, name: &str) -> bool {
+    holder.is_some_and(|h| {
+        h.strip_suffix(')')
+            .and_then(|h| h.strip_suffix(name))
+            .is_some_and(|h| h.ends_with('('))
+    })
+}
+
 /// Runs `warrant ARGS` on the fleet's store in `dir`: its exit code.
 fn warrant(dir: &Path, url: &str, args: &[&str]) -> Option<i32> {
     let out = Command::new(env!("CARGO_BIN_EXE_warrant"))
@@ -357,11 +366,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         for (at, name) in fleet.deaths.drain(..) {
             let held: HashSet<String> = all
                 .iter()
-                .filter(|r| {
-                    r.holder
-                        .as_deref()
-                        .is_some_and(|h| h.ends_with(&format!("({name})")))
-                })
+                .filter(|r| held_by(r.holder.as_deref(), &name))
                 .map(|r| r.run_id.0.clone())
                 .collect();
             if !held.is_empty() {
@@ -376,7 +381,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
                     return true;
                 };
                 let elsewhere = match r.holder.as_deref() {
-                    Some(h) => !h.ends_with(&format!("({name})")),
+                    Some(h) => !held_by(Some(h), name),
                     None => r.status != "running",
                 };
                 if elsewhere {
@@ -395,11 +400,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         if stopped.is_none() && progress >= 15 {
             let holding = |name: &str| {
                 all.iter()
-                    .filter(|r| {
-                        r.holder
-                            .as_deref()
-                            .is_some_and(|h| h.ends_with(&format!("({name})")))
-                    })
+                    .filter(|r| held_by(r.holder.as_deref(), name))
                     .count()
             };
             // Slot 2's worker is never given a fault nor killed: it is the one stalled.
@@ -412,12 +413,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
                 let now = rt.block_on(store.runs(RunQuery::default())).unwrap().runs;
                 stalled_held = now
                     .iter()
-                    .filter(|r| {
-                        r.status == "running"
-                            && r.holder
-                                .as_deref()
-                                .is_some_and(|h| h.ends_with(&format!("({name})")))
-                    })
+                    .filter(|r| r.status == "running" && held_by(r.holder.as_deref(), &name))
                     .map(|r| r.run_id.0.clone())
                     .collect();
                 if stalled_held.is_empty() {
@@ -438,11 +434,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
             // Stopped, it cannot have moved them on itself: one no longer held by it (held
             // by another, or already ended) was taken over.
             let taken_over = all.iter().any(|r| {
-                stalled_held.contains(&r.run_id.0)
-                    && !r
-                        .holder
-                        .as_deref()
-                        .is_some_and(|h| h.ends_with(&format!("({stalled_name})")))
+                stalled_held.contains(&r.run_id.0) && !held_by(r.holder.as_deref(), &stalled_name)
             });
             if taken_over || at.elapsed() > Duration::from_millis(LEASE_TTL_MS + 60_000) {
                 fleet.signal(slot, nix::sys::signal::Signal::SIGCONT);

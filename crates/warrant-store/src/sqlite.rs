@@ -541,6 +541,19 @@ impl SqliteStore {
 }
 
 impl Inner {
+    /// `run`'s cancellation request as the table stood at the snapshot's read, if that read
+    /// began at `since` or later.
+    fn cancel_answer(
+        &self,
+        since: std::time::Instant,
+        run: &RunId,
+    ) -> Option<Option<CancelRequest>> {
+        let snap = self.cancels.lock().ok()?;
+        snap.read_at
+            .is_some_and(|t| t >= since)
+            .then(|| snap.requests.get(run).cloned())
+    }
+
     fn reader(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         self.reader
             .lock()
@@ -698,7 +711,7 @@ fn insert_pending(conn: &Connection, p: &PendingApproval) -> Result<(), StoreErr
 
 /// How often the cancellation table is re-read: checks in between are answered from memory,
 /// so a thousand runs checking cost one query per interval.
-const CANCEL_POLL_MS: u128 = 100;
+const CANCEL_POLL_MS: u64 = 100;
 
 #[derive(Default)]
 struct CancelSnapshot {
@@ -1431,24 +1444,17 @@ impl EventStore for SqliteStore {
             reason = "rate-limits a poll; never recorded"
         )]
         let now = std::time::Instant::now();
-        if let Ok(snap) = self.inner.cancels.lock()
-            && snap
-                .read_at
-                .is_some_and(|t| now.duration_since(t).as_millis() < CANCEL_POLL_MS)
-        {
-            return Box::pin(std::future::ready(Ok(snap.requests.get(run).cloned())));
+        let fresh_since = now
+            .checked_sub(std::time::Duration::from_millis(CANCEL_POLL_MS))
+            .unwrap_or(now);
+        if let Some(answer) = self.inner.cancel_answer(fresh_since, run) {
+            return Box::pin(std::future::ready(Ok(answer)));
         }
         let run = run.clone();
-        let asked = now;
         let looked = run.clone();
         // A table read begun after this question was asked answers it (a thousand runs finding
         // the snapshot stale at once cost one or two queries, not one each).
-        let answered = move |inner: &Inner| {
-            let snap = inner.cancels.lock().ok()?;
-            snap.read_at
-                .is_some_and(|t| t >= asked)
-                .then(|| snap.requests.get(&looked).cloned())
-        };
+        let answered = move |inner: &Inner| inner.cancel_answer(now, &looked);
         self.reading_unless(answered, move |inner| {
             #[expect(
                 clippy::disallowed_methods,
@@ -1812,10 +1818,7 @@ mod tests {
         };
         store.request_cancel(&runs[7], ask.clone()).await.unwrap();
         // Once the snapshot is stale, every answer comes from a read begun after it was asked.
-        tokio::time::sleep(std::time::Duration::from_millis(
-            u64::try_from(CANCEL_POLL_MS).unwrap() + 20,
-        ))
-        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(CANCEL_POLL_MS + 20)).await;
         let answers = ask_all().await;
         for (run, answer) in runs.iter().zip(answers) {
             let want = (run == &runs[7]).then(|| ask.clone());

@@ -235,7 +235,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The provider of step `i` and its surface.
+    /// The surface of step `i`'s provider.
     fn surface_of(&self, i: usize) -> Result<Arc<dyn warrant_core::ports::Surface>, EngineError> {
         let provider = &step_of(&self.spec, i)?.provider;
         self.surfaces
