@@ -22,6 +22,24 @@ use warrant_store::{Durability, MemoryStore, SqliteStore};
 
 use warrant_store::contract::{self, asked, started, step};
 
+/// Rewrites a store of this build as schema 4 wrote it: the log indexed by `(run_id, seq)`
+/// with no chain of rows, and each run's `last_seq` as it was last written (`lagging`: 0).
+fn as_schema_4(conn: &rusqlite::Connection, lagging: bool) {
+    conn.execute_batch(
+        "CREATE TABLE events_4 (
+             position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, UNIQUE (run_id, seq));
+         INSERT INTO events_4 SELECT position, run_id, seq, body, n_events FROM events;
+         DROP TABLE events; ALTER TABLE events_4 RENAME TO events;
+         ALTER TABLE runs DROP COLUMN last_position;
+         UPDATE meta SET value = '4' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    if lagging {
+        conn.execute_batch("UPDATE runs SET last_seq = 0").unwrap();
+    }
+}
+
 async fn contract(store: &dyn EventStore) {
     contract::appends_are_atomic_ordered_and_optimistic(store).await;
 }
@@ -235,11 +253,11 @@ async fn two_stores_on_one_file_check_sequences_against_the_file() {
     assert_eq!(b.read(&other, 1).await.unwrap().len(), 1);
 }
 
-/// A step's commit writes its events' rows and no more: the run's row is written when its
-/// status changes and when its driver's heartbeat is due (at most once a second of the
-/// driver's clock). What a summary says of the run is still its log's.
+/// A step's commit writes its events' row and advances its run's row (last sequence, last
+/// row) in one statement; the driver's heartbeat goes with it only when due (at most once a
+/// second of the driver's clock) or when the status changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runs_row_is_written_when_its_status_changes_or_its_heartbeat_is_due() {
+async fn a_runs_heartbeat_is_written_when_its_status_changes_or_it_is_due() {
     use warrant_core::ports::Driver;
     use warrant_store::contract::finished;
     let dir = tempfile::tempdir().unwrap();
@@ -266,17 +284,17 @@ async fn a_runs_row_is_written_when_its_status_changes_or_its_heartbeat_is_due()
         .unwrap()
     };
     assert_eq!(row(&path), (1, Some(10_000)));
-    // Within the second: the events only.
+    // Within the second: the events and the run's last sequence, not the heartbeat.
     for (seq, now) in [(2, 10_300), (3, 10_999)] {
         store
             .append(&run, seq - 1, vec![step(seq)], Some(&at(now, epoch)))
             .await
             .unwrap();
     }
-    assert_eq!(row(&path), (1, Some(10_000)));
+    assert_eq!(row(&path), (3, Some(10_000)));
     let s = store.summary(&run).await.unwrap().unwrap();
     assert_eq!((s.events, s.heartbeat_ms), (3, Some(10_000)));
-    // Another process on the file goes on from the log's last sequence, not the row's.
+    // Another process on the file goes on from the run's last sequence.
     let other = SqliteStore::open(&path, Durability::Fsync).unwrap();
     let err = other
         .append(&run, 1, vec![step(2)], Some(&at(10_999, epoch)))
@@ -380,6 +398,7 @@ async fn a_schema_3_store_is_read_and_upgraded() {
         store.append(&run, 1, vec![step(2)], None).await.unwrap();
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
+    as_schema_4(&conn, false);
     conn.execute_batch(
         "ALTER TABLE events DROP COLUMN n_events; UPDATE runs SET last_seq = 2;
          UPDATE meta SET value = '3' WHERE key = 'schema_version';",
@@ -406,6 +425,109 @@ async fn a_schema_3_store_is_read_and_upgraded() {
     assert_eq!(store.summary(&run).await.unwrap().unwrap().events, 4);
 }
 
+/// A store of schema 4 (rows indexed by run, `runs.last_seq` written only with a status or a
+/// heartbeat) reads as it is when opened read-only; opened to write, its rows are chained
+/// run by run, the index goes, and every run goes on from where its log ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_4_store_is_read_and_upgraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("four.db");
+    let (a, b) = (RunId("a".into()), RunId("b".into()));
+    {
+        let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+        // Two runs taking turns, rows of one and of several events.
+        store.append(&a, 0, vec![started("a")], None).await.unwrap();
+        store.append(&b, 0, vec![started("b")], None).await.unwrap();
+        store
+            .append(&a, 1, vec![step(2), step(3)], None)
+            .await
+            .unwrap();
+        store.append(&b, 1, vec![step(2)], None).await.unwrap();
+        store.append(&a, 3, vec![step(4)], None).await.unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    as_schema_4(&conn, true);
+    drop(conn);
+    let seqs = |events: Vec<warrant_core::event::StoredEvent>| {
+        events
+            .iter()
+            .map(|e| (e.event.seq, e.position))
+            .collect::<Vec<_>>()
+    };
+    let reading = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(
+        seqs(reading.read(&a, 2).await.unwrap()),
+        vec![(2, 3), (3, 4), (4, 6)]
+    );
+    assert_eq!(reading.summary(&a).await.unwrap().unwrap().events, 4);
+    drop(reading);
+
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    assert_eq!(store.summary(&a).await.unwrap().unwrap().events, 4);
+    assert_eq!(store.summary(&b).await.unwrap().unwrap().events, 2);
+    // Each run goes on from its log's end (a stale expectation is still refused).
+    let err = store.append(&b, 1, vec![step(2)], None).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { actual: 2, .. }),
+        "{err}"
+    );
+    store.append(&b, 2, vec![step(3)], None).await.unwrap();
+    store.append(&a, 4, vec![step(5)], None).await.unwrap();
+    assert_eq!(
+        seqs(store.read(&a, 1).await.unwrap()),
+        vec![(1, 1), (2, 3), (3, 4), (4, 6), (5, 8)]
+    );
+    assert_eq!(seqs(store.read(&b, 2).await.unwrap()), vec![(2, 5), (3, 7)]);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 0, "the log keeps no index by run");
+}
+
+/// A run's rows are followed back from its last: a chain broken by damage to the file is an
+/// error naming the run, never another run's events or a log with a hole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_chain_of_rows_is_an_error_naming_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.db");
+    let (a, b) = (RunId("a".into()), RunId("b".into()));
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    store.append(&a, 0, vec![started("a")], None).await.unwrap();
+    store.append(&b, 0, vec![started("b")], None).await.unwrap();
+    store.append(&a, 1, vec![step(2)], None).await.unwrap();
+    store.append(&a, 2, vec![step(3)], None).await.unwrap();
+    drop(store);
+    let damage = |sql: &str| {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(sql).unwrap();
+    };
+    let read = || async {
+        let reading = SqliteStore::open_read_only(&path).unwrap();
+        reading.read(&a, 1).await.map(|e| e.len())
+    };
+    assert_eq!(read().await, Ok(3));
+    // Pointing at another run's row.
+    damage("UPDATE events SET prev = 2 WHERE position = 4");
+    let err = read().await.unwrap_err().to_string();
+    assert!(
+        err.contains("run `a`") && err.contains("another run"),
+        "{err}"
+    );
+    // Skipping a row.
+    damage("UPDATE events SET prev = 1 WHERE position = 4");
+    let err = read().await.unwrap_err().to_string();
+    assert!(err.contains("run `a`") && err.contains("not 2"), "{err}");
+    // Pointing forward (a loop, were it followed) ends the chain there.
+    damage("UPDATE events SET prev = 4 WHERE position = 4");
+    let err = read().await.unwrap_err().to_string();
+    assert!(err.contains("run `a`"), "{err}");
+}
+
 #[tokio::test]
 async fn a_schema_1_store_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
@@ -421,6 +543,7 @@ async fn a_schema_1_store_is_upgraded_in_place() {
     }
     // Make it look like a store written before leases, epochs and the approvals index.
     let conn = rusqlite::Connection::open(&path).unwrap();
+    as_schema_4(&conn, false);
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN holder; ALTER TABLE runs DROP COLUMN heartbeat_ms;
          ALTER TABLE runs DROP COLUMN epoch; DROP TABLE approvals;
