@@ -283,8 +283,8 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, St
     };
     conn.pragma_update(None, "synchronous", sync).map_err(io)?;
     // The WAL is copied back into the file every `WAL_CHECKPOINT_PAGES` pages rather than
-    // SQLite's 1,000: a page written again and again between two checkpoints (an index leaf,
-    // a run's row) is copied back once, and a commit seldom pays for a checkpoint. The WAL is
+    // SQLite's 1,000: a page written again and again between two checkpoints (a run's row,
+    // the log's last page) is copied back once, and a commit seldom pays for a checkpoint. The WAL is
     // truncated back to `WAL_KEEP_BYTES` after a checkpoint if it grew past it.
     conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
         .map_err(io)?;
