@@ -71,13 +71,28 @@ impl StoreAt {
                 let store = if usage == Use::Read {
                     SqliteStore::open_read_only(path)
                 } else {
-                    SqliteStore::open(path, Durability::Fsync)
+                    open_upgrading(path)
                 };
                 Ok(Arc::new(store.map_err(invalid)?))
             }
             StoreAt::Postgres(url) => open_postgres(url).await,
         }
     }
+}
+
+/// Opens a SQLite store to write, saying first on stderr when it is about to be upgraded
+/// (the upgrade copies the log once, which takes a while on a large store).
+fn open_upgrading(path: &std::path::Path) -> Result<SqliteStore, warrant_core::ports::StoreError> {
+    let to = warrant_store::sqlite::SCHEMA_VERSION;
+    if let Ok(Some(from)) = SqliteStore::schema_of(path)
+        && from < to
+    {
+        errln!(
+            "upgrading the store `{}` from schema {from} to {to} (once)...",
+            path.display()
+        );
+    }
+    SqliteStore::open(path, Durability::Fsync)
 }
 
 #[cfg(feature = "postgres")]
@@ -105,14 +120,16 @@ pub async fn migrate(at: &StoreAt) -> Result<u8, Failure> {
     match at {
         StoreAt::File(path) => {
             // A SQLite file is brought up to date whenever it is opened for writing.
-            let existed = path.exists();
-            SqliteStore::open(path, Durability::Fsync)
-                .map_err(|e| Failure::invalid(anyhow!("{e}")))?;
-            outln!(
-                "{} `{}`: up to date",
-                if existed { "store" } else { "new store" },
-                path.display()
-            );
+            let from =
+                SqliteStore::schema_of(path).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+            open_upgrading(path).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+            let to = warrant_store::sqlite::SCHEMA_VERSION;
+            let shown = path.display();
+            match from {
+                None => outln!("store `{shown}`: created (schema {to})"),
+                Some(v) if v < to => outln!("store `{shown}`: migrated from schema {v} to {to}"),
+                Some(_) => outln!("store `{shown}`: schema {to}, up to date"),
+            }
             Ok(crate::exit::ATTAINED)
         }
         #[cfg(feature = "postgres")]

@@ -79,6 +79,61 @@ fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() 
     assert!(stdout(&follow).contains("run_finished"));
 }
 
+/// A SQLite store an earlier build wrote is read as it is by read commands, upgraded by the
+/// first command that writes to it (which says so first), and keeps every event;
+/// `store migrate` says what it did.
+#[test]
+fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
+    let (_dir, store) = scratch();
+    let created = warrant(&store, &["store", "migrate"]);
+    assert!(
+        stdout(&created).contains("created (schema 5)"),
+        "{}",
+        stdout(&created)
+    );
+    let first = warrant(
+        &store,
+        &["run", "examples/cafe-gallery/spec.yaml", "--json"],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let id = json(&first)["run_id"].as_str().unwrap().to_owned();
+    let events = |store: &std::path::Path| stdout(&warrant(store, &["events", &id, "--json"]));
+    let before = events(&store);
+    warrant_store::contract::as_sqlite_schema_4(&store, true);
+
+    let listed = warrant(&store, &["runs"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(
+        !stderr(&listed).contains("upgrading"),
+        "{}",
+        stderr(&listed)
+    );
+    assert_eq!(events(&store), before);
+    assert_eq!(
+        warrant_store::SqliteStore::schema_of(&store).unwrap(),
+        Some(4)
+    );
+
+    let second = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("from schema 4 to 5"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(
+        warrant_store::SqliteStore::schema_of(&store).unwrap(),
+        Some(5)
+    );
+    assert_eq!(events(&store), before);
+    let again = warrant(&store, &["store", "migrate"]);
+    assert!(
+        stdout(&again).contains("schema 5, up to date"),
+        "{}",
+        stdout(&again)
+    );
+}
+
 #[test]
 fn a_run_that_is_not_attained_exits_1_and_says_why() {
     let (_dir, store) = scratch();

@@ -573,3 +573,23 @@ async fn within<T>(limit: Duration, f: impl Future<Output = T>) -> T {
         .await
         .expect("the store did not answer in time")
 }
+
+/// Rewrites the SQLite store at `path` as schema 4 wrote it, for upgrade tests: the log indexed
+/// by `(run_id, seq)` with no chain of rows, and each run's `last_seq` as schema 4 last wrote
+/// it (`lagging`: 0, a row not written since the run started).
+pub fn as_sqlite_schema_4(path: &std::path::Path, lagging: bool) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE events_4 (
+             position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, UNIQUE (run_id, seq));
+         INSERT INTO events_4 SELECT position, run_id, seq, body, n_events FROM events;
+         DROP TABLE events; ALTER TABLE events_4 RENAME TO events;
+         ALTER TABLE runs DROP COLUMN last_position;
+         UPDATE meta SET value = '4' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    if lagging {
+        conn.execute_batch("UPDATE runs SET last_seq = 0").unwrap();
+    }
+}

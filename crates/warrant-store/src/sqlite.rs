@@ -57,7 +57,7 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// log and its run's row, not a leaf of an index ordered by run: with a thousand runs taking
 /// turns, every append of a group commit dirtied a page of its own there (4 KiB written and
 /// fsynced for an append of a few hundred bytes).
-const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (a run's row
 /// is otherwise written only when its status changes): a lease lapses between
@@ -450,6 +450,20 @@ impl SqliteStore {
             outbox,
             taps: Some(taps),
         })
+    }
+
+    /// The schema of the Warrant store at `path`, read without changing anything: `None` for a
+    /// missing or empty file; an error for a file that is not a Warrant store. Opening a store
+    /// of an older schema to write upgrades it ([`SCHEMA_VERSION`]).
+    pub fn schema_of(path: &Path) -> Result<Option<i64>, StoreError> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        match read_only_connection(path)?.1 {
+            Identity::Empty => Ok(None),
+            Identity::Warrant(v) => Ok(Some(v)),
+            Identity::Foreign => Err(foreign(path)),
+        }
     }
 
     /// Opens an existing store for reading only: nothing in the file changes, a file that is

@@ -22,24 +22,6 @@ use warrant_store::{Durability, MemoryStore, SqliteStore};
 
 use warrant_store::contract::{self, asked, started, step};
 
-/// Rewrites a store of this build as schema 4 wrote it: the log indexed by `(run_id, seq)`
-/// with no chain of rows, and each run's `last_seq` as it was last written (`lagging`: 0).
-fn as_schema_4(conn: &rusqlite::Connection, lagging: bool) {
-    conn.execute_batch(
-        "CREATE TABLE events_4 (
-             position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
-             body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, UNIQUE (run_id, seq));
-         INSERT INTO events_4 SELECT position, run_id, seq, body, n_events FROM events;
-         DROP TABLE events; ALTER TABLE events_4 RENAME TO events;
-         ALTER TABLE runs DROP COLUMN last_position;
-         UPDATE meta SET value = '4' WHERE key = 'schema_version';",
-    )
-    .unwrap();
-    if lagging {
-        conn.execute_batch("UPDATE runs SET last_seq = 0").unwrap();
-    }
-}
-
 async fn contract(store: &dyn EventStore) {
     contract::appends_are_atomic_ordered_and_optimistic(store).await;
 }
@@ -397,8 +379,8 @@ async fn a_schema_3_store_is_read_and_upgraded() {
             .unwrap();
         store.append(&run, 1, vec![step(2)], None).await.unwrap();
     }
+    contract::as_sqlite_schema_4(&path, false);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    as_schema_4(&conn, false);
     conn.execute_batch(
         "ALTER TABLE events DROP COLUMN n_events; UPDATE runs SET last_seq = 2;
          UPDATE meta SET value = '3' WHERE key = 'schema_version';",
@@ -445,9 +427,7 @@ async fn a_schema_4_store_is_read_and_upgraded() {
         store.append(&b, 1, vec![step(2)], None).await.unwrap();
         store.append(&a, 3, vec![step(4)], None).await.unwrap();
     }
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    as_schema_4(&conn, true);
-    drop(conn);
+    contract::as_sqlite_schema_4(&path, true);
     let seqs = |events: Vec<warrant_core::event::StoredEvent>| {
         events
             .iter()
@@ -542,8 +522,8 @@ async fn a_schema_1_store_is_upgraded_in_place() {
             .unwrap();
     }
     // Make it look like a store written before leases, epochs and the approvals index.
+    contract::as_sqlite_schema_4(&path, false);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    as_schema_4(&conn, false);
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN holder; ALTER TABLE runs DROP COLUMN heartbeat_ms;
          ALTER TABLE runs DROP COLUMN epoch; DROP TABLE approvals;
