@@ -71,7 +71,7 @@ impl StoreAt {
                 let store = if usage == Use::Read {
                     SqliteStore::open_read_only(path)
                 } else {
-                    open_upgrading(path)
+                    open_upgrading(path).map(|(_, store)| store)
                 };
                 Ok(Arc::new(store.map_err(invalid)?))
             }
@@ -81,10 +81,14 @@ impl StoreAt {
 }
 
 /// Opens a SQLite store to write, saying first on stderr when it is about to be upgraded
-/// (the upgrade copies the log once, which takes a while on a large store).
-fn open_upgrading(path: &std::path::Path) -> Result<SqliteStore, warrant_core::ports::StoreError> {
+/// (the upgrade copies the log once, which takes a while on a large store). Returns the
+/// schema the file had (`None`: no store yet) and the store.
+fn open_upgrading(
+    path: &std::path::Path,
+) -> Result<(Option<i64>, SqliteStore), warrant_core::ports::StoreError> {
     let to = warrant_store::sqlite::SCHEMA_VERSION;
-    if let Ok(Some(from)) = SqliteStore::schema_of(path)
+    let from = SqliteStore::schema_of(path)?;
+    if let Some(from) = from
         && from < to
     {
         errln!(
@@ -92,7 +96,7 @@ fn open_upgrading(path: &std::path::Path) -> Result<SqliteStore, warrant_core::p
             path.display()
         );
     }
-    SqliteStore::open(path, Durability::Fsync)
+    Ok((from, SqliteStore::open(path, Durability::Fsync)?))
 }
 
 #[cfg(feature = "postgres")]
@@ -120,9 +124,7 @@ pub async fn migrate(at: &StoreAt) -> Result<u8, Failure> {
     match at {
         StoreAt::File(path) => {
             // A SQLite file is brought up to date whenever it is opened for writing.
-            let from =
-                SqliteStore::schema_of(path).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
-            open_upgrading(path).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
+            let (from, _) = open_upgrading(path).map_err(|e| Failure::invalid(anyhow!("{e}")))?;
             let to = warrant_store::sqlite::SCHEMA_VERSION;
             let shown = path.display();
             match from {

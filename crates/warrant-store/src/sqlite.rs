@@ -59,8 +59,8 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// fsynced for an append of a few hundred bytes).
 pub const SCHEMA_VERSION: i64 = 5;
 
-/// How often, at most, an append writes its driver's heartbeat to the run's row (a run's row
-/// is otherwise written only when its status changes): a lease lapses between
+/// How often, at most, an append writes its driver's heartbeat to the run's row (the append
+/// otherwise advances the row's last sequence and position only): a lease lapses between
 /// `LEASE_TTL_MS - HEARTBEAT_EVERY_MS` and `LEASE_TTL_MS` after its driver's last append.
 const HEARTBEAT_EVERY_MS: u64 = 1_000;
 
@@ -609,6 +609,28 @@ fn read_only_connection(path: &Path) -> Result<(Connection, Identity), StoreErro
 }
 
 /// Whether `table` has `column` (an older store opened read-only may lack one).
+/// How a store's log is laid out, by the schema that wrote it (a read-only store is read as
+/// it is, whatever its age).
+#[derive(Clone, Copy, PartialEq)]
+enum LogLayout {
+    /// Before schema 4: one event a row, indexed by `(run_id, seq)`; `runs.last_seq` exact.
+    EventRows,
+    /// Schema 4: one append a row, indexed; a run's last sequence only in its log.
+    IndexedAppends,
+    /// Schema 5: one append a row, chained by `prev`; `runs.last_seq` exact.
+    ChainedAppends,
+}
+
+fn log_layout(conn: &Connection) -> LogLayout {
+    if has_column(conn, "events", "prev") {
+        LogLayout::ChainedAppends
+    } else if has_column(conn, "events", "n_events") {
+        LogLayout::IndexedAppends
+    } else {
+        LogLayout::EventRows
+    }
+}
+
 fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
     conn.prepare_cached(&format!("SELECT {column} FROM {table} LIMIT 0"))
         .is_ok()
@@ -1110,12 +1132,12 @@ fn commit_batch(
                     unlease.execute(params![req.run.0]).map_err(io)?;
                     beat = None;
                 }
-                Some(_) | None if n > 0 => {
+                _ if n > 0 => {
                     advance
                         .execute(params![req.run.0, sql_int(new_last)?, position])
                         .map_err(io)?;
                 }
-                Some(_) | None => {}
+                _ => {}
             }
             for change in &req.approvals {
                 match change {
@@ -1243,8 +1265,7 @@ fn summary_columns(conn: &Connection) -> String {
     };
     // A run's last sequence is its log's in schema 4; before and since, `runs.last_seq`
     // keeps it.
-    let last_seq = if has_column(conn, "events", "n_events") && !has_column(conn, "events", "prev")
-    {
+    let last_seq = if log_layout(conn) == LogLayout::IndexedAppends {
         log_last_seq!()
     } else {
         "last_seq"
@@ -1281,8 +1302,9 @@ fn read_events(
     // (each step to a lower position, so a damaged chain cannot loop); a row of another run
     // on the way is an error below.
     // Schema 4: a row holds an append's events: from the row holding `from_seq` on.
-    let sql = if has_column(conn, "events", "prev") {
-        "WITH RECURSIVE chain(position) AS (
+    let sql = match log_layout(conn) {
+        LogLayout::ChainedAppends => {
+            "WITH RECURSIVE chain(position) AS (
              SELECT last_position FROM runs WHERE run_id = ?1 AND last_position IS NOT NULL
              UNION ALL
              SELECT e.prev FROM events e JOIN chain c ON e.position = c.position
@@ -1291,13 +1313,16 @@ fn read_events(
          SELECT e.position, e.seq, e.n_events, e.body, e.run_id = ?1
          FROM chain c JOIN events e ON e.position = c.position
          ORDER BY e.seq"
-    } else if has_column(conn, "events", "n_events") {
-        "SELECT position, seq, n_events, body, 1 FROM events WHERE run_id = ?1
-           AND seq >= COALESCE((SELECT seq FROM events WHERE run_id = ?1 AND seq <= ?2
-                                ORDER BY seq DESC LIMIT 1), 0)
-         ORDER BY seq"
-    } else {
-        "SELECT position, seq, 1, body, 1 FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq"
+        }
+        LogLayout::IndexedAppends => {
+            "SELECT position, seq, n_events, body, 1 FROM events WHERE run_id = ?1
+               AND seq >= COALESCE((SELECT seq FROM events WHERE run_id = ?1 AND seq <= ?2
+                                    ORDER BY seq DESC LIMIT 1), 0)
+             ORDER BY seq"
+        }
+        LogLayout::EventRows => {
+            "SELECT position, seq, 1, body, 1 FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq"
+        }
     };
     let mut stmt = conn.prepare_cached(sql).map_err(io)?;
     let rows = stmt
