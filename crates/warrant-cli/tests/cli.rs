@@ -375,6 +375,54 @@ fn bench_prints_one_json_line_per_cell() {
     assert!(leftovers.is_empty(), "the durable bench removes its file");
 }
 
+/// `bench/compare` with the binary under test, in a scratch directory.
+fn compare(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/compare"))
+        .args(["--warrant", env!("CARGO_BIN_EXE_warrant")])
+        .args(args)
+        .env("WARRANT_STORE", dir.join("w.db"))
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bench_compare_takes_turns_and_shows_each_sides_median_and_the_rounds_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = compare(dir.path(), &["--cells", "2x1", "--rounds", "2"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    // Each round of each cell says so, both sides run in it.
+    for round in ["memory 2x1 round 1/2", "durable 2x1 round 2/2"] {
+        assert!(err.contains(round), "{err}");
+    }
+    let table = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(
+        lines[0].ends_with("| Warrant ÷ bare steps/s | rounds' ratios |"),
+        "{table}"
+    );
+    for (line, mode) in [(lines[2], "memory"), (lines[3], "durable (fsync)")] {
+        assert!(line.starts_with(&format!("| {mode} | 2 | 1 | ")), "{table}");
+        // The rounds' ratios: a range of two positive ratios, least first.
+        let range = line.trim_end_matches(" |").rsplit("| ").next().unwrap();
+        let (low, high) = range.trim_end_matches('x').split_once('–').unwrap();
+        let (low, high): (f64, f64) = (low.parse().unwrap(), high.parse().unwrap());
+        assert!(0.0 < low && low <= high, "{table}");
+    }
+    // One round keeps the table as it was; no round at all is refused.
+    let once = compare(dir.path(), &["--cells", "2x1"]);
+    assert!(once.status.success());
+    assert!(String::from_utf8_lossy(&once.stdout).starts_with(
+        "| mode | K | R | CPU µs/step Warrant / bare | steps/s Warrant / bare | Warrant ÷ bare steps/s |\n"
+    ));
+    let none = compare(dir.path(), &["--rounds", "0"]);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--rounds must be at least 1"));
+}
+
 #[test]
 fn an_asked_transfer_waits_for_approval_and_goes_through_once_approved() {
     let (_dir, store) = scratch();
