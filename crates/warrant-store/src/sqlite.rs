@@ -608,7 +608,6 @@ fn read_only_connection(path: &Path) -> Result<(Connection, Identity), StoreErro
     }
 }
 
-/// Whether `table` has `column` (an older store opened read-only may lack one).
 /// How a store's log is laid out, by the schema that wrote it (a read-only store is read as
 /// it is, whatever its age).
 #[derive(Clone, Copy, PartialEq)]
@@ -631,6 +630,7 @@ fn log_layout(conn: &Connection) -> LogLayout {
     }
 }
 
+/// Whether `table` has `column` (an older store opened read-only may lack one).
 fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
     conn.prepare_cached(&format!("SELECT {column} FROM {table} LIMIT 0"))
         .is_ok()
