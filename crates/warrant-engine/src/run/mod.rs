@@ -351,17 +351,19 @@ impl<'a> Run<'a> {
 
     fn stage_start(&mut self) -> Result<(), EngineError> {
         let setup_ms = self.setup_ms.take();
+        let decider = self.decider.identity();
+        let agent = decider.to_string();
         self.stage(EventKind::RunStarted {
             format: EVENTS_FORMAT.to_owned(),
             run_id: self.run_id.clone(),
             spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
-            decider: self.decider.identity(),
+            decider,
             authority: self.rules.authority.describe().map(Arc::new),
             principal: Some(Box::new(warrant_core::event::Principal {
                 tenant: self.engine.acting_for.0.clone(),
                 user: self.engine.acting_for.1.clone(),
-                agent: self.decider.identity().to_string(),
+                agent,
             })),
             setup_ms,
             execution_control: self.rules.describe_control().map(Arc::new),
