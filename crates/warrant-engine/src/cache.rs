@@ -1,7 +1,8 @@
 //! Work shared across an engine's runs that depends only on immutable inputs: compiled
 //! argument schemas, spec digests and objectives prepared for provenance matching. Keyed by
 //! the address of the `Arc` they came from; the `Arc` is kept so the address cannot be
-//! reused. Bounded: past the limit the cache is cleared.
+//! reused. Bounded: past the limit the cache is cleared. A spec read again for each run (a new
+//! `Arc`, the same content) is matched to the last one by content, exactly.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,10 @@ pub(crate) struct Shared {
     validators: Memo<Value, Compiled>,
     spec_hashes: Memo<Spec, String>,
     objectives: Memo<Spec, Arc<Objective>>,
+    /// The last spec digested, as serde writes it, and its digest.
+    last_spec: Mutex<Option<(Vec<u8>, String)>>,
+    /// The last objective prepared, and its text.
+    last_objective: Mutex<Option<(String, Arc<Objective>)>>,
 }
 
 /// What `map` holds for `input`, computed by `make` the first time.
@@ -55,15 +60,109 @@ impl Shared {
         })
     }
 
-    /// The digest of `spec`.
+    /// The digest of `spec`. A spec with the same content as the last one digested (byte for
+    /// byte as serde writes it: `-0.0` is not `0.0` here, though `==` says it is) has its
+    /// digest without building and hashing its canonical form again.
     pub(crate) fn spec_hash(&self, spec: &Arc<Spec>) -> String {
-        memo(&self.spec_hashes, spec, Spec::hash)
+        memo(&self.spec_hashes, spec, |s| {
+            let Ok(written) = serde_json::to_vec(s) else {
+                return s.hash();
+            };
+            if let Ok(last) = self.last_spec.lock()
+                && let Some((bytes, hash)) = &*last
+                && *bytes == written
+            {
+                return hash.clone();
+            }
+            let hash = s.hash();
+            if let Ok(mut last) = self.last_spec.lock() {
+                *last = Some((written, hash.clone()));
+            }
+            hash
+        })
     }
 
-    /// `spec`'s objective, prepared for provenance matching.
+    /// `spec`'s objective, prepared for provenance matching (once for each text in a row).
     pub(crate) fn objective(&self, spec: &Arc<Spec>) -> Arc<Objective> {
         memo(&self.objectives, spec, |s| {
-            Arc::new(Objective::new(&s.objective))
+            if let Ok(last) = self.last_objective.lock()
+                && let Some((text, prepared)) = &*last
+                && *text == s.objective
+            {
+                return prepared.clone();
+            }
+            let prepared = Arc::new(Objective::new(&s.objective));
+            if let Ok(mut last) = self.last_objective.lock() {
+                *last = Some((s.objective.clone(), prepared.clone()));
+            }
+            prepared
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use warrant_core::Spec;
+    use warrant_core::spec::Format;
+    use warrant_surfaces::ReferenceCatalog;
+
+    use super::Shared;
+
+    fn cafe() -> Spec {
+        warrant_core::validate::load(
+            include_str!("../../../examples/cafe-gallery/spec.yaml"),
+            Format::Yaml,
+            "spec.yaml",
+            &ReferenceCatalog::default(),
+        )
+        .expect("the example spec loads")
+    }
+
+    /// `config` of the spec's first provider set to `value`.
+    fn configured(value: serde_json::Value) -> Arc<Spec> {
+        let mut spec = cafe();
+        let provider = spec.providers.values_mut().next().expect("a provider");
+        provider.config = Some(value);
+        Arc::new(spec)
+    }
+
+    #[test]
+    fn a_spec_read_again_has_the_digest_of_its_content_and_a_spec_unlike_it_its_own() {
+        let shared = Shared::default();
+        let first = configured(json!({"limit": 0.0}));
+        let again = configured(json!({"limit": 0.0}));
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert_eq!(shared.spec_hash(&first), first.hash());
+        assert_eq!(shared.spec_hash(&again), first.hash());
+        // Equal by `==`, written differently: digested on its own.
+        let negative = configured(json!({"limit": -0.0}));
+        assert_eq!(*negative, *first);
+        assert_ne!(negative.hash(), first.hash());
+        assert_eq!(shared.spec_hash(&negative), negative.hash());
+        // And the earlier content, after another: its own digest still.
+        let third = configured(json!({"limit": 0.0}));
+        assert_eq!(shared.spec_hash(&third), first.hash());
+    }
+
+    #[test]
+    fn an_objective_is_prepared_from_its_own_text() {
+        let shared = Shared::default();
+        let first = Arc::new(cafe());
+        let again = Arc::new(cafe());
+        assert!(Arc::ptr_eq(
+            &shared.objective(&first),
+            &shared.objective(&again)
+        ));
+        let mut other = cafe();
+        other.objective = format!("{} Also 42 things.", other.objective);
+        let other = Arc::new(other);
+        let prepared = shared.objective(&other);
+        assert!(!Arc::ptr_eq(&prepared, &shared.objective(&first)));
+        // The first text read again after another: not the other's objective.
+        let third = Arc::new(cafe());
+        assert!(!Arc::ptr_eq(&shared.objective(&third), &prepared));
     }
 }
