@@ -26,9 +26,32 @@ pub(crate) struct Shared {
     spec_hashes: Memo<Spec, String>,
     objectives: Memo<Spec, Arc<Objective>>,
     /// The last spec digested, as serde writes it, and its digest.
-    last_spec: Mutex<Option<(Vec<u8>, String)>>,
+    last_spec: Last<Vec<u8>, String>,
     /// The last objective prepared, and its text.
-    last_objective: Mutex<Option<(String, Arc<Objective>)>>,
+    last_objective: Last<String, Arc<Objective>>,
+}
+
+/// What was made last, and the content it was made from.
+type Last<C, T> = Mutex<Option<(C, T)>>;
+
+/// What `last` holds when it was made from `content`; otherwise made by `make` and kept as the
+/// last.
+fn by_content<C: PartialEq, T: Clone>(
+    last: &Last<C, T>,
+    content: C,
+    make: impl FnOnce() -> T,
+) -> T {
+    if let Ok(last) = last.lock()
+        && let Some((seen, made)) = &*last
+        && *seen == content
+    {
+        return made.clone();
+    }
+    let made = make();
+    if let Ok(mut last) = last.lock() {
+        *last = Some((content, made.clone()));
+    }
+    made
 }
 
 /// What `map` holds for `input`, computed by `make` the first time.
@@ -64,38 +87,18 @@ impl Shared {
     /// byte as serde writes it: `-0.0` is not `0.0` here, though `==` says it is) has its
     /// digest without building and hashing its canonical form again.
     pub(crate) fn spec_hash(&self, spec: &Arc<Spec>) -> String {
-        memo(&self.spec_hashes, spec, |s| {
-            let Ok(written) = serde_json::to_vec(s) else {
-                return s.hash();
-            };
-            if let Ok(last) = self.last_spec.lock()
-                && let Some((bytes, hash)) = &*last
-                && *bytes == written
-            {
-                return hash.clone();
-            }
-            let hash = s.hash();
-            if let Ok(mut last) = self.last_spec.lock() {
-                *last = Some((written, hash.clone()));
-            }
-            hash
+        memo(&self.spec_hashes, spec, |s| match serde_json::to_vec(s) {
+            Ok(written) => by_content(&self.last_spec, written, || s.hash()),
+            Err(_) => s.hash(),
         })
     }
 
     /// `spec`'s objective, prepared for provenance matching (once for each text in a row).
     pub(crate) fn objective(&self, spec: &Arc<Spec>) -> Arc<Objective> {
         memo(&self.objectives, spec, |s| {
-            if let Ok(last) = self.last_objective.lock()
-                && let Some((text, prepared)) = &*last
-                && *text == s.objective
-            {
-                return prepared.clone();
-            }
-            let prepared = Arc::new(Objective::new(&s.objective));
-            if let Ok(mut last) = self.last_objective.lock() {
-                *last = Some((s.objective.clone(), prepared.clone()));
-            }
-            prepared
+            by_content(&self.last_objective, s.objective.clone(), || {
+                Arc::new(Objective::new(&s.objective))
+            })
         })
     }
 }
