@@ -5,7 +5,7 @@
 //! whether a step's `done` is backed by evidence, who is to blame for a missing requirement, and
 //! the terminal predicate.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -333,12 +333,14 @@ pub struct RunState {
     pub(crate) decision_log: Vec<DecisionRecord>,
     /// Every call, in order (index `id - 1`).
     pub(crate) calls: Vec<CallRecord>,
-    /// Handles consumed by a dispatch.
-    pub(crate) consumed: HashSet<HandleId>,
+    /// Handles consumed by a dispatch (ordered: a run consumes them in the order it issues
+    /// them, and a step's check is a few comparisons rather than a keyed hash).
+    pub(crate) consumed: BTreeSet<HandleId>,
     /// Carried state, by `step.output`.
     pub(crate) carried: BTreeMap<String, Carried>,
-    /// The latest observation per provider.
-    pub(crate) observations: HashMap<String, ObservationRecord>,
+    /// The latest observation per provider (a spec names a few providers: found by comparing
+    /// names, not by hashing one at every decision).
+    pub(crate) observations: BTreeMap<String, ObservationRecord>,
     /// Recent calls of the current step, newest last.
     pub(crate) recent: VecDeque<CallId>,
     /// Scalar values seen in provider outputs.
@@ -534,7 +536,7 @@ impl RunState {
     }
 
     /// Handles consumed by a dispatch.
-    pub fn consumed(&self) -> &HashSet<HandleId> {
+    pub fn consumed(&self) -> &BTreeSet<HandleId> {
         &self.consumed
     }
 
@@ -544,7 +546,7 @@ impl RunState {
     }
 
     /// The latest observation per provider.
-    pub fn observations(&self) -> &HashMap<String, ObservationRecord> {
+    pub fn observations(&self) -> &BTreeMap<String, ObservationRecord> {
         &self.observations
     }
 

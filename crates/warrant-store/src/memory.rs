@@ -85,106 +85,147 @@ impl MemoryStore {
         events: Vec<Arc<Event>>,
         driver: Option<&Driver>,
     ) -> Result<(), StoreError> {
-        let mut inner = lock(&self.inner)?;
-        let known = inner.logs.get(run);
-        let actual = known.map_or(0, |l| l.summary.events);
-        // INVARIANT (fencing): a driver whose lease was taken over is told so first.
-        if let (Some(log), Some(d)) = (known, driver)
-            && log.summary.epoch != d.epoch
-        {
-            return Err(StoreError::Fenced {
-                run: run.clone(),
-                holder: log.summary.holder.clone().unwrap_or_default(),
-                epoch: log.summary.epoch,
-            });
+        let mut guard = lock(&self.inner)?;
+        let inner = &mut *guard;
+        // A run already known is found once (most appends): its log is checked and extended
+        // under that one lookup.
+        if let Some(log) = inner.logs.get_mut(run) {
+            // INVARIANT (fencing): a driver whose lease was taken over is told so first.
+            if let Some(d) = driver
+                && log.summary.epoch != d.epoch
+            {
+                return Err(StoreError::Fenced {
+                    run: run.clone(),
+                    holder: log.summary.holder.clone().unwrap_or_default(),
+                    epoch: log.summary.epoch,
+                });
+            }
+            if log.summary.events != expected {
+                return Err(StoreError::Conflict {
+                    run: run.clone(),
+                    expected,
+                    actual: log.summary.events,
+                });
+            }
+            crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
+            let facts = crate::run_facts(run, &events);
+            let woken = extend(
+                log,
+                &mut inner.position,
+                &mut inner.pending,
+                run,
+                events,
+                facts,
+                driver,
+            );
+            wake_root(&mut inner.logs, woken);
+            return Ok(());
         }
-        let new = known.is_none();
-        if actual != expected {
+        if expected != 0 {
             return Err(StoreError::Conflict {
                 run: run.clone(),
                 expected,
-                actual,
+                actual: 0,
             });
         }
         crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
         let facts = crate::run_facts(run, &events);
-        let inner = &mut *inner;
-        if new {
-            let Some(crate::Started {
+        let Some(crate::Started {
+            spec_id,
+            decider,
+            at_ms,
+            ..
+        }) = facts.started.clone()
+        else {
+            return Err(StoreError::Io(format!(
+                "run `{run}` must begin with `run_started`"
+            )));
+        };
+        inner.order.push(run.clone());
+        let log = inner.logs.entry(run.clone()).or_insert(RunLog {
+            summary: RunSummary {
+                run_id: run.clone(),
                 spec_id,
                 decider,
-                at_ms,
-                ..
-            }) = facts.started.clone()
-            else {
-                return Err(StoreError::Io(format!(
-                    "run `{run}` must begin with `run_started`"
-                )));
-            };
-            inner.order.push(run.clone());
-            inner.logs.insert(
-                run.clone(),
-                RunLog {
-                    summary: RunSummary {
-                        run_id: run.clone(),
-                        spec_id,
-                        decider,
-                        status: "running".into(),
-                        started_at_ms: at_ms,
-                        events: 0,
-                        holder: None,
-                        heartbeat_ms: None,
-                        epoch: driver.map_or(1, |d| d.epoch.max(1)),
-                        note: None,
-                    },
-                    events: Vec::new(),
-                },
-            );
-        }
-        let Some(log) = inner.logs.get_mut(run) else {
-            return Err(StoreError::Io("run vanished".into()));
-        };
-        log.events.reserve(events.len());
-        for event in events {
-            inner.position += 1;
-            log.events.push((inner.position, event));
-        }
-        log.summary.events = log.events.len() as u64;
-        let woken = facts
-            .status
-            .as_deref()
-            .filter(|s| *s == "ready")
-            .and_then(|_| run.0.split_once('.'))
-            .map(|(root, _)| RunId(root.to_owned()));
-        if let Some(status) = facts.status {
-            log.summary.status = status;
-        }
-        let summary = &mut log.summary;
-        crate::renew_lease(
-            &summary.status,
+                status: "running".into(),
+                started_at_ms: at_ms,
+                events: 0,
+                holder: None,
+                heartbeat_ms: None,
+                epoch: driver.map_or(1, |d| d.epoch.max(1)),
+                note: None,
+            },
+            events: Vec::new(),
+        });
+        let woken = extend(
+            log,
+            &mut inner.position,
+            &mut inner.pending,
+            run,
+            events,
+            facts,
             driver,
-            &mut summary.holder,
-            &mut summary.heartbeat_ms,
         );
-        for change in facts.approvals {
-            match change {
-                ApprovalChange::Asked(p) => {
-                    inner.pending.insert(p.request.clone(), *p);
-                }
-                ApprovalChange::Settled(request) => {
-                    inner.pending.remove(&request);
-                }
-                ApprovalChange::Ended => inner.pending.retain(|_, p| p.run_id != *run),
-            }
-        }
-        // A child answered makes its root ready: the root's driver carries the tree on.
-        if let Some(root) = woken
-            && let Some(log) = inner.logs.get_mut(&root)
-            && log.summary.status == "waiting"
-        {
-            log.summary.status = "ready".into();
-        }
+        wake_root(&mut inner.logs, woken);
         Ok(())
+    }
+}
+
+/// Adds checked `events` to `run`'s `log` (numbered from `position` on) and records what they
+/// change: its status, its lease, the pending approvals. Returns the root a child's answer
+/// makes ready, if any.
+fn extend(
+    log: &mut RunLog,
+    position: &mut u64,
+    pending: &mut BTreeMap<String, PendingApproval>,
+    run: &RunId,
+    events: Vec<Arc<Event>>,
+    facts: crate::RunFacts,
+    driver: Option<&Driver>,
+) -> Option<RunId> {
+    log.events.reserve(events.len());
+    for event in events {
+        *position += 1;
+        log.events.push((*position, event));
+    }
+    log.summary.events = log.events.len() as u64;
+    let woken = facts
+        .status
+        .as_deref()
+        .filter(|s| *s == "ready")
+        .and_then(|_| run.0.split_once('.'))
+        .map(|(root, _)| RunId(root.to_owned()));
+    if let Some(status) = facts.status {
+        log.summary.status = status;
+    }
+    let summary = &mut log.summary;
+    crate::renew_lease(
+        &summary.status,
+        driver,
+        &mut summary.holder,
+        &mut summary.heartbeat_ms,
+    );
+    for change in facts.approvals {
+        match change {
+            ApprovalChange::Asked(p) => {
+                pending.insert(p.request.clone(), *p);
+            }
+            ApprovalChange::Settled(request) => {
+                pending.remove(&request);
+            }
+            ApprovalChange::Ended => pending.retain(|_, p| p.run_id != *run),
+        }
+    }
+    woken
+}
+
+/// A child answered makes its root ready: the root's driver carries the tree on.
+fn wake_root(logs: &mut HashMap<RunId, RunLog>, root: Option<RunId>) {
+    if let Some(root) = root
+        && let Some(log) = logs.get_mut(&root)
+        && log.summary.status == "waiting"
+    {
+        log.summary.status = "ready".into();
     }
 }
 

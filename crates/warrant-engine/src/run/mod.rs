@@ -1,6 +1,5 @@
 //! One run: the loop of DESIGN.md and the Bridge.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +38,10 @@ use wait::{Bound, Cut};
 /// How often a live run asks the store whether it was cancelled.
 const CANCEL_POLL_MS: u64 = 100;
 
+/// Room made for the events of one commit: a decision, its call's start and dispatch, and
+/// the answer of the call before it.
+const PENDING_CAPACITY: usize = 8;
+
 /// Most compiled argument schemas kept per run.
 const VALIDATORS_MAX: usize = 256;
 
@@ -48,6 +51,9 @@ pub(crate) struct Run<'a> {
     spec: Arc<Spec>,
     decider: &'a dyn Decider,
     surfaces: &'a Surfaces,
+    /// The surface of the step last asked for ([`Run::surface_of`]): a run asks for the same
+    /// step's at every decision and call.
+    last_surface: Option<(usize, Arc<dyn warrant_core::ports::Surface>)>,
     time: TimeSource,
     state: RunState,
     /// Events applied to the fold, not yet appended.
@@ -55,8 +61,9 @@ pub(crate) struct Run<'a> {
     /// The sequence the store has (the last appended).
     durable_seq: u64,
     /// Compiled argument schemas, by the address of the schema they were compiled from (the
-    /// `Arc` is kept so the address is not reused).
-    validators: HashMap<usize, (Arc<Value>, crate::cache::Compiled)>,
+    /// `Arc` is kept so the address is not reused). Ordered: a run uses a few tools, and an
+    /// address is found by comparing integers rather than hashing one at every call.
+    validators: std::collections::BTreeMap<usize, (Arc<Value>, crate::cache::Compiled)>,
     /// Replay only: stop before staging the event with this sequence (where the recorded
     /// process stopped).
     pub(crate) stop_at: Option<u64>,
@@ -110,7 +117,7 @@ struct Reopened {
 /// Step `i` of `spec`. Step indices come from the fold, which keeps one state per step of the
 /// run's spec: an index past them is a broken invariant, and the run stops.
 fn step_of(spec: &Spec, i: usize) -> Result<&StepSpec, EngineError> {
-    spec.steps.get(i).ok_or(EngineError::NoStep(i))
+    spec.steps.get(i).ok_or_else(|| EngineError::NoStep(i))
 }
 
 /// What the decider saw when it proposed a call: the observation's version and actions.
@@ -178,11 +185,12 @@ impl<'a> Run<'a> {
             spec,
             decider,
             surfaces,
+            last_surface: None,
             time,
             state,
             pending: Vec::new(),
             durable_seq,
-            validators: HashMap::new(),
+            validators: std::collections::BTreeMap::new(),
             stop_at: None,
             cancel: None,
             cancel_polled_ms: None,
@@ -236,7 +244,22 @@ impl<'a> Run<'a> {
     }
 
     /// The surface of step `i`'s provider.
-    fn surface_of(&self, i: usize) -> Result<Arc<dyn warrant_core::ports::Surface>, EngineError> {
+    fn surface_of(
+        &mut self,
+        i: usize,
+    ) -> Result<Arc<dyn warrant_core::ports::Surface>, EngineError> {
+        if let Some((step, surface)) = &self.last_surface
+            && *step == i
+        {
+            return Ok(surface.clone());
+        }
+        let surface = self.find_surface(i)?;
+        self.last_surface = Some((i, surface.clone()));
+        Ok(surface)
+    }
+
+    /// The surface of step `i`'s provider, looked up.
+    fn find_surface(&self, i: usize) -> Result<Arc<dyn warrant_core::ports::Surface>, EngineError> {
         let provider = &step_of(&self.spec, i)?.provider;
         self.surfaces
             .get(provider)
@@ -284,7 +307,8 @@ impl<'a> Run<'a> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let events = std::mem::take(&mut self.pending);
+        // The next commit's events (a decision, its call and their answers) fit unmoved.
+        let events = std::mem::replace(&mut self.pending, Vec::with_capacity(PENDING_CAPACITY));
         let expected = self.durable_seq;
         let last = events.last().map_or(expected, |e| e.seq);
         let holds_result = events
@@ -521,7 +545,7 @@ impl<'a> Run<'a> {
             .state
             .steps()
             .get(i)
-            .ok_or(EngineError::NoStep(i))?
+            .ok_or_else(|| EngineError::NoStep(i))?
             .decisions;
         let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
         if now_ms.saturating_sub(self.state.started_at_ms()) >= limits.deadline_ms {

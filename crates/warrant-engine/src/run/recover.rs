@@ -10,7 +10,7 @@ impl Run<'_> {
             return Ok(None);
         };
         let i = record.step;
-        let surface = self.surface_of(i)?;
+        let surface = self.find_surface(i)?;
         let provider = step_of(&self.spec, i)?.provider.clone();
         let version = (record.decision as usize)
             .checked_sub(1)
