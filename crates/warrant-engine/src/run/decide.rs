@@ -99,7 +99,7 @@ impl Run<'_> {
             observation.version.clone(),
             observation.actions.clone(),
         )
-        .ok_or_else(|| EngineError::NoStep(i))?;
+        .ok_or(EngineError::NoStep(i))?;
         // `plan_first`: the run's first decision is its plan, made from the spec alone.
         let planning = self.state.needs_plan();
         let projection = if planning {

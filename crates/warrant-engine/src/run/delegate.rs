@@ -147,7 +147,7 @@ impl Run<'_> {
             let child = usize::try_from(k)
                 .ok()
                 .and_then(|k| delegate.children.get(k))
-                .ok_or_else(|| EngineError::NoStep(i))?;
+                .ok_or(EngineError::NoStep(i))?;
             match end? {
                 ChildEnd::Waiting => waiting.push(id),
                 ChildEnd::NotStarted(fault) => {

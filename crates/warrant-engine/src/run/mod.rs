@@ -117,7 +117,7 @@ struct Reopened {
 /// Step `i` of `spec`. Step indices come from the fold, which keeps one state per step of the
 /// run's spec: an index past them is a broken invariant, and the run stops.
 fn step_of(spec: &Spec, i: usize) -> Result<&StepSpec, EngineError> {
-    spec.steps.get(i).ok_or_else(|| EngineError::NoStep(i))
+    spec.steps.get(i).ok_or(EngineError::NoStep(i))
 }
 
 /// What the decider saw when it proposed a call: the observation's version and actions.
@@ -545,7 +545,7 @@ impl<'a> Run<'a> {
             .state
             .steps()
             .get(i)
-            .ok_or_else(|| EngineError::NoStep(i))?
+            .ok_or(EngineError::NoStep(i))?
             .decisions;
         let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
         if now_ms.saturating_sub(self.state.started_at_ms()) >= limits.deadline_ms {
