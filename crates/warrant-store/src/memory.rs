@@ -86,10 +86,16 @@ impl MemoryStore {
         driver: Option<&Driver>,
     ) -> Result<(), StoreError> {
         let mut guard = lock(&self.inner)?;
-        let inner = &mut *guard;
+        let Inner {
+            logs,
+            order,
+            position,
+            pending,
+            ..
+        } = &mut *guard;
         // A run already known is found once (most appends): its log is checked and extended
         // under that one lookup.
-        if let Some(log) = inner.logs.get_mut(run) {
+        let woken = if let Some(log) = logs.get_mut(run) {
             // INVARIANT (fencing): a driver whose lease was taken over is told so first.
             if let Some(d) = driver
                 && log.summary.epoch != d.epoch
@@ -109,64 +115,53 @@ impl MemoryStore {
             }
             crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
             let facts = crate::run_facts(run, &events);
-            let woken = extend(
-                log,
-                &mut inner.position,
-                &mut inner.pending,
-                run,
-                events,
-                facts,
-                driver,
-            );
-            wake_root(&mut inner.logs, woken);
-            return Ok(());
-        }
-        if expected != 0 {
-            return Err(StoreError::Conflict {
-                run: run.clone(),
-                expected,
-                actual: 0,
-            });
-        }
-        crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
-        let facts = crate::run_facts(run, &events);
-        let Some(crate::Started {
-            spec_id,
-            decider,
-            at_ms,
-            ..
-        }) = facts.started.clone()
-        else {
-            return Err(StoreError::Io(format!(
-                "run `{run}` must begin with `run_started`"
-            )));
-        };
-        inner.order.push(run.clone());
-        let log = inner.logs.entry(run.clone()).or_insert(RunLog {
-            summary: RunSummary {
-                run_id: run.clone(),
+            extend(log, position, pending, run, events, facts, driver)
+        } else {
+            if expected != 0 {
+                return Err(StoreError::Conflict {
+                    run: run.clone(),
+                    expected,
+                    actual: 0,
+                });
+            }
+            crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
+            let facts = crate::run_facts(run, &events);
+            let Some(crate::Started {
                 spec_id,
                 decider,
-                status: "running".into(),
-                started_at_ms: at_ms,
-                events: 0,
-                holder: None,
-                heartbeat_ms: None,
-                epoch: driver.map_or(1, |d| d.epoch.max(1)),
-                note: None,
-            },
-            events: Vec::new(),
-        });
-        let woken = extend(
-            log,
-            &mut inner.position,
-            &mut inner.pending,
-            run,
-            events,
-            facts,
-            driver,
-        );
-        wake_root(&mut inner.logs, woken);
+                at_ms,
+                ..
+            }) = facts.started.clone()
+            else {
+                return Err(StoreError::Io(format!(
+                    "run `{run}` must begin with `run_started`"
+                )));
+            };
+            order.push(run.clone());
+            let log = logs.entry(run.clone()).or_insert(RunLog {
+                summary: RunSummary {
+                    run_id: run.clone(),
+                    spec_id,
+                    decider,
+                    status: "running".into(),
+                    started_at_ms: at_ms,
+                    events: 0,
+                    holder: None,
+                    heartbeat_ms: None,
+                    epoch: driver.map_or(1, |d| d.epoch.max(1)),
+                    note: None,
+                },
+                events: Vec::new(),
+            });
+            extend(log, position, pending, run, events, facts, driver)
+        };
+        // A child answered makes its root ready: the root's driver carries the tree on.
+        if let Some(root) = woken
+            && let Some(log) = logs.get_mut(&root)
+            && log.summary.status == "waiting"
+        {
+            log.summary.status = "ready".into();
+        }
         Ok(())
     }
 }
@@ -217,16 +212,6 @@ fn extend(
         }
     }
     woken
-}
-
-/// A child answered makes its root ready: the root's driver carries the tree on.
-fn wake_root(logs: &mut HashMap<RunId, RunLog>, root: Option<RunId>) {
-    if let Some(root) = root
-        && let Some(log) = logs.get_mut(&root)
-        && log.summary.status == "waiting"
-    {
-        log.summary.status = "ready".into();
-    }
 }
 
 impl EventStore for MemoryStore {
