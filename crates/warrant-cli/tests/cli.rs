@@ -393,10 +393,22 @@ fn bench_compare_takes_turns_and_shows_each_sides_median_and_the_rounds_ratios()
     let out = compare(dir.path(), &["--cells", "2x1", "--rounds", "2"]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
-    // Each round of each cell says so, both sides run in it.
-    for round in ["memory 2x1 round 1/2", "durable 2x1 round 2/2"] {
-        assert!(err.contains(round), "{err}");
-    }
+    // Each round of each cell says so, both sides run in it; rounds go round by round, every
+    // cell in each, so a cell's rounds are spread over the session rather than back to back.
+    let order = [
+        "round 1/2: memory 2x1",
+        "round 1/2: durable 2x1",
+        "round 2/2: memory 2x1",
+        "round 2/2: durable 2x1",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|round| {
+            err.find(round)
+                .unwrap_or_else(|| panic!("no `{round}` in {err}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{err}");
     let table = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "{table}");
