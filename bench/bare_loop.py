@@ -183,7 +183,8 @@ async def main():
         log.loop = asyncio.get_running_loop()
     else:
         log = MemoryLog()
-    await batch(2, 1, tool, log, "warmup")
+    # Untimed, two calls a run at the cell's concurrency (as `warrant bench` warms up).
+    await batch(2, a.runs, tool, log, "warmup")
     rss_before, _ = rss_mb()
     results = [await batch(a.steps, a.runs, tool, log, f"b{n}") for n in range(repeat)]
     _, peak = rss_mb()

@@ -17,6 +17,10 @@
 //! another connection commit (SQLite's `data_version`, looked at in every commit and every
 //! `FOLLOW_POLL_MS` while idle). A follower of a read-only store watches `data_version` itself:
 //! it reads the log only when something was committed.
+//!
+//! The WAL is copied back into the file by a checkpointer thread with a connection of its own,
+//! beside the writer rather than inside one of its commits (SQLite's automatic checkpoint): the
+//! copy and the file's fsync no longer hold up every append waiting for the next commit.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -265,8 +269,12 @@ fn settle(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// WAL pages between automatic checkpoints (about 40 MB of 4 KiB pages).
+/// WAL pages between checkpoints (about 40 MB of 4 KiB pages).
 const WAL_CHECKPOINT_PAGES: i64 = 10_000;
+
+/// WAL pages at which the writer waits for the checkpointer's copy, because it fell this far
+/// behind: the WAL stays bounded whatever the rate of commits.
+const WAL_STALL_PAGES: i64 = 4 * WAL_CHECKPOINT_PAGES;
 
 /// How large a WAL file is left after a checkpoint.
 const WAL_KEEP_BYTES: i64 = 64 * 1024 * 1024;
@@ -285,7 +293,8 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, St
     // The WAL is copied back into the file every `WAL_CHECKPOINT_PAGES` pages rather than
     // SQLite's 1,000: a page written again and again between two checkpoints (a run's row,
     // the log's last page) is copied back once, and a commit seldom pays for a checkpoint. The WAL is
-    // truncated back to `WAL_KEEP_BYTES` after a checkpoint if it grew past it.
+    // truncated back to `WAL_KEEP_BYTES` after a checkpoint if it grew past it. (The writer's
+    // connection leaves its checkpoints to the checkpointer: `start_checkpointer`.)
     conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
         .map_err(io)?;
     conn.pragma_update(None, "journal_size_limit", WAL_KEEP_BYTES)
@@ -423,7 +432,14 @@ impl SqliteStore {
             Some(v) if v == SCHEMA_VERSION => {}
             Some(v) => return Err(newer(path, v)),
         }
-        let writer_conn = open_connection(path, durability)?;
+        let mut writer_conn = open_connection(path, durability)?;
+        start_checkpointer(
+            path,
+            durability,
+            &mut writer_conn,
+            WAL_CHECKPOINT_PAGES,
+            WAL_STALL_PAGES,
+        )?;
         let taps = Arc::new(Taps {
             runs: Mutex::new(HashMap::new()),
             foreign: watch::Sender::new(0),
@@ -831,6 +847,59 @@ impl Sequences {
         }
         before.is_some_and(|b| b != version)
     }
+}
+
+/// Copies the WAL back into the file on a thread and connection of its own, rung by the
+/// writer's commits once the WAL holds `due` pages (the writer's own automatic checkpoint is
+/// replaced). A passive checkpoint waits for no one: the writer goes on committing to the WAL
+/// while it copies, and once it has copied everything the writer's next commit starts the WAL
+/// again from its beginning. Past `stall` pages (the writer outran it) the writer waits for a
+/// copy to finish, as it would for SQLite's own checkpoint: the WAL stays bounded whatever the
+/// rate of commits. Neither ever waits for a reader: a WAL a reader still reads is not started
+/// again until it is done, as with SQLite's own. A checkpoint that fails leaves every commit in
+/// the WAL, where it was already durable; the next one tries again. The thread ends when the
+/// writer's connection (which holds its bell) closes.
+fn start_checkpointer(
+    path: &Path,
+    durability: Durability,
+    writer: &mut Connection,
+    due: i64,
+    stall: i64,
+) -> Result<(), StoreError> {
+    use rusqlite::hooks::Wal;
+    use rusqlite::wal::CheckpointMode;
+    let conn = open_connection(path, durability)?;
+    // Each ring asks for a copy; a stalled writer's carries where to say it is done.
+    let (bell, rung) = mpsc::sync_channel::<Option<mpsc::SyncSender<()>>>(1);
+    thread::Builder::new()
+        .name("warrant-store-checkpointer".into())
+        .spawn(move || {
+            while let Ok(waiting) = rung.recv() {
+                let _ = conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE);
+                if let Some(done) = waiting {
+                    let _ = done.send(());
+                }
+            }
+        })
+        .map_err(|e| StoreError::Io(format!("cannot start the store checkpointer: {e}")))?;
+    writer
+        .wal_hook(Some(move |wal: &mut Wal, pages: std::ffi::c_int| {
+            let pages = i64::from(pages);
+            if pages >= stall {
+                let (done, copied) = mpsc::sync_channel(1);
+                // After the copy under way, if any; if the checkpointer is gone, by itself.
+                if bell.send(Some(done)).is_ok() {
+                    let _ = copied.recv();
+                } else {
+                    let _ = wal.checkpoint_v2(CheckpointMode::PASSIVE);
+                }
+            } else if pages >= due {
+                // A ring already waiting covers this one.
+                let _ = bell.try_send(None);
+            }
+            Ok(())
+        }))
+        .map_err(io)
 }
 
 /// The writer: takes every request waiting, commits them in one transaction, answers each, and
@@ -1948,5 +2017,43 @@ mod tests {
         }
         let second = cancel_reads(&store) - first;
         assert!((1..=2).contains(&second), "{second} reads");
+    }
+
+    /// Past `due` pages the writer's commits ring the checkpointer, which copies the WAL back
+    /// into the file; past `stall` the writer waits for a copy. However the two threads meet,
+    /// the WAL never holds much more than `stall`, and every committed row is read back.
+    #[test]
+    fn the_wal_is_copied_back_beside_the_writer_and_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let mut writer = open_connection(&path, Durability::ProcessCrash).unwrap();
+        writer
+            .execute_batch("CREATE TABLE t (x BLOB NOT NULL)")
+            .unwrap();
+        // In pages (of SQLite's 4 KiB): 128 KiB and 1 MiB.
+        let (due, stall) = (32, 256);
+        start_checkpointer(&path, Durability::ProcessCrash, &mut writer, due, stall).unwrap();
+        let rows = 1_600;
+        for _ in 0..rows {
+            writer
+                .execute("INSERT INTO t (x) VALUES (zeroblob(3000))", [])
+                .unwrap();
+        }
+        let page: i64 = writer
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        let frame = page.unsigned_abs() + 24;
+        let wal = std::fs::metadata(dir.path().join("c.db-wal")).unwrap().len();
+        // The WAL's extent: at most `stall` pages and the commit that crossed it (a row's leaf
+        // and the pages above it in the table's tree: a few), and its header.
+        let bound = (stall.unsigned_abs() + 8) * frame + 32;
+        assert!(wal <= bound, "WAL of {wal} bytes, bound {bound}");
+        // Nearly 5 MB were committed: most of it was copied back into the file.
+        let file = std::fs::metadata(&path).unwrap().len();
+        assert!(file > 4 * 1024 * 1024, "the file holds {file} bytes");
+        let count: i64 = writer
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, rows);
     }
 }
