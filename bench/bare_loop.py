@@ -174,7 +174,9 @@ async def main():
     a = p.parse_args()
     if a.steps < 1 or a.runs < 1:
         sys.exit("--steps and --runs must be at least 1")
-    repeat = max(1, a.repeat or (1 if a.runs >= 1000 else 3))
+    # As `warrant bench`: one batch for R >= 1000, else enough for 1,000 steps and at least 3.
+    default = 1 if a.runs >= 1000 else max(3, -(-1000 // (a.steps * a.runs)))
+    repeat = max(1, a.repeat or default)
     tool = StepTool()
     scratch = None
     if a.durable:

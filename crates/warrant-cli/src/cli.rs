@@ -527,7 +527,8 @@ pub struct BenchArgs {
     /// commit); the runs are split between them.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub workers: u32,
-    /// Timed repetitions (default 3, or 1 when R >= 1000); the median is reported.
+    /// Timed repetitions (default: 1 when R >= 1000, else enough for 1,000 steps and at least
+    /// 3); the median is reported.
     #[arg(long)]
     pub repeat: Option<u32>,
     /// Delegate: each run is a parent whose one step hands the K-call loop to N child runs

@@ -616,6 +616,40 @@ async fn a_call_repeated_at_reentry_is_ruled_on_again() {
     assert_replays(&c.store, &c.run).await;
 }
 
+/// A step's start costs no commit of its own: it is committed with the step's first decision
+/// (lost in a crash, the step is simply started again). The run's start is durable before
+/// anything is decided.
+#[tokio::test]
+async fn a_steps_start_is_committed_with_its_first_decision() {
+    let spec = common::spec(CAFE_GALLERY);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let mut decider = Watching::new(script(SCRIPT));
+    let durable = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (store, seen) = (s.store.clone(), durable.clone());
+    decider.before = Box::new(move |p| {
+        let kinds: Vec<&'static str> = store
+            .events(&p.run_id)
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::RunStarted { .. } => Some("run_started"),
+                EventKind::StepStarted { .. } => Some("step_started"),
+                _ => None,
+            })
+            .collect();
+        seen.lock().unwrap().push(kinds);
+    });
+    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    assert_eq!(result.outcome, Some(Outcome::Attained));
+    let durable = durable.lock().unwrap().clone();
+    assert_eq!(durable.first(), Some(&vec!["run_started"]));
+    assert_eq!(
+        durable.get(1),
+        Some(&vec!["run_started", "step_started"]),
+        "committed with the first decision"
+    );
+    assert_replays(&s.store, &result.run_id).await;
+}
+
 #[tokio::test]
 async fn a_reads_result_is_committed_with_the_next_decision_and_a_commits_before_it() {
     // What the store holds each time the decider is asked: the calls whose end is durable.

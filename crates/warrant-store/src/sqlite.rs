@@ -2043,7 +2043,9 @@ mod tests {
             .query_row("PRAGMA page_size", [], |r| r.get(0))
             .unwrap();
         let frame = page.unsigned_abs() + 24;
-        let wal = std::fs::metadata(dir.path().join("c.db-wal")).unwrap().len();
+        let wal = std::fs::metadata(dir.path().join("c.db-wal"))
+            .unwrap()
+            .len();
         // The WAL's extent: at most `stall` pages and the commit that crossed it (a row's leaf
         // and the pages above it in the table's tree: a few), and its header.
         let bound = (stall.unsigned_abs() + 8) * frame + 32;

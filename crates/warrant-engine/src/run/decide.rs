@@ -83,10 +83,10 @@ impl Run<'_> {
         }
         let step_id = step_of(&self.spec, i)?.id.clone();
         let surface = self.surface_of(i)?;
-        // A read's result is committed with the decision made from it (a read is safe to
-        // repeat: lost in a crash, it is sent again); anything else, and anything a decider
-        // tells outside, is durable first.
-        if self.decider.tells_outside() || !self.only_read_results_pending() {
+        // A read's result and a step's start are committed with the decision made after them
+        // (lost in a crash, the read is sent again, the step started again); anything else,
+        // and anything a decider tells outside, is durable first.
+        if self.decider.tells_outside() || !self.only_replayable_pending() {
             self.flush().await?;
         }
         let Some(observation) = self.observe(i, &surface).await? else {

@@ -325,10 +325,11 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Whether everything staged is the answer of a read (its result and the values carried
-    /// from it): safe to lose in a crash, as the read is sent again, so it can wait for the
-    /// next decision's commit. A commit's answer never waits: it is made durable at once.
-    fn only_read_results_pending(&self) -> bool {
+    /// Whether everything staged is safe to lose in a crash, so it can wait for the next
+    /// decision's commit: the answer of a read (its result and the values carried from it; the
+    /// read is sent again) and a step's start (the step is started again, as it was: nothing
+    /// outside the run saw it). A commit's answer never waits: it is made durable at once.
+    fn only_replayable_pending(&self) -> bool {
         let mut after_read = false;
         self.pending.iter().all(|e| match &e.kind {
             EventKind::CallFinished { call, .. } => {
@@ -339,6 +340,7 @@ impl<'a> Run<'a> {
                 after_read
             }
             EventKind::Carried { .. } => after_read,
+            EventKind::StepStarted { .. } => true,
             _ => false,
         })
     }
