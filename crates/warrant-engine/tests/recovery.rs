@@ -616,62 +616,64 @@ async fn a_call_repeated_at_reentry_is_ruled_on_again() {
     assert_replays(&c.store, &c.run).await;
 }
 
+/// Runs the cafe-gallery script to its end, noting before each decision what `note` makes of
+/// the run's log as the store holds it then (what is durable when the decider is asked).
+async fn durable_at_each_decision<T: Clone + Send + 'static>(
+    note: impl Fn(&warrant_core::projection::Projection, &[Arc<Event>]) -> T + Send + Sync + 'static,
+) -> (Setup, warrant_engine::RunResult, Vec<T>) {
+    let spec = common::spec(CAFE_GALLERY);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let mut decider = Watching::new(script(SCRIPT));
+    let noted = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (store, seen) = (s.store.clone(), noted.clone());
+    decider.before = Box::new(move |p| {
+        let log = store.events(&p.run_id);
+        seen.lock().unwrap().push(note(p, &log));
+    });
+    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    assert_eq!(result.outcome, Some(Outcome::Attained));
+    assert_replays(&s.store, &result.run_id).await;
+    let noted = noted.lock().unwrap().clone();
+    (s, result, noted)
+}
+
 /// A step's start costs no commit of its own: it is committed with the step's first decision
 /// (lost in a crash, the step is simply started again). The run's start is durable before
 /// anything is decided.
 #[tokio::test]
 async fn a_steps_start_is_committed_with_its_first_decision() {
-    let spec = common::spec(CAFE_GALLERY);
-    let s = setup(&spec, Arc::new(AllowAll));
-    let mut decider = Watching::new(script(SCRIPT));
-    let durable = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (store, seen) = (s.store.clone(), durable.clone());
-    decider.before = Box::new(move |p| {
-        let kinds: Vec<&'static str> = store
-            .events(&p.run_id)
-            .iter()
+    let (_, _, durable) = durable_at_each_decision(|_, log| {
+        log.iter()
             .filter_map(|e| match &e.kind {
                 EventKind::RunStarted { .. } => Some("run_started"),
                 EventKind::StepStarted { .. } => Some("step_started"),
                 _ => None,
             })
-            .collect();
-        seen.lock().unwrap().push(kinds);
-    });
-    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
-    assert_eq!(result.outcome, Some(Outcome::Attained));
-    let durable = durable.lock().unwrap().clone();
+            .collect::<Vec<_>>()
+    })
+    .await;
     assert_eq!(durable.first(), Some(&vec!["run_started"]));
     assert_eq!(
         durable.get(1),
         Some(&vec!["run_started", "step_started"]),
         "committed with the first decision"
     );
-    assert_replays(&s.store, &result.run_id).await;
 }
 
 #[tokio::test]
 async fn a_reads_result_is_committed_with_the_next_decision_and_a_commits_before_it() {
     // What the store holds each time the decider is asked: the calls whose end is durable.
-    let spec = common::spec(CAFE_GALLERY);
-    let s = setup(&spec, Arc::new(AllowAll));
-    let mut decider = Watching::new(script(SCRIPT));
-    let durable = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (store, seen) = (s.store.clone(), durable.clone());
-    decider.before = Box::new(move |p| {
-        let ended: Vec<u32> = store
-            .events(&p.run_id)
+    let (s, result, durable) = durable_at_each_decision(|p, log| {
+        let ended: Vec<u32> = log
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::CallFinished { call, .. } => Some(call.0),
                 _ => None,
             })
             .collect();
-        seen.lock().unwrap().push((p.decision_no, ended));
-    });
-    let result = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
-    assert_eq!(result.outcome, Some(Outcome::Attained));
-    let durable = durable.lock().unwrap().clone();
+        (p.decision_no, ended)
+    })
+    .await;
     // Decision 2 is made from `read_menu`'s result (c1): it rides with that decision's commit.
     assert_eq!(durable.get(1), Some(&(2, vec![])));
     // Decision 3 follows `order_latte` (c2), a commit: its end was durable first.
@@ -684,5 +686,4 @@ async fn a_reads_result_is_committed_with_the_next_decision_and_a_commits_before
             .count(),
         3
     );
-    assert_replays(&s.store, &result.run_id).await;
 }
