@@ -261,21 +261,23 @@ pub(crate) fn renew_lease(
     }
 }
 
-/// Checks that `events` continue a run at `expected`: sequences `expected + 1, + 2, ...`.
-pub(crate) fn check_contiguous(
+/// What an append's events tell of their run, once they are checked to continue it at
+/// `expected`: sequences `expected + 1, + 2, ...`.
+pub(crate) fn appended_facts(
+    run: &warrant_core::ids::RunId,
     events: &[std::sync::Arc<Event>],
     expected: u64,
-) -> Result<(), String> {
+) -> Result<RunFacts, warrant_core::store::StoreError> {
     for (i, e) in events.iter().enumerate() {
         let want = expected + 1 + i as u64;
         if e.seq != want {
-            return Err(format!(
+            return Err(warrant_core::store::StoreError::Io(format!(
                 "event at index {i} has sequence {}, expected {want}",
                 e.seq
-            ));
+            )));
         }
     }
-    Ok(())
+    Ok(run_facts(run, events))
 }
 
 /// Whether a run with this status has ended.

@@ -113,8 +113,7 @@ impl MemoryStore {
                     actual: log.summary.events,
                 });
             }
-            crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
-            let facts = crate::run_facts(run, &events);
+            let facts = crate::appended_facts(run, &events, expected)?;
             extend(log, position, pending, run, events, facts, driver)
         } else {
             if expected != 0 {
@@ -124,8 +123,7 @@ impl MemoryStore {
                     actual: 0,
                 });
             }
-            crate::check_contiguous(&events, expected).map_err(StoreError::Io)?;
-            let facts = crate::run_facts(run, &events);
+            let facts = crate::appended_facts(run, &events, expected)?;
             let Some(crate::Started {
                 spec_id,
                 decider,

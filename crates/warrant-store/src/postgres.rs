@@ -1034,10 +1034,10 @@ impl EventStore for PostgresStore {
         events: Vec<Arc<Event>>,
         driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        if let Err(e) = crate::check_contiguous(&events, expected_seq) {
-            return Box::pin(std::future::ready(Err(StoreError::Io(e))));
-        }
-        let facts = crate::run_facts(run, &events);
+        let facts = match crate::appended_facts(run, &events, expected_seq) {
+            Ok(facts) => facts,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
         let (reply, done) = oneshot::channel();
         let sent = self

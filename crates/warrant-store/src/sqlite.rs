@@ -1559,10 +1559,10 @@ impl EventStore for SqliteStore {
         if let Err(e) = self.inner.writable() {
             return Box::pin(std::future::ready(Err(e)));
         }
-        if let Err(e) = crate::check_contiguous(&events, expected_seq) {
-            return Box::pin(std::future::ready(Err(StoreError::Io(e))));
-        }
-        let facts = crate::run_facts(run, &events);
+        let facts = match crate::appended_facts(run, &events, expected_seq) {
+            Ok(facts) => facts,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let (reply, done) = oneshot::channel();
         let request = Request {
             run: run.clone(),
