@@ -1,5 +1,6 @@
 //! One run: the loop of DESIGN.md and the Bridge.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,7 +64,7 @@ pub(crate) struct Run<'a> {
     /// Compiled argument schemas, by the address of the schema they were compiled from (the
     /// `Arc` is kept so the address is not reused). Ordered: a run uses a few tools, and an
     /// address is found by comparing integers rather than hashing one at every call.
-    validators: std::collections::BTreeMap<usize, (Arc<Value>, crate::cache::Compiled)>,
+    validators: BTreeMap<usize, (Arc<Value>, crate::cache::Compiled)>,
     /// Replay only: stop before staging the event with this sequence (where the recorded
     /// process stopped).
     pub(crate) stop_at: Option<u64>,
@@ -190,7 +191,7 @@ impl<'a> Run<'a> {
             state,
             pending: Vec::new(),
             durable_seq,
-            validators: std::collections::BTreeMap::new(),
+            validators: BTreeMap::new(),
             stop_at: None,
             cancel: None,
             cancel_polled_ms: None,
