@@ -250,6 +250,11 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
         metrics.contains("warrant_runs_ended_total{outcome=\"attained\"} 1\n"),
         "{metrics}"
     );
+    // The store's WAL was copied back without a failure (a SQLite store counts them).
+    assert!(
+        metrics.contains("\nwarrant_store_checkpoint_failures_total 0\n"),
+        "{metrics}"
+    );
     for name in [
         "warrant_step_seconds",
         "warrant_store_commit_seconds",

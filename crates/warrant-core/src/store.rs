@@ -337,4 +337,9 @@ pub trait EventStore: Send + Sync {
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
         None
     }
+    /// How many copies of a write-ahead log back into the store failed, if this store makes
+    /// them (SQLite). The commits stay durable in the log; a log never copied back grows.
+    fn checkpoint_failures(&self) -> Option<u64> {
+        None
+    }
 }

@@ -501,6 +501,14 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "gauge",
         vec![(String::new(), pending)],
     );
+    if let Some(failed) = shared.app.store().checkpoint_failures() {
+        metric(
+            "warrant_store_checkpoint_failures_total",
+            "Copies of the store's write-ahead log back into its file that failed (the commits stay durable in the log, which grows until a copy succeeds).",
+            "counter",
+            vec![(String::new(), failed)],
+        );
+    }
     histogram(
         &mut out,
         "warrant_step_seconds",
@@ -521,6 +529,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
             &commits,
         );
     }
+
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

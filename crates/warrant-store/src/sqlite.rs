@@ -24,6 +24,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -170,6 +171,8 @@ struct Taps {
     foreign: watch::Sender<u64>,
     /// How long each group commit took, from its transaction's start to durable.
     commits: warrant_core::metrics::Histogram,
+    /// Copies of the WAL back into the file that failed.
+    checkpoint_failures: Arc<AtomicU64>,
 }
 
 impl Taps {
@@ -433,17 +436,19 @@ impl SqliteStore {
             Some(v) => return Err(newer(path, v)),
         }
         let mut writer_conn = open_connection(path, durability)?;
+        let checkpoint_failures = Arc::new(AtomicU64::new(0));
         start_checkpointer(
             path,
             durability,
             &mut writer_conn,
-            WAL_CHECKPOINT_PAGES,
-            WAL_STALL_PAGES,
+            (WAL_CHECKPOINT_PAGES, WAL_STALL_PAGES),
+            checkpoint_failures.clone(),
         )?;
         let taps = Arc::new(Taps {
             runs: Mutex::new(HashMap::new()),
             foreign: watch::Sender::new(0),
             commits: warrant_core::metrics::Histogram::default(),
+            checkpoint_failures,
         });
         let (tx, rx) = mpsc::channel::<Job>();
         let writer_taps = taps.clone();
@@ -857,25 +862,30 @@ impl Sequences {
 /// copy to finish, as it would for SQLite's own checkpoint: the WAL stays bounded whatever the
 /// rate of commits. Neither ever waits for a reader: a WAL a reader still reads is not started
 /// again until it is done, as with SQLite's own. A checkpoint that fails leaves every commit in
-/// the WAL, where it was already durable; the next one tries again. The thread ends when the
-/// writer's connection (which holds its bell) closes.
+/// the WAL, where it was already durable; the next one tries again, and the failure is counted
+/// in `failures` (`EventStore::checkpoint_failures`, for `/metrics`): a WAL never copied back
+/// grows. The thread ends when the writer's connection (which holds its bell) closes.
 fn start_checkpointer(
     path: &Path,
     durability: Durability,
     writer: &mut Connection,
-    due: i64,
-    stall: i64,
+    (due, stall): (i64, i64),
+    failures: Arc<AtomicU64>,
 ) -> Result<(), StoreError> {
     use rusqlite::hooks::Wal;
     use rusqlite::wal::CheckpointMode;
     let conn = open_connection(path, durability)?;
     // Each ring asks for a copy; a stalled writer's carries where to say it is done.
     let (bell, rung) = mpsc::sync_channel::<Option<mpsc::SyncSender<()>>>(1);
+    let copier = failures.clone();
     thread::Builder::new()
         .name("warrant-store-checkpointer".into())
         .spawn(move || {
             while let Ok(waiting) = rung.recv() {
-                let _ = conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE);
+                count_failed_copy(
+                    conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE),
+                    &copier,
+                );
                 if let Some(done) = waiting {
                     let _ = done.send(());
                 }
@@ -891,7 +901,7 @@ fn start_checkpointer(
                 if bell.send(Some(done)).is_ok() {
                     let _ = copied.recv();
                 } else {
-                    let _ = wal.checkpoint_v2(CheckpointMode::PASSIVE);
+                    count_failed_copy(wal.checkpoint_v2(CheckpointMode::PASSIVE), &failures);
                 }
             } else if pages >= due {
                 // A ring already waiting covers this one.
@@ -900,6 +910,18 @@ fn start_checkpointer(
             Ok(())
         }))
         .map_err(io)
+}
+
+/// Counts a copy of the WAL back into the file that failed. One that found another copy under
+/// way (SQLite's `BUSY`: another connection's checkpoint) did not fail: that one copies.
+fn count_failed_copy<T>(copy: rusqlite::Result<T>, failures: &AtomicU64) {
+    match copy {
+        Ok(_) => {}
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {}
+        Err(_) => {
+            failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The writer: takes every request waiting, commits them in one transaction, answers each, and
@@ -1731,6 +1753,12 @@ impl EventStore for SqliteStore {
         self.taps.as_ref().map(|t| t.commits.snapshot())
     }
 
+    fn checkpoint_failures(&self) -> Option<u64> {
+        self.taps
+            .as_ref()
+            .map(|t| t.checkpoint_failures.load(Ordering::Relaxed))
+    }
+
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
         // Subscribed before the first read of the file, so nothing committed in between is
         // missed (what both hold is given once, by sequence).
@@ -2032,7 +2060,15 @@ mod tests {
             .unwrap();
         // In pages (of SQLite's 4 KiB): 128 KiB and 1 MiB.
         let (due, stall) = (32, 256);
-        start_checkpointer(&path, Durability::ProcessCrash, &mut writer, due, stall).unwrap();
+        let failures = Arc::new(AtomicU64::new(0));
+        start_checkpointer(
+            &path,
+            Durability::ProcessCrash,
+            &mut writer,
+            (due, stall),
+            failures.clone(),
+        )
+        .unwrap();
         let rows = 1_600;
         for _ in 0..rows {
             writer
@@ -2057,5 +2093,42 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(count, rows);
+        assert_eq!(failures.load(Ordering::Relaxed), 0);
+    }
+
+    /// A copy of the WAL that fails is counted (here: on a connection that may not write the
+    /// file); one that finds another copy under way is not.
+    #[test]
+    fn a_failed_copy_of_the_wal_is_counted_and_a_busy_one_is_not() {
+        use rusqlite::wal::CheckpointMode;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.db");
+        let writer = open_connection(&path, Durability::ProcessCrash).unwrap();
+        writer
+            .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let failures = AtomicU64::new(0);
+        count_failed_copy(
+            writer.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE),
+            &failures,
+        );
+        assert_eq!(failures.load(Ordering::Relaxed), 0);
+        // A commit left in the WAL, for a connection that may only read to copy back.
+        writer.execute_batch("INSERT INTO t VALUES (2);").unwrap();
+        let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+        let refused = reader.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE);
+        assert!(refused.is_err(), "{refused:?}");
+        count_failed_copy(refused, &failures);
+        assert_eq!(failures.load(Ordering::Relaxed), 1);
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        count_failed_copy::<()>(Err(busy), &failures);
+        assert_eq!(failures.load(Ordering::Relaxed), 1);
     }
 }
