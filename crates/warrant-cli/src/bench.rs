@@ -542,6 +542,15 @@ fn default_repeat(steps: u32, runs: u32) -> u32 {
     1_000u32.div_ceil(per_batch).max(3)
 }
 
+/// The timed batches `args` asks for: `--repeat`, else [`default_repeat`] of the steps a batch
+/// takes (with `--children N`, each run's K calls are made by each of its N children).
+fn repeats(args: &BenchArgs) -> u32 {
+    let steps = args.steps.saturating_mul(args.children.unwrap_or(1));
+    args.repeat
+        .unwrap_or_else(|| default_repeat(steps, args.runs))
+        .max(1)
+}
+
 pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
     if args.steps == 0 || args.runs == 0 || args.workers == 0 {
         return Err(Failure::invalid(anyhow!(
@@ -553,10 +562,7 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
             "--workers needs --durable (and a PostgreSQL --store)"
         )));
     }
-    let repeat = args
-        .repeat
-        .unwrap_or_else(|| default_repeat(args.steps, args.runs))
-        .max(1);
+    let repeat = repeats(args);
     let (scratch, stores): (Option<Scratch>, Vec<Arc<dyn EventStore>>) = if args.durable {
         let (scratch, stores) = Scratch::open(store_at, args.workers).await?;
         (Some(scratch), stores)
@@ -686,4 +692,36 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
     });
     outln!("{line}");
     Ok(exit::ATTAINED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(steps: u32, runs: u32, children: Option<u32>, repeat: Option<u32>) -> BenchArgs {
+        BenchArgs {
+            steps,
+            runs,
+            durable: false,
+            workers: 1,
+            repeat,
+            children,
+            waiting: false,
+            threads: 1,
+        }
+    }
+
+    /// A cell repeats enough batches for 1,000 steps (at least three; one at R >= 1000),
+    /// counting every child's calls; `--repeat` overrides it.
+    #[test]
+    fn a_cell_repeats_enough_batches_for_a_thousand_steps() {
+        assert_eq!(repeats(&args(10, 1, None, None)), 100);
+        assert_eq!(repeats(&args(10, 100, None, None)), 3);
+        assert_eq!(repeats(&args(10, 1000, None, None)), 1);
+        // A parent with 10 children of 10 calls makes 100 calls a run.
+        assert_eq!(repeats(&args(10, 1, Some(10), None)), 10);
+        assert_eq!(repeats(&args(1, 100, Some(10), None)), 3);
+        assert_eq!(repeats(&args(10, 1, Some(10), Some(7))), 7);
+        assert_eq!(repeats(&args(10, 1, None, Some(0))), 1);
+    }
 }
