@@ -529,26 +529,25 @@ impl Scratch {
     }
 }
 
-/// Timed batches when `--repeat` is not given: one for R >= 1000 (a batch is then tens of
-/// thousands of steps), else enough for 1,000 steps in all and at least three. A batch of one
-/// short run is a sample of tens of microseconds (memory) or a few fsyncs (durable): twenty
-/// batches of one ten-step durable run took 272 to 2,649 µs a step, so the median of three was
-/// a draw. The bare loop repeats by the same rule.
-fn default_repeat(steps: u32, runs: u32) -> u32 {
-    if runs >= 1000 {
-        return 1;
-    }
-    let per_batch = steps.saturating_mul(runs).max(1);
-    1_000u32.div_ceil(per_batch).max(3)
-}
-
-/// The timed batches `args` asks for: `--repeat`, else [`default_repeat`] of the steps a batch
-/// takes (with `--children N`, each run's K calls are made by each of its N children).
+/// The timed batches `args` asks for: `--repeat`, else one for R >= 1000 (a batch is then
+/// tens of thousands of steps), else enough for 1,000 steps in all (with `--children N`, each
+/// run's K calls are made by each of its N children) and at least three. A batch of one short
+/// run is a sample of tens of microseconds (memory) or a few fsyncs (durable): twenty batches
+/// of one ten-step durable run took 272 to 2,649 µs a step, so the median of three was a draw.
+/// The bare loop repeats by the same rule.
 fn repeats(args: &BenchArgs) -> u32 {
-    let steps = args.steps.saturating_mul(args.children.unwrap_or(1));
-    args.repeat
-        .unwrap_or_else(|| default_repeat(steps, args.runs))
-        .max(1)
+    let default = || {
+        if args.runs >= 1000 {
+            return 1;
+        }
+        let per_batch = args
+            .steps
+            .saturating_mul(args.children.unwrap_or(1))
+            .saturating_mul(args.runs)
+            .max(1);
+        1_000u32.div_ceil(per_batch).max(3)
+    };
+    args.repeat.unwrap_or_else(default).max(1)
 }
 
 pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
