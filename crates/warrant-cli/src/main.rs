@@ -141,7 +141,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::NOT_ATTAINED);
         }
     };
-    match runtime.block_on(commands::dispatch(cli)) {
+    let ended = runtime.block_on(commands::dispatch(cli));
+    for warning in store::failed_copies() {
+        errln!("{warning}");
+    }
+    match ended {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             errln!("error: {:#}", f.error);

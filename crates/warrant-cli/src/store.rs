@@ -68,16 +68,62 @@ impl StoreAt {
                         path.display()
                     )));
                 }
-                let store = if usage == Use::Read {
-                    SqliteStore::open_read_only(path)
-                } else {
-                    open_upgrading(path).map(|(_, store)| store)
-                };
-                Ok(Arc::new(store.map_err(invalid)?))
+                if usage == Use::Read {
+                    return Ok(Arc::new(
+                        SqliteStore::open_read_only(path).map_err(invalid)?,
+                    ));
+                }
+                let (_, store) = open_upgrading(path).map_err(invalid)?;
+                let store: Arc<dyn EventStore> = Arc::new(store);
+                written().push((path.clone(), store.clone()));
+                Ok(store)
             }
             StoreAt::Postgres(url) => open_postgres(url).await,
         }
     }
+}
+
+/// The SQLite stores this process opened to write, kept open until it says whether copies of
+/// their write-ahead log failed ([`failed_copies`]).
+fn written() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Arc<dyn EventStore>)>> {
+    static WRITTEN: std::sync::Mutex<Vec<(PathBuf, Arc<dyn EventStore>)>> =
+        std::sync::Mutex::new(Vec::new());
+    // A poisoned list only ever held stores: go on with it.
+    WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What to tell the user, at the end of a command, of the SQLite stores it wrote whose
+/// write-ahead log could not be copied back into the file (one line each), closing them. The
+/// commits are durable in the log, so nothing is lost, but a log never copied back grows: a
+/// user with no `/metrics` to watch learns of it here.
+pub fn failed_copies() -> Vec<String> {
+    std::mem::take(&mut *written())
+        .into_iter()
+        .filter_map(|(path, store)| {
+            let failed = store.checkpoint_failures()?;
+            (failed.count > 0).then(|| copies_warning(&path, &failed))
+        })
+        .collect()
+}
+
+fn copies_warning(
+    path: &std::path::Path,
+    failed: &warrant_core::ports::CheckpointFailures,
+) -> String {
+    let shown = path.display();
+    let times = match failed.count {
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    };
+    let why = failed
+        .last
+        .as_deref()
+        .map_or_else(String::new, |e| format!(" (last: {e})"));
+    format!(
+        "warning: the store `{shown}` could not copy its write-ahead log back into the file {times}{why}. \
+         Every commit is safe in `{shown}-wal`, which grows until a copy succeeds: \
+         check that the file and its directory can be written and the disk has room."
+    )
 }
 
 /// Opens a SQLite store to write, saying first on stderr when it is about to be upgraded
@@ -159,6 +205,33 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+
+    #[test]
+    fn a_failed_copy_of_the_wal_is_told_with_its_count_its_error_and_where_the_commits_are() {
+        let failed = |count, last: Option<&str>| warrant_core::ports::CheckpointFailures {
+            count,
+            last: last.map(str::to_owned),
+        };
+        let path = std::path::Path::new("runs/w.db");
+        let once = copies_warning(path, &failed(1, Some("disk I/O error")));
+        assert!(once.starts_with("warning: the store `runs/w.db`"), "{once}");
+        assert!(once.contains("file once (last: disk I/O error)."), "{once}");
+        assert!(once.contains("safe in `runs/w.db-wal`"), "{once}");
+        let many = copies_warning(path, &failed(3, None));
+        assert!(many.contains("file 3 times. Every"), "{many}");
+    }
+
+    #[tokio::test]
+    async fn a_store_written_with_no_failed_copy_is_not_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = StoreAt::File(dir.path().join("w.db"));
+        let store = at.open(Use::Create).await.unwrap();
+        assert_eq!(store.checkpoint_failures().unwrap().count, 0);
+        drop(store);
+        assert!(failed_copies().is_empty());
+        // The list was emptied: the store is closed.
+        assert!(written().is_empty());
+    }
 
     #[test]
     fn a_url_is_a_database_and_anything_else_a_file() {

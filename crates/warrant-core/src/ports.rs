@@ -528,8 +528,8 @@ pub trait Interceptor: Send + Sync {
 }
 
 pub use crate::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, LEASE_TTL_MS,
-    PendingApproval, RunCursor, RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, CheckpointFailures, Claim, Driver, EventFeed, EventStore, FairShare, Held,
+    LEASE_TTL_MS, PendingApproval, RunCursor, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 /// The run id that uniquely starts with `prefix`, among `runs`.

@@ -337,9 +337,19 @@ pub trait EventStore: Send + Sync {
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
         None
     }
-    /// How many copies of a write-ahead log back into the store failed, if this store makes
+    /// The copies of a write-ahead log back into the store that failed, if this store makes
     /// them (SQLite). The commits stay durable in the log; a log never copied back grows.
-    fn checkpoint_failures(&self) -> Option<u64> {
+    fn checkpoint_failures(&self) -> Option<CheckpointFailures> {
         None
     }
+}
+
+/// Copies of a store's write-ahead log back into its file that failed
+/// ([`EventStore::checkpoint_failures`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointFailures {
+    /// How many failed.
+    pub count: u64,
+    /// What the last one failed with.
+    pub last: Option<String>,
 }

@@ -506,7 +506,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
             "warrant_store_checkpoint_failures_total",
             "Copies of the store's write-ahead log back into its file that failed (the commits stay durable in the log, which grows until a copy succeeds).",
             "counter",
-            vec![(String::new(), failed)],
+            vec![(String::new(), failed.count)],
         );
     }
     histogram(

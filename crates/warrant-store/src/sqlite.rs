@@ -172,7 +172,24 @@ struct Taps {
     /// How long each group commit took, from its transaction's start to durable.
     commits: warrant_core::metrics::Histogram,
     /// Copies of the WAL back into the file that failed.
-    checkpoint_failures: Arc<AtomicU64>,
+    checkpoint_failures: Arc<FailedCopies>,
+}
+
+/// Copies of the WAL back into the file that failed: how many, and the last one's error.
+#[derive(Default)]
+struct FailedCopies {
+    count: AtomicU64,
+    last: Mutex<Option<String>>,
+}
+
+impl FailedCopies {
+    fn snapshot(&self) -> warrant_core::ports::CheckpointFailures {
+        warrant_core::ports::CheckpointFailures {
+            count: self.count.load(Ordering::Relaxed),
+            // A poisoned slot only ever held a message: read it anyway.
+            last: self.last.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
 }
 
 impl Taps {
@@ -436,7 +453,7 @@ impl SqliteStore {
             Some(v) => return Err(newer(path, v)),
         }
         let mut writer_conn = open_connection(path, durability)?;
-        let checkpoint_failures = Arc::new(AtomicU64::new(0));
+        let checkpoint_failures = Arc::new(FailedCopies::default());
         start_checkpointer(
             path,
             durability,
@@ -870,7 +887,7 @@ fn start_checkpointer(
     durability: Durability,
     writer: &mut Connection,
     (due, stall): (i64, i64),
-    failures: Arc<AtomicU64>,
+    failures: Arc<FailedCopies>,
 ) -> Result<(), StoreError> {
     use rusqlite::hooks::Wal;
     use rusqlite::wal::CheckpointMode;
@@ -912,14 +929,16 @@ fn start_checkpointer(
         .map_err(io)
 }
 
-/// Counts a copy of the WAL back into the file that failed. One that found another copy under
-/// way (SQLite's `BUSY`: another connection's checkpoint) did not fail: that one copies.
-fn count_failed_copy<T>(copy: rusqlite::Result<T>, failures: &AtomicU64) {
+/// Counts a copy of the WAL back into the file that failed, and keeps its error. One that
+/// found another copy under way (SQLite's `BUSY`: another connection's checkpoint) did not
+/// fail: that one copies.
+fn count_failed_copy<T>(copy: rusqlite::Result<T>, failures: &FailedCopies) {
     match copy {
         Ok(_) => {}
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {}
-        Err(_) => {
-            failures.fetch_add(1, Ordering::Relaxed);
+        Err(e) => {
+            failures.count.fetch_add(1, Ordering::Relaxed);
+            *failures.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
         }
     }
 }
@@ -1753,10 +1772,8 @@ impl EventStore for SqliteStore {
         self.taps.as_ref().map(|t| t.commits.snapshot())
     }
 
-    fn checkpoint_failures(&self) -> Option<u64> {
-        self.taps
-            .as_ref()
-            .map(|t| t.checkpoint_failures.load(Ordering::Relaxed))
+    fn checkpoint_failures(&self) -> Option<warrant_core::ports::CheckpointFailures> {
+        self.taps.as_ref().map(|t| t.checkpoint_failures.snapshot())
     }
 
     fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
@@ -2060,7 +2077,7 @@ mod tests {
             .unwrap();
         // In pages (of SQLite's 4 KiB): 128 KiB and 1 MiB.
         let (due, stall) = (32, 256);
-        let failures = Arc::new(AtomicU64::new(0));
+        let failures = Arc::new(FailedCopies::default());
         start_checkpointer(
             &path,
             Durability::ProcessCrash,
@@ -2093,7 +2110,7 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(count, rows);
-        assert_eq!(failures.load(Ordering::Relaxed), 0);
+        assert_eq!(failures.snapshot().count, 0);
     }
 
     /// A copy of the WAL that fails is counted (here: on a connection that may not write the
@@ -2107,12 +2124,12 @@ mod tests {
         writer
             .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
             .unwrap();
-        let failures = AtomicU64::new(0);
+        let failures = FailedCopies::default();
         count_failed_copy(
             writer.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE),
             &failures,
         );
-        assert_eq!(failures.load(Ordering::Relaxed), 0);
+        assert_eq!(failures.snapshot().count, 0);
         // A commit left in the WAL, for a connection that may only read to copy back.
         writer.execute_batch("INSERT INTO t VALUES (2);").unwrap();
         let reader = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
@@ -2123,12 +2140,16 @@ mod tests {
         let refused = reader.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE);
         assert!(refused.is_err(), "{refused:?}");
         count_failed_copy(refused, &failures);
-        assert_eq!(failures.load(Ordering::Relaxed), 1);
+        let failed = failures.snapshot();
+        assert_eq!(failed.count, 1);
+        // What it failed with is kept, to say where the WAL stays.
+        let last = failed.last.unwrap();
+        assert!(last.contains("I/O"), "{last}");
         let busy = rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
             None,
         );
         count_failed_copy::<()>(Err(busy), &failures);
-        assert_eq!(failures.load(Ordering::Relaxed), 1);
+        assert_eq!(failures.snapshot().count, 1);
     }
 }

@@ -443,6 +443,10 @@ impl Run<'_> {
                 format!("the schema of `{tool}` cannot be used: {reason}"),
             )
         })?;
+        // Valid arguments, the usual case, cost no error collection.
+        if validator.is_valid(args) {
+            return Ok(());
+        }
         let errors: Vec<String> = validator
             .iter_errors(args)
             .take(5)
@@ -455,15 +459,17 @@ impl Run<'_> {
                 }
             })
             .collect();
-        if errors.is_empty() {
-            Ok(())
+        // Invalid, whether or not the schema names why: refused (fail closed).
+        let why = if errors.is_empty() {
+            "they do not match its schema".to_owned()
         } else {
-            Err(refuse(
-                Code::InvalidArguments,
-                Layer::Model,
-                format!("arguments of `{tool}` are invalid: {}", errors.join("; ")),
-            ))
-        }
+            errors.join("; ")
+        };
+        Err(refuse(
+            Code::InvalidArguments,
+            Layer::Model,
+            format!("arguments of `{tool}` are invalid: {why}"),
+        ))
     }
 
     /// Fills bound arguments from carried state and checks claimed ones against it.

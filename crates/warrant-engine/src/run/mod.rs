@@ -308,8 +308,14 @@ impl<'a> Run<'a> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        // The next commit's events (a decision, its call and their answers) fit unmoved.
-        let events = std::mem::replace(&mut self.pending, Vec::with_capacity(PENDING_CAPACITY));
+        // The next commit's events (a decision, its call and their answers) fit unmoved; an
+        // ended run makes no next commit.
+        let room = if self.state.outcome().is_some() {
+            0
+        } else {
+            PENDING_CAPACITY
+        };
+        let events = std::mem::replace(&mut self.pending, Vec::with_capacity(room));
         let expected = self.durable_seq;
         let last = events.last().map_or(expected, |e| e.seq);
         let holds_result = events
