@@ -302,6 +302,9 @@ fn step_provider(spec: Option<&Spec>, i: usize) -> &str {
         .map_or("", |s| s.provider.as_str())
 }
 
+/// Most call records a run makes room for at its first call.
+const CALLS_RESERVED: u32 = 16;
+
 /// The state of one run, folded from its events.
 #[derive(Clone, Debug, Default)]
 pub struct RunState {
@@ -415,6 +418,14 @@ pub enum Next {
 }
 
 impl RunState {
+    /// Room for the calls the run may make (one a decision), up to a few, made at its first:
+    /// the records are not moved as the run grows (a short run's all fit the first
+    /// allocation), and a long run's grow as before.
+    fn calls_reserved(&self) -> usize {
+        let most = self.spec.as_ref().map_or(0, |s| s.limits.decisions_max);
+        usize::try_from(most.min(CALLS_RESERVED)).unwrap_or(0)
+    }
+
     /// Folds a whole log.
     pub fn from_events<'a>(
         events: impl IntoIterator<Item = &'a Event>,
@@ -930,6 +941,9 @@ impl RunState {
                     .map_err(fail)?
                     .calls
                     .push(*call);
+                if self.calls.capacity() == 0 {
+                    self.calls.reserve_exact(self.calls_reserved());
+                }
                 self.calls.push(CallRecord {
                     id: *call,
                     step: i,

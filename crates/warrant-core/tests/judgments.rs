@@ -199,6 +199,29 @@ impl Log {
     }
 }
 
+/// A run's call records are made room for at its first call, as many as it may make up to 16:
+/// a short run's records are never moved (each move copies every record made so far), and a
+/// longer run's grow as any list does.
+#[test]
+fn a_short_runs_call_records_are_never_moved() {
+    let mut log = Log::new(SPEC);
+    log.start();
+    log.call(CallStatus::ProviderError, None, None);
+    let first = log.state.calls().as_ptr();
+    for _ in 1..16 {
+        log.call(CallStatus::ProviderError, None, None);
+        assert_eq!(
+            log.state.calls().as_ptr(),
+            first,
+            "moved at {} calls",
+            log.state.calls().len()
+        );
+    }
+    // Past the room made, the records grow (and move) as before.
+    log.call(CallStatus::ProviderError, None, None);
+    assert_eq!(log.state.calls().len(), 17);
+}
+
 #[test]
 fn a_wrong_publishes_path_is_the_specs_fault_and_the_rows_say_what_was_found() {
     let mut log = Log::new(SPEC);
