@@ -146,11 +146,10 @@ impl Projection {
             .iter()
             .filter_map(|c| state.call(c.call))
             .map(|c| c.step);
-        // Most calls are to one or two providers: each is judged once.
-        let mut providers: Vec<&str> = recent
-            .chain(carried)
-            .map(|i| state.provider_of(i))
-            .collect();
+        // Most calls are to one or two providers: each is judged once. (A filtered iterator
+        // would make its list grow as it went: room for every one is made at once.)
+        let mut providers: Vec<&str> = Vec::with_capacity(self.recent.len() + self.carried.len());
+        providers.extend(recent.chain(carried).map(|i| state.provider_of(i)));
         providers.sort_unstable();
         providers.dedup();
         providers.retain(|p| !p.is_empty() && !self.spec.trusts(p));
@@ -178,16 +177,14 @@ impl Projection {
                 call: c.lineage.call,
             })
             .collect();
-        let recent = state
-            .recent
-            .iter()
-            .filter_map(|id| state.call(*id))
-            .map(|c| match c.status {
+        let mut recent = Vec::with_capacity(state.recent.len());
+        recent.extend(state.recent.iter().filter_map(|id| state.call(*id)).map(
+            |c| match c.status {
                 // What a view shows of a call does not change once it has finished.
                 Some(_) => c.view.get_or_init(|| Arc::new(view_of(c, &spec))).clone(),
                 None => Arc::new(view_of(c, &spec)),
-            })
-            .collect();
+            },
+        ));
         // Arguments the step binds to carried values are Warrant's to fill (and check): the
         // decider is not asked for them.
         let actions = if step.inputs.is_empty() {

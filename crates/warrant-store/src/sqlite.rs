@@ -966,7 +966,8 @@ fn writer_loop(
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let mut jobs = vec![first];
+        let mut jobs = Vec::with_capacity(GROUP_COMMIT_MAX.min(64));
+        jobs.push(first);
         while jobs.len() < GROUP_COMMIT_MAX {
             match rx.try_recv() {
                 Ok(r) => jobs.push(r),
