@@ -199,10 +199,19 @@ impl Server {
                 Err(p) => tracing::error!(problem = %p.detail, "re-entering runs failed"),
             }
             shared.ready.store(true, Ordering::SeqCst);
+            let mut copies_failed = 0;
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let Err(p) = shared.runner.sweep().await {
                     tracing::warn!(problem = %p.detail, "looking for answered runs failed");
+                }
+                let failures = shared.app.store().checkpoint_failures();
+                if let Some(failed) = newly_failed(&mut copies_failed, failures) {
+                    tracing::warn!(
+                        failed = failed.count,
+                        error = failed.last.as_deref().unwrap_or("unknown"),
+                        "the store could not copy its write-ahead log back into its file: the commits are safe in the log, which grows until a copy succeeds"
+                    );
                 }
             }
         };
@@ -215,6 +224,17 @@ impl Server {
         self.shared.runner.stop(self.grace).await;
         result
     }
+}
+
+/// The store's failed copies of its write-ahead log when more failed than `seen` (which
+/// becomes their count): what the server's log tells once, not at every look.
+fn newly_failed(
+    seen: &mut u64,
+    now: Option<warrant_core::ports::CheckpointFailures>,
+) -> Option<warrant_core::ports::CheckpointFailures> {
+    let failed = now.filter(|f| f.count > *seen)?;
+    *seen = failed.count;
+    Some(failed)
 }
 
 /// Accepts connections until `shutdown`, each served over HTTP/1.1 with a deadline for the
@@ -536,4 +556,36 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use warrant_core::ports::CheckpointFailures;
+
+    use super::newly_failed;
+
+    #[test]
+    fn failed_copies_are_told_when_more_failed_and_not_again() {
+        let failed = |count| {
+            Some(CheckpointFailures {
+                count,
+                last: Some("disk I/O error".into()),
+            })
+        };
+        let mut seen = 0;
+        // A store that makes no copies, and one whose copies all succeed: nothing to tell.
+        assert_eq!(newly_failed(&mut seen, None), None);
+        assert_eq!(newly_failed(&mut seen, failed(0)), None);
+        let told = newly_failed(&mut seen, failed(2)).unwrap();
+        assert_eq!(
+            (told.count, told.last.as_deref()),
+            (2, Some("disk I/O error"))
+        );
+        assert_eq!(seen, 2);
+        // The same two failures, looked at again: told once.
+        assert_eq!(newly_failed(&mut seen, failed(2)), None);
+        assert_eq!(newly_failed(&mut seen, failed(3)).unwrap().count, 3);
+    }
 }
