@@ -74,8 +74,8 @@ impl StoreAt {
                     ));
                 }
                 let (_, store) = open_upgrading(path).map_err(invalid)?;
-                let store: Arc<dyn EventStore> = Arc::new(store);
-                written().push((path.clone(), store.clone()));
+                let store = Arc::new(store);
+                written().push(store.clone());
                 Ok(store)
             }
             StoreAt::Postgres(url) => open_postgres(url).await,
@@ -85,9 +85,8 @@ impl StoreAt {
 
 /// The SQLite stores this process opened to write, kept open until it says whether copies of
 /// their write-ahead log failed ([`failed_copies`]).
-fn written() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Arc<dyn EventStore>)>> {
-    static WRITTEN: std::sync::Mutex<Vec<(PathBuf, Arc<dyn EventStore>)>> =
-        std::sync::Mutex::new(Vec::new());
+fn written() -> std::sync::MutexGuard<'static, Vec<Arc<SqliteStore>>> {
+    static WRITTEN: std::sync::Mutex<Vec<Arc<SqliteStore>>> = std::sync::Mutex::new(Vec::new());
     // A poisoned list only ever held stores: go on with it.
     WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -99,9 +98,9 @@ fn written() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Arc<dyn EventStore>
 pub fn failed_copies() -> Vec<String> {
     std::mem::take(&mut *written())
         .into_iter()
-        .filter_map(|(path, store)| {
+        .filter_map(|store| {
             let failed = store.checkpoint_failures()?;
-            (failed.count > 0).then(|| copies_warning(&path, &failed))
+            (failed.count > 0).then(|| copies_warning(store.path(), &failed))
         })
         .collect()
 }

@@ -549,7 +549,6 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
             &commits,
         );
     }
-
     let mut response = out.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
