@@ -150,7 +150,7 @@ pub struct CallRecord {
     /// For a call an operator had sent again: the earlier call.
     pub resend_of: Option<CallId>,
     /// Who reconciled it, and their note.
-    pub reconciled: Option<(String, String)>,
+    pub reconciled: Option<Box<(String, String)>>,
     /// Proposed arguments.
     pub proposed: Arc<Value>,
     /// Executed arguments, once dispatched.
@@ -165,8 +165,9 @@ pub struct CallRecord {
     pub status: Option<CallStatus>,
     /// The provider's result.
     pub output: Option<Arc<Value>>,
-    /// The structured error.
-    pub fault: Option<Fault>,
+    /// The structured error (boxed: most calls have none, and every record is smaller for
+    /// it).
+    pub fault: Option<Box<Fault>>,
     /// When it started.
     pub started_at_ms: u64,
     /// When it ended.
@@ -1036,7 +1037,7 @@ impl RunState {
                 }
                 c.status = Some(*status);
                 c.output = output.clone();
-                c.fault = fault.clone();
+                c.fault = fault.clone().map(Box::new);
                 c.finished_at_ms = Some(e.at_ms);
                 let (step, effect, id) = (c.step, c.effect, c.id);
                 if *status == CallStatus::Ok {
@@ -1207,7 +1208,7 @@ impl RunState {
                 }
                 c.in_doubt = false;
                 c.resend = *resend;
-                c.reconciled = Some((by.clone(), note.clone()));
+                c.reconciled = Some(Box::new((by.clone(), note.clone())));
                 c.finished_at_ms = Some(e.at_ms);
                 let note = if note.is_empty() {
                     String::new()
@@ -1225,13 +1226,13 @@ impl RunState {
                 } else {
                     c.status = Some(CallStatus::NotPerformed);
                     let resent = if *resend { "; it is sent again" } else { "" };
-                    c.fault = Some(Fault::new(
+                    c.fault = Some(Box::new(Fault::new(
                         Code::NotPerformed,
                         Layer::Provider,
                         format!(
                             "its outcome was lost; {by} reconciled that it did not happen{note}{resent}"
                         ),
-                    ));
+                    )));
                 }
                 // Settled, unless it is to be sent again.
                 if !*resend {
@@ -1733,7 +1734,7 @@ impl RunState {
                         // fault, whatever the tool would have been.
                         || c.fault.as_ref().is_some_and(|f| f.layer == Layer::Spec))
             });
-        match attempt.and_then(|c| c.fault.clone()) {
+        match attempt.and_then(|c| c.fault.as_deref().cloned()) {
             Some(f) => f,
             None => Fault::new(Code::NoCommit, Layer::Model, model_message.to_owned()),
         }
@@ -1745,7 +1746,7 @@ impl RunState {
             .iter()
             .rev()
             .filter_map(|id| self.call(*id))
-            .find_map(|c| c.fault.clone())
+            .find_map(|c| c.fault.as_deref().cloned())
     }
 
     fn is_commit_tool(&self, i: usize, tool: &str) -> bool {

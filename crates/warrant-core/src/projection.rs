@@ -266,7 +266,7 @@ fn view_of(c: &CallRecord, spec: &Spec) -> CallView {
         .get(c.step)
         .and_then(|s| s.quarantine.get(&c.tool));
     let (output, fault) = match quarantine {
-        None => (c.output.clone(), c.fault.clone()),
+        None => (c.output.clone(), c.fault.as_deref().cloned()),
         Some(fields) => (
             c.output.as_ref().map(|o| {
                 Arc::new(Value::Object(
@@ -277,7 +277,7 @@ fn view_of(c: &CallRecord, spec: &Spec) -> CallView {
                 message: "the provider answered with an error (its words are \
                               quarantined)"
                     .into(),
-                ..f.clone()
+                ..(**f).clone()
             }),
         ),
     };

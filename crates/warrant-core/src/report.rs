@@ -350,7 +350,7 @@ impl RunReport {
                             executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
                             provenance: c.provenance.clone(),
                             context_taint: state.call_taint(c.id).to_vec(),
-                            fault: c.fault.clone(),
+                            fault: c.fault.as_deref().cloned(),
                             elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
                         }
                     })

@@ -222,6 +222,21 @@ fn a_short_runs_call_records_are_never_moved() {
     assert_eq!(log.state.calls().len(), 17);
 }
 
+/// A call record keeps what few calls have (a fault, an operator's reconciliation) out of line:
+/// every record of every run in flight is smaller for it, and more of them stay in the cache.
+#[test]
+fn a_call_record_keeps_its_rare_parts_out_of_line() {
+    let size = std::mem::size_of::<warrant_core::fold::CallRecord>();
+    assert!(size <= 256, "a call record takes {size} bytes");
+    let mut log = Log::new(SPEC);
+    log.start();
+    let fault = Fault::new(Code::ProviderError, Layer::Provider, "busy");
+    log.call(CallStatus::ProviderError, None, Some(fault.clone()));
+    let record = log.state.calls().last().unwrap();
+    // The fault is still the call's own, as it was recorded.
+    assert_eq!(record.fault.as_deref(), Some(&fault));
+}
+
 #[test]
 fn a_wrong_publishes_path_is_the_specs_fault_and_the_rows_say_what_was_found() {
     let mut log = Log::new(SPEC);
