@@ -853,7 +853,10 @@ struct Known {
 /// most every [`HEARTBEAT_EVERY_MS`] of the driver's clock, not with every append.
 fn beat_due(beat: Option<&(Arc<str>, u64)>, driver: &Driver) -> bool {
     beat.is_none_or(|(holder, at)| {
-        *holder != driver.holder || driver.now_ms < *at || driver.now_ms - *at >= HEARTBEAT_EVERY_MS
+        // The same process's holder is the same `Arc`: compared by address before by text.
+        !(Arc::ptr_eq(holder, &driver.holder) || *holder == driver.holder)
+            || driver.now_ms < *at
+            || driver.now_ms - *at >= HEARTBEAT_EVERY_MS
     })
 }
 

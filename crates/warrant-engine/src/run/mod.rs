@@ -297,9 +297,10 @@ impl<'a> Run<'a> {
                 .any_asked
                 .store(true, std::sync::atomic::Ordering::SeqCst);
         }
-        let event = Event { seq, at_ms, kind };
+        // Made in its `Arc` at once: the event is not moved again on its way to the commit.
+        let event = Arc::new(Event { seq, at_ms, kind });
         self.state.apply(&event)?;
-        self.pending.push(Arc::new(event));
+        self.pending.push(event);
         Ok(at_ms)
     }
 
