@@ -183,12 +183,22 @@ struct FailedCopies {
 }
 
 impl FailedCopies {
+    /// One more copy failed, with `error`.
+    fn record(&self, error: String) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        *self.last() = Some(error);
+    }
+
     fn snapshot(&self) -> warrant_core::ports::CheckpointFailures {
         warrant_core::ports::CheckpointFailures {
             count: self.count.load(Ordering::Relaxed),
-            // A poisoned slot only ever held a message: read it anyway.
-            last: self.last.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            last: self.last().clone(),
         }
+    }
+
+    fn last(&self) -> MutexGuard<'_, Option<String>> {
+        // A poisoned slot only ever held a message: go on with it.
+        self.last.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -853,10 +863,7 @@ struct Known {
 /// most every [`HEARTBEAT_EVERY_MS`] of the driver's clock, not with every append.
 fn beat_due(beat: Option<&(Arc<str>, u64)>, driver: &Driver) -> bool {
     beat.is_none_or(|(holder, at)| {
-        // The same process's holder is the same `Arc`: compared by address before by text.
-        !(Arc::ptr_eq(holder, &driver.holder) || *holder == driver.holder)
-            || driver.now_ms < *at
-            || driver.now_ms - *at >= HEARTBEAT_EVERY_MS
+        *holder != driver.holder || driver.now_ms < *at || driver.now_ms - *at >= HEARTBEAT_EVERY_MS
     })
 }
 
@@ -939,10 +946,7 @@ fn count_failed_copy<T>(copy: rusqlite::Result<T>, failures: &FailedCopies) {
     match copy {
         Ok(_) => {}
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {}
-        Err(e) => {
-            failures.count.fetch_add(1, Ordering::Relaxed);
-            *failures.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-        }
+        Err(e) => failures.record(e.to_string()),
     }
 }
 
