@@ -9,18 +9,24 @@
 //! nothing was run or written) or something failed on the way ([`AppError::Failed`]).
 
 mod load;
+mod operator;
 mod ops;
 mod providers;
 mod rows;
 mod session;
 
 pub use load::{Deciders, load_spec, parse_spec, read_text};
+pub use operator::{
+    Catalog, MODEL_KIND, ModelEntry, PROVIDERS_VERSION, ProvidersFile, Registry, SecretSource,
+    confine, confine_decider, inline_spec,
+};
 pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, validate};
-pub use providers::{check_rule_tools, connect, missing_tools, observe_all};
+pub use providers::{check_rule_tools, connect, missing_tools, observe_all, start_bound};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
 };
 pub use session::{CLIENT_KIND, GoneClient, is_session};
+pub use warrant_surfaces::Secrets;
 
 /// Largest spec, model table or policy file read (a spec is a page, not a database).
 pub const DOCUMENT_BYTES_MAX: u64 = 4 << 20;

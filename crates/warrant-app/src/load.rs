@@ -1,6 +1,7 @@
 //! Reading what a person gives: spec files, scripts, model tables; and building deciders.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use warrant_core::event::DeciderIdentity;
 use warrant_core::ports::Decider;
@@ -10,6 +11,7 @@ use warrant_deciders::live::models::Table;
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_surfaces::ReferenceCatalog;
 
+use crate::operator::Registry;
 use crate::{AppError, DOCUMENT_BYTES_MAX, Result, SCRIPT_BYTES_MAX};
 
 /// The text of `path`, at most `max` bytes of UTF-8: a larger file (or an endless one, like
@@ -118,12 +120,28 @@ fn freeze_children(spec: &mut Spec, shown: &str, depth: u32) -> Result<bool> {
 #[derive(Clone, Debug, Default)]
 pub struct Deciders {
     models: Option<PathBuf>,
+    /// The models the operator registered (`model:NAME`).
+    registry: Arc<Registry>,
 }
 
 impl Deciders {
     /// Live deciders read the model table with the overrides in `models`, if given.
     pub fn new(models: Option<PathBuf>) -> Deciders {
-        Deciders { models }
+        Deciders {
+            models,
+            registry: Arc::default(),
+        }
+    }
+
+    /// The same, with the operator's registered providers and models.
+    pub fn with_registry(mut self, registry: Arc<Registry>) -> Deciders {
+        self.registry = registry;
+        self
+    }
+
+    /// The operator's registered providers and models (empty without a providers file).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
     }
 
     /// The model capability table: built in, with the user's file applied.
@@ -187,9 +205,11 @@ impl Deciders {
                         .map_err(|e| AppError::invalid(format!("decider `{text}`: {e}")))?;
                 Ok(Box::new(decider))
             }
+            crate::operator::MODEL_KIND => self.registry.model(arg, self, spec),
             other => Err(AppError::invalid(format!(
                 "unknown decider `{other}` (this build knows: scripted:PATH, openai:MODEL, \
-                 anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL)"
+                 anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL, and \
+                 model:NAME for a model the operator registered)"
             ))),
         }
     }
@@ -213,6 +233,7 @@ impl Deciders {
             live if warrant_deciders::live::is_live(live) => {
                 self.load(&format!("{live}:{}", identity.name), None, spec)?
             }
+            crate::operator::MODEL_KIND => self.registry.model(&identity.name, self, spec)?,
             // A gateway session's client is gone with the process that served it: re-entered,
             // the session ends (`closed`), its calls in doubt reported, none repeated.
             crate::CLIENT_KIND => Box::new(crate::GoneClient::new(identity.clone())),

@@ -73,7 +73,9 @@ impl Prepared {
         if let Some(url) = &options.execution_control {
             warrant_policy::HttpControl::new(url).map_err(AppError::invalid)?;
         }
-        let surfaces = providers::connect(&spec).await?;
+        let surfaces =
+            providers::connect(&spec, deciders.registry(), providers::start_bound(&spec, 0))
+                .await?;
         if !options.deny_tools.is_empty() || !options.ask_tools.is_empty() {
             let offered = providers::observe_all(&spec, &surfaces).await?;
             // Rules by tool name rule the children too: a tool a child's steps allow counts.
@@ -219,6 +221,11 @@ impl App {
         &self.holder
     }
 
+    /// How it builds deciders (with the operator's registry).
+    pub fn deciders(&self) -> &Deciders {
+        &self.deciders
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn EventStore> {
         &self.store
@@ -282,7 +289,12 @@ impl App {
             )));
         };
         let decider = self.deciders.recorded(identity, &spec)?;
-        let surfaces = providers::connect(&spec).await?;
+        let surfaces = providers::connect(
+            &spec,
+            self.deciders.registry(),
+            providers::start_bound(&spec, state.driven_ms(state.last_at_ms())),
+        )
+        .await?;
         Ok(Prepared {
             run: Some(run.clone()),
             spec,
@@ -430,6 +442,10 @@ impl App {
         let (status, note) = self.status_and_note(run, &state).await;
         let mut view = RunView::new(report, &state, &events, status);
         view.note = note;
+        if state.waiting_since_ms().is_some() && state.outcome().is_none() {
+            // Still waiting: up to now.
+            view.waiting_ms = state.waited_ms(SystemClock.now_ms());
+        }
         Ok(view)
     }
 
@@ -645,7 +661,8 @@ pub async fn validate(
     }
     check_policies(spec, &[])?;
     if connect {
-        let surfaces = providers::connect(spec).await?;
+        let surfaces =
+            providers::connect(spec, deciders.registry(), providers::start_bound(spec, 0)).await?;
         let offered = providers::observe_all(spec, &surfaces).await?;
         let missing = providers::missing_tools(spec, &offered);
         if !missing.is_empty() {

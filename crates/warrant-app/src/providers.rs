@@ -9,13 +9,33 @@ use warrant_core::ports::Observation;
 use warrant_engine::Surfaces;
 use warrant_surfaces::ReferenceCatalog;
 
+use crate::operator::Registry;
 use crate::{AppError, Result};
 
-/// Starts or reaches every provider of `spec` (relative paths were resolved when it was read).
-pub async fn connect(spec: &Spec) -> Result<Surfaces> {
-    warrant_surfaces::connect(&ReferenceCatalog::default(), spec, Path::new(""))
+/// Starts or reaches every provider of `spec` (relative paths were resolved when it was read;
+/// a registered one is the operator's definition in `registry`, reading only its secrets),
+/// each given at most `start_ms` to start: see [`start_bound`].
+pub async fn connect(spec: &Spec, registry: &Registry, start_ms: u64) -> Result<Surfaces> {
+    let resolved = registry.definitions(spec)?;
+    let reach = warrant_surfaces::Reach {
+        catalog: &ReferenceCatalog::default(),
+        base_dir: Path::new(""),
+        secrets: registry.secrets(),
+        start_ms,
+    };
+    warrant_surfaces::connect(reach, &resolved)
         .await
         .map_err(AppError::invalid)
+}
+
+/// How long a provider of `spec` may take to start when the run has already driven for
+/// `driven_ms`: the smaller of `limits.call_timeout_ms` and what is left of its deadline (at
+/// least 1 ms, so a run past its deadline fails to start rather than waits).
+pub fn start_bound(spec: &Spec, driven_ms: u64) -> u64 {
+    spec.limits
+        .call_timeout_ms
+        .min(spec.limits.deadline_ms.saturating_sub(driven_ms))
+        .max(1)
 }
 
 /// What each provider offers now, each observed within the spec's call timeout.
@@ -123,7 +143,9 @@ impl warrant_core::ports::ChildRuns for Children {
             .map_err(|e| e.to_string())?;
             let mut own = (**spec).clone();
             own.providers.retain(|name, _| !shared.contains(name));
-            let surfaces = connect(&own).await.map_err(|e| e.to_string())?;
+            let surfaces = connect(&own, self.deciders.registry(), start_bound(&own, 0))
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(warrant_core::ports::ChildParts { decider, surfaces })
         })
     }

@@ -212,6 +212,12 @@ pub struct RunView {
     pub warnings: Vec<String>,
     /// Its last event.
     pub last_event: LastEvent,
+    /// The time it has spent driving (deciding, calling, starting providers): what its
+    /// deadline bounds.
+    pub driving_ms: u64,
+    /// The time it has waited for people (approvals, reconciliations), up to now while it
+    /// waits: never spent from its deadline.
+    pub waiting_ms: u64,
     /// The run that delegated to it, when it is a child.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<warrant_core::report::ParentReport>,
@@ -276,6 +282,8 @@ impl RunView {
             unsettled: report.unsettled,
             warnings: report.warnings,
             last_event,
+            driving_ms: report.timings.driving_ms,
+            waiting_ms: report.timings.waiting_ms,
             parent: report.parent,
             children: report.children,
         }

@@ -79,11 +79,7 @@ fn spec(steps: u32) -> Spec {
         "tools".to_owned(),
         ProviderSpec {
             reference: Some("bench".into()),
-            mcp: None,
-            openapi: None,
-            join: Vec::new(),
-            config: None,
-            trust: None,
+            ..ProviderSpec::default()
         },
     );
     Spec {

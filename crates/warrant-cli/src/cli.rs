@@ -55,6 +55,13 @@ pub struct Cli {
     #[arg(long, global = true, env = "WARRANT_MODELS")]
     pub models: Option<PathBuf>,
 
+    /// The operator's providers file (`warrant/providers/v1`): MCP servers, OpenAPI services,
+    /// in-process providers with settings and model endpoints, each with its secrets, that a
+    /// spec names as `registered: NAME` and `decider: model:NAME` (`warrant schema providers`
+    /// prints its JSON Schema).
+    #[arg(long, global = true, env = "WARRANT_PROVIDERS", value_name = "FILE")]
+    pub providers: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -465,9 +472,13 @@ pub struct LimitArgs {
     /// Most the decisions may cost, in micro-dollars (when the decider reports cost).
     #[arg(long, value_name = "N")]
     pub cost_micro_usd_max: Option<u64>,
-    /// Wall-clock budget of the run in milliseconds.
+    /// The run's driving time in milliseconds (deciding, calling, starting providers); time
+    /// spent waiting for a person is not counted.
     #[arg(long, value_name = "MS")]
     pub deadline_ms: Option<u64>,
+    /// Longest each wait for a person or an operator may last, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub wait_max_ms: Option<u64>,
     /// Longest wait for one provider call in milliseconds.
     #[arg(long, value_name = "MS")]
     pub call_timeout_ms: Option<u64>,
@@ -506,6 +517,10 @@ impl LimitArgs {
         if let Some(v) = self.call_timeout_ms {
             nonzero("call-timeout-ms", v)?;
             limits.call_timeout_ms = v;
+        }
+        if let Some(v) = self.wait_max_ms {
+            nonzero("wait-max-ms", v)?;
+            limits.wait_max_ms = Some(v);
         }
         Ok(())
     }

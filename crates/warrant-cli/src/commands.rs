@@ -38,9 +38,13 @@ impl From<AppError> for Failure {
     }
 }
 
-/// How deciders are built: with the user's model table.
+/// The operator's registered providers and models (`--providers`), read at start.
+static REGISTRY: std::sync::OnceLock<Arc<warrant_app::Registry>> = std::sync::OnceLock::new();
+
+/// How deciders are built: with the user's model table and the operator's registry.
 fn deciders() -> Deciders {
     Deciders::new(MODELS.get().cloned().flatten())
+        .with_registry(REGISTRY.get().cloned().unwrap_or_default())
 }
 
 /// The operations over the store at `path`, opened to write (created if missing).
@@ -50,6 +54,9 @@ fn app(store: Arc<dyn warrant_core::ports::EventStore>) -> App {
 
 pub async fn dispatch(cli: Cli) -> Result<u8> {
     let _ = MODELS.set(cli.models.clone());
+    if let Some(path) = &cli.providers {
+        let _ = REGISTRY.set(Arc::new(warrant_app::Registry::load(path)?));
+    }
     let store_path = cli.store;
     match cli.command {
         Command::Run(args) => run(&store_path, *args).await,
@@ -186,7 +193,13 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 /// and, per step, the tools it allows that its provider does not offer.
 async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
     let spec = warrant_app::load_spec(spec_path)?;
-    let surfaces = warrant_app::connect(&spec).await?;
+    let deciders = deciders();
+    let surfaces = warrant_app::connect(
+        &spec,
+        deciders.registry(),
+        warrant_app::start_bound(&spec, 0),
+    )
+    .await?;
     let offered = warrant_app::observe_all(&spec, &surfaces).await?;
     let mut out = serde_json::Map::new();
     for name in spec.providers.keys() {
@@ -662,6 +675,11 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
         "last     event {} `{}`",
         view.last_event.seq,
         view.last_event.kind
+    );
+    outln!(
+        "time     {} ms driving, {} ms waiting for people",
+        view.driving_ms,
+        view.waiting_ms
     );
     for s in &view.steps {
         outln!(
@@ -1342,6 +1360,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         queue: matches!(store_path, StoreAt::Postgres(_)),
         principals: args.principals,
         specs: args.specs,
+        registry: REGISTRY.get().cloned().unwrap_or_default(),
         max_runs: args.max_runs,
         models: MODELS.get().cloned().flatten(),
         body_limit: args.body_limit,

@@ -303,6 +303,73 @@ fn step_provider(spec: Option<&Spec>, i: usize) -> &str {
         .map_or("", |s| s.provider.as_str())
 }
 
+/// A run's two clocks. Driving time runs in segments: from `run_started` or a re-entry's
+/// `run_resumed` (with the time spent starting providers before it) to the event that made
+/// the run wait for a person, or, for a process that stopped, to the last event it recorded.
+/// Waiting time runs from that event to the re-entry that carried the run on. An operator's
+/// answer recorded by another process (`approval_resolved`, `call_reconciled`) is neither.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Clocks {
+    /// Driving time of the segments that ended.
+    driven_ms: u64,
+    /// When the driving segment under way began; `None` while the run waits.
+    segment: Option<u64>,
+    /// The time of the last event the driver of that segment recorded.
+    segment_last: u64,
+    /// Waiting time of the waits that ended.
+    waited_ms: u64,
+    /// When the wait under way began.
+    waiting_since: Option<u64>,
+    /// When the last wait began (kept after it ended).
+    wait_began: u64,
+}
+
+impl Clocks {
+    fn apply(&mut self, kind: &EventKind, at: u64) {
+        match kind {
+            EventKind::RunStarted { setup_ms, .. } | EventKind::RunResumed { setup_ms, .. } => {
+                // A process that stopped without waiting drove until its last event.
+                if let Some(start) = self.segment.take() {
+                    self.driven_ms += self.segment_last.saturating_sub(start);
+                }
+                if let Some(since) = self.waiting_since.take() {
+                    self.waited_ms += at.saturating_sub(since);
+                }
+                self.segment = Some(at.saturating_sub(setup_ms.unwrap_or(0)));
+                self.segment_last = at;
+            }
+            // An operator's input, recorded by whichever process took it.
+            EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. } => {}
+            k if status_after(k) == Some("waiting") => {
+                if let Some(start) = self.segment.take() {
+                    self.driven_ms += at.saturating_sub(start);
+                }
+                if self.waiting_since.is_none() {
+                    self.waiting_since = Some(at);
+                    self.wait_began = at;
+                }
+            }
+            _ => match self.segment {
+                Some(_) => self.segment_last = at,
+                // The driver went on without waiting after all (a parent driving its other
+                // children while one waits): a new segment from here.
+                None => {
+                    self.segment = Some(at);
+                    self.segment_last = at;
+                }
+            },
+        }
+    }
+
+    fn driven_ms(&self, now_ms: u64) -> u64 {
+        self.driven_ms + self.segment.map_or(0, |s| now_ms.saturating_sub(s))
+    }
+
+    fn waited_ms(&self, now_ms: u64) -> u64 {
+        self.waited_ms + self.waiting_since.map_or(0, |s| now_ms.saturating_sub(s))
+    }
+}
+
 /// Most call records a run makes room for at its first call.
 const CALLS_RESERVED: u32 = 16;
 
@@ -375,6 +442,8 @@ pub struct RunState {
     status: &'static str,
     /// Milliseconds spent before the run and each re-entry started (starting providers).
     pub(crate) setup_ms: u64,
+    /// Its two clocks: the time it spent driving, and the time it waited for people.
+    pub(crate) clocks: Clocks,
     /// Tokens the decider reported (input plus output).
     pub(crate) tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
@@ -615,6 +684,32 @@ impl RunState {
     /// Milliseconds spent before the run and each re-entry started (starting providers).
     pub fn setup_ms(&self) -> u64 {
         self.setup_ms
+    }
+
+    /// Milliseconds the run has spent driving by `now_ms` (deciding, calling, starting its
+    /// providers): what its deadline bounds. Time it waited for a person or an operator, and
+    /// time no process drove it, are not counted. Derived from event times only, so a replay
+    /// judges the deadline as the run did.
+    pub fn driven_ms(&self, now_ms: u64) -> u64 {
+        self.clocks.driven_ms(now_ms)
+    }
+
+    /// Milliseconds the run has waited for people (an approval, a reconciliation, a child's
+    /// person) by `now_ms`: from the event that made it wait to the re-entry that carried it
+    /// on.
+    pub fn waited_ms(&self, now_ms: u64) -> u64 {
+        self.clocks.waited_ms(now_ms)
+    }
+
+    /// When the wait under way began, if the run waits now.
+    pub fn waiting_since_ms(&self) -> Option<u64> {
+        self.clocks.waiting_since
+    }
+
+    /// When the run's last wait for people began (0 if it never waited): a re-entry that ends
+    /// a wait still knows how long it lasted.
+    pub fn wait_began_ms(&self) -> u64 {
+        self.clocks.wait_began
     }
 
     /// Tokens the decider reported (input plus output).
@@ -1386,6 +1481,7 @@ impl RunState {
             e.kind,
             EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. }
         );
+        self.clocks.apply(&e.kind, e.at_ms);
         if let Some(status) = status_after(&e.kind) {
             self.status = status;
         }

@@ -255,6 +255,14 @@ pub struct Timings {
     /// connecting to providers.
     #[serde(default)]
     pub setup_ms: u64,
+    /// Of the elapsed time, the run's driving time (deciding, calling, starting providers):
+    /// what `limits.deadline_ms` bounds.
+    #[serde(default)]
+    pub driving_ms: u64,
+    /// The time it waited for a person or an operator (approvals, reconciliations): bounded
+    /// by `limits.wait_max_ms`, never by its deadline.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waiting_ms: u64,
     /// Decisions taken.
     pub decisions: u32,
     /// Calls started.
@@ -465,6 +473,8 @@ impl RunReport {
                 finished_at_ms: state.finished_at_ms,
                 elapsed_ms: end.saturating_sub(state.started_at_ms) + state.setup_ms,
                 setup_ms: state.setup_ms,
+                driving_ms: state.driven_ms(end),
+                waiting_ms: state.waited_ms(end),
                 decisions: state.decisions,
                 calls: u32::try_from(state.calls.len()).unwrap_or(u32::MAX),
                 events: state.last_seq,
@@ -539,11 +549,18 @@ impl RunReport {
             );
         }
         let _ = writeln!(out, "route    {}", self.route_key);
-        let setup = if self.timings.setup_ms > 0 {
+        let mut setup = if self.timings.setup_ms > 0 {
             format!(" ({} ms starting providers)", self.timings.setup_ms)
         } else {
             String::new()
         };
+        if self.timings.waiting_ms > 0 {
+            let _ = write!(
+                setup,
+                ", {} ms driving and {} ms waiting for people",
+                self.timings.driving_ms, self.timings.waiting_ms
+            );
+        }
         let _ = writeln!(
             out,
             "elapsed  {} ms{setup}, {} decisions, {} calls",
@@ -737,4 +754,8 @@ fn compact(v: &Value) -> String {
     } else {
         s
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

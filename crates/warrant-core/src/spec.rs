@@ -64,7 +64,7 @@ pub struct Spec {
 }
 
 /// How a provider is reached.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProviderSpec {
     /// A built-in reference provider (`cafe`, `gallery`, `bakery`) or one an embedder
     /// registered under this name.
@@ -88,6 +88,16 @@ pub struct ProviderSpec {
     /// came from (`untrusted`, the default). Policies see the difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Trust>,
+    /// A provider the operator registered under this name (`--providers FILE`): its program,
+    /// endpoint, settings and secrets are the operator's, and a spec names only the name (and
+    /// may narrow its trust to `untrusted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered: Option<String>,
+    /// The digest of the operator's definition a run of this spec started with (written by
+    /// Warrant when it starts the run, never by a person): a run is re-entered only over the
+    /// same definition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
 }
 
 /// How to reach an MCP server: give `command` (stdio) or `url` (Streamable HTTP).
@@ -539,7 +549,9 @@ pub struct Limits {
     /// Most decisions in one step.
     #[serde(default = "default_step_decisions_max")]
     pub step_decisions_max: u32,
-    /// Wall-clock budget of the run, from its start, on the injected clock.
+    /// The run's driving time: what it may spend deciding, calling and starting its
+    /// providers, on the injected clock. Time it waits for a person or an operator (an
+    /// approval, a reconciliation) is not counted: `wait_max_ms` bounds that.
     #[serde(default = "default_deadline_ms")]
     pub deadline_ms: u64,
     /// How long a handle stays valid after the observation that issued it.
@@ -561,6 +573,12 @@ pub struct Limits {
     /// How long an approval request waits for an answer before it expires.
     #[serde(default = "default_approval_ttl_ms")]
     pub approval_ttl_ms: u64,
+    /// Longest the run waits for a person or an operator each time it waits: an approval
+    /// request expires after the smaller of this and `approval_ttl_ms`; a call in doubt not
+    /// reconciled within it ends the run `exhausted` when it is next re-entered (default: no
+    /// bound but the approval's expiry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_max_ms: Option<u64>,
 }
 
 fn default_approval_ttl_ms() -> u64 {
@@ -596,6 +614,7 @@ impl Default for Limits {
             cost_micro_usd_max: None,
             call_timeout_ms: default_call_timeout_ms(),
             approval_ttl_ms: default_approval_ttl_ms(),
+            wait_max_ms: None,
         }
     }
 }

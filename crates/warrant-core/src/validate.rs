@@ -224,6 +224,7 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
         ("deadline_ms", spec.limits.deadline_ms),
         ("handle_ttl_ms", spec.limits.handle_ttl_ms),
         ("approval_ttl_ms", spec.limits.approval_ttl_ms),
+        ("wait_max_ms", spec.limits.wait_max_ms.unwrap_or(1)),
     ] {
         if value == 0 {
             issues.push((

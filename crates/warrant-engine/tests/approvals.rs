@@ -60,10 +60,16 @@ struct World {
     bank: Arc<Bank>,
     surfaces: Surfaces,
     script: String,
+    spec: String,
 }
 
 fn world(script_body: &str) -> World {
-    let spec = common::spec(PAY);
+    world_for(PAY, script_body)
+}
+
+/// A world over `spec_text` (a bank spec whose `transfer` asks for approval).
+fn world_for(spec_text: &str, script_body: &str) -> World {
+    let spec = common::spec(spec_text);
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(TickingClock::new(1_700_000_000_000, 1));
     let engine = Engine::new(store.clone())
@@ -82,13 +88,18 @@ fn world(script_body: &str) -> World {
         bank,
         surfaces,
         script: format!("steps:\n  pay:\n{script_body}"),
+        spec: spec_text.to_owned(),
     }
 }
 
 impl World {
     async fn start(&self) -> warrant_engine::RunResult {
         self.engine
-            .run(common::spec(PAY), &script(&self.script), &self.surfaces)
+            .run(
+                common::spec(&self.spec),
+                &script(&self.script),
+                &self.surfaces,
+            )
             .await
             .unwrap()
     }
@@ -690,4 +701,97 @@ async fn edited_arguments_that_do_not_validate_stop_the_call_before_the_provider
     assert_eq!(count(&events, "call_dispatched"), 0);
     assert_ne!(done.outcome, Some(Outcome::Attained));
     w.check(&waiting.run_id).await;
+}
+
+/// PAY with a driving time of one second, and `extra` limits.
+fn pay_within_a_second(extra: &str) -> String {
+    PAY.replace(
+        "  approval_ttl_ms: 600000\n",
+        &format!("  approval_ttl_ms: 600000\n  deadline_ms: 1000\n{extra}"),
+    )
+}
+
+#[tokio::test]
+async fn a_persons_wait_spends_none_of_the_runs_driving_time() {
+    let w = world_for(
+        &pay_within_a_second(""),
+        &format!("{}    - done: paid\n", transfer(950)),
+    );
+    let r = w.start().await;
+    assert_eq!(r.waiting_on, vec![CallId(1)]);
+    // The person takes ten times the run's whole deadline to answer.
+    w.clock.advance(10_000);
+    w.engine.answer("ap-1-a1", once(), "alice").await.unwrap();
+    w.clock.advance(500);
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    assert_eq!(w.bank.transfers().len(), 1, "the approved transfer, once");
+    let at = done.state.last_at_ms();
+    assert!(
+        done.state.driven_ms(at) < 1000,
+        "{}",
+        done.state.driven_ms(at)
+    );
+    assert!(
+        done.state.waited_ms(at) >= 10_500,
+        "{}",
+        done.state.waited_ms(at)
+    );
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn an_answer_after_wait_max_ms_is_too_late_and_the_call_is_refused() {
+    let w = world_for(
+        &pay_within_a_second("  wait_max_ms: 5000\n"),
+        &format!("{}    - done: paid\n", transfer(950)),
+    );
+    let r = w.start().await;
+    w.clock.advance(5_001);
+    let late = w.engine.answer("ap-1-a1", once(), "alice").await;
+    assert!(late.is_err(), "answered after wait_max_ms: {late:?}");
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(
+        done.state.calls()[0].fault.as_ref().unwrap().code,
+        "approval_expired"
+    );
+    assert!(w.bank.transfers().is_empty());
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn a_call_approved_after_its_run_ran_out_of_driving_time_is_never_made() {
+    let w = world_for(
+        &pay_within_a_second(""),
+        &format!("{}    - done: paid\n", transfer(950)),
+    );
+    let r = w.start().await;
+    assert_eq!(r.waiting_on, vec![CallId(1)]);
+    w.engine.answer("ap-1-a1", once(), "alice").await.unwrap();
+    // The process that carries it on spends two seconds starting its providers: the run's
+    // driving time is gone before the approved call could be made.
+    let done = w
+        .engine
+        .resume_with_setup(
+            &r.run_id,
+            &script(&w.script),
+            &w.surfaces,
+            Some(2_000),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&done.outcome, Some(Outcome::Exhausted { limit, .. }) if limit == "deadline_ms"),
+        "{:?}",
+        done.outcome
+    );
+    assert!(
+        w.bank.transfers().is_empty(),
+        "the approved call was not made"
+    );
+    let call = &done.state.calls()[0];
+    assert_eq!(call.status, Some(CallStatus::Rejected));
+    assert_eq!(call.fault.as_ref().unwrap().code, "deadline_exceeded");
+    w.check(&r.run_id).await;
 }

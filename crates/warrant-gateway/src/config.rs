@@ -261,12 +261,8 @@ impl GatewayConfig {
             providers.insert(
                 JOINED.to_owned(),
                 ProviderSpec {
-                    reference: None,
-                    mcp: None,
-                    openapi: None,
                     join: self.servers.keys().cloned().collect(),
-                    config: None,
-                    trust: None,
+                    ..ProviderSpec::default()
                 },
             );
         }

@@ -109,9 +109,13 @@ impl Gateway {
     ) -> Result<Arc<Gateway>, String> {
         let draft = config.draft(Vec::new(), base)?;
         warrant_app::check_policies(&draft, &[]).map_err(|e| e.to_string())?;
-        let surfaces = warrant_app::connect(&draft)
-            .await
-            .map_err(|e| e.to_string().replace("provider `", "server `"))?;
+        let surfaces = warrant_app::connect(
+            &draft,
+            app.deciders().registry(),
+            warrant_app::start_bound(&draft, 0),
+        )
+        .await
+        .map_err(|e| e.to_string().replace("provider `", "server `"))?;
         let principal = config.principal.resolve(operator);
         let offer = make_offer(&config, base, &surfaces).await?;
         let gateway = Arc::new(Gateway {

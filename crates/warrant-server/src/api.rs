@@ -3,7 +3,7 @@
 //! answers another tenant's run as if it did not exist.
 
 use std::convert::Infallible;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -191,40 +191,20 @@ pub struct RunRef {
     pub status: String,
 }
 
-/// `relative` under `base`, refused when it is absolute or climbs out of it.
-fn under(base: &Path, relative: &str, what: &str) -> Result<PathBuf, Problem> {
-    let p = Path::new(relative);
-    if relative.is_empty()
-        || p.components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(Problem::invalid(format!(
-            "{what} `{relative}`: give a path inside the server's specs folder, without `..`"
-        )));
-    }
-    Ok(base.join(p))
-}
-
-/// A decider named in a request: a script must be under the specs folder.
-fn checked_decider(text: &str, base: &Path) -> Result<String, Problem> {
-    match text.split_once(':') {
-        Some(("scripted", path)) => Ok(format!(
-            "scripted:{}",
-            under(base, path, "script")?.display()
-        )),
-        _ => Ok(text.to_owned()),
-    }
-}
-
 impl Shared {
+    /// What a start needs, checked before anything is started, read, fetched or written. A
+    /// `runner` starts the operator's catalog specs (`spec_path`); an inline spec is an
+    /// `author`'s, held to the providers and models the operator registered. Every file a
+    /// request names is inside the catalog; every refusal names the field.
     async fn prepare(
         &self,
         caller: &Caller,
         req: StartRun,
     ) -> Result<warrant_app::Prepared, Problem> {
-        let base = self.specs.clone().ok_or_else(|| {
-            Problem::invalid("this server has no specs folder (`warrant serve --specs DIR`)")
-        })?;
+        let catalog = self.catalog.as_ref();
+        let registry = self.deciders.registry();
+        let no_catalog =
+            || Problem::invalid("this server has no specs folder (`warrant serve --specs DIR`)");
         let (mut spec, spec_path) = match (&req.spec, &req.spec_path) {
             (Some(_), Some(_)) | (None, None) => {
                 return Err(Problem::invalid(
@@ -232,46 +212,47 @@ impl Shared {
                 ));
             }
             (None, Some(rel)) => {
-                let path = under(&base, rel, "spec_path")?;
-                (warrant_app::load_spec(&path)?, path)
+                let catalog = catalog.ok_or_else(no_catalog)?;
+                let (mut spec, path) = catalog.load(rel)?;
+                registry.pin(&mut spec).map_err(|e| catalog.hide(e))?;
+                (spec, path)
             }
             (Some(inline), None) => {
+                caller.principal.require(Role::Author).map_err(|_| {
+                    Problem::forbidden(format!(
+                        "`{}` may start the operator's specs (`spec_path`) only: an inline \
+                         `spec` needs the `author` role",
+                        caller.principal.user
+                    ))
+                })?;
                 let (text, format) = match inline {
                     Value::String(s) => (s.clone(), Format::Yaml),
                     other => (other.to_string(), Format::Json),
                 };
-                let path = base.join("request.yaml");
-                (warrant_app::parse_spec(&text, format, "spec", &base)?, path)
+                let spec = warrant_app::inline_spec(&text, format, catalog, registry)?;
+                // Its paths were made absolute where they are allowed (inside the catalog).
+                (spec, PathBuf::from("inline"))
             }
         };
-        if let Some(d) = spec.decider.clone()
-            && req.decider.is_none()
-            && req.spec.is_some()
-        {
-            // An inline spec's default script is held to the specs folder too.
-            if let Some(("scripted", path)) = d.split_once(':')
-                && (!Path::new(path).starts_with(&base)
-                    || Path::new(path)
-                        .components()
-                        .any(|c| matches!(c, Component::ParentDir)))
-            {
-                return Err(Problem::invalid(format!(
-                    "decider `{d}`: give a script inside the server's specs folder"
-                )));
-            }
-        }
         if let Some(profile) = &req.profile {
             spec.profile = Some(profile.parse().map_err(|e: String| Problem::invalid(e))?);
         }
         let decider = req
             .decider
             .as_deref()
-            .map(|d| checked_decider(d, &base))
-            .transpose()?;
+            .map(|d| warrant_app::confine_decider(d, catalog, registry))
+            .transpose()
+            .map_err(|e| Problem::invalid(format!("decider: {e}")))?;
         let policies = req
             .policies
             .iter()
-            .map(|p| under(&base, p, "policy"))
+            .enumerate()
+            .map(|(i, p)| {
+                catalog
+                    .ok_or_else(no_catalog)?
+                    .file(p, "policy")
+                    .map_err(|e| Problem::invalid(format!("policies[{i}]: {e}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let options = RunOptions {
             decider,
@@ -282,7 +263,11 @@ impl Shared {
             tenant: caller.principal.tenant.clone(),
             user: caller.principal.user.clone(),
         };
-        Ok(warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await?)
+        let prepared = warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await;
+        Ok(prepared.map_err(|e| match catalog {
+            Some(c) => c.hide(e),
+            None => e,
+        })?)
     }
 }
 

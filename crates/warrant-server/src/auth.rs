@@ -20,8 +20,11 @@ const PRINCIPALS_BYTES_MAX: u64 = 4 << 20;
 pub enum Role {
     /// Reads runs, events, reports and approvals.
     Viewer,
-    /// Starts runs.
+    /// Starts runs of the operator's catalog (`spec_path`).
     Runner,
+    /// Starts runs of specs it writes itself (inline), over the providers and models the
+    /// operator registered, and nothing else.
+    Author,
     /// Answers approval requests.
     Approver,
     /// Cancels, resumes and reconciles runs; may do everything the others may.
@@ -34,6 +37,7 @@ impl Role {
         match self {
             Role::Viewer => "viewer",
             Role::Runner => "runner",
+            Role::Author => "author",
             Role::Approver => "approver",
             Role::Operator => "operator",
         }
@@ -58,9 +62,15 @@ impl Principal {
         Principal {
             tenant: "local".to_owned(),
             user: "local".to_owned(),
-            roles: [Role::Viewer, Role::Runner, Role::Approver, Role::Operator]
-                .into_iter()
-                .collect(),
+            roles: [
+                Role::Viewer,
+                Role::Runner,
+                Role::Author,
+                Role::Approver,
+                Role::Operator,
+            ]
+            .into_iter()
+            .collect(),
         }
     }
 

@@ -10,6 +10,7 @@
 mod api;
 pub mod auth;
 mod console;
+mod hidden;
 mod openapi;
 #[cfg(feature = "otlp")]
 pub mod otlp;
@@ -49,6 +50,8 @@ pub struct Config {
     pub principals: Option<PathBuf>,
     /// The folder specs, scripts and policies named by requests are read from.
     pub specs: Option<PathBuf>,
+    /// The providers and models the operator registered (`--providers`), with their secrets.
+    pub registry: Arc<warrant_app::Registry>,
     /// Most runs held at once (driving or waiting).
     pub max_runs: usize,
     /// A model capability table for live deciders.
@@ -81,7 +84,8 @@ pub(crate) struct Shared {
     pub(crate) app: App,
     pub(crate) deciders: Deciders,
     pub(crate) principals: Principals,
-    pub(crate) specs: Option<PathBuf>,
+    /// The operator's specs folder.
+    pub(crate) catalog: Option<warrant_app::Catalog>,
     pub(crate) runner: Arc<runner::Runner>,
     pub(crate) body_limit: usize,
     pub(crate) client_timeout: Duration,
@@ -94,6 +98,26 @@ pub(crate) struct Shared {
     pub(crate) idempotent: Mutex<HashMap<(String, String), (String, RunId)>>,
     /// Held while a run with an idempotency key is being started.
     pub(crate) starting: tokio::sync::Mutex<()>,
+}
+
+/// Registers what no caller is told: the server's own paths and the operator's secrets.
+fn hide_own_paths(catalog: Option<&warrant_app::Catalog>, registry: &warrant_app::Registry) {
+    let cwd = std::env::current_dir().ok();
+    let home = std::env::home_dir();
+    let mut paths: Vec<(&std::path::Path, &'static str)> = Vec::new();
+    if let Some(c) = catalog {
+        paths.push((c.root(), "specs"));
+    }
+    if let Some(f) = registry.folder() {
+        paths.push((f, "<providers>"));
+    }
+    if let Some(d) = cwd.as_deref() {
+        paths.push((d, "<server>"));
+    }
+    if let Some(h) = home.as_deref() {
+        paths.push((h, "~"));
+    }
+    hidden::register(&paths, Some(registry.secrets()));
 }
 
 /// The run supervisor `config` asks for.
@@ -141,17 +165,17 @@ impl Server {
                 "`--max-runs` must be at least 1".into(),
             ));
         }
-        let specs =
-            match &config.specs {
-                Some(dir) => Some(std::fs::canonicalize(dir).map_err(|e| {
-                    ServerError::Invalid(format!("--specs `{}`: {e}", dir.display()))
-                })?),
-                None => None,
-            };
+        let catalog = config
+            .specs
+            .as_deref()
+            .map(warrant_app::Catalog::open)
+            .transpose()
+            .map_err(|e| ServerError::Invalid(e.to_string()))?;
+        hide_own_paths(catalog.as_ref(), &config.registry);
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
-        let deciders = Deciders::new(config.models.clone());
+        let deciders = Deciders::new(config.models.clone()).with_registry(config.registry.clone());
         let app = App::new(store, deciders.clone());
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret)
@@ -161,7 +185,7 @@ impl Server {
             app,
             deciders,
             principals,
-            specs,
+            catalog,
             body_limit: config.body_limit,
             client_timeout: config.client_timeout,
             secret,

@@ -101,7 +101,11 @@ impl From<warrant_app::AppError> for Problem {
 }
 
 impl IntoResponse for Problem {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
+        // INVARIANT (a caller narrows, never widens): no server path, no secret value.
+        if let std::borrow::Cow::Owned(hidden) = crate::hidden::hide(&self.detail) {
+            self.detail = hidden;
+        }
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self).unwrap_or_default();
         let mut response = (status, body).into_response();

@@ -85,7 +85,8 @@ fn one_line(text: &str) -> String {
     if body.is_empty() {
         return String::new();
     }
-    let mut line = warrant_core::text::sanitize(body).replace('\n', "\\n");
+    let body = crate::hidden::redact(body);
+    let mut line = warrant_core::text::sanitize(&body).replace('\n', "\\n");
     line.push('\n');
     line
 }

@@ -11,6 +11,7 @@ pub mod mcp;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod reference;
+pub mod secrets;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,6 +21,7 @@ use serde_json::Value;
 use warrant_core::ports::Surface;
 
 pub use reference::{ActionSpec, Provider, ProviderError, ReferenceCatalog, ReferenceSurface};
+pub use secrets::{Redacted, Secrets};
 
 /// Default largest result kept whole: 1 MiB of JSON.
 pub const OUTPUT_BYTES_MAX_DEFAULT: usize = 1 << 20;
@@ -44,9 +46,16 @@ pub(crate) fn bound(output: Value, max: usize) -> Value {
               MCP and OpenAPI headers)"
 )]
 pub fn expand_env(value: &str) -> Result<String, String> {
-    let var = |name: &str| {
+    expand_with(value, |name| {
         std::env::var(name).map_err(|_| format!("environment variable `{name}` is not set"))
-    };
+    })
+}
+
+/// `value` with `$NAME` (alone) or each `${NAME}` replaced by what `var` says of `NAME`.
+pub(crate) fn expand_with(
+    value: &str,
+    var: impl Fn(&str) -> Result<String, String>,
+) -> Result<String, String> {
     if let Some(name) = value.strip_prefix('$')
         && !name.is_empty()
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -68,36 +77,95 @@ pub fn expand_env(value: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// Surfaces for every provider of `spec`: reference providers from `catalog`, MCP servers
-/// (with the `mcp` feature) and OpenAPI services (with the `openapi` feature). Relative paths
-/// in provider entries (an OpenAPI document) are read from `base_dir`, the spec's folder.
+/// Where a provider's `$NAME` settings are read from: Warrant's environment (a spec a person
+/// runs), or only the operator's declared secrets (a provider the operator registered).
+#[derive(Clone, Copy, Debug)]
+pub enum Vars<'a> {
+    /// Warrant's own environment.
+    Environment,
+    /// The operator's secrets, and nothing else.
+    Secrets(&'a Secrets),
+}
+
+impl Vars<'_> {
+    /// `value` expanded.
+    pub fn expand(&self, value: &str) -> Result<String, String> {
+        match self {
+            Vars::Environment => expand_env(value),
+            Vars::Secrets(s) => s.expand(value),
+        }
+    }
+}
+
+/// How [`connect`] reaches a spec's providers.
+#[derive(Clone, Copy)]
+pub struct Reach<'a> {
+    /// The in-process providers.
+    pub catalog: &'a ReferenceCatalog,
+    /// Where a relative path in a provider entry (an OpenAPI document) is read from.
+    pub base_dir: &'a Path,
+    /// The operator's secrets: a provider marked `registered` reads its `$NAME` settings from
+    /// them (never from Warrant's environment), and every secret value is redacted from what
+    /// it says. Other providers read Warrant's environment.
+    pub secrets: &'a Arc<Secrets>,
+    /// Longest a provider may take to start and finish its handshake: the smaller of
+    /// `limits.call_timeout_ms` and what is left of the run's deadline.
+    pub start_ms: u64,
+}
+
+/// Surfaces for every provider of `spec`: reference providers from `reach.catalog`, MCP
+/// servers (with the `mcp` feature) and OpenAPI services (with the `openapi` feature).
 pub async fn connect(
-    catalog: &ReferenceCatalog,
+    reach: Reach<'_>,
     spec: &warrant_core::Spec,
-    base_dir: &Path,
 ) -> Result<HashMap<String, Arc<dyn Surface>>, String> {
     let mut out: HashMap<String, Arc<dyn Surface>> = HashMap::new();
     let (joins, single): (Vec<_>, Vec<_>) =
         spec.providers.iter().partition(|(_, p)| !p.join.is_empty());
     for (name, provider) in single {
-        if provider.mcp.is_none() && provider.openapi.is_none() {
+        let registered = provider.registered.is_some();
+        let surface: Arc<dyn Surface> = if provider.mcp.is_none() && provider.openapi.is_none() {
             let mut one = spec.clone();
             one.providers.retain(|n, _| n == name);
-            out.extend(catalog.surfaces(&one)?);
-            continue;
-        }
-        // INVARIANT (every wait bounded): a provider that does not start, or does not finish
-        // its handshake, stops the run from starting within `limits.call_timeout_ms`.
-        let limit_ms = spec.limits.call_timeout_ms;
-        let surface = tokio::time::timeout(
-            std::time::Duration::from_millis(limit_ms),
-            remote(name, provider, base_dir, limit_ms),
-        )
-        .await
-        .map_err(|_| {
-            format!("provider `{name}`: not ready within {limit_ms} ms (`limits.call_timeout_ms`)")
-        })?
-        .map_err(|e| format!("provider `{name}`: {e}"))?;
+            match reach.catalog.surfaces(&one)?.remove(name) {
+                Some(s) => s,
+                None => return Err(format!("provider `{name}`: no surface was made for it")),
+            }
+        } else {
+            // INVARIANT (every wait bounded): a provider that does not start, or does not
+            // finish its handshake, stops the run from starting within `start_ms`.
+            let limit_ms = reach.start_ms;
+            let vars = if registered {
+                Vars::Secrets(reach.secrets)
+            } else {
+                Vars::Environment
+            };
+            let redact = registered.then(|| reach.secrets.clone());
+            tokio::time::timeout(
+                std::time::Duration::from_millis(limit_ms),
+                remote(
+                    name,
+                    provider,
+                    reach.base_dir,
+                    spec.limits.call_timeout_ms,
+                    vars,
+                    redact,
+                ),
+            )
+            .await
+            .map_err(|_| {
+                format!(
+                    "provider `{name}`: not ready within {limit_ms} ms (the smaller of \
+                     `limits.call_timeout_ms` and what was left of the deadline)"
+                )
+            })?
+            .map_err(|e| format!("provider `{name}`: {e}"))?
+        };
+        let surface = if registered && !reach.secrets.is_empty() {
+            Arc::new(Redacted::new(surface, reach.secrets.clone()))
+        } else {
+            surface
+        };
         out.insert(name.clone(), surface);
     }
     // A join shares its members' connections.
@@ -122,19 +190,23 @@ async fn remote(
     provider: &warrant_core::spec::ProviderSpec,
     base_dir: &Path,
     limit_ms: u64,
+    vars: Vars<'_>,
+    redact: Option<Arc<Secrets>>,
 ) -> Result<Arc<dyn Surface>, String> {
     let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
     #[cfg(feature = "mcp")]
     if let Some(m) = &provider.mcp {
-        return Ok(Arc::new(mcp::McpSurface::connect(name, m, trusted).await?));
+        return Ok(Arc::new(
+            mcp::McpSurface::connect_with(name, m, trusted, vars, redact).await?,
+        ));
     }
     #[cfg(feature = "openapi")]
     if let Some(api) = &provider.openapi {
-        let surface = openapi::OpenApiSurface::new(api, base_dir)?
+        let surface = openapi::OpenApiSurface::with_vars(api, base_dir, vars)?
             .with_read_timeout(std::time::Duration::from_millis(limit_ms))?;
         return Ok(Arc::new(surface));
     }
-    let _ = (name, base_dir, trusted, limit_ms);
+    let _ = (name, base_dir, trusted, limit_ms, vars, redact);
     Err("this build has no support for this kind of provider (features `mcp`, `openapi`)".into())
 }
 

@@ -48,7 +48,7 @@ use warrant_core::ports::{
 };
 use warrant_core::spec::McpSpec;
 
-use crate::{bound, expand_env};
+use crate::{Secrets, Vars, bound};
 
 /// A connected MCP server.
 pub struct McpSurface {
@@ -224,9 +224,21 @@ impl McpSurface {
     /// `cwd` (stdio), or reaches `url` (Streamable HTTP), and initialises MCP. `name` labels
     /// what the server prints.
     pub async fn connect(name: &str, spec: &McpSpec, trusted: bool) -> Result<McpSurface, String> {
+        McpSurface::connect_with(name, spec, trusted, Vars::Environment, None).await
+    }
+
+    /// The same, with `$NAME` settings read from `vars` and, when `redact` is given, every
+    /// secret value hidden from what the server prints on stderr.
+    pub async fn connect_with(
+        name: &str,
+        spec: &McpSpec,
+        trusted: bool,
+        vars: Vars<'_>,
+        redact: Option<Arc<Secrets>>,
+    ) -> Result<McpSurface, String> {
         let surface = match &spec.url {
-            Some(url) => McpSurface::reach(url, &spec.headers, trusted).await?,
-            None => McpSurface::start(name, spec, trusted).await?,
+            Some(url) => McpSurface::reach(url, &spec.headers, trusted, vars).await?,
+            None => McpSurface::start(name, spec, trusted, vars, redact).await?,
         };
         let surface = McpSurface {
             effects: spec.effects.clone(),
@@ -269,7 +281,13 @@ impl McpSurface {
         McpSurface::connect("mcp", &spec, trusted).await
     }
 
-    async fn start(name: &str, spec: &McpSpec, trusted: bool) -> Result<McpSurface, String> {
+    async fn start(
+        name: &str,
+        spec: &McpSpec,
+        trusted: bool,
+        vars: Vars<'_>,
+        redact: Option<Arc<Secrets>>,
+    ) -> Result<McpSurface, String> {
         let Some((program, args)) = spec.command.split_first() else {
             return Err("`mcp.command` is empty".into());
         };
@@ -287,7 +305,10 @@ impl McpSurface {
             }
         }
         for (k, v) in &spec.env {
-            cmd.env(k, expand_env(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?);
+            cmd.env(
+                k,
+                vars.expand(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?,
+            );
         }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
@@ -297,7 +318,7 @@ impl McpSurface {
             .spawn()
             .map_err(|e| format!("cannot start `{program}`: {e}"))?;
         if let Some(stderr) = stderr {
-            forward_stderr(name.to_owned(), stderr);
+            forward_stderr(name.to_owned(), stderr, redact);
         }
         let client = Watcher::default()
             .serve_with_lifecycle(transport, lifecycle())
@@ -310,12 +331,15 @@ impl McpSurface {
         url: &str,
         headers: &BTreeMap<String, String>,
         trusted: bool,
+        vars: Vars<'_>,
     ) -> Result<McpSurface, String> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         for (k, v) in headers {
             let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("`mcp.headers`: `{k}` is not a header name"))?;
-            let value = expand_env(v).map_err(|e| format!("`mcp.headers.{k}`: {e}"))?;
+            let value = vars
+                .expand(v)
+                .map_err(|e| format!("`mcp.headers.{k}`: {e}"))?;
             let mut value = HeaderValue::from_str(&value)
                 .map_err(|_| format!("`mcp.headers.{k}`: not a valid header value"))?;
             value.set_sensitive(true);
@@ -536,7 +560,7 @@ impl McpSurface {
     clippy::disallowed_methods,
     reason = "the MCP transport owns the task that drains its child's stderr"
 )]
-fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
+fn forward_stderr(name: String, stderr: tokio::process::ChildStderr, redact: Option<Arc<Secrets>>) {
     use tokio::io::AsyncBufReadExt;
     tokio::spawn(async move {
         let mut reader = tokio::io::BufReader::new(stderr);
@@ -549,6 +573,10 @@ fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
+            let text = match &redact {
+                Some(secrets) => secrets.redact(&text).into_owned(),
+                None => text.into_owned(),
+            };
             let text = text.trim_end();
             if !text.is_empty() {
                 use std::io::Write as _;

@@ -30,7 +30,7 @@ use warrant_core::ports::{
 };
 use warrant_core::spec::OpenApiSpec;
 
-use crate::{bound, expand_env};
+use crate::{Vars, bound};
 
 /// Default most operations offered.
 pub const OPERATIONS_MAX_DEFAULT: usize = 64;
@@ -122,6 +122,15 @@ impl OpenApiSurface {
     /// A surface for `spec`; a relative document path is read from `base_dir`. Header values
     /// naming environment variables are read now: a missing one is an error.
     pub fn new(spec: &OpenApiSpec, base_dir: &std::path::Path) -> Result<OpenApiSurface, String> {
+        OpenApiSurface::with_vars(spec, base_dir, Vars::Environment)
+    }
+
+    /// The same, with header values' `$NAME` read from `vars`.
+    pub fn with_vars(
+        spec: &OpenApiSpec,
+        base_dir: &std::path::Path,
+        vars: Vars<'_>,
+    ) -> Result<OpenApiSurface, String> {
         let source =
             if spec.document.starts_with("http://") || spec.document.starts_with("https://") {
                 Source::Url(spec.document.clone())
@@ -132,7 +141,9 @@ impl OpenApiSurface {
         for (name, value) in &spec.headers {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("`openapi.headers`: `{name}` is not a header name"))?;
-            let value = expand_env(value).map_err(|e| format!("`openapi.headers.{name}`: {e}"))?;
+            let value = vars
+                .expand(value)
+                .map_err(|e| format!("`openapi.headers.{name}`: {e}"))?;
             let mut value = reqwest::header::HeaderValue::from_str(&value)
                 .map_err(|_| format!("`openapi.headers.{name}`: not a valid header value"))?;
             value.set_sensitive(true);

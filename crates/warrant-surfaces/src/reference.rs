@@ -303,11 +303,25 @@ impl ProviderCatalog for ReferenceCatalog {
             provider.mcp.is_some(),
             provider.openapi.is_some(),
             !provider.join.is_empty(),
+            provider.registered.is_some(),
         ];
         if ways.iter().filter(|w| **w).count() > 1 {
             return Err(
-                "give one of `reference`, `mcp`, `openapi` or `join`, not several".to_owned(),
+                "give one of `reference`, `mcp`, `openapi`, `join` or `registered`, not several"
+                    .to_owned(),
             );
+        }
+        if provider.registered.is_some() {
+            if provider.config.is_some() {
+                return Err(
+                    "a registered provider's settings are the operator's: drop `config`".to_owned(),
+                );
+            }
+            // The operator's definition is looked up, and its tools observed, when it runs.
+            return Ok(None);
+        }
+        if provider.pin.is_some() {
+            return Err("`pin` goes with `registered` only (Warrant writes it)".to_owned());
         }
         if !provider.join.is_empty() {
             if provider.trust.is_some() {
@@ -352,8 +366,8 @@ impl ProviderCatalog for ReferenceCatalog {
         }
         let Some(reference) = &provider.reference else {
             return Err("say how the provider is reached: `reference: <name>`, \
-                 `mcp: {command: [...]}`, `mcp: {url: ...}`, `openapi: {document: ...}` or \
-                 `join: [...]`"
+                 `mcp: {command: [...]}`, `mcp: {url: ...}`, `openapi: {document: ...}`, \
+                 `join: [...]` or `registered: <name>`"
                 .to_owned());
         };
         match self.make(reference, provider.config.as_ref())? {

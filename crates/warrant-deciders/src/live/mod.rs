@@ -98,6 +98,16 @@ impl LiveDecider {
     /// against `table`. A missing key, an unknown model or a limit the model cannot express is
     /// an error here, before any run starts.
     pub fn parse(text: &str, table: &Table) -> Result<LiveDecider, String> {
+        LiveDecider::parse_keyed(text, table, None)
+    }
+
+    /// The same, with the API key given here (an operator's secret, paired with this decider
+    /// and so with its endpoint) instead of read from the environment.
+    pub fn parse_keyed(
+        text: &str,
+        table: &Table,
+        key: Option<&str>,
+    ) -> Result<LiveDecider, String> {
         let (kind, rest) = text
             .split_once(':')
             .ok_or_else(|| format!("`{text}` is not `provider:model`"))?;
@@ -180,43 +190,57 @@ impl LiveDecider {
             }
         };
         let reasoning = models::check(&format!("{kind}:{model}"), &entry, &asked)?;
+        // A key given with the decider goes only to the endpoint written with it (or the
+        // provider's own): never to one the environment names.
+        let endpoint_env = |var: &str| if key.is_some() { None } else { env(var) };
         let base_url = match (base_override, compatible_url, kind) {
             (Some(b), _, _) => b,
             (None, Some(u), _) => u,
-            (None, None, "openai") => env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_URL.into()),
-            (None, None, "anthropic") => {
-                env("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_URL.into())
+            (None, None, "openai") => {
+                endpoint_env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_URL.into())
             }
-            (None, None, _) => env("GEMINI_BASE_URL").unwrap_or_else(|| GEMINI_URL.into()),
+            (None, None, "anthropic") => {
+                endpoint_env("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_URL.into())
+            }
+            (None, None, _) => endpoint_env("GEMINI_BASE_URL").unwrap_or_else(|| GEMINI_URL.into()),
         };
         let base_url = base_url.trim_end_matches('/').to_owned();
         let missing = |var: &str| {
             format!("`{kind}:{model}` needs an API key: set the environment variable {var}")
         };
+        if key.is_some() && key_env.is_some() {
+            return Err(format!(
+                "`{text}`: its key is given with it; drop the `key_env` option"
+            ));
+        }
+        let given = key.map(str::to_owned);
+        let key_from = |var: &str| given.clone().or_else(|| env(var));
         let headers = match kind {
             "openai" => {
-                let key = env("OPENAI_API_KEY").ok_or_else(|| missing("OPENAI_API_KEY"))?;
+                let key = key_from("OPENAI_API_KEY").ok_or_else(|| missing("OPENAI_API_KEY"))?;
                 vec![("authorization".into(), format!("Bearer {key}"), true)]
             }
             "anthropic" => {
-                let key = env("ANTHROPIC_API_KEY").ok_or_else(|| missing("ANTHROPIC_API_KEY"))?;
+                let key =
+                    key_from("ANTHROPIC_API_KEY").ok_or_else(|| missing("ANTHROPIC_API_KEY"))?;
                 vec![
                     ("x-api-key".into(), key, true),
                     ("anthropic-version".into(), ANTHROPIC_VERSION.into(), false),
                 ]
             }
             "gemini" => {
-                let key = env("GEMINI_API_KEY")
+                let key = key_from("GEMINI_API_KEY")
                     .or_else(|| env("GOOGLE_API_KEY"))
                     .ok_or_else(|| missing("GEMINI_API_KEY (or GOOGLE_API_KEY)"))?;
                 vec![("x-goog-api-key".into(), key, true)]
             }
-            _ => match &key_env {
-                Some(var) => {
+            _ => match (&given, &key_env) {
+                (Some(key), _) => vec![("authorization".into(), format!("Bearer {key}"), true)],
+                (None, Some(var)) => {
                     let key = env(var).ok_or_else(|| missing(var))?;
                     vec![("authorization".into(), format!("Bearer {key}"), true)]
                 }
-                None => Vec::new(),
+                (None, None) => Vec::new(),
             },
         };
         let max_output_field = entry.max_output_field.clone().unwrap_or_else(|| {

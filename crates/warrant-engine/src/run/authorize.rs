@@ -257,7 +257,14 @@ impl Run<'_> {
             provenance: labels.into(),
             reason: reason.into(),
             proposed_scope: ApprovalScope::Once,
-            expires_at_ms: now.saturating_add(self.spec.limits.approval_ttl_ms),
+            expires_at_ms: now.saturating_add(
+                self.spec
+                    .limits
+                    .wait_max_ms
+                    .map_or(self.spec.limits.approval_ttl_ms, |w| {
+                        w.min(self.spec.limits.approval_ttl_ms)
+                    }),
+            ),
         };
         if let Err(e) = self.stage(requested) {
             return Err(refuse(

@@ -215,7 +215,7 @@ impl Run<'_> {
             exchange: decided.exchange,
             tainted_by,
         })?;
-        if decided_at.saturating_sub(self.state.started_at_ms()) >= self.spec.limits.deadline_ms {
+        if self.state.driven_ms(decided_at) >= self.spec.limits.deadline_ms {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
         }
         // Budgets the decider spends: checked once the decision that spent them is recorded.

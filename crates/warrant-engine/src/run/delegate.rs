@@ -338,10 +338,7 @@ impl Run<'_> {
             true,
             "cost_micro_usd_max",
         )?;
-        let elapsed = self
-            .state
-            .last_at_ms()
-            .saturating_sub(self.state.started_at_ms());
+        let elapsed = self.state.driven_ms(self.state.last_at_ms());
         let deadline = cut(
             asked.deadline_ms,
             Some(own.deadline_ms),
@@ -669,7 +666,10 @@ pub(super) fn children_idle<'e>(
                 return false;
             }
             let idle = match child.next() {
-                warrant_core::fold::Next::Wait(call) => !super::wait::expired(&child, call, now),
+                warrant_core::fold::Next::Wait(call) => match child.spec() {
+                    Some(spec) => !super::wait::expired(&child, &spec.limits, call, now),
+                    None => false,
+                },
                 warrant_core::fold::Next::Continue(j)
                     if child
                         .spec()

@@ -491,6 +491,19 @@ impl<'a> Run<'a> {
                         Some(request) => {
                             self.stage(EventKind::ApprovalExpired { request })?;
                         }
+                        // A call in doubt no operator reconciled within `wait_max_ms`: the
+                        // run ends, the effect left unsettled in its report.
+                        None if self.state.in_doubt().any(|c| c.id == call)
+                            && wait::expired(
+                                &self.state,
+                                &self.spec.limits,
+                                call,
+                                self.state.last_at_ms(),
+                            ) =>
+                        {
+                            let w = self.spec.limits.wait_max_ms.unwrap_or_default();
+                            self.exhausted("wait_max_ms", w)?;
+                        }
                         None => break,
                     }
                 }
@@ -558,7 +571,7 @@ impl<'a> Run<'a> {
             .ok_or(EngineError::NoStep(i))?
             .decisions;
         let step_max = step.decisions_max.unwrap_or(limits.step_decisions_max);
-        if now_ms.saturating_sub(self.state.started_at_ms()) >= limits.deadline_ms {
+        if self.state.driven_ms(now_ms) >= limits.deadline_ms {
             self.exhausted("deadline_ms", limits.deadline_ms)?;
             return Ok(true);
         }

@@ -26,6 +26,30 @@ impl Run<'_> {
         }))
     }
 
+    /// Whether the run has no driving time left to carry `call` on (judged at the last
+    /// event's time, the re-entry's, so a replay judges the same). Then a call not yet ended
+    /// ends refused, never made, and the run ends `exhausted`.
+    fn out_of_time(&mut self, call: CallId) -> Result<bool, EngineError> {
+        let limit = self.spec.limits.deadline_ms;
+        if self.state.driven_ms(self.state.last_at_ms()) < limit {
+            return Ok(false);
+        }
+        if let Some(open) = self.state.call(call).filter(|c| c.status.is_none()) {
+            let fault = Fault::new(
+                Code::DeadlineExceeded,
+                Layer::Runtime,
+                format!(
+                    "`{}` was approved after the run's driving time ({limit} ms, `deadline_ms`) \
+                     ran out: it is not made",
+                    open.tool
+                ),
+            );
+            self.finish_call(call, CallStatus::Rejected, None, Some(fault))?;
+        }
+        self.exhausted("deadline_ms", limit)?;
+        Ok(true)
+    }
+
     /// Settles a call whose intent is durable but whose result was lost.
     pub(super) async fn recover(&mut self, call: CallId) -> Result<(), EngineError> {
         let Some(Reopened {
@@ -144,6 +168,11 @@ impl Run<'_> {
         else {
             return Ok(());
         };
+        // INVARIANT (a person's time is not the model's): the wait for the answer spent none
+        // of the run's driving time; a run that has none left makes no call it approved.
+        if self.out_of_time(call)? {
+            return Ok(());
+        }
         let actions = self
             .state
             .observations()
@@ -174,6 +203,9 @@ impl Run<'_> {
         else {
             return Ok(());
         };
+        if self.out_of_time(earlier)? {
+            return Ok(());
+        }
         self.flush().await?;
         let Some(observation) = self.observe(i, &surface).await? else {
             return Ok(());

@@ -1,6 +1,7 @@
 //! Waiting on ports: every wait is bounded (a call's timeout, the run's deadline) and cut short by a cancellation; a run waiting for a person records nothing while nothing changed.
 
 use super::*;
+use warrant_core::spec::Limits;
 
 /// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
 /// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
@@ -88,7 +89,7 @@ impl Run<'_> {
         }
         let now = self.time.peek().unwrap_or(self.state.last_at_ms());
         match next {
-            Next::Wait(call) => !expired(&self.state, call, now),
+            Next::Wait(call) => !expired(&self.state, &self.spec.limits, call, now),
             _ => super::delegate::children_idle(self.engine, &self.state, now).await,
         }
     }
@@ -211,7 +212,12 @@ impl Run<'_> {
     /// (recorded ports answer at once).
     pub(super) fn bound_ms(&self, bound: Bound) -> Option<(u64, bool)> {
         let now = self.time.peek()?;
-        let left = (self.state.started_at_ms() + self.spec.limits.deadline_ms).saturating_sub(now);
+        // What is left of the run's driving time (a person's wait spent none of it).
+        let left = self
+            .spec
+            .limits
+            .deadline_ms
+            .saturating_sub(self.state.driven_ms(now));
         let limit = match bound {
             Bound::Call => self.spec.limits.call_timeout_ms,
             Bound::Deadline => u64::MAX,
@@ -281,11 +287,19 @@ async fn cancel_requested(
     None
 }
 
-/// Whether the approval `call` waits on expired unanswered by `now`.
-pub(super) fn expired(state: &RunState, call: CallId, now: u64) -> bool {
-    state
-        .call(call)
-        .and_then(|c| c.awaiting.as_deref())
+/// Whether the wait `call` holds the run in is over unanswered by `now`: its approval
+/// request expired, or, in doubt, no operator reconciled it within the spec's `wait_max_ms`.
+pub(super) fn expired(state: &RunState, limits: &Limits, call: CallId, now: u64) -> bool {
+    let Some(c) = state.call(call) else {
+        return false;
+    };
+    if c.in_doubt {
+        return limits
+            .wait_max_ms
+            .is_some_and(|w| now.saturating_sub(state.wait_began_ms()) >= w);
+    }
+    c.awaiting
+        .as_deref()
         .and_then(|r| state.approval(r))
         .is_some_and(|a| a.status == ApprovalStatus::Pending && now >= a.expires_at_ms)
 }
