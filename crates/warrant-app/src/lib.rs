@@ -20,7 +20,9 @@ pub use operator::{
     Catalog, MODEL_KIND, ModelEntry, PROVIDERS_VERSION, ProvidersFile, Registry, SecretSource,
     confine, confine_decider, inline_spec,
 };
-pub use ops::{App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, validate};
+pub use ops::{
+    App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, check_policy_files, validate,
+};
 pub use providers::{check_rule_tools, connect, missing_tools, observe_all, start_bound};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,

@@ -28,8 +28,15 @@ pub struct RunOptions {
     pub deny_tools: Vec<String>,
     /// Tools every call to needs a person's approval.
     pub ask_tools: Vec<String>,
-    /// Policy files ruling together with the spec's.
+    /// Policy files ruling together with the spec's (read as one policy set with them: the
+    /// CLI's `--policy`, its user's own).
     pub policies: Vec<PathBuf>,
+    /// Policy files a caller of a front door added: obeyed besides the spec's, so they can
+    /// only narrow what it allows.
+    pub narrowing: Vec<PathBuf>,
+    /// Policy files of the operator's floor for this run's tenant, obeyed besides the floor
+    /// every run obeys.
+    pub floor: Vec<PathBuf>,
     /// An execution control to require, instead of the spec's.
     pub execution_control: Option<String>,
     /// Who the run acts for.
@@ -60,16 +67,23 @@ impl Prepared {
     /// providers reached and, for rules by tool name, that they offer the tools named.
     pub async fn new(
         deciders: &Deciders,
-        spec: Spec,
+        mut spec: Spec,
         spec_path: &Path,
         options: RunOptions,
     ) -> Result<Prepared> {
         let begun_ms = SystemClock.now_ms();
+        // The operator's providers it names, pinned to the definitions it starts with.
+        deciders.registry().pin(&mut spec)?;
         let decider = match &options.decider {
             Some(d) => deciders.load(d, None, &spec)?,
             None => deciders.default_for(&spec, spec_path)?,
         };
         check_policies(&spec, &options.policies)?;
+        if !options.narrowing.is_empty() {
+            let files = warrant_policy::policy_files(&options.narrowing).map_err(AppError::invalid)?;
+            warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
+                .map_err(AppError::invalid)?;
+        }
         if let Some(url) = &options.execution_control {
             warrant_policy::HttpControl::new(url).map_err(AppError::invalid)?;
         }
@@ -186,11 +200,26 @@ pub struct Reconciled {
     pub resend: bool,
 }
 
+/// Checks that the policy files `paths` load, as `what` (a floor that would not load would
+/// run nothing).
+pub fn check_policy_files(paths: &[PathBuf], what: &str) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let files =
+        warrant_policy::policy_files(paths).map_err(|e| AppError::invalid(format!("{what}: {e}")))?;
+    warrant_policy::CedarAuthority::new(files, std::collections::BTreeSet::new())
+        .map_err(|e| AppError::invalid(format!("{what}: {e}")))?;
+    Ok(())
+}
+
 /// The operations over one store.
 #[derive(Clone)]
 pub struct App {
     store: Arc<dyn EventStore>,
     deciders: Deciders,
+    /// The operator's policy floor: Cedar files every new run obeys besides its own rules.
+    floor: Arc<[PathBuf]>,
     /// How this process names itself on the leases it holds (`pid <pid>@<host>`, with a
     /// worker's name after it).
     holder: Arc<str>,
@@ -202,6 +231,7 @@ impl App {
         App {
             store,
             deciders,
+            floor: Arc::from([]),
             holder: Arc::from(format!(
                 "pid {}@{}",
                 std::process::id(),
@@ -214,6 +244,19 @@ impl App {
     pub fn named(mut self, name: &str) -> App {
         self.holder = Arc::from(format!("{} ({name})", self.holder));
         self
+    }
+
+    /// The same, with every new run obeying the Cedar policies `floor` besides its own rules
+    /// (checked first): the operator's floor (`--policy` on `serve`, `worker`, `gateway`).
+    pub fn with_floor(mut self, floor: Vec<PathBuf>) -> Result<App> {
+        check_policy_files(&floor, "--policy")?;
+        self.floor = Arc::from(floor);
+        Ok(self)
+    }
+
+    /// The operator's policy floor.
+    pub fn floor(&self) -> &[PathBuf] {
+        &self.floor
     }
 
     /// How this process names itself on the leases it holds.
@@ -231,11 +274,24 @@ impl App {
         &self.store
     }
 
-    /// An engine over the store that builds and rebuilds the policies runs name.
+    /// An engine over the store that builds and rebuilds the policies runs name; a new run
+    /// obeys the operator's floor.
     pub fn engine(&self) -> Engine {
+        self.engine_with_floor(&[])
+    }
+
+    /// The same, with a new run obeying `more` of the floor too (a tenant's own).
+    fn engine_with_floor(&self, more: &[PathBuf]) -> Engine {
         Engine::new(self.store.clone())
             .with_holder(&self.holder)
             .with_policies(Arc::new(Policies))
+            .with_floor(
+                self.floor
+                    .iter()
+                    .chain(more)
+                    .map(|p| p.display().to_string())
+                    .collect(),
+            )
             .with_children(Arc::new(providers::Children {
                 deciders: self.deciders.clone(),
             }))
@@ -245,9 +301,13 @@ impl App {
     /// spec's; a re-entered run is ruled by what it recorded.
     pub fn engine_for(&self, prepared: &Prepared) -> Engine {
         let o = &prepared.options;
-        let mut engine = self.engine();
+        let mut engine = self.engine_with_floor(&o.floor);
         if prepared.run.is_some() {
             return engine;
+        }
+        if !o.narrowing.is_empty() {
+            engine = engine
+                .with_narrowing(o.narrowing.iter().map(|p| p.display().to_string()).collect());
         }
         if !o.deny_tools.is_empty() || !o.ask_tools.is_empty() {
             engine = engine.with_authority(Arc::new(RuleList::new(
@@ -304,6 +364,37 @@ impl App {
             begun_ms,
             resumed_by: None,
         })
+    }
+
+    /// Refuses `run` when this process has a policy floor and the run did not record one
+    /// holding every policy of it (a server that queued it without the floor, say): a
+    /// worker never drives a run under less than the floor it was given.
+    pub async fn check_floor(&self, run: &RunId) -> Result<()> {
+        if self.floor.is_empty() {
+            return Ok(());
+        }
+        let ours = warrant_policy::policy_files(&self.floor).map_err(AppError::invalid)?;
+        let first = self
+            .store
+            .read(&warrant_engine::root_of(run), 1)
+            .await
+            .map_err(AppError::failed)?;
+        let recorded = first.first().and_then(|e| match &e.event.kind {
+            warrant_core::event::EventKind::RunStarted { authority, .. } => authority.clone(),
+            _ => None,
+        });
+        let mut texts = Vec::new();
+        if let Some(d) = &recorded {
+            floor_texts(d, false, &mut texts);
+        }
+        match ours.iter().find(|f| !texts.contains(&f.text.as_str())) {
+            None => Ok(()),
+            Some(missing) => Err(AppError::invalid(format!(
+                "run `{run}` was started without the operator's policy floor this process \
+                 obeys (`{}` is not in what it recorded): not driving it under less",
+                missing.name
+            ))),
+        }
     }
 
     /// Re-enters `run` with what it recorded and drives it as far as it goes.
@@ -618,6 +709,26 @@ impl App {
             .await
             .map_err(AppError::failed)?
             .ok_or_else(|| AppError::invalid(format!("no run `{run}` in the store")))
+    }
+}
+
+/// The texts of the Cedar files recorded under a `floor` anywhere in authority `d`.
+fn floor_texts<'a>(d: &'a serde_json::Value, in_floor: bool, out: &mut Vec<&'a str>) {
+    match d {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let floor = in_floor || k == "floor";
+                if floor
+                    && k == "text"
+                    && let Some(t) = v.as_str()
+                {
+                    out.push(t);
+                }
+                floor_texts(v, floor, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| floor_texts(v, in_floor, out)),
+        _ => {}
     }
 }
 

@@ -268,6 +268,10 @@ pub enum Command {
         /// outlives the process (for trials and benchmarks, not for evidence).
         #[arg(long)]
         memory_store: bool,
+        /// The operator's policy floor (repeatable): Cedar files or folders every session
+        /// obeys besides the config's own policies (which can narrow it, never widen it).
+        #[arg(long = "policy", value_name = "FILE|DIR")]
+        floor: Vec<PathBuf>,
     },
     /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
     /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`). It is a
@@ -320,9 +324,15 @@ pub struct ServeArgs {
     /// (viewer, runner, approver, operator). Without it: one local principal, loopback only.
     #[arg(long, value_name = "FILE")]
     pub principals: Option<PathBuf>,
-    /// The folder the specs, scripts and policies that requests name are read from.
+    /// The operator's catalog: the folder the specs, scripts and policies that requests name
+    /// are read from (a path that leads out of it, through `..` or a link, is refused).
     #[arg(long, value_name = "DIR")]
     pub specs: Option<PathBuf>,
+    /// The operator's policy floor (repeatable): Cedar files or folders every run obeys
+    /// besides its own rules; a spec or a request can narrow it, never widen it. A tenant's
+    /// own part is in the principals file (`tenants: {NAME: {policy: [...]}}`).
+    #[arg(long = "policy", value_name = "FILE|DIR")]
+    pub floor: Vec<PathBuf>,
     /// Most runs held at once, driving or waiting; more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_runs: usize,
@@ -375,6 +385,10 @@ pub struct WorkerArgs {
     /// A name for this worker, shown with its process on the leases it holds.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// The operator's policy floor (repeatable): a run that did not record every policy of
+    /// it when it started (a server that queued it without the floor) is not driven here.
+    #[arg(long = "policy", value_name = "FILE|DIR")]
+    pub floor: Vec<PathBuf>,
     /// Most runs of one tenant driven at once by the whole fleet (0: no limit); a tenant's
     /// runs past it wait in the queue, with the reason in `warrant show`.
     #[arg(long, value_name = "N", default_value_t = 0)]

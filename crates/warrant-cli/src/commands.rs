@@ -153,12 +153,13 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             config,
             http,
             memory_store,
+            floor,
             ..
         } => {
             let (config, base) = warrant_gateway::GatewayConfig::load(&config)
                 .map_err(|e| Failure::invalid(anyhow!(e)))?;
             let store = (!memory_store).then_some(&store_path);
-            gateway(store, config, &base, http.as_deref()).await
+            gateway(store, config, &base, http.as_deref(), floor).await
         }
         Command::McpServe {
             provider,
@@ -286,7 +287,7 @@ async fn mcp_serve(
         warrant_gateway::GatewayConfig::parse(&text, warrant_core::spec::Format::Json, "--config")
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let base = std::env::current_dir().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    gateway(Some(store_path), config, &base, http).await
+    gateway(Some(store_path), config, &base, http, Vec::new()).await
 }
 
 /// Serves a gateway until its client leaves (stdio) or the process is stopped (HTTP).
@@ -295,6 +296,7 @@ async fn gateway(
     config: warrant_gateway::GatewayConfig,
     base: &Path,
     http: Option<&str>,
+    floor: Vec<PathBuf>,
 ) -> Result<u8> {
     let user = operator(None);
     let tokens = warrant_gateway::Tokens::from_config(&config, &user)
@@ -325,7 +327,7 @@ async fn gateway(
         Some(at) => at.open(Use::Create).await?,
         None => Arc::new(warrant_store::MemoryStore::new()),
     };
-    let app = app(store);
+    let app = app(store).with_floor(floor)?;
     let gateway = warrant_gateway::Gateway::start(app, config, base, &user)
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
@@ -398,6 +400,8 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
         deny_tools: args.deny_tools.clone(),
         ask_tools: args.ask_tools.clone(),
         policies: args.policies.clone(),
+        narrowing: Vec::new(),
+        floor: Vec::new(),
         execution_control: args.execution_control.clone(),
         tenant: args.tenant.clone(),
         user: args.user.clone().unwrap_or_else(|| operator(None)),
@@ -1361,6 +1365,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         principals: args.principals,
         specs: args.specs,
         registry: REGISTRY.get().cloned().unwrap_or_default(),
+        floor: args.floor,
         max_runs: args.max_runs,
         models: MODELS.get().cloned().flatten(),
         body_limit: args.body_limit,
@@ -1408,7 +1413,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
     }
     init_logs(&args.logs)?;
     let store = store_path.open(Use::Existing).await?;
-    let mut app = app(store);
+    let mut app = app(store).with_floor(args.floor.clone())?;
     if let Some(name) = &args.name {
         if name.is_empty() || name.chars().any(char::is_control) {
             return Err(Failure::invalid(anyhow!(

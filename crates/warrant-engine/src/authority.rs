@@ -180,6 +180,46 @@ impl Authority for AllOf {
     }
 }
 
+/// The operator's policy floor: what every run of a front door obeys together with its own
+/// rules, as a child obeys its ancestors — any answer but allow from the floor wins, so a
+/// spec (or a caller) can narrow what the floor allows and never widen it. Its denials say
+/// they are the operator's.
+pub struct Floor {
+    inner: std::sync::Arc<dyn Authority>,
+}
+
+impl Floor {
+    /// `inner` as the floor.
+    pub fn new(inner: std::sync::Arc<dyn Authority>) -> Floor {
+        Floor { inner }
+    }
+}
+
+impl Authority for Floor {
+    fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            match self.inner.evaluate(request).await {
+                Verdict::Deny { reasons } => Verdict::Deny {
+                    reasons: reasons
+                        .into_iter()
+                        .map(|r| format!("the operator's policy floor: {r}"))
+                        .collect(),
+                },
+                Verdict::Indeterminate { reason } => Verdict::Indeterminate {
+                    reason: format!("the operator's policy floor: {reason}"),
+                },
+                other => other,
+            }
+        })
+    }
+
+    fn describe(&self) -> Option<serde_json::Value> {
+        self.inner
+            .describe()
+            .map(|d| serde_json::json!({"floor": d}))
+    }
+}
+
 /// The most a child run may call, by provider (a provider it does not name is not limited
 /// here): the delegation's `tools`, cut on a shared provider to what the parent may call.
 pub type Allowance = std::collections::BTreeMap<String, BTreeSet<String>>;

@@ -26,7 +26,7 @@ use warrant_core::ports::{
 };
 use warrant_core::{Outcome, Spec};
 
-pub use authority::{AllOf, AllowAll, Allowance, Delegated, DenyTools, RuleList};
+pub use authority::{AllOf, AllowAll, Allowance, Delegated, DenyTools, Floor, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
 pub use rules::rebuild_authority;
@@ -154,6 +154,11 @@ pub struct Engine {
     pub(crate) policies: Option<Arc<dyn warrant_core::ports::PolicySource>>,
     /// Policy files that rule every new run together with its spec's (`--policy`).
     pub(crate) policy_files: Arc<[String]>,
+    /// The operator's policy floor: files every new run obeys besides its own rules.
+    pub(crate) floor: Arc<[String]>,
+    /// Policy files a caller added: obeyed besides the run's own rules (never merged into
+    /// them, so they can only narrow).
+    pub(crate) narrowing: Arc<[String]>,
     /// Prepares the decider and providers of child runs (delegation).
     pub(crate) children: Option<Arc<dyn warrant_core::ports::ChildRuns>>,
 }
@@ -183,6 +188,8 @@ impl Engine {
             holder: Arc::from(format!("pid {}@{}", std::process::id(), lease::host())),
             policies: None,
             policy_files: Arc::from([]),
+            floor: Arc::from([]),
+            narrowing: Arc::from([]),
             children: None,
         }
     }
@@ -242,6 +249,20 @@ impl Engine {
     /// its spec's `policy:` as one policy set (built by the policy source).
     pub fn with_policy_files(mut self, paths: Vec<String>) -> Engine {
         self.policy_files = Arc::from(paths);
+        self
+    }
+
+    /// Every new run obeys the Cedar policies in `paths` (files or folders) besides its own
+    /// rules: the operator's floor, recorded in `run_started` and rebuilt at re-entry.
+    pub fn with_floor(mut self, paths: Vec<String>) -> Engine {
+        self.floor = Arc::from(paths);
+        self
+    }
+
+    /// Every new run obeys the Cedar policies in `paths` besides its own rules (a caller's
+    /// policies: they narrow, never widen).
+    pub fn with_narrowing(mut self, paths: Vec<String>) -> Engine {
+        self.narrowing = Arc::from(paths);
         self
     }
 

@@ -10,7 +10,7 @@ use warrant_core::Spec;
 use warrant_core::ids::RunId;
 use warrant_core::ports::{Authority, ExecutionControl, PolicySource};
 
-use crate::authority::{AllOf, AllowAll, RuleList};
+use crate::authority::{AllOf, AllowAll, Floor, RuleList};
 use crate::scope::Scope;
 use crate::{ControlSetting, Engine, EngineError};
 
@@ -70,6 +70,13 @@ impl Engine {
             .cloned()
             .collect();
         let mut parts: Vec<Arc<dyn Authority>> = Vec::new();
+        if !self.floor.is_empty() {
+            let floor = self
+                .source()?
+                .policies(&self.floor, spec.trusted_providers())
+                .map_err(|e| EngineError::Rules(format!("the operator's policy floor: {e}")))?;
+            parts.push(Arc::new(Floor::new(floor)));
+        }
         if !self.authority_is_default() {
             parts.push(self.authority.clone());
         }
@@ -79,6 +86,13 @@ impl Engine {
                 .policies(&paths, spec.trusted_providers())
                 .map_err(|e| EngineError::Rules(format!("policy: {e}")))?;
             parts.push(policies);
+        }
+        if !self.narrowing.is_empty() {
+            let narrowing = self
+                .source()?
+                .policies(&self.narrowing, spec.trusted_providers())
+                .map_err(|e| EngineError::Rules(format!("policies: {e}")))?;
+            parts.push(narrowing);
         }
         // The spec's grants and profile, when it has any.
         if let Some(scope) = Scope::of(spec) {
@@ -187,6 +201,9 @@ pub fn rebuild_authority(
             .map(|p| rebuild_authority(p, source, spec))
             .collect::<Result<Vec<_>, _>>()?;
         return Ok(Arc::new(AllOf::new(parts)));
+    }
+    if let Some(inner) = d.get("floor") {
+        return Ok(Arc::new(Floor::new(rebuild_authority(inner, source, spec)?)));
     }
     if let Some(recorded) = d.get("scope") {
         let scope = Scope::of(spec).ok_or("the spec has no grant and no profile")?;

@@ -212,10 +212,7 @@ impl Shared {
                 ));
             }
             (None, Some(rel)) => {
-                let catalog = catalog.ok_or_else(no_catalog)?;
-                let (mut spec, path) = catalog.load(rel)?;
-                registry.pin(&mut spec).map_err(|e| catalog.hide(e))?;
-                (spec, path)
+                catalog.ok_or_else(no_catalog)?.load(rel)?
             }
             (Some(inline), None) => {
                 caller.principal.require(Role::Author).map_err(|_| {
@@ -258,7 +255,11 @@ impl Shared {
             decider,
             deny_tools: req.deny_tools,
             ask_tools: req.ask_tools,
-            policies,
+            // A caller's policies narrow the spec's; read with them they could widen it.
+            policies: Vec::new(),
+            narrowing: policies,
+            // The tenant's part of the operator's floor (the server's own applies to all).
+            floor: self.principals.tenant(&caller.principal.tenant).floor,
             execution_control: None,
             tenant: caller.principal.tenant.clone(),
             user: caller.principal.user.clone(),

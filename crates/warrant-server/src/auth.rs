@@ -2,7 +2,7 @@
 //! — a tenant, a user and roles — read from the `--principals` file, which is read again when
 //! it changes, so a removed principal's token stops working without a restart.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -108,6 +108,33 @@ pub fn token_digest(token: &str) -> String {
 #[serde(deny_unknown_fields)]
 struct File {
     principals: Vec<Entry>,
+    /// What the operator sets per tenant.
+    #[serde(default)]
+    tenants: BTreeMap<String, TenantEntry>,
+}
+
+/// What the operator sets for one tenant.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantEntry {
+    /// Cedar policy files or folders (relative to the principals file) every run of the
+    /// tenant obeys, besides the server's floor and its own rules.
+    #[serde(default)]
+    policy: Vec<String>,
+}
+
+/// What the operator set for one tenant, read with the principals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tenant {
+    /// Its part of the policy floor.
+    pub floor: Vec<PathBuf>,
+}
+
+/// A principals file as read: principals by token digest, and tenants by name.
+#[derive(Default)]
+struct Table {
+    principals: HashMap<String, Principal>,
+    tenants: BTreeMap<String, Tenant>,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +156,7 @@ pub enum Principals {
         /// The file.
         path: PathBuf,
         /// What it held when last read, and when it was modified then.
-        cache: Mutex<(Option<SystemTime>, HashMap<String, Principal>)>,
+        cache: Mutex<(Option<SystemTime>, Table)>,
     },
 }
 
@@ -162,17 +189,33 @@ impl Principals {
             .map_err(|_| Problem::internal("the principals table is unavailable"))?;
         if modified != cache.0 {
             // Changed (or gone): read again. A file that no longer parses admits nobody.
-            *cache = read(path).unwrap_or((modified, HashMap::new()));
+            *cache = read(path).unwrap_or((modified, Table::default()));
         }
         cache
             .1
+            .principals
             .get(&token_digest(token))
             .cloned()
             .ok_or_else(|| Problem::unauthorized("this token is not known"))
     }
 }
 
-fn read(path: &Path) -> Result<(Option<SystemTime>, HashMap<String, Principal>), String> {
+impl Principals {
+    /// What the operator set for `tenant` (nothing without a file, or for a tenant it does
+    /// not name).
+    pub fn tenant(&self, tenant: &str) -> Tenant {
+        let Principals::File { cache, .. } = self else {
+            return Tenant::default();
+        };
+        cache
+            .lock()
+            .ok()
+            .and_then(|c| c.1.tenants.get(tenant).cloned())
+            .unwrap_or_default()
+    }
+}
+
+fn read(path: &Path) -> Result<(Option<SystemTime>, Table), String> {
     let shown = path.display();
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     let text = warrant_app::read_text(path, PRINCIPALS_BYTES_MAX, "principals file")
@@ -210,7 +253,24 @@ fn read(path: &Path) -> Result<(Option<SystemTime>, HashMap<String, Principal>),
             ));
         }
     }
-    Ok((modified, table))
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tenants = BTreeMap::new();
+    for (name, t) in file.tenants {
+        let floor: Vec<PathBuf> = t.policy.iter().map(|p| folder.join(p)).collect();
+        warrant_app::check_policy_files(&floor, &format!("{shown}: tenants.{name}.policy"))
+            .map_err(|e| e.to_string())?;
+        tenants.insert(name, Tenant { floor });
+    }
+    Ok((
+        modified,
+        Table {
+            principals: table,
+            tenants,
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@ pub struct Config {
     pub specs: Option<PathBuf>,
     /// The providers and models the operator registered (`--providers`), with their secrets.
     pub registry: Arc<warrant_app::Registry>,
+    /// The operator's policy floor (`--policy`): Cedar files every run obeys besides its own.
+    pub floor: Vec<PathBuf>,
     /// Most runs held at once (driving or waiting).
     pub max_runs: usize,
     /// A model capability table for live deciders.
@@ -176,7 +178,9 @@ impl Server {
             .await
             .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
         let deciders = Deciders::new(config.models.clone()).with_registry(config.registry.clone());
-        let app = App::new(store, deciders.clone());
+        let app = App::new(store, deciders.clone())
+            .with_floor(config.floor.clone())
+            .map_err(|e| ServerError::Invalid(e.to_string()))?;
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret)
             .map_err(|e| ServerError::Failed(format!("no randomness for CSRF tokens: {e}")))?;

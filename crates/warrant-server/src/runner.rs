@@ -292,6 +292,7 @@ impl Runner {
             return Ok(true);
         }
         let permit = self.permit()?;
+        self.app.check_floor(run).await?;
         let mut prepared = self.app.reentry(run).await?;
         prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
