@@ -80,7 +80,8 @@ impl Prepared {
         };
         check_policies(&spec, &options.policies)?;
         if !options.narrowing.is_empty() {
-            let files = warrant_policy::policy_files(&options.narrowing).map_err(AppError::invalid)?;
+            let files =
+                warrant_policy::policy_files(&options.narrowing).map_err(AppError::invalid)?;
             warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
                 .map_err(AppError::invalid)?;
         }
@@ -206,8 +207,8 @@ pub fn check_policy_files(paths: &[PathBuf], what: &str) -> Result<()> {
     if paths.is_empty() {
         return Ok(());
     }
-    let files =
-        warrant_policy::policy_files(paths).map_err(|e| AppError::invalid(format!("{what}: {e}")))?;
+    let files = warrant_policy::policy_files(paths)
+        .map_err(|e| AppError::invalid(format!("{what}: {e}")))?;
     warrant_policy::CedarAuthority::new(files, std::collections::BTreeSet::new())
         .map_err(|e| AppError::invalid(format!("{what}: {e}")))?;
     Ok(())
@@ -306,8 +307,12 @@ impl App {
             return engine;
         }
         if !o.narrowing.is_empty() {
-            engine = engine
-                .with_narrowing(o.narrowing.iter().map(|p| p.display().to_string()).collect());
+            engine = engine.with_narrowing(
+                o.narrowing
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+            );
         }
         if !o.deny_tools.is_empty() || !o.ask_tools.is_empty() {
             engine = engine.with_authority(Arc::new(RuleList::new(

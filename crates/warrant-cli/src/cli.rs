@@ -233,6 +233,15 @@ pub enum Command {
         /// Also start or reach every provider and check that each step's tools are offered.
         #[arg(long)]
         connect: bool,
+        /// Check it as `warrant serve` checks an inline spec an `author` sends: only the
+        /// providers and models the operator registered (`--providers`), files only inside
+        /// the catalog (`--specs`), no program, URL, environment variable, header or key of
+        /// its own. Nothing is started, read or fetched.
+        #[arg(long, conflicts_with = "connect")]
+        as_author: bool,
+        /// The operator's catalog, for `--as-author`.
+        #[arg(long, value_name = "DIR", requires = "as_author")]
+        specs: Option<PathBuf>,
     },
     /// Explain a fault code (`warrant explain policy_denied`), or list them all.
     Explain {

@@ -203,7 +203,9 @@ pub fn rebuild_authority(
         return Ok(Arc::new(AllOf::new(parts)));
     }
     if let Some(inner) = d.get("floor") {
-        return Ok(Arc::new(Floor::new(rebuild_authority(inner, source, spec)?)));
+        return Ok(Arc::new(Floor::new(rebuild_authority(
+            inner, source, spec,
+        )?)));
     }
     if let Some(recorded) = d.get("scope") {
         let scope = Scope::of(spec).ok_or("the spec has no grant and no profile")?;

@@ -132,7 +132,7 @@ pub struct Tenant {
 
 /// A principals file as read: principals by token digest, and tenants by name.
 #[derive(Default)]
-struct Table {
+pub struct Table {
     principals: HashMap<String, Principal>,
     tenants: BTreeMap<String, Tenant>,
 }
