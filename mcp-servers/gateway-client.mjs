@@ -3,7 +3,9 @@
 // plan is {"url": "http://127.0.0.1:PORT/mcp", "token": "..."} or {"command": [...], "env":
 // {...}} (stdio), "answers": what the person says to each approval question in turn
 // ("approve", "deny", "decline" or "cancel"; elicitation is declared only when given), and
-// "calls": [{"name", "arguments", "meta"}] made in order. Used by crates/warrant-cli/tests/gateway.rs.
+// "calls": [{"name", "arguments", "meta"}] made in order; an argument written
+// {"$text_of": N} is the text of the first content block of result N, exactly as the client
+// received it. Used by crates/warrant-cli/tests/gateway.rs.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -41,10 +43,17 @@ client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
 await client.connect(transport);
 out.server = client.getServerVersion();
 out.tools = (await client.listTools()).tools.map((t) => ({ name: t.name, annotations: t.annotations }));
+// An argument that names an earlier result stands for the text the client read there.
+const filled = (args) =>
+  Object.fromEntries(
+    Object.entries(args ?? {}).map(([k, v]) =>
+      v && typeof v === "object" && "$text_of" in v ? [k, out.results[v.$text_of].content[0].text] : [k, v],
+    ),
+  );
 for (const call of plan.calls ?? []) {
   try {
     const r = await client.callTool(
-      { name: call.name, arguments: call.arguments ?? {}, ...(call.meta ? { _meta: call.meta } : {}) },
+      { name: call.name, arguments: filled(call.arguments), ...(call.meta ? { _meta: call.meta } : {}) },
       undefined,
       { timeout: plan.timeoutMs ?? 60000 },
     );

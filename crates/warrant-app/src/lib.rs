@@ -23,7 +23,9 @@ pub use operator::{
 pub use ops::{
     App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, check_policy_files, validate,
 };
-pub use providers::{check_rule_tools, connect, missing_tools, observe_all, start_bound};
+pub use providers::{
+    check_rule_tools, connect, connect_with, missing_tools, observe_all, start_bound,
+};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
 };

@@ -16,12 +16,24 @@ use crate::{AppError, Result};
 /// a registered one is the operator's definition in `registry`, reading only its secrets),
 /// each given at most `start_ms` to start: see [`start_bound`].
 pub async fn connect(spec: &Spec, registry: &Registry, start_ms: u64) -> Result<Surfaces> {
+    connect_with(spec, registry, start_ms, false).await
+}
+
+/// The same, for a front door that forwards what a provider says (a gateway): an MCP
+/// server's whole answer is kept as each call's result when `whole_results`.
+pub async fn connect_with(
+    spec: &Spec,
+    registry: &Registry,
+    start_ms: u64,
+    whole_results: bool,
+) -> Result<Surfaces> {
     let resolved = registry.definitions(spec)?;
     let reach = warrant_surfaces::Reach {
         catalog: &ReferenceCatalog::default(),
         base_dir: Path::new(""),
         secrets: registry.secrets(),
         start_ms,
+        whole_results,
     };
     warrant_surfaces::connect(reach, &resolved)
         .await

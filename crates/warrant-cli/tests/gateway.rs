@@ -331,6 +331,44 @@ fn governed(world: &World, seen: &Value, run: &str) {
 }
 
 #[test]
+fn what_a_client_reads_through_the_gateway_is_the_servers_answer_and_writing_it_back_is_asked() {
+    let world = World::new();
+    let mut plan = world.stdio();
+    plan["answers"] = json!(["deny"]);
+    plan["calls"] = json!([
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+        // Byte for byte what the client read, written back: a tool's output, so asked.
+        {"name": "write_file", "arguments": {"path": "notes/echo.txt", "content": {"$text_of": 0}}},
+    ]);
+    let seen = drive(Client::TypeScript, &plan);
+    let results = seen["results"].as_array().unwrap();
+    // The server's answer as it sent it: its text block is the file's text (not a JSON
+    // re-wrapping of it), and its structured content is the server's own.
+    let inbox = world.inbox();
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(text(&results[0]), inbox, "{}", results[0]);
+    assert_eq!(
+        results[0]["structured"],
+        json!({"content": inbox}),
+        "{}",
+        results[0]
+    );
+    // The write of what it read was asked about, and denied: not written.
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(
+        asked[0]
+            .as_str()
+            .unwrap()
+            .contains("/content <- the output of `fs`"),
+        "{}",
+        asked[0]
+    );
+    assert_eq!(results[1]["isError"], true, "{}", results[1]);
+    assert!(!world.sandbox().join("notes/echo.txt").exists());
+}
+
+#[test]
 fn a_typescript_client_over_stdio_is_governed_call_by_call() {
     let world = World::new();
     let seen = drive(Client::TypeScript, &scenario(&world, world.stdio()));

@@ -109,10 +109,13 @@ impl Gateway {
     ) -> Result<Arc<Gateway>, String> {
         let draft = config.draft(Vec::new(), base)?;
         warrant_app::check_policies(&draft, &[]).map_err(|e| e.to_string())?;
-        let surfaces = warrant_app::connect(
+        // INVARIANT (front doors forward faithfully): a client is answered with its upstream's
+        // whole answer, recorded as it came.
+        let surfaces = warrant_app::connect_with(
             &draft,
             app.deciders().registry(),
             warrant_app::start_bound(&draft, 0),
+            true,
         )
         .await
         .map_err(|e| e.to_string().replace("provider `", "server `"))?;

@@ -45,9 +45,37 @@ pub(crate) fn ended(reason: &str) -> CallToolResult {
     error(format!("This gateway session has ended: {reason}"))
 }
 
-/// What the upstream returned: content blocks as they came, or a structured value with its
-/// JSON as text beside it (as MCP asks of servers that return structured content).
+/// An MCP server's whole answer, as the gateway's surfaces record it: content blocks,
+/// `structuredContent`, `isError`, `_meta`, and nothing else.
+fn whole_answer(output: &Value) -> Option<CallToolResult> {
+    let fields = output.as_object()?;
+    let known = [
+        "content",
+        "structuredContent",
+        "isError",
+        "_meta",
+        "resultType",
+    ];
+    if !fields.get("content").is_some_and(Value::is_array)
+        || fields.keys().any(|k| !known.contains(&k.as_str()))
+    {
+        return None;
+    }
+    let mut answer: CallToolResult = serde_json::from_value(output.clone()).ok()?;
+    // A complete result, as this gateway says it to each client in its protocol (the field
+    // is cleared for a client of an older one).
+    answer.result_type = Some(rmcp::model::ResultType::COMPLETE);
+    Some(answer)
+}
+
+/// What the upstream returned. INVARIANT (front doors forward faithfully): an MCP server's
+/// whole answer goes to the client as it came; any other provider's result as its content
+/// blocks, or as a structured value with its JSON as text beside it (as MCP asks of servers
+/// that return structured content).
 fn success(output: &Value) -> CallToolResult {
+    if let Some(answer) = whole_answer(output) {
+        return answer;
+    }
     if let Ok(blocks) = serde_json::from_value::<Vec<Content>>(output.clone()) {
         return CallToolResult::success(blocks);
     }
@@ -71,15 +99,21 @@ fn refused(
     );
     let text = match status {
         Some(CallStatus::ProviderError) => match output {
-            // The upstream's own error: its words, as it wrote them.
-            Some(out) => match serde_json::from_value::<Vec<Content>>(out.clone()) {
-                Ok(blocks) => {
-                    let mut result = CallToolResult::error(blocks);
-                    result.structured_content = None;
-                    return result;
+            Some(out) => {
+                // The upstream's own error, as it sent it.
+                if let Some(answer) = whole_answer(out).filter(|a| a.is_error == Some(true)) {
+                    return answer;
                 }
-                Err(_) => format!("`{tool}` failed: {why}"),
-            },
+                // The upstream's own error: its words, as it wrote them.
+                match serde_json::from_value::<Vec<Content>>(out.clone()) {
+                    Ok(blocks) => {
+                        let mut result = CallToolResult::error(blocks);
+                        result.structured_content = None;
+                        return result;
+                    }
+                    Err(_) => format!("`{tool}` failed: {why}"),
+                }
+            }
             None => format!("`{tool}` failed: {why}"),
         },
         Some(CallStatus::StoppedByPolicy) => {

@@ -111,6 +111,9 @@ pub struct Reach<'a> {
     /// Longest a provider may take to start and finish its handshake: the smaller of
     /// `limits.call_timeout_ms` and what is left of the run's deadline.
     pub start_ms: u64,
+    /// Keep an MCP server's whole answer as each call's result (a front door that forwards
+    /// it: the gateway).
+    pub whole_results: bool,
 }
 
 /// Surfaces for every provider of `spec`: reference providers from `reach.catalog`, MCP
@@ -146,7 +149,7 @@ pub async fn connect(
                 remote(
                     name,
                     provider,
-                    reach.base_dir,
+                    &reach,
                     spec.limits.call_timeout_ms,
                     vars,
                     redact,
@@ -188,7 +191,7 @@ pub async fn connect(
 async fn remote(
     name: &str,
     provider: &warrant_core::spec::ProviderSpec,
-    base_dir: &Path,
+    reach: &Reach<'_>,
     limit_ms: u64,
     vars: Vars<'_>,
     redact: Option<Arc<Secrets>>,
@@ -196,17 +199,20 @@ async fn remote(
     let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
     #[cfg(feature = "mcp")]
     if let Some(m) = &provider.mcp {
-        return Ok(Arc::new(
-            mcp::McpSurface::connect_with(name, m, trusted, vars, redact).await?,
-        ));
+        let surface = mcp::McpSurface::connect_with(name, m, trusted, vars, redact).await?;
+        return Ok(Arc::new(if reach.whole_results {
+            surface.whole_results()
+        } else {
+            surface
+        }));
     }
     #[cfg(feature = "openapi")]
     if let Some(api) = &provider.openapi {
-        let surface = openapi::OpenApiSurface::with_vars(api, base_dir, vars)?
+        let surface = openapi::OpenApiSurface::with_vars(api, reach.base_dir, vars)?
             .with_read_timeout(std::time::Duration::from_millis(limit_ms))?;
         return Ok(Arc::new(surface));
     }
-    let _ = (name, base_dir, trusted, limit_ms, vars, redact);
+    let _ = (name, reach, trusted, limit_ms, vars, redact);
     Err("this build has no support for this kind of provider (features `mcp`, `openapi`)".into())
 }
 

@@ -55,6 +55,9 @@ pub struct McpSurface {
     client: RunningService<RoleClient, Watcher>,
     trusted: bool,
     output_bytes_max: usize,
+    /// Whether a call's result is the server's whole answer (a front door that forwards it
+    /// asked for that: [`McpSurface::whole_results`]).
+    whole_result: bool,
     /// The spec's effect classes, by tool.
     effects: BTreeMap<String, Effect>,
     /// The spec's host-supplied inputs, by argument name.
@@ -370,12 +373,22 @@ impl McpSurface {
             client,
             trusted,
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
+            whole_result: false,
             effects: BTreeMap::new(),
             inputs: BTreeMap::new(),
             seen: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
             takes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same, keeping the server's whole answer as each call's result — its content
+    /// blocks, `structuredContent`, `isError` and `_meta` as it sent them — instead of the
+    /// structured result alone (or the content blocks when there is none): what a gateway
+    /// forwards to its client unchanged, so provenance labels exactly what the client read.
+    pub fn whole_results(mut self) -> McpSurface {
+        self.whole_result = true;
+        self
     }
 
     /// The protocol version the server agreed to, e.g. `2025-11-25`.
@@ -542,9 +555,14 @@ impl McpSurface {
             .call_tool(params)
             .await
             .map_err(|e| request_error(e, &format!("the call of `{}`", call.tool())))?;
-        let output = match result.structured_content {
-            Some(v) => v,
-            None => serde_json::to_value(&result.content).unwrap_or(Value::Null),
+        let output = if self.whole_result {
+            // As the server sent it: content blocks, structured content, error flag, `_meta`.
+            serde_json::to_value(&result).unwrap_or(Value::Null)
+        } else {
+            match result.structured_content {
+                Some(v) => v,
+                None => serde_json::to_value(&result.content).unwrap_or(Value::Null),
+            }
         };
         Ok(CallOutput {
             output: bound(output, self.output_bytes_max),
