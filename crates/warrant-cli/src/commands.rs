@@ -1180,6 +1180,7 @@ fn schema(which: SchemaKind) -> Result<u8> {
         SchemaKind::Report => schemars::schema_for!(RunReport),
         SchemaKind::Events => schemars::schema_for!(Event),
         SchemaKind::Gateway => schemars::schema_for!(warrant_gateway::GatewayConfig),
+        SchemaKind::Providers => schemars::schema_for!(warrant_app::ProvidersFile),
         SchemaKind::Cedar => {
             out!("{}", warrant_policy::SCHEMA);
             return Ok(exit::ATTAINED);
