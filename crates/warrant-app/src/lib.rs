@@ -46,6 +46,10 @@ pub enum AppError {
     /// Something failed on the way (a provider, the store, a log this build cannot read).
     #[error("{0}")]
     Failed(String),
+    /// Who asks may not do this (an approver the run's rules do not permit): nothing was
+    /// written.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 impl AppError {

@@ -95,6 +95,7 @@ impl Catalog {
         match e {
             AppError::Invalid(t) => AppError::Invalid(hidden(t)),
             AppError::Failed(t) => AppError::Failed(hidden(t)),
+            AppError::Forbidden(t) => AppError::Forbidden(hidden(t)),
         }
     }
 }

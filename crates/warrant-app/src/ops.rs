@@ -221,6 +221,8 @@ pub struct App {
     deciders: Deciders,
     /// The operator's policy floor: Cedar files every new run obeys besides its own rules.
     floor: Arc<[PathBuf]>,
+    /// Whether a run's starter may approve its requests.
+    self_approval: bool,
     /// How this process names itself on the leases it holds (`pid <pid>@<host>`, with a
     /// worker's name after it).
     holder: Arc<str>,
@@ -233,6 +235,7 @@ impl App {
             store,
             deciders,
             floor: Arc::from([]),
+            self_approval: true,
             holder: Arc::from(format!(
                 "pid {}@{}",
                 std::process::id(),
@@ -253,6 +256,13 @@ impl App {
         check_policy_files(&floor, "--policy")?;
         self.floor = Arc::from(floor);
         Ok(self)
+    }
+
+    /// The same, with a run's starter allowed to approve its requests or not (a server for
+    /// others says no, unless its operator says yes).
+    pub fn with_self_approval(mut self, allowed: bool) -> App {
+        self.self_approval = allowed;
+        self
     }
 
     /// The operator's policy floor.
@@ -293,6 +303,7 @@ impl App {
                     .map(|p| p.display().to_string())
                     .collect(),
             )
+            .with_self_approval(self.self_approval)
             .with_children(Arc::new(providers::Children {
                 deciders: self.deciders.clone(),
             }))
@@ -615,7 +626,11 @@ impl App {
                     Some(s) => approval_status_name(s),
                     None => "expired",
                 };
-                ApprovalRow::new(asked, status)
+                let mut row = ApprovalRow::new(asked, status);
+                if let Some(a) = state.approval(&row.request) {
+                    row.approved_by = a.approved_by.iter().map(|(who, ..)| who.clone()).collect();
+                }
+                row
             })
             .collect();
         Ok(own.into_iter().chain(descendants).collect())
@@ -637,7 +652,10 @@ impl App {
         self.engine()
             .answer(request, answer, by)
             .await
-            .map_err(AppError::invalid)
+            .map_err(|e| match e {
+                warrant_engine::EngineError::Forbidden(m) => AppError::Forbidden(m),
+                other => AppError::invalid(other),
+            })
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.

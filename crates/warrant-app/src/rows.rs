@@ -60,6 +60,11 @@ pub struct ApprovalRow {
     pub provenance: Vec<ArgLabel>,
     /// Unanswered at this time, it expires.
     pub expires_at_ms: u64,
+    /// How many different people must approve it.
+    pub approvers: u32,
+    /// Who approved it so far (when it needs several).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approved_by: Vec<String>,
 }
 
 impl ApprovalRow {
@@ -82,6 +87,8 @@ impl ApprovalRow {
             args_digest: asked.args_digest,
             provenance: asked.provenance,
             expires_at_ms: asked.expires_at_ms,
+            approvers: asked.approvers,
+            approved_by: Vec::new(),
         }
     }
 }

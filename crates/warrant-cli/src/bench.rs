@@ -324,6 +324,7 @@ impl warrant_core::ports::Authority for AskFirst {
         Box::pin(std::future::ready(if first {
             warrant_core::ports::Verdict::Ask {
                 reason: "the bench asks a person before each run's first call".into(),
+                approvers: 1,
             }
         } else {
             warrant_core::ports::Verdict::Allow {

@@ -343,6 +343,10 @@ pub struct ServeArgs {
     /// own part is in the principals file (`tenants: {NAME: {policy: [...]}}`).
     #[arg(long = "policy", value_name = "FILE|DIR")]
     pub floor: Vec<PathBuf>,
+    /// Let the principal a run acts for approve its own run's requests (by default another
+    /// person must: an approver is never the runner it checks).
+    #[arg(long)]
+    pub allow_self_approval: bool,
     /// Most runs held at once, driving or waiting; more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_runs: usize,

@@ -32,7 +32,8 @@ const ANSWER_BYTES_MAX: u64 = 4096;
 impl From<AppError> for Failure {
     fn from(e: AppError) -> Failure {
         match e {
-            AppError::Invalid(m) => Failure::invalid(anyhow!(m)),
+            // Refused before anything was written: exit 2, like invalid input.
+            AppError::Invalid(m) | AppError::Forbidden(m) => Failure::invalid(anyhow!(m)),
             AppError::Failed(m) => Failure::failed(anyhow!(m)),
         }
     }
@@ -1395,6 +1396,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         specs: args.specs,
         registry: REGISTRY.get().cloned().unwrap_or_default(),
         floor: args.floor,
+        self_approval: args.allow_self_approval,
         max_runs: args.max_runs,
         models: MODELS.get().cloned().flatten(),
         body_limit: args.body_limit,

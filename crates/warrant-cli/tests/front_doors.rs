@@ -109,6 +109,15 @@ fn ground() -> Ground {
     write(&specs.join("book/script.yaml"), BOOK_SCRIPT);
     write(&specs.join("scripts/book.yaml"), BOOK_SCRIPT);
     write(&specs.join("policies/allow.cedar"), ALLOW_ALL);
+    write(
+        &specs.join("two/spec.yaml"),
+        &format!("{BOOK_SPEC}policy: [two.cedar]\n"),
+    );
+    write(&specs.join("two/script.yaml"), BOOK_SCRIPT);
+    write(
+        &specs.join("two/two.cedar"),
+        "@id(\"writes-need-two\")\n@approval(\"the book takes two people's word\")\n@approvals(\"2\")\npermit (principal, action == Warrant::Action::\"commit\", resource);\n",
+    );
     write(&outside.join("secret.txt"), OUTSIDE);
     write(
         &outside.join("secret.cedar"),
@@ -149,6 +158,8 @@ models:
   - {{token: 'sha256:{}', tenant: acme, user: ops, roles: [operator]}}
   - {{token: 'sha256:{}', tenant: globex, user: eve, roles: [operator]}}
   - {{token: 'sha256:{}', tenant: acme, user: gone, roles: [operator]}}
+  - {{token: 'sha256:{}', tenant: acme, user: sam, roles: [runner, approver]}}
+  - {{token: 'sha256:{}', tenant: acme, user: bea, roles: [approver]}}
 ",
             digest("t-runner"),
             digest("t-author"),
@@ -157,6 +168,8 @@ models:
             digest("t-op"),
             digest("t-other"),
             digest("t-gone"),
+            digest("t-self"),
+            digest("t-approver2"),
         ),
     );
     Ground {
@@ -771,6 +784,43 @@ fn cases(g: &Ground) -> Vec<Case> {
             403,
             "approver",
         ),
+        // Who may approve: never the run's starter here; two people where two are asked for.
+        other(
+            "approver",
+            "a runner approves its own run",
+            Some("t-self"),
+            (
+                "POST",
+                "/v1/approvals/{selfreq}/approve",
+                Some(json!({"args_digest": "{selfdigest}"})),
+            ),
+            403,
+            "other than its starter",
+        ),
+        other(
+            "approver",
+            "one approver twice where two are required",
+            Some("t-approver"),
+            (
+                "POST",
+                "/v1/approvals/{tworeq}/approve",
+                Some(json!({"args_digest": "{twodigest}"})),
+            ),
+            409,
+            "2 different people",
+        ),
+        other(
+            "approver",
+            "another tenant's approver completes two",
+            Some("t-other"),
+            (
+                "POST",
+                "/v1/approvals/{tworeq}/approve",
+                Some(json!({"args_digest": "{twodigest}"})),
+            ),
+            404,
+            "no",
+        ),
         // Another tenant's ids, everywhere: as if they did not exist.
         other(
             "tenant",
@@ -978,6 +1028,28 @@ async fn until_status(base: &str, run: &str, want: &str) -> Value {
     panic!("run {run} never became `{want}`: {last}");
 }
 
+/// Starts a run with `body` as `token` and waits until it waits for an approval: the run,
+/// the request and the digest of its arguments.
+async fn waiting_run(base: &str, token: &str, body: &Value) -> (String, String, String) {
+    let (s, v) = post_json(base, token, "/v1/runs", body.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let run = v["run_id"].as_str().unwrap().to_owned();
+    until_status(base, &run, "waiting").await;
+    let asked = get_json(base, "t-op", &format!("/v1/approvals?run={run}")).await;
+    let field = |k: &str| asked[0][k].as_str().unwrap_or_default().to_owned();
+    let (request, digest) = (field("request"), field("args_digest"));
+    assert!(!request.is_empty(), "{asked}");
+    (run, request, digest)
+}
+
+/// How many events `run` has.
+async fn events_of(base: &str, run: &str) -> usize {
+    get_json(base, "t-op", &format!("/v1/runs/{run}/events?from=1")).await["events"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
 /// A tally of one class.
 #[derive(Default)]
 struct Tally {
@@ -1108,32 +1180,38 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
         "the operator's settings leaked: {first}"
     );
 
-    // A run of acme that waits for an approval: what the cross-tenant cases reach for.
+    // Runs of acme that wait for approvals: what the cross-tenant and approver cases reach
+    // for. One a runner who is also an approver started; one whose writes need two people,
+    // one of whom approved already.
+    let ask = json!({"spec_path": "book/spec.yaml", "ask_tools": ["append_entry"]});
+    let (run, request, digest) = waiting_run(&base, "t-runner", &ask).await;
+    let (self_run, self_req, self_digest) = waiting_run(&base, "t-self", &ask).await;
+    let two = json!({"spec_path": "two/spec.yaml"});
+    let (two_run, two_req, two_digest) = waiting_run(&base, "t-runner", &two).await;
     let (s, v) = post_json(
         &base,
-        "t-runner",
-        "/v1/runs",
-        json!({"spec_path": "book/spec.yaml", "ask_tools": ["append_entry"]}),
+        "t-approver",
+        &format!("/v1/approvals/{two_req}/approve"),
+        json!({"args_digest": two_digest}),
     )
     .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let run = v["run_id"].as_str().unwrap().to_owned();
-    until_status(&base, &run, "waiting").await;
-    let asked = get_json(&base, "t-op", &format!("/v1/approvals?run={run}")).await;
-    let request = asked[0]["request"].as_str().unwrap_or_default().to_owned();
-    let digest = asked[0]["args_digest"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(!request.is_empty(), "{asked}");
-    let fill: BTreeMap<&str, String> = [("run", run.clone()), ("req", request), ("digest", digest)]
-        .into_iter()
-        .collect();
-    let events_before =
-        get_json(&base, "t-op", &format!("/v1/runs/{run}/events?from=1")).await["events"]
-            .as_array()
-            .unwrap()
-            .len();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let fill: BTreeMap<&str, String> = [
+        ("run", run.clone()),
+        ("req", request),
+        ("digest", digest),
+        ("selfreq", self_req.clone()),
+        ("selfdigest", self_digest),
+        ("tworeq", two_req.clone()),
+        ("twodigest", two_digest.clone()),
+    ]
+    .into_iter()
+    .collect();
+    let waiting = [run.clone(), self_run.clone(), two_run.clone()];
+    let mut events_before = Vec::new();
+    for r in &waiting {
+        events_before.push(events_of(&base, r).await);
+    }
 
     // The removed principal: gone from the file, its token stops working.
     let principals = std::fs::read_to_string(g.work.join("principals.yaml")).unwrap();
@@ -1149,21 +1227,74 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let through = attack(&g, &base, &fill, &mut table, false).await;
     let total = print_table("front doors: warrant serve (SQLite)", &table);
     assert!(total >= 60, "only {total} cases");
-    // Nothing any case did reached the waiting run's log.
-    let events_after =
-        get_json(&base, "t-op", &format!("/v1/runs/{run}/events?from=1")).await["events"]
-            .as_array()
-            .unwrap()
-            .len();
+    // Nothing any case did reached the waiting runs' logs.
+    let mut events_after = Vec::new();
+    for r in &waiting {
+        events_after.push(events_of(&base, r).await);
+    }
     assert_eq!(
         events_before, events_after,
-        "a refused request wrote to the run"
+        "a refused request wrote to a run"
     );
     assert!(
         through.is_empty(),
         "{} case(s) got through:\n{}",
         through.len(),
         through.join("\n")
+    );
+    // The same approver through the CLI is not a second person either.
+    let again = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(&g.work)
+        .env("WARRANT_STORE", &store)
+        .args(["approve", &two_req, "--as", "acme/ann"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("2 different people"),
+        "{}",
+        stderr(&again)
+    );
+    let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
+    assert_eq!(
+        written.lines().count(),
+        3,
+        "one approval of two wrote: {written}"
+    );
+    // The second person completes it, and another person approves the self-started run:
+    // each writes once, under the rule each answer records.
+    let (s, v) = post_json(
+        &base,
+        "t-approver2",
+        &format!("/v1/approvals/{two_req}/approve"),
+        json!({"args_digest": two_digest}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    until_status(&base, &two_run, "attained").await;
+    let (s, v) = post_json(
+        &base,
+        "t-approver",
+        &format!("/v1/approvals/{self_req}/approve"),
+        json!({"args_digest": fill["selfdigest"]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    until_status(&base, &self_run, "attained").await;
+    let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
+    assert_eq!(written.lines().count(), 5, "{written}");
+    let answers = get_json(&base, "t-op", &format!("/v1/runs/{two_run}/events?from=1")).await;
+    let rules: Vec<String> = answers["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "approval_resolved")
+        .map(|e| format!("{} {}", e["by"], e["rule"]))
+        .collect();
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert!(
+        rules[0].contains("acme/ann") && rules[1].contains("acme/bea"),
+        "{rules:?}"
     );
 
     // The CLI holds the same inline specs to the same rules: exit 2, the same reason, nothing
@@ -1258,7 +1389,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let book = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         book.lines().count(),
-        4,
+        6,
         "only the allowed runs wrote: {book}"
     );
 }

@@ -770,6 +770,9 @@ pub enum EventKind {
         proposed_scope: ApprovalScope,
         /// Unresolved at this time, the request expires.
         expires_at_ms: u64,
+        /// How many different people must approve it (absent: one).
+        #[serde(default, skip_serializing_if = "one_or_none")]
+        approvers: u32,
     },
     /// An approver answered a request (an operator input, like a reconciliation).
     ApprovalResolved {
@@ -793,6 +796,13 @@ pub enum EventKind {
         /// approval binds their digest.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_args: Option<Arc<Value>>,
+        /// For an approval that needs several people: how many must still approve after this
+        /// one (0: this one completes it, or it needed one).
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        awaiting: u32,
+        /// The rule under which the answerer was allowed to answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<Box<str>>,
     },
     /// A request expired unanswered; the call it held is refused.
     ApprovalExpired {
@@ -999,6 +1009,14 @@ pub fn decode(text: &str) -> Result<Event, String> {
             })
         }
     }
+}
+
+fn one_or_none(n: &u32) -> bool {
+    *n <= 1
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -234,6 +234,10 @@ pub struct Approval {
     /// An approval with edits: the arguments approved instead, and their digest (which the
     /// approval then binds).
     pub edited: Option<(Arc<Value>, String)>,
+    /// How many different people must approve it.
+    pub approvers: u32,
+    /// Who approved it so far, with the scope and time each approved for.
+    pub approved_by: Vec<(String, ApprovalScope, Option<u64>)>,
 }
 
 impl Approval {
@@ -288,6 +292,8 @@ pub fn status_after(kind: &EventKind) -> Option<&'static str> {
         EventKind::CallInDoubt { .. }
         | EventKind::ApprovalRequested { .. }
         | EventKind::ChildWaiting { .. } => Some("waiting"),
+        // One of several approvers approved: the request still waits for the others.
+        EventKind::ApprovalResolved { awaiting, .. } if *awaiting > 0 => None,
         EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => Some("ready"),
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
@@ -368,6 +374,52 @@ impl Clocks {
     fn waited_ms(&self, now_ms: u64) -> u64 {
         self.waited_ms + self.waiting_since.map_or(0, |s| now_ms.saturating_sub(s))
     }
+}
+
+/// One of several approvers approves `a`. INVARIANT (approvals): several approvers are
+/// several different people, each bound to the same arguments (no edits); the request is
+/// approved, as narrowly as any of them approved it, once the last one has.
+fn approve_by_several(
+    a: &mut Approval,
+    by: &str,
+    scope: Option<ApprovalScope>,
+    until_ms: Option<u64>,
+    edited: bool,
+    awaiting: u32,
+) -> Result<(), String> {
+    if a.approved_by.iter().any(|(who, ..)| who == by) {
+        return Err(format!("`{by}` approved it already"));
+    }
+    if edited {
+        return Err("an approval by several people carries no edits".into());
+    }
+    a.approved_by.push((
+        by.to_owned(),
+        scope.unwrap_or(ApprovalScope::Once),
+        until_ms,
+    ));
+    let given = u32::try_from(a.approved_by.len()).unwrap_or(u32::MAX);
+    let left = a.approvers.saturating_sub(given);
+    if left != awaiting {
+        return Err(format!(
+            "{left} approvals are still awaited, not {awaiting}"
+        ));
+    }
+    if left == 0 {
+        let once = a
+            .approved_by
+            .iter()
+            .any(|(_, s, _)| *s == ApprovalScope::Once);
+        a.status = ApprovalStatus::Approved {
+            scope: if once {
+                ApprovalScope::Once
+            } else {
+                ApprovalScope::Run
+            },
+            until_ms: a.approved_by.iter().filter_map(|(_, _, u)| *u).min(),
+        };
+    }
+    Ok(())
 }
 
 /// Most call records a run makes room for at its first call.
@@ -1164,6 +1216,7 @@ impl RunState {
                 args_digest,
                 schema_digest,
                 expires_at_ms,
+                approvers,
                 ..
             } => {
                 let c = self
@@ -1184,6 +1237,8 @@ impl RunState {
                     consumed_by: Vec::new(),
                     expires_at_ms: *expires_at_ms,
                     edited: None,
+                    approvers: (*approvers).max(1),
+                    approved_by: Vec::new(),
                 });
             }
             EventKind::ApprovalResolved {
@@ -1194,6 +1249,8 @@ impl RunState {
                 by,
                 reason,
                 edited_args,
+                awaiting,
+                ..
             } => {
                 let a = self
                     .approval_mut(request)
@@ -1203,25 +1260,35 @@ impl RunState {
                         "approval request `{request}` is already resolved"
                     )));
                 }
-                if let Some(edited) = edited_args {
-                    if !*approved || *scope == Some(ApprovalScope::Run) {
+                if *approved && a.approvers > 1 {
+                    approve_by_several(a, by, *scope, *until_ms, edited_args.is_some(), *awaiting)
+                        .map_err(|m| fail(format!("approval request `{request}`: {m}")))?;
+                } else {
+                    if *awaiting > 0 {
                         return Err(fail(format!(
-                            "approval request `{request}`: only an approval of one call carries edited arguments"
+                            "approval request `{request}` needs one approver: nothing is awaited"
                         )));
                     }
-                    a.edited = Some((edited.clone(), crate::canon::digest(edited)));
+                    if let Some(edited) = edited_args {
+                        if !*approved || *scope == Some(ApprovalScope::Run) {
+                            return Err(fail(format!(
+                                "approval request `{request}`: only an approval of one call carries edited arguments"
+                            )));
+                        }
+                        a.edited = Some((edited.clone(), crate::canon::digest(edited)));
+                    }
+                    a.status = if *approved {
+                        ApprovalStatus::Approved {
+                            scope: scope.unwrap_or(ApprovalScope::Once),
+                            until_ms: *until_ms,
+                        }
+                    } else {
+                        ApprovalStatus::Denied {
+                            by: by.clone(),
+                            reason: reason.clone(),
+                        }
+                    };
                 }
-                a.status = if *approved {
-                    ApprovalStatus::Approved {
-                        scope: scope.unwrap_or(ApprovalScope::Once),
-                        until_ms: *until_ms,
-                    }
-                } else {
-                    ApprovalStatus::Denied {
-                        by: by.clone(),
-                        reason: reason.clone(),
-                    }
-                };
             }
             EventKind::ApprovalExpired { request } => {
                 let a = self

@@ -428,11 +428,46 @@ pub enum Verdict {
     Ask {
         /// What needs approving.
         reason: String,
+        /// How many different people must approve it (at least 1).
+        approvers: u32,
     },
     /// The authority could not rule (error, timeout, missing data): treated as deny.
     Indeterminate {
         /// Why.
         reason: String,
+    },
+}
+
+/// Someone answering an approval request, as an authority rules on them: may this person
+/// answer this request?
+#[derive(Clone, Debug)]
+pub struct ApproverRequest<'a> {
+    /// Who answers (their agent is empty: a person).
+    pub approver: &'a Principal,
+    /// Whom the run acts for: who started it.
+    pub starter: &'a Principal,
+    /// The call the request holds, as its run's authority ruled on it.
+    pub call: &'a CapabilityRequest<'a>,
+    /// How many different people must approve it.
+    pub approvals_needed: u32,
+    /// Who approved it so far.
+    pub approved_by: &'a [String],
+}
+
+/// An authority's ruling on an approver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApproverVerdict {
+    /// It has no rule about approvers: the front door's roles decide.
+    NotRuled,
+    /// This person may answer, under this rule.
+    Allow {
+        /// The rule (a policy's id).
+        rule: String,
+    },
+    /// This person may not answer.
+    Deny {
+        /// Why.
+        reasons: Vec<String>,
     },
 }
 
@@ -444,6 +479,11 @@ pub trait Authority: Send + Sync {
     /// (`None`: an authority the embedder supplies again on resume).
     fn describe(&self) -> Option<Value> {
         None
+    }
+    /// Rules on who may answer an approval request it asked for (Cedar's `approve` action).
+    /// The default has no rule about approvers.
+    fn rule_approver(&self, _request: &ApproverRequest<'_>) -> ApproverVerdict {
+        ApproverVerdict::NotRuled
     }
 }
 

@@ -199,6 +199,13 @@ pub struct PendingApproval {
     pub requested_at_ms: u64,
     /// Unanswered at this time, it expires.
     pub expires_at_ms: u64,
+    /// How many different people must approve it.
+    #[serde(default = "one")]
+    pub approvers: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl PendingApproval {
@@ -215,6 +222,7 @@ impl PendingApproval {
             provenance,
             reason,
             expires_at_ms,
+            approvers,
             ..
         } = &e.kind
         else {
@@ -233,6 +241,7 @@ impl PendingApproval {
             reason: reason.to_string(),
             requested_at_ms: e.at_ms,
             expires_at_ms: *expires_at_ms,
+            approvers: (*approvers).max(1),
         })
     }
 }

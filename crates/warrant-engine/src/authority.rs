@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
+use warrant_core::ports::{
+    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, Verdict,
+};
 
 /// Allows every call.
 #[derive(Clone, Copy, Debug, Default)]
@@ -117,6 +119,7 @@ impl Authority for RuleList {
         } else if self.ask.contains(request.tool) {
             Verdict::Ask {
                 reason: format!("rule `ask-tool {}`: a person must approve it", request.tool),
+                approvers: 1,
             }
         } else {
             Verdict::Allow {
@@ -161,15 +164,29 @@ impl Authority for AllOf {
                 Verdict::Ask { .. } => 1,
                 _ => 2,
             };
+            // Several asks: as many people as the most demanding of them wants.
+            let approvers = verdicts
+                .iter()
+                .filter_map(|v| match v {
+                    Verdict::Ask { approvers, .. } => Some(*approvers),
+                    _ => None,
+                })
+                .max();
             let mut strongest: Option<Verdict> = None;
             for v in verdicts {
                 if rank(&v) < strongest.as_ref().map_or(3, rank) {
                     strongest = Some(v);
                 }
             }
-            strongest.unwrap_or(Verdict::Indeterminate {
-                reason: "no authority to ask".into(),
-            })
+            match (strongest, approvers) {
+                (Some(Verdict::Ask { reason, .. }), Some(approvers)) => {
+                    Verdict::Ask { reason, approvers }
+                }
+                (Some(v), _) => v,
+                (None, _) => Verdict::Indeterminate {
+                    reason: "no authority to ask".into(),
+                },
+            }
         })
     }
 
@@ -177,6 +194,28 @@ impl Authority for AllOf {
         let parts: Option<Vec<serde_json::Value>> =
             self.parts.iter().map(|p| p.describe()).collect();
         parts.map(|p| serde_json::json!({"all_of": p}))
+    }
+
+    /// Any part's refusal refuses; else the parts that rule allow, under their rules.
+    fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
+        let mut rules = Vec::new();
+        let mut reasons = Vec::new();
+        for part in &self.parts {
+            match part.rule_approver(request) {
+                ApproverVerdict::NotRuled => {}
+                ApproverVerdict::Allow { rule } => rules.push(rule),
+                ApproverVerdict::Deny { reasons: r } => reasons.extend(r),
+            }
+        }
+        if !reasons.is_empty() {
+            ApproverVerdict::Deny { reasons }
+        } else if rules.is_empty() {
+            ApproverVerdict::NotRuled
+        } else {
+            ApproverVerdict::Allow {
+                rule: rules.join("; "),
+            }
+        }
     }
 }
 
@@ -217,6 +256,21 @@ impl Authority for Floor {
         self.inner
             .describe()
             .map(|d| serde_json::json!({"floor": d}))
+    }
+
+    fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
+        match self.inner.rule_approver(request) {
+            ApproverVerdict::Deny { reasons } => ApproverVerdict::Deny {
+                reasons: reasons
+                    .into_iter()
+                    .map(|r| format!("the operator's policy floor: {r}"))
+                    .collect(),
+            },
+            ApproverVerdict::Allow { rule } => ApproverVerdict::Allow {
+                rule: format!("the operator's policy floor: {rule}"),
+            },
+            ApproverVerdict::NotRuled => ApproverVerdict::NotRuled,
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! performs it through the ports (surfaces, decider, authority, store), and turns every answer
 //! into events that are appended, and applied to the fold, before the run acts on them.
 
+mod approver;
 pub mod authority;
 mod cache;
 pub mod hub;
@@ -56,6 +57,10 @@ pub enum EngineError {
     /// An answer to an approval request cannot be taken.
     #[error("{0}")]
     Answer(String),
+    /// Who answers may not answer this request (the run's starter, where a front door says
+    /// so; someone the run's approve policies do not permit).
+    #[error("{0}")]
+    Forbidden(String),
     /// A replay reached the point where the recorded process stopped.
     #[error("stopped at event {0}")]
     Stopped(u64),
@@ -161,6 +166,9 @@ pub struct Engine {
     pub(crate) narrowing: Arc<[String]>,
     /// Prepares the decider and providers of child runs (delegation).
     pub(crate) children: Option<Arc<dyn warrant_core::ports::ChildRuns>>,
+    /// Whether the principal a run acts for may approve its requests (a person at their own
+    /// terminal, yes; a server's tenants, only if its operator says so).
+    pub(crate) self_approval: bool,
 }
 
 /// Execution control, required for commit calls.
@@ -191,6 +199,7 @@ impl Engine {
             floor: Arc::from([]),
             narrowing: Arc::from([]),
             children: None,
+            self_approval: true,
         }
     }
 
@@ -249,6 +258,13 @@ impl Engine {
     /// its spec's `policy:` as one policy set (built by the policy source).
     pub fn with_policy_files(mut self, paths: Vec<String>) -> Engine {
         self.policy_files = Arc::from(paths);
+        self
+    }
+
+    /// Whether the principal a run acts for may approve the run's own requests (default:
+    /// yes, a person at their own terminal). A front door for others turns it off.
+    pub fn with_self_approval(mut self, allowed: bool) -> Engine {
+        self.self_approval = allowed;
         self
     }
 
@@ -459,7 +475,9 @@ impl Engine {
                     "`{request}` is not an approval request id (`<run>-a<n>`)"
                 ))
             })?;
-        let state = self.fold(&run).await?;
+        let events = self.log_of(&run).await?;
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        understood(&run, &state)?;
         let approval = state
             .approval(request)
             .ok_or_else(|| refuse(format!("no approval request `{request}`")))?;
@@ -470,6 +488,15 @@ impl Engine {
             )));
         }
         let same = match (&approval.status, answer) {
+            // One of several approvers approving again: nothing changes.
+            (ApprovalStatus::Pending, Answer::Approve { .. })
+                if approval.approved_by.iter().any(|(who, ..)| who == by) =>
+            {
+                return Err(refuse(format!(
+                    "`{by}` approved `{request}` already: it needs {} different people",
+                    approval.approvers
+                )));
+            }
             (ApprovalStatus::Pending, _) => None,
             (
                 ApprovalStatus::Approved { scope, until_ms },
@@ -528,15 +555,32 @@ impl Engine {
                 scope,
                 until_ms,
                 edited,
-            } => EventKind::ApprovalResolved {
-                request: request.to_owned(),
-                approved: true,
-                scope: Some(*scope),
-                until_ms: *until_ms,
-                by: by.to_owned(),
-                reason: String::new(),
-                edited_args: edited.clone(),
-            },
+            } => {
+                if approval.approvers > 1 && edited.is_some() {
+                    return Err(refuse(format!(
+                        "`{request}` needs {} people to approve the same arguments: an approval with edits cannot be one of them",
+                        approval.approvers
+                    )));
+                }
+                // INVARIANT (who may approve): the run's starter only where the front door
+                // allows it, and whoever the run's approve policies permit.
+                let rule = self
+                    .rule_approver(&run, &events, &state, approval, by)
+                    .await
+                    .map_err(EngineError::Forbidden)?;
+                let given = u32::try_from(approval.approved_by.len()).unwrap_or(u32::MAX);
+                EventKind::ApprovalResolved {
+                    request: request.to_owned(),
+                    approved: true,
+                    scope: Some(*scope),
+                    until_ms: *until_ms,
+                    by: by.to_owned(),
+                    reason: String::new(),
+                    edited_args: edited.clone(),
+                    awaiting: approval.approvers.saturating_sub(given + 1),
+                    rule: Some(rule.into()),
+                }
+            }
             Answer::Deny { reason } => EventKind::ApprovalResolved {
                 request: request.to_owned(),
                 approved: false,
@@ -545,6 +589,8 @@ impl Engine {
                 by: by.to_owned(),
                 reason: reason.clone(),
                 edited_args: None,
+                awaiting: 0,
+                rule: None,
             },
         };
         let event = Event {
@@ -656,6 +702,14 @@ impl Engine {
     /// The run's state, folded from its log; refused when the log holds what this build
     /// cannot act on.
     pub async fn fold(&self, run_id: &RunId) -> Result<RunState, EngineError> {
+        let events = self.log_of(run_id).await?;
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        understood(run_id, &state)?;
+        Ok(state)
+    }
+
+    /// `run_id`'s log; an error when the store has no such run.
+    async fn log_of(&self, run_id: &RunId) -> Result<Vec<Arc<warrant_core::Event>>, EngineError> {
         let events: Vec<Arc<warrant_core::Event>> = self
             .store
             .read(run_id, 1)
@@ -666,9 +720,7 @@ impl Engine {
         if events.is_empty() {
             return Err(EngineError::UnknownRun(run_id.clone()));
         }
-        let state = RunState::from_events(events.iter().map(|e| &**e))?;
-        understood(run_id, &state)?;
-        Ok(state)
+        Ok(events)
     }
 
     /// Records an operator's word on a call in doubt: it happened, or it did not (and, with

@@ -304,7 +304,8 @@ struct ReplayAuthority {
     /// Refusals recorded in this segment, by call and the digest of the arguments ruled on.
     refused: HashMap<(CallId, String), (String, String)>,
     /// Asks recorded (as approval requests) in the whole log, by call and digest.
-    asked: HashMap<(CallId, String), String>,
+    /// What was asked about each call (its reason, and how many people had to approve).
+    asked: HashMap<(CallId, String), (String, u32)>,
     /// Calls an approval let through, in the whole log.
     consumed: HashSet<CallId>,
     /// Calls dispatched in this segment.
@@ -326,9 +327,13 @@ impl ReplayAuthority {
                     call,
                     args_digest,
                     reason,
+                    approvers,
                     ..
                 } => {
-                    asked.insert((*call, args_digest.clone()), reason.to_string());
+                    asked.insert(
+                        (*call, args_digest.clone()),
+                        (reason.to_string(), (*approvers).max(1)),
+                    );
                 }
                 EventKind::ApprovalConsumed { call, request } => {
                     consumed.insert(*call, request.clone());
@@ -339,7 +344,7 @@ impl ReplayAuthority {
                 } if consumed.contains_key(call) => {
                     asked
                         .entry((*call, args_digest.clone()))
-                        .or_insert_with(|| "covered by an approval".into());
+                        .or_insert_with(|| ("covered by an approval".into(), 1));
                 }
                 _ => {}
             }
@@ -398,12 +403,13 @@ impl Authority for ReplayAuthority {
         // A call once asked about is asked about again, unless, this time, the authority let it
         // through (dispatched here with no approval consumed) or refused it (recorded here):
         // a call held for approval is ruled on afresh when the run goes on.
-        if let Some(reason) = self.asked.get(&key) {
+        if let Some((reason, approvers)) = self.asked.get(&key) {
             let ruled_otherwise = !self.consumed.contains(&request.call)
                 && (self.dispatched.contains(&request.call) || self.refused.contains_key(&key));
             if !ruled_otherwise {
                 return Box::pin(std::future::ready(Verdict::Ask {
                     reason: reason.clone(),
+                    approvers: *approvers,
                 }));
             }
         }
@@ -423,6 +429,7 @@ impl Authority for ReplayAuthority {
                 // Refusals the engine derives from recorded approvals: the authority asked.
                 c if c.starts_with("approval_") => Verdict::Ask {
                     reason: message.clone(),
+                    approvers: 1,
                 },
                 "policy_indeterminate" => Verdict::Indeterminate {
                     reason: message.clone(),

@@ -54,7 +54,10 @@ impl Authority for Scope {
                     Ruling::Allow => Verdict::Allow {
                         grant: "scope".into(),
                     },
-                    Ruling::Ask(reason) => Verdict::Ask { reason },
+                    Ruling::Ask(reason) => Verdict::Ask {
+                        reason,
+                        approvers: 1,
+                    },
                     Ruling::Deny(reason) => Verdict::Deny {
                         reasons: vec![reason],
                     },

@@ -795,3 +795,109 @@ async fn a_call_approved_after_its_run_ran_out_of_driving_time_is_never_made() {
     assert_eq!(call.fault.as_ref().unwrap().code, "deadline_exceeded");
     w.check(&r.run_id).await;
 }
+
+/// Asks two people about every transfer (set on the engine, it rules re-entered runs too).
+struct TwoPeople;
+
+impl warrant_core::ports::Authority for TwoPeople {
+    fn evaluate<'a>(
+        &'a self,
+        request: &'a warrant_core::ports::CapabilityRequest<'a>,
+    ) -> BoxFuture<'a, warrant_core::ports::Verdict> {
+        Box::pin(std::future::ready(if request.tool == "transfer" {
+            warrant_core::ports::Verdict::Ask {
+                reason: "two people approve a transfer".into(),
+                approvers: 2,
+            }
+        } else {
+            warrant_core::ports::Verdict::Allow {
+                grant: "reads".into(),
+            }
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_needs_two_approvers_waits_for_two_different_people() {
+    let mut w = world(&format!("{}    - done: paid\n", transfer(950)));
+    w.engine = w.engine.clone().with_authority(Arc::new(TwoPeople));
+    let r = w.start().await;
+    assert_eq!(r.waiting_on, vec![CallId(1)]);
+    // The first approval: recorded, and the request still waits.
+    w.engine
+        .answer("ap-1-a1", once(), "acme/ann")
+        .await
+        .unwrap();
+    let state = w.engine.fold(&r.run_id).await.unwrap();
+    assert_eq!(state.status(), "waiting");
+    let approval = state.approval("ap-1-a1").unwrap();
+    assert_eq!(approval.status, warrant_core::fold::ApprovalStatus::Pending);
+    // The same person again is not a second person.
+    let again = w.engine.answer("ap-1-a1", once(), "acme/ann").await;
+    assert!(
+        again
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("2 different people")),
+        "{again:?}"
+    );
+    // Re-entered now, nothing moves: nothing reaches the bank.
+    let still = w.resume(&r.run_id).await;
+    assert_eq!(still.outcome, None);
+    assert!(w.bank.transfers().is_empty());
+    // The second person completes it: the transfer goes through, once.
+    w.engine
+        .answer("ap-1-a1", once(), "acme/bob")
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    assert_eq!(w.bank.transfers().len(), 1);
+    let events = w.events(&r.run_id);
+    let answers: Vec<(String, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ApprovalResolved {
+                by, awaiting, rule, ..
+            } => {
+                assert!(rule.is_some(), "every answer records its rule");
+                Some((by.clone(), *awaiting))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [("acme/ann".to_owned(), 1), ("acme/bob".to_owned(), 0)]
+    );
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn a_front_door_for_others_refuses_a_runs_starter_as_its_approver() {
+    let mut w = world(&format!("{}    - done: paid\n", transfer(950)));
+    w.engine = w
+        .engine
+        .clone()
+        .acting_for("acme", "rita")
+        .with_self_approval(false);
+    let r = w.start().await;
+    let own = w.engine.answer("ap-1-a1", once(), "acme/rita").await;
+    assert!(
+        own.as_ref()
+            .is_err_and(|e| e.to_string().contains("other than its starter")),
+        "{own:?}"
+    );
+    // Another person of the tenant may; the answer names the rule it was given under.
+    w.engine
+        .answer("ap-1-a1", once(), "acme/ann")
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    assert_eq!(done.outcome, Some(Outcome::Attained));
+    let rule = w.events(&r.run_id).iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalResolved { rule, .. } => rule.clone(),
+        _ => None,
+    });
+    assert!(rule.is_some_and(|r| r.contains("approver")));
+    w.check(&r.run_id).await;
+}

@@ -167,6 +167,7 @@ mod every_path {
             let v = if r.tool == "transfer" {
                 Verdict::Ask {
                     reason: "a person decides".into(),
+                    approvers: 1,
                 }
             } else {
                 Verdict::Allow { grant: "ok".into() }

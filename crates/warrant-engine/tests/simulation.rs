@@ -108,6 +108,7 @@ impl Authority for SimAuthority {
             },
             6..7 => Verdict::Ask {
                 reason: "sim: needs approval".into(),
+                approvers: 1,
             },
             _ => Verdict::Allow {
                 grant: "sim".into(),

@@ -52,7 +52,9 @@ use miette::Diagnostic;
 use serde_json::{Value, json};
 use warrant_core::canon;
 use warrant_core::event::{Effect, ToolHints};
-use warrant_core::ports::{Authority, BoxFuture, CapabilityRequest, Verdict};
+use warrant_core::ports::{
+    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, Verdict,
+};
 use warrant_core::provenance::Source;
 
 /// The Cedar schema of the entities, actions and context Warrant builds.
@@ -90,6 +92,30 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     open_world: Bool,
   };
   action "read", "commit" appliesTo { principal: [Principal], resource: [Call], context: CallContext };
+  type Starter = { tenant: String, user: String };
+  type ApproveContext = {
+    run: String,
+    step: String,
+    args_digest: String,
+    handle_age_ms: Long,
+    untrusted_args: Set<String>,
+    trusted_output_args: Set<String>,
+    carried_args: Set<String>,
+    objective_args: Set<String>,
+    unobserved_args: Set<String>,
+    decider_args: Set<String>,
+    tainted_args: Set<String>,
+    context_tainted: Bool,
+    tainted_by: Set<String>,
+    hints: Hints,
+    delegation: Delegation,
+    effect: String,
+    starter: Starter,
+    own_run: Bool,
+    approvals_needed: Long,
+    approved_by: Set<String>,
+  };
+  action "approve" appliesTo { principal: [Principal], resource: [Call], context: ApproveContext };
 }
 "#;
 
@@ -118,6 +144,8 @@ pub struct PolicyFile {
 pub struct CedarAuthority {
     files: Vec<PolicyFile>,
     policies: PolicySet,
+    /// The policies that name the `approve` action: who may answer an approval request.
+    approve: PolicySet,
     schema: Schema,
     trusted: BTreeSet<String>,
     authorizer: Authorizer,
@@ -217,6 +245,11 @@ impl CedarAuthority {
                     None => format!("{}#{}", file.name, n + 1),
                 };
                 let policy: Policy = policy.new_id(PolicyId::new(id.clone()));
+                check_approvals(&policy).map_err(|message| PolicyError {
+                    file: file.name.clone(),
+                    line: None,
+                    message: format!("policy `{id}`: {message}"),
+                })?;
                 renamed.add(policy.clone()).map_err(|e| PolicyError {
                     file: file.name.clone(),
                     line: None,
@@ -252,9 +285,18 @@ impl CedarAuthority {
                 message: "no policy files given".into(),
             });
         }
+        let mut approve = PolicySet::new();
+        for p in policies.policies().filter(|p| names_approve(p)) {
+            approve.add(p.clone()).map_err(|e| PolicyError {
+                file: "(approve)".into(),
+                line: None,
+                message: e.to_string(),
+            })?;
+        }
         Ok(CedarAuthority {
             files,
             policies,
+            approve,
             schema,
             trusted,
             authorizer: Authorizer::new(),
@@ -306,8 +348,14 @@ impl CedarAuthority {
         Some(rebuild())
     }
 
-    fn rule(&self, r: &CapabilityRequest<'_>) -> Verdict {
-        let indeterminate = |reason: String| Verdict::Indeterminate { reason };
+    /// The Cedar request for call `r` under `action` (`read`, `commit`, or `approve` with the
+    /// approver as principal and what approving adds to the context), and its entities.
+    fn cedar_request(
+        &self,
+        r: &CapabilityRequest<'_>,
+        action_name: &str,
+        approver: Option<&ApproverRequest<'_>>,
+    ) -> Result<(Request, Entities), String> {
         let mut untrusted = BTreeSet::new();
         let mut trusted_output = BTreeSet::new();
         let mut carried = BTreeSet::new();
@@ -350,20 +398,17 @@ impl CedarAuthority {
                 };
             }
         }
-        let action_name = r.effect.as_str();
-        let action = match EntityUid::from_str(&format!("Warrant::Action::\"{action_name}\"")) {
-            Ok(a) => a,
-            Err(e) => return indeterminate(format!("action: {e}")),
-        };
+        let action = EntityUid::from_str(&format!("Warrant::Action::\"{action_name}\""))
+            .map_err(|e| format!("action: {e}"))?;
         let quote = |s: &str| Value::String(s.to_owned()).to_string();
-        let p = r.principal;
+        let p = approver.map_or(r.principal, |a| a.approver);
         let principal_id = format!("{}/{}/{}", p.tenant, p.user, p.agent);
         let call_id = format!("{}/{}", r.run, r.call);
         let (Ok(principal), Ok(resource)) = (
             EntityUid::from_str(&format!("Warrant::Principal::{}", quote(&principal_id))),
             EntityUid::from_str(&format!("Warrant::Call::{}", quote(&call_id))),
         ) else {
-            return indeterminate("the request's entities do not parse".into());
+            return Err("the request's entities do not parse".into());
         };
         let tags: serde_json::Map<String, Value> = r
             .args
@@ -390,12 +435,10 @@ impl CedarAuthority {
                 "provider": r.provider, "tool": r.tool, "trusted": self.trusted.contains(r.provider)
             }, "parents": [], "tags": tags}
         ]);
-        let entities = match Entities::from_json_value(entities, Some(&self.schema)) {
-            Ok(e) => e,
-            Err(e) => return indeterminate(format!("entities: {e}")),
-        };
+        let entities = Entities::from_json_value(entities, Some(&self.schema))
+            .map_err(|e| format!("entities: {e}"))?;
         let hints = hints_context(r.hints);
-        let context = json!({
+        let mut context = json!({
             "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
             "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
@@ -411,13 +454,31 @@ impl CedarAuthority {
                 None => json!({"depth": 0, "parent": "", "chain": []}),
             },
         });
-        let context = match Context::from_json_value(context, Some((&self.schema, &action))) {
-            Ok(c) => c,
-            Err(e) => return indeterminate(format!("context: {e}")),
-        };
-        let request = match Request::new(principal, action, resource, context, Some(&self.schema)) {
-            Ok(q) => q,
-            Err(e) => return indeterminate(format!("request: {e}")),
+        if let (Some(a), Some(fields)) = (approver, context.as_object_mut()) {
+            fields.insert("effect".into(), json!(r.effect.as_str()));
+            fields.insert(
+                "starter".into(),
+                json!({"tenant": a.starter.tenant, "user": a.starter.user}),
+            );
+            fields.insert(
+                "own_run".into(),
+                json!(a.starter.tenant == a.approver.tenant && a.starter.user == a.approver.user),
+            );
+            fields.insert("approvals_needed".into(), json!(a.approvals_needed));
+            fields.insert("approved_by".into(), json!(a.approved_by));
+        }
+        let context = Context::from_json_value(context, Some((&self.schema, &action)))
+            .map_err(|e| format!("context: {e}"))?;
+        let request = Request::new(principal, action, resource, context, Some(&self.schema))
+            .map_err(|e| format!("request: {e}"))?;
+        Ok((request, entities))
+    }
+
+    fn rule(&self, r: &CapabilityRequest<'_>) -> Verdict {
+        let indeterminate = |reason: String| Verdict::Indeterminate { reason };
+        let (request, entities) = match self.cedar_request(r, r.effect.as_str(), None) {
+            Ok(parts) => parts,
+            Err(e) => return indeterminate(e),
         };
         let response = self
             .authorizer
@@ -464,8 +525,16 @@ impl CedarAuthority {
                     })
                     .collect();
                 if !reasons.is_empty() && approvals.len() == reasons.len() {
+                    // Several people, when a permit that asked says so (`@approvals("2")`).
+                    let approvers = reasons
+                        .iter()
+                        .filter_map(|id| self.policies.policy(&PolicyId::new(id.clone())))
+                        .map(approvers_of)
+                        .max()
+                        .unwrap_or(1);
                     Verdict::Ask {
                         reason: approvals.join("; "),
+                        approvers,
                     }
                 } else {
                     Verdict::Allow {
@@ -474,6 +543,43 @@ impl CedarAuthority {
                 }
             }
         }
+    }
+}
+
+/// Whether `p`'s action scope names `approve` (not merely any action: a policy about calls
+/// that says nothing of actions rules on calls only).
+fn names_approve(p: &Policy) -> bool {
+    let approve = |uid: &EntityUid| uid.to_string() == "Warrant::Action::\"approve\"";
+    match p.action_constraint() {
+        cedar_policy::ActionConstraint::Any => false,
+        cedar_policy::ActionConstraint::Eq(a) => approve(&a),
+        cedar_policy::ActionConstraint::In(all) => all.iter().any(approve),
+    }
+}
+
+/// Most people an approval may need.
+pub const APPROVERS_MAX: u32 = 10;
+
+/// How many people must approve what `p` asks about: its `@approvals("N")`, else one.
+fn approvers_of(p: &Policy) -> u32 {
+    p.annotation("approvals")
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(1)
+}
+
+/// `@approvals("N")` is a number from 1 to [`APPROVERS_MAX`], on a permit that asks.
+fn check_approvals(p: &Policy) -> Result<(), String> {
+    let Some(n) = p.annotation("approvals") else {
+        return Ok(());
+    };
+    if p.annotation("approval").is_none() || p.effect() != cedar_policy::Effect::Permit {
+        return Err("`@approvals` says how many people approve what a permit with `@approval` asks about: put it on one".into());
+    }
+    match n.trim().parse::<u32>() {
+        Ok(k) if (1..=APPROVERS_MAX).contains(&k) => Ok(()),
+        _ => Err(format!(
+            "`@approvals(\"{n}\")`: write a number of people from 1 to {APPROVERS_MAX}"
+        )),
     }
 }
 
@@ -506,6 +612,56 @@ fn why_commit(r: &CapabilityRequest<'_>) -> String {
 impl Authority for CedarAuthority {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         Box::pin(std::future::ready(self.rule(request)))
+    }
+
+    /// Who may answer: the policies that name `approve`, when there are any (principal: the
+    /// answerer; the context adds `starter`, `own_run`, `effect`, `approvals_needed` and
+    /// `approved_by`). An error is a refusal.
+    fn rule_approver(&self, r: &ApproverRequest<'_>) -> ApproverVerdict {
+        if self.approve.is_empty() {
+            return ApproverVerdict::NotRuled;
+        }
+        let (request, entities) = match self.cedar_request(r.call, "approve", Some(r)) {
+            Ok(parts) => parts,
+            Err(e) => {
+                return ApproverVerdict::Deny {
+                    reasons: vec![format!("the approve policies cannot rule: {e}")],
+                };
+            }
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &self.approve, &entities);
+        let errors: Vec<String> = response
+            .diagnostics()
+            .errors()
+            .map(|e| e.to_string())
+            .collect();
+        if !errors.is_empty() {
+            return ApproverVerdict::Deny {
+                reasons: vec![format!(
+                    "approve policy evaluation failed: {}",
+                    errors.join("; ")
+                )],
+            };
+        }
+        let mut ids: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(|id| format!("`{id}`"))
+            .collect();
+        ids.sort();
+        match response.decision() {
+            Decision::Allow => ApproverVerdict::Allow {
+                rule: format!("approve policy {}", ids.join(", ")),
+            },
+            Decision::Deny if ids.is_empty() => ApproverVerdict::Deny {
+                reasons: vec!["no approve policy permits this person to answer it".into()],
+            },
+            Decision::Deny => ApproverVerdict::Deny {
+                reasons: ids.iter().map(|id| format!("forbidden by {id}")).collect(),
+            },
+        }
     }
 
     fn describe(&self) -> Option<Value> {

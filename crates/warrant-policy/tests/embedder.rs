@@ -159,16 +159,23 @@ async fn a_re_entered_run_is_ruled_by_the_policies_it_recorded() {
         .id
         .clone();
     assert!(w.bank.transfers().is_empty());
+    let approve = || Answer::Approve {
+        scope: warrant_core::event::ApprovalScope::Once,
+        until_ms: None,
+        edited: None,
+    };
+    // Who may approve is ruled by the run's policies too: an engine that cannot rebuild them
+    // takes no approval (it could not tell whether the approver is allowed).
+    let blind = Engine::new(store.clone())
+        .answer(&request, approve(), "alice")
+        .await;
+    assert!(
+        matches!(&blind, Err(EngineError::Forbidden(m)) if m.contains("with_policies")),
+        "{blind:?}"
+    );
     Engine::new(store.clone())
-        .answer(
-            &request,
-            Answer::Approve {
-                scope: warrant_core::event::ApprovalScope::Once,
-                until_ms: None,
-                edited: None,
-            },
-            "alice",
-        )
+        .with_policies(Arc::new(Policies))
+        .answer(&request, approve(), "alice")
         .await
         .unwrap();
 

@@ -18,7 +18,9 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use warrant_core::event::{Effect, ToolHints};
 use warrant_core::ids::{CallId, RunId, StepId};
-use warrant_core::ports::{Authority, CapabilityRequest, Verdict};
+use warrant_core::ports::{
+    ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, Verdict,
+};
 use warrant_core::provenance::{ArgLabel, Source};
 use warrant_policy::{CedarAuthority, PolicyFile};
 
@@ -141,7 +143,7 @@ fn money_from_untrusted_output_asks_for_approval() {
         json!({"to": "GB33", "amount": 950}),
         &[("/to", from_output()), ("/amount", Source::Unobserved)],
     );
-    let Verdict::Ask { reason } = v else {
+    let Verdict::Ask { reason, .. } = v else {
         panic!("{v:?}")
     };
     assert!(
@@ -389,5 +391,134 @@ fn policies_see_what_the_decider_produced_and_whether_its_context_was_tainted() 
     match rule(&a, Effect::Commit, "transfer", args, &[("/memo", tainted)]) {
         Verdict::Deny { reasons } => assert!(reasons.join(" ").contains("no-tainted-memo")),
         other => panic!("{other:?}"),
+    }
+}
+
+/// A transfer asked about, and `user` of acme answering it; the run was started by `ana`.
+fn rule_approver(a: &CedarAuthority, user: &str, approved_by: &[String]) -> ApproverVerdict {
+    let run = RunId("r1".into());
+    let step = StepId("pay".into());
+    let starter = warrant_core::event::Principal {
+        tenant: "acme".into(),
+        user: "ana".into(),
+        agent: "scripted:x".into(),
+    };
+    let approver = warrant_core::event::Principal {
+        tenant: "acme".into(),
+        user: user.into(),
+        agent: String::new(),
+    };
+    let args = json!({"to": "GB33", "amount": 950});
+    let provenance = vec![ArgLabel {
+        pointer: "/to".into(),
+        source: from_output(),
+        also: Vec::new(),
+    }];
+    let call = CapabilityRequest {
+        principal: &starter,
+        handle_age_ms: None,
+        run: &run,
+        step: &step,
+        call: CallId(1),
+        provider: "bank",
+        tool: "transfer",
+        effect: Effect::Commit,
+        args: &args,
+        args_digest: "sha256:x",
+        provenance: &provenance,
+        hints: None,
+        context_taint: &[],
+        grant: None,
+        parent: None,
+    };
+    a.rule_approver(&ApproverRequest {
+        approver: &approver,
+        starter: &starter,
+        call: &call,
+        approvals_needed: 2,
+        approved_by,
+    })
+}
+
+const TWO_APPROVERS: &str = r#"
+@id("reads") permit (principal, action == Warrant::Action::"read", resource);
+@id("big-transfers-need-two")
+@approval("a transfer of 500 or more")
+@approvals("2")
+permit (principal, action == Warrant::Action::"commit", resource)
+when { resource.tool == "transfer" && resource.hasTag("amount") };
+@id("approvers-are-not-the-starter")
+permit (principal, action == Warrant::Action::"approve", resource)
+unless { context.own_run };
+@id("no-interns")
+forbid (principal, action == Warrant::Action::"approve", resource)
+when { principal.user like "intern-*" && context.untrusted_args.contains("to") };
+"#;
+
+#[test]
+fn a_permit_can_ask_for_two_approvers_and_approve_policies_rule_on_who_answers() {
+    let a = authority(TWO_APPROVERS, &[]);
+    let v = rule(
+        &a,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "GB33", "amount": 950}),
+        &[],
+    );
+    assert!(
+        matches!(&v, Verdict::Ask { approvers: 2, reason } if reason.contains("500 or more")),
+        "{v:?}"
+    );
+    // Another person of the tenant may answer, under the rule that allowed them.
+    assert_eq!(
+        rule_approver(&a, "bob", &[]),
+        ApproverVerdict::Allow {
+            rule: "approve policy `approvers-are-not-the-starter`".into()
+        }
+    );
+    // The run's starter may not; nor may an intern answer about a recipient a tool supplied.
+    let ApproverVerdict::Deny { reasons } = rule_approver(&a, "ana", &[]) else {
+        panic!("the starter approved");
+    };
+    assert!(
+        reasons[0].contains("no approve policy permits"),
+        "{reasons:?}"
+    );
+    let ApproverVerdict::Deny { reasons } = rule_approver(&a, "intern-joe", &[]) else {
+        panic!("an intern approved");
+    };
+    assert!(reasons[0].contains("no-interns"), "{reasons:?}");
+    // A policy set with nothing about `approve` leaves approvers to the front door; a policy
+    // that ignores actions does not reach them.
+    let open = authority("permit (principal, action, resource);", &[]);
+    assert_eq!(rule_approver(&open, "ana", &[]), ApproverVerdict::NotRuled);
+}
+
+#[test]
+fn approvals_must_be_a_number_of_people_on_a_permit_that_asks() {
+    for (text, says) in [
+        (
+            "@approvals(\"2\") permit (principal, action, resource);",
+            "`@approval`",
+        ),
+        (
+            "@approval(\"x\") @approvals(\"two\") permit (principal, action, resource);",
+            "from 1 to 10",
+        ),
+        (
+            "@approval(\"x\") @approvals(\"11\") permit (principal, action, resource);",
+            "from 1 to 10",
+        ),
+    ] {
+        let Err(e) = CedarAuthority::new(
+            vec![PolicyFile {
+                name: "p.cedar".into(),
+                text: text.into(),
+            }],
+            BTreeSet::new(),
+        ) else {
+            panic!("accepted {text}");
+        };
+        assert!(e.to_string().contains(says), "{text}: {e}");
     }
 }

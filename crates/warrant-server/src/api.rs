@@ -961,7 +961,10 @@ impl Shared {
             .app
             .answer(request, answer, &caller.principal.by())
             .await
-            .map_err(|e| Problem::conflict("not-answerable", e.to_string()))?;
+            .map_err(|e| match e {
+                warrant_app::AppError::Forbidden(m) => Problem::forbidden(m),
+                other => Problem::conflict("not-answerable", other.to_string()),
+            })?;
         if self.runner.holds(&row.run) {
             self.runner.wake(&row.run);
         } else if let Err(p) = self.runner.reenter(&row.run, None).await {

@@ -54,6 +54,8 @@ pub struct Config {
     pub registry: Arc<warrant_app::Registry>,
     /// The operator's policy floor (`--policy`): Cedar files every run obeys besides its own.
     pub floor: Vec<PathBuf>,
+    /// Whether the principal a run acts for may approve its requests (default: no).
+    pub self_approval: bool,
     /// Most runs held at once (driving or waiting).
     pub max_runs: usize,
     /// A model capability table for live deciders.
@@ -180,7 +182,10 @@ impl Server {
         let deciders = Deciders::new(config.models.clone()).with_registry(config.registry.clone());
         let app = App::new(store, deciders.clone())
             .with_floor(config.floor.clone())
-            .map_err(|e| ServerError::Invalid(e.to_string()))?;
+            .map_err(|e| ServerError::Invalid(e.to_string()))?
+            // The one local principal (no principals file, loopback only) is the operator at
+            // their own machine: it approves its own runs.
+            .with_self_approval(config.self_approval || config.principals.is_none());
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret)
             .map_err(|e| ServerError::Failed(format!("no randomness for CSRF tokens: {e}")))?;

@@ -96,6 +96,7 @@ impl From<warrant_app::AppError> for Problem {
         match e {
             warrant_app::AppError::Invalid(d) => Problem::invalid(d),
             warrant_app::AppError::Failed(d) => Problem::internal(d),
+            warrant_app::AppError::Forbidden(d) => Problem::forbidden(d),
         }
     }
 }

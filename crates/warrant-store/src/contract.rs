@@ -105,6 +105,7 @@ pub fn asked(seq: u64, request: &str) -> Arc<Event> {
             reason: "a person must approve it".into(),
             proposed_scope: ApprovalScope::Once,
             expires_at_ms: 1_000_000,
+            approvers: 1,
         },
     })
 }
@@ -122,6 +123,8 @@ pub fn answered(seq: u64, request: &str) -> Arc<Event> {
             by: "alice".into(),
             reason: String::new(),
             edited_args: None,
+            awaiting: 0,
+            rule: None,
         },
     })
 }

@@ -205,8 +205,15 @@ pub(crate) fn run_facts(
                     facts.approvals.push(ApprovalChange::Asked(Box::new(asked)));
                 }
             }
-            EventKind::ApprovalResolved { request, .. }
-            | EventKind::ApprovalExpired { request }
+            // (One of several approvers approving leaves the request pending.)
+            EventKind::ApprovalResolved {
+                request, awaiting, ..
+            } if *awaiting == 0 => {
+                facts
+                    .approvals
+                    .push(ApprovalChange::Settled(request.clone()));
+            }
+            EventKind::ApprovalExpired { request }
             | EventKind::ApprovalConsumed { request, .. } => {
                 facts
                     .approvals

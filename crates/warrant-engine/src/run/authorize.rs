@@ -157,7 +157,7 @@ impl Run<'_> {
             Verdict::Indeterminate { reason } => {
                 refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
             }
-            Verdict::Ask { reason } => {
+            Verdict::Ask { reason, approvers } => {
                 return self.approval(
                     step,
                     call,
@@ -167,7 +167,7 @@ impl Run<'_> {
                     &args_digest,
                     schema,
                     labels,
-                    reason,
+                    (reason, approvers),
                 );
             }
         };
@@ -192,7 +192,7 @@ impl Run<'_> {
         args_digest: &str,
         schema: &Arc<Value>,
         labels: &[provenance::ArgLabel],
-        reason: String,
+        (reason, approvers): (String, u32),
     ) -> Result<Option<String>, Refusal> {
         // Digested only on an ask: the schema the approval binds.
         let schema_digest = canon::digest(schema);
@@ -265,6 +265,7 @@ impl Run<'_> {
                         w.min(self.spec.limits.approval_ttl_ms)
                     }),
             ),
+            approvers: approvers.max(1),
         };
         if let Err(e) = self.stage(requested) {
             return Err(refuse(
