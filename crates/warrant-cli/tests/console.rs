@@ -345,10 +345,15 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         ),
     )
     .unwrap();
+    // Ann starts the run and approves it herself: a team of one, as its operator allows.
     let server = start_server(
         &store,
         &specs,
-        &["--principals", principals.to_str().unwrap()],
+        &[
+            "--principals",
+            principals.to_str().unwrap(),
+            "--allow-self-approval",
+        ],
         None,
     );
     let base = server.base.clone();

@@ -55,7 +55,10 @@ impl Engine {
                 root_state.shared_spec().cloned(),
             )
         };
+        // An embedder that set the authority rules with it, as it rules re-entered runs;
+        // otherwise the run's recorded one, rebuilt.
         let authority = match (description, spec) {
+            _ if self.authority_set => Some(self.authority.clone()),
             (Some(d), Some(spec)) => Some(
                 crate::rebuild_authority(&d, self.policies.as_deref(), &spec).map_err(|e| {
                     format!(
