@@ -12,6 +12,7 @@ mod load;
 mod operator;
 mod ops;
 mod providers;
+pub mod quota;
 mod rows;
 mod session;
 
@@ -26,6 +27,7 @@ pub use ops::{
 pub use providers::{
     check_rule_tools, connect, connect_with, missing_tools, observe_all, start_bound,
 };
+pub use quota::{Exceeded, Meter, Quota, TenantUse};
 pub use rows::{
     ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting, approval_status_name,
 };

@@ -59,6 +59,8 @@ pub struct Prepared {
     begun_ms: u64,
     /// Who asked for this re-entry (`tenant/user`), recorded in its `run_resumed`.
     pub resumed_by: Option<String>,
+    /// The tenant the run acts for.
+    pub tenant: String,
 }
 
 impl Prepared {
@@ -113,6 +115,7 @@ impl Prepared {
             spec: Arc::new(spec),
             decider,
             surfaces,
+            tenant: options.tenant.clone(),
             options,
             begun_ms,
             resumed_by: None,
@@ -379,6 +382,7 @@ impl App {
             options: RunOptions::default(),
             begun_ms,
             resumed_by: None,
+            tenant: state.principal().tenant.clone(),
         })
     }
 

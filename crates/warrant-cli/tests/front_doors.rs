@@ -160,6 +160,11 @@ models:
   - {{token: 'sha256:{}', tenant: acme, user: gone, roles: [operator]}}
   - {{token: 'sha256:{}', tenant: acme, user: sam, roles: [runner, approver]}}
   - {{token: 'sha256:{}', tenant: acme, user: bea, roles: [approver]}}
+  - {{token: 'sha256:{}', tenant: capped, user: cap, roles: [runner]}}
+  - {{token: 'sha256:{}', tenant: holding, user: hal, roles: [runner]}}
+tenants:
+  capped: {{quotas: {{runs_started: 1, window_ms: 600000}}}}
+  holding: {{quotas: {{runs_held: 1}}}}
 ",
             digest("t-runner"),
             digest("t-author"),
@@ -170,6 +175,8 @@ models:
             digest("t-gone"),
             digest("t-self"),
             digest("t-approver2"),
+            digest("t-capped"),
+            digest("t-holding"),
         ),
     );
     Ground {
@@ -821,6 +828,23 @@ fn cases(g: &Ground) -> Vec<Case> {
             404,
             "no",
         ),
+        // Quotas: a tenant past one is told which, and when to try again.
+        start(
+            "quota",
+            "a tenant past its runs started",
+            "t-capped",
+            json!({"spec_path": "book/spec.yaml"}),
+            429,
+            "quota of 1 runs started",
+        ),
+        start(
+            "quota",
+            "a tenant past its runs held",
+            "t-holding",
+            json!({"spec_path": "book/spec.yaml"}),
+            429,
+            "quota of 1 runs held",
+        ),
         // Another tenant's ids, everywhere: as if they did not exist.
         other(
             "tenant",
@@ -1015,11 +1039,16 @@ async fn get_json(base: &str, token: &str, path: &str) -> Value {
         .unwrap()
 }
 
-/// Waits until `run` has status `want`.
+/// Waits until `run` (of acme) has status `want`.
 async fn until_status(base: &str, run: &str, want: &str) -> Value {
+    until_status_as(base, "t-op", run, want).await
+}
+
+/// Waits until `run`, seen as `token`, has status `want`.
+async fn until_status_as(base: &str, token: &str, run: &str, want: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..400 {
-        last = get_json(base, "t-op", &format!("/v1/runs/{run}")).await;
+        last = get_json(base, token, &format!("/v1/runs/{run}")).await;
         if last["status"] == want {
             return last;
         }
@@ -1040,6 +1069,43 @@ async fn waiting_run(base: &str, token: &str, body: &Value) -> (String, String, 
     let (request, digest) = (field("request"), field("args_digest"));
     assert!(!request.is_empty(), "{asked}");
     (run, request, digest)
+}
+
+/// Uses up the quotas of the capped tenants: one run started (it attains), one held (it
+/// waits for an approval).
+async fn prime_quotas(base: &str) {
+    let (s, v) = post_json(
+        base,
+        "t-capped",
+        "/v1/runs",
+        json!({"spec_path": "book/spec.yaml"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    until_status_as(base, "t-capped", v["run_id"].as_str().unwrap(), "attained").await;
+    let (s, v) = post_json(
+        base,
+        "t-holding",
+        "/v1/runs",
+        json!({"spec_path": "book/spec.yaml", "ask_tools": ["append_entry"]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    // A refusal says when to try again, in seconds.
+    let r = reqwest::Client::new()
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("t-capped")
+        .json(&json!({"spec_path": "book/spec.yaml"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=600).contains(&retry), "{retry}");
 }
 
 /// How many events `run` has.
@@ -1213,6 +1279,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
         events_before.push(events_of(&base, r).await);
     }
 
+    prime_quotas(&base).await;
     // The removed principal: gone from the file, its token stops working.
     let principals = std::fs::read_to_string(g.work.join("principals.yaml")).unwrap();
     let kept: String = principals
@@ -1242,6 +1309,25 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
         through.len(),
         through.join("\n")
     );
+    // Each tenant's use, and what its quotas refused, in `/metrics`.
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "warrant_tenant_runs_started{tenant=\"capped\"} 1",
+        "warrant_tenant_runs_held{tenant=\"holding\"} 1",
+        "warrant_tenant_quota_refusals_total{tenant=\"capped\",quota=\"runs started\"} 2",
+        "warrant_tenant_quota_refusals_total{tenant=\"holding\",quota=\"runs held\"} 1",
+    ] {
+        assert!(metrics.contains(line), "no `{line}` in:\n{metrics}");
+    }
+    assert!(
+        metrics.contains("warrant_tenant_calls{tenant=\"acme\"}"),
+        "{metrics}"
+    );
     // The same approver through the CLI is not a second person either.
     let again = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(&g.work)
@@ -1258,7 +1344,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         written.lines().count(),
-        3,
+        4,
         "one approval of two wrote: {written}"
     );
     // The second person completes it, and another person approves the self-started run:
@@ -1282,7 +1368,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     assert_eq!(s, StatusCode::OK, "{v}");
     until_status(&base, &self_run, "attained").await;
     let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
-    assert_eq!(written.lines().count(), 5, "{written}");
+    assert_eq!(written.lines().count(), 6, "{written}");
     let answers = get_json(&base, "t-op", &format!("/v1/runs/{two_run}/events?from=1")).await;
     let rules: Vec<String> = answers["events"]
         .as_array()
@@ -1373,6 +1459,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let (s, v) = post_json(&fleet.base, "t-author", "/v1/runs", json!({"spec": mine})).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     until_status(&fleet.base, v["run_id"].as_str().unwrap(), "attained").await;
+    prime_quotas(&fleet.base).await;
     let mut fleet_table = BTreeMap::new();
     let fleet_through = attack(&g, &fleet.base, &fill, &mut fleet_table, true).await;
     print_table(
@@ -1389,7 +1476,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let book = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         book.lines().count(),
-        6,
+        8,
         "only the allowed runs wrote: {book}"
     );
 }

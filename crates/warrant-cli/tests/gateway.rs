@@ -369,6 +369,31 @@ fn what_a_client_reads_through_the_gateway_is_the_servers_answer_and_writing_it_
 }
 
 #[test]
+fn a_tenant_past_its_calls_quota_is_told_so_and_the_call_is_not_made() {
+    let world = World::new();
+    world.configure("quotas:\n  \"*\": {calls: 2, window_ms: 600000}");
+    let mut plan = world.stdio();
+    plan["calls"] = json!([
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+        {"name": "list_directory", "arguments": {"path": "."}},
+        {"name": "read_text_file", "arguments": {"path": "inbox.txt"}},
+    ]);
+    let seen = drive(Client::TypeScript, &plan);
+    let results = seen["results"].as_array().unwrap();
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(results[1]["isError"], false, "{}", results[1]);
+    assert_eq!(results[2]["isError"], true, "{}", results[2]);
+    assert!(
+        text(&results[2]).contains("quota of 2 calls") && text(&results[2]).contains("try again"),
+        "{}",
+        results[2]
+    );
+    let run = world.runs()[0]["run_id"].as_str().unwrap().to_owned();
+    let events = stdout(&world.warrant(&["events", &run, "--json"]));
+    assert_eq!(events.matches("\"call_started\"").count(), 2, "{events}");
+}
+
+#[test]
 fn a_typescript_client_over_stdio_is_governed_call_by_call() {
     let world = World::new();
     let seen = drive(Client::TypeScript, &scenario(&world, world.stdio()));

@@ -51,6 +51,11 @@ pub struct GatewayConfig {
     /// Limits on each session.
     #[serde(default)]
     pub limits: SessionLimits,
+    /// What each tenant may use (`"*"`: every tenant not named): sessions started and held,
+    /// and tool calls, per window. A call past one is answered with a tool error saying which
+    /// quota, and when to try again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quotas: BTreeMap<String, warrant_app::Quota>,
 }
 
 /// Who a session acts for.
@@ -187,6 +192,16 @@ impl GatewayConfig {
         }
         if self.servers.is_empty() {
             issues.push("servers: a gateway needs at least one upstream server".to_owned());
+        }
+        for (tenant, quota) in &self.quotas {
+            if let Err(e) = quota.check() {
+                issues.push(format!("quotas.{tenant}: {e}"));
+            }
+            if quota.tokens.is_some() {
+                issues.push(format!(
+                    "quotas.{tenant}.tokens: a gateway's sessions spend no model tokens of its own (the client decides)"
+                ));
+            }
         }
         for (name, server) in &self.servers {
             if name == JOINED {

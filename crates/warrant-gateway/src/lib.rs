@@ -47,6 +47,8 @@ pub struct Gateway {
     /// Counts the changes of what is offered (a session holding a call for approval watches
     /// it: a held tool whose schema changed is not approved as it was).
     pub(crate) changes: tokio::sync::watch::Sender<u64>,
+    /// What each tenant's sessions used (quotas).
+    pub(crate) meter: Arc<warrant_app::Meter>,
 }
 
 /// A session counted as live.
@@ -98,6 +100,29 @@ impl Offer {
 }
 
 impl Gateway {
+    /// `Ok` when `tenant` may make a call now (and, with `new_session`, open a session);
+    /// else the quota it reached.
+    pub(crate) fn within_quota(
+        &self,
+        tenant: &str,
+        new_session: bool,
+    ) -> Result<(), warrant_app::Exceeded> {
+        let Some(quota) = self
+            .config
+            .quotas
+            .get(tenant)
+            .or_else(|| self.config.quotas.get("*"))
+        else {
+            return Ok(());
+        };
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        if new_session {
+            self.meter.may_start(tenant, quota, now)
+        } else {
+            self.meter.may_call(tenant, quota, now)
+        }
+    }
+
     /// Reaches every upstream server of `config` (paths in it relative to `base`), checks its
     /// policies, and lists what it offers. `operator` is who sessions act for when the config
     /// names nobody.
@@ -133,6 +158,7 @@ impl Gateway {
             stopping: tokio::sync::watch::Sender::new(false),
             changes: tokio::sync::watch::Sender::new(0),
             stateless: Mutex::new(std::collections::HashMap::new()),
+            meter: Arc::default(),
         });
         // An upstream's `listChanged` reaches every client (after the gateway lists again).
         let changed = Arc::new(tokio::sync::Notify::new());

@@ -136,6 +136,21 @@ impl ServerHandler for GatewayServer {
         }
         .filter(|c| !c.trim().is_empty())
         .unwrap_or_else(|| "unnamed client".to_owned());
+        // The tenant's quotas: a session opened, a call made.
+        let opening = if stateless {
+            !self
+                .gateway
+                .stateless
+                .lock()
+                .is_ok_and(|m| m.contains_key(&(tenant.clone(), user.clone(), client.clone())))
+        } else {
+            self.session.get().is_none()
+        };
+        if let Err(e) = self.gateway.within_quota(&tenant, opening) {
+            return Ok(CallToolResponse::Complete(reply::error(format!(
+                "Warrant did not make this call: {e}."
+            ))));
+        }
         let session = if stateless {
             crate::session::stateless(&self.gateway, &client, &tenant, &user)
         } else {

@@ -312,6 +312,13 @@ pub(crate) fn start(
         gateway.stopping.subscribe(),
     ));
     let engine = gateway.app.engine().acting_for(tenant, user);
+    engine.subscribe(
+        "quotas",
+        Box::new(Metered {
+            tenant: tenant.to_owned(),
+            meter: gateway.meter.clone(),
+        }),
+    );
     let by = format!("{tenant}/{user} (through {client})");
     let live = gateway.session_guard();
     let task = drive(gateway, decider, engine, asker, gone, ended.clone(), by);
@@ -543,5 +550,22 @@ async fn wait_for_answer(
             _ = changes.changed() => {}
             _ = &mut *gone => return false,
         }
+    }
+}
+
+/// Counts what a session's run does against its tenant's quotas.
+struct Metered {
+    tenant: String,
+    meter: Arc<warrant_app::Meter>,
+}
+
+impl warrant_engine::Subscriber for Metered {
+    fn on_event(
+        &mut self,
+        run: &warrant_core::ids::RunId,
+        event: &warrant_core::Event,
+    ) -> Result<(), String> {
+        self.meter.observe(&self.tenant, run, event);
+        Ok(())
     }
 }

@@ -287,6 +287,7 @@ pub async fn start_run(
     } else {
         caller.principal.require(Role::Runner)?;
     }
+    shared.within_quota(&caller.principal.tenant).await?;
     let key = match headers.get("idempotency-key") {
         None => None,
         Some(v) => {
@@ -357,6 +358,48 @@ pub async fn start_run(
 }
 
 impl Shared {
+    /// `Ok` when `tenant` may start another run now; else 429, naming the quota it reached.
+    pub async fn within_quota(&self, tenant: &str) -> Result<(), Problem> {
+        let Some(quota) = self.principals.tenant(tenant).quota else {
+            return Ok(());
+        };
+        if quota.runs_held.is_some() && self.runner.is_queueing() {
+            // Workers drive the runs: which of them have ended is the store's to say.
+            let held = self.live_runs_of(tenant).await?;
+            self.runner.meter.set_held(tenant, held);
+        }
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        self.runner
+            .meter
+            .may_start(tenant, &quota, now)
+            .map_err(|e| Problem::too_many(&e))
+    }
+
+    /// The runs of `tenant` that have not ended, as the store says.
+    async fn live_runs_of(
+        &self,
+        tenant: &str,
+    ) -> Result<std::collections::HashSet<RunId>, Problem> {
+        let mut out = std::collections::HashSet::new();
+        for status in ["running", "waiting", "ready"] {
+            let page = self
+                .app
+                .store()
+                .runs(RunQuery {
+                    status: Some(status.to_owned()),
+                    ..RunQuery::default()
+                })
+                .await
+                .map_err(|e| Problem::internal(e.to_string()))?;
+            for r in page.runs {
+                if self.tenant_of(&r.run_id).await?.as_deref() == Some(tenant) {
+                    out.insert(r.run_id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     async fn status_of(&self, run: &RunId) -> Result<String, Problem> {
         Ok(self.app.shown_status(run).await?)
     }

@@ -121,6 +121,9 @@ struct TenantEntry {
     /// tenant obeys, besides the server's floor and its own rules.
     #[serde(default)]
     policy: Vec<String>,
+    /// What the tenant may use: runs started, calls and tokens per window, runs held.
+    #[serde(default)]
+    quotas: Option<warrant_app::Quota>,
 }
 
 /// What the operator set for one tenant, read with the principals.
@@ -128,7 +131,12 @@ struct TenantEntry {
 pub struct Tenant {
     /// Its part of the policy floor.
     pub floor: Vec<PathBuf>,
+    /// Its quotas.
+    pub quota: Option<warrant_app::Quota>,
 }
+
+/// The tenants entry that holds for every tenant the file does not name.
+pub const EVERY_TENANT: &str = "*";
 
 /// A principals file as read: principals by token digest, and tenants by name.
 #[derive(Default)]
@@ -210,7 +218,12 @@ impl Principals {
         cache
             .lock()
             .ok()
-            .and_then(|c| c.1.tenants.get(tenant).cloned())
+            .and_then(|c| {
+                c.1.tenants
+                    .get(tenant)
+                    .or_else(|| c.1.tenants.get(EVERY_TENANT))
+                    .cloned()
+            })
             .unwrap_or_default()
     }
 }
@@ -262,7 +275,17 @@ fn read(path: &Path) -> Result<(Option<SystemTime>, Table), String> {
         let floor: Vec<PathBuf> = t.policy.iter().map(|p| folder.join(p)).collect();
         warrant_app::check_policy_files(&floor, &format!("{shown}: tenants.{name}.policy"))
             .map_err(|e| e.to_string())?;
-        tenants.insert(name, Tenant { floor });
+        if let Some(q) = &t.quotas {
+            q.check()
+                .map_err(|e| format!("{shown}: tenants.{name}.quotas: {e}"))?;
+        }
+        tenants.insert(
+            name,
+            Tenant {
+                floor,
+                quota: t.quotas,
+            },
+        );
     }
     Ok((
         modified,

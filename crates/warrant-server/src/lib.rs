@@ -104,6 +104,54 @@ pub(crate) struct Shared {
     pub(crate) starting: tokio::sync::Mutex<()>,
 }
 
+impl Shared {
+    /// Counts, for quotas, the runs of the last window and every run not ended: the runs a
+    /// tenant holds, and what it started, called and spent lately. The number of runs read.
+    async fn seed_meter(&self) -> Result<usize, Problem> {
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        let since = now.saturating_sub(warrant_app::quota::WINDOW_MS_DEFAULT);
+        let mut seen = std::collections::HashSet::new();
+        let mut queries: Vec<warrant_core::ports::RunQuery> = ["running", "waiting", "ready"]
+            .into_iter()
+            .map(|s| warrant_core::ports::RunQuery {
+                status: Some(s.to_owned()),
+                ..Default::default()
+            })
+            .collect();
+        queries.push(warrant_core::ports::RunQuery {
+            since_ms: Some(since),
+            ..Default::default()
+        });
+        for query in queries {
+            let page = self
+                .app
+                .store()
+                .runs(query)
+                .await
+                .map_err(|e| Problem::internal(e.to_string()))?;
+            for r in page.runs {
+                if !seen.insert(r.run_id.clone()) {
+                    continue;
+                }
+                let Some(tenant) = self.tenant_of(&r.run_id).await? else {
+                    continue;
+                };
+                let events: Vec<_> = self
+                    .app
+                    .store()
+                    .read(&r.run_id, 1)
+                    .await
+                    .map_err(|e| Problem::internal(e.to_string()))?
+                    .into_iter()
+                    .map(|s| s.event)
+                    .collect();
+                self.runner.meter.seed(&tenant, &r.run_id, &events);
+            }
+        }
+        Ok(seen.len())
+    }
+}
+
 /// Registers what no caller is told: the server's own paths and the operator's secrets.
 fn hide_own_paths(catalog: Option<&warrant_app::Catalog>, registry: &warrant_app::Registry) {
     let cwd = std::env::current_dir().ok();
@@ -226,6 +274,14 @@ impl Server {
     ) -> Result<(), ServerError> {
         let shared = self.shared.clone();
         let background = async {
+            // What each tenant used before this process started: its quotas count it.
+            match shared.seed_meter().await {
+                Ok(n) if n > 0 => tracing::info!(runs = n, "counted the tenants' recent runs"),
+                Ok(_) => {}
+                Err(p) => {
+                    tracing::warn!(problem = %p.detail, "counting the tenants' recent runs failed")
+                }
+            }
             match shared.runner.reenter_all().await {
                 Ok(n) if n > 0 => tracing::info!(runs = n, "re-entered the runs that can go on"),
                 Ok(_) => {}
@@ -445,6 +501,13 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
 }
 
 /// A counter map's rows, `{label="key"}` each, in key order.
+/// `v` as a Prometheus label value (backslash, quote and newline escaped).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 fn labelled<K: std::fmt::Display + Ord>(
     counts: &Mutex<HashMap<K, u64>>,
     label: &str,
@@ -541,6 +604,61 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
             String::new(),
             u64::try_from(shared.runner.held()).unwrap_or(u64::MAX),
         )],
+    );
+    // Each tenant's use, over its quota's window (an hour when it has none).
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let usage = shared.runner.meter.usage(now, |t| {
+        warrant_app::Meter::window_of(shared.principals.tenant(t).quota.as_ref())
+    });
+    let tenant = |t: &str| format!("{{tenant=\"{}\"}}", label_value(t));
+    for (name, help, kind, pick) in [
+        (
+            "warrant_tenant_runs_started",
+            "Runs each tenant started in its quota's window.",
+            "gauge",
+            (|u: &warrant_app::TenantUse| u.runs_started) as fn(&warrant_app::TenantUse) -> u64,
+        ),
+        (
+            "warrant_tenant_runs_held",
+            "Runs each tenant holds now (not ended).",
+            "gauge",
+            |u| u.runs_held,
+        ),
+        (
+            "warrant_tenant_calls",
+            "Calls each tenant's runs made in its quota's window.",
+            "gauge",
+            |u| u.calls,
+        ),
+        (
+            "warrant_tenant_tokens",
+            "Model tokens each tenant's runs used in its quota's window.",
+            "gauge",
+            |u| u.tokens,
+        ),
+    ] {
+        metric(
+            name,
+            help,
+            kind,
+            usage.iter().map(|(t, u)| (tenant(t), pick(u))).collect(),
+        );
+    }
+    metric(
+        "warrant_tenant_quota_refusals_total",
+        "Starts refused because a tenant reached a quota, by tenant and quota.",
+        "counter",
+        usage
+            .iter()
+            .flat_map(|(t, u)| {
+                u.refused.iter().map(move |(q, n)| {
+                    (
+                        format!("{{tenant=\"{}\",quota=\"{q}\"}}", label_value(t)),
+                        *n,
+                    )
+                })
+            })
+            .collect(),
     );
     let pending = shared
         .app

@@ -17,6 +17,10 @@ pub struct Problem {
     pub status: u16,
     /// What is wrong here, and where.
     pub detail: String,
+    /// For a 429: seconds after which trying again may succeed (the `Retry-After` header).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub retry_after_s: Option<u64>,
 }
 
 impl Problem {
@@ -26,7 +30,15 @@ impl Problem {
             title,
             status,
             detail: detail.into(),
+            retry_after_s: None,
         }
+    }
+
+    /// 429: a tenant reached a quota; `Retry-After` says when to try again.
+    pub fn too_many(e: &warrant_app::Exceeded) -> Problem {
+        let mut p = Problem::new(429, "quota", "A quota is reached", e.to_string());
+        p.retry_after_s = Some(e.retry_after_ms.div_ceil(1000).max(1));
+        p
     }
 
     /// 400: the request is malformed (not JSON, a wrong field, a bad header).
@@ -114,6 +126,11 @@ impl IntoResponse for Problem {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(s) = self.retry_after_s
+            && let Ok(v) = HeaderValue::from_str(&s.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
         response
     }
 }

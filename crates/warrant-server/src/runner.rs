@@ -62,6 +62,8 @@ pub struct Runner {
     stopping: watch::Sender<bool>,
     /// What runs driven here did.
     pub counters: Arc<Counters>,
+    /// What each tenant used (quotas).
+    pub meter: Arc<warrant_app::Meter>,
     /// Makes one more subscriber for each run's engine (traces), if set.
     observer: Option<Observer>,
     /// Runs are only recorded here, for workers to drive (a fleet's server).
@@ -89,22 +91,33 @@ impl IdGen for Chosen {
 struct Watch {
     started: Option<oneshot::Sender<()>>,
     counters: Arc<Counters>,
+    /// The run's tenant, and what its use is counted in.
+    tenant: String,
+    meter: Arc<warrant_app::Meter>,
     /// Calls started and not yet finished, since when.
     calls: HashMap<warrant_core::ids::CallId, warrant_core::metrics::Stopwatch>,
 }
 
 impl Watch {
-    fn new(started: Option<oneshot::Sender<()>>, counters: Arc<Counters>) -> Watch {
+    fn new(
+        started: Option<oneshot::Sender<()>>,
+        counters: Arc<Counters>,
+        tenant: String,
+        meter: Arc<warrant_app::Meter>,
+    ) -> Watch {
         Watch {
             started,
             counters,
+            tenant,
+            meter,
             calls: HashMap::new(),
         }
     }
 }
 
 impl warrant_engine::Subscriber for Watch {
-    fn on_event(&mut self, _run: &RunId, event: &Event) -> Result<(), String> {
+    fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
+        self.meter.observe(&self.tenant, run, event);
         let c = &self.counters;
         c.events.fetch_add(1, Ordering::Relaxed);
         match &event.kind {
@@ -153,6 +166,7 @@ impl Runner {
             idle: Notify::new(),
             stopping: watch::Sender::new(false),
             counters: Arc::default(),
+            meter: Arc::default(),
             observer: None,
             queueing: false,
             letting_go: false,
@@ -171,6 +185,11 @@ impl Runner {
     pub fn letting_go(mut self) -> Runner {
         self.letting_go = true;
         self
+    }
+
+    /// Whether it only records runs, for workers to drive.
+    pub fn is_queueing(&self) -> bool {
+        self.queueing
     }
 
     /// Runs this runner may take on now.
@@ -195,10 +214,15 @@ impl Runner {
 
     /// Subscribes what watches every run to `engine`; `started` is told when its first event
     /// is recorded.
-    fn watch(&self, engine: &Engine, started: Option<oneshot::Sender<()>>) {
+    fn watch(&self, engine: &Engine, started: Option<oneshot::Sender<()>>, tenant: &str) {
         engine.subscribe(
             "server",
-            Box::new(Watch::new(started, self.counters.clone())),
+            Box::new(Watch::new(
+                started,
+                self.counters.clone(),
+                tenant.to_owned(),
+                self.meter.clone(),
+            )),
         );
         if let Some(make) = &self.observer {
             engine.subscribe("observer", make());
@@ -247,6 +271,8 @@ impl Runner {
             let engine = self.app.engine_for(&prepared);
             let run = prepared.enqueue(&engine).await?;
             self.counters.started.fetch_add(1, Ordering::Relaxed);
+            self.meter
+                .started(&prepared.tenant, &run, SystemClock.now_ms());
             tracing::info!(run = %run, spec = %prepared.spec.id, "run queued");
             return Ok(run);
         }
@@ -258,7 +284,7 @@ impl Runner {
             .engine_for(&prepared)
             .with_ids(Arc::new(Chosen(run.clone())));
         let (tx, rx) = oneshot::channel();
-        self.watch(&engine, Some(tx));
+        self.watch(&engine, Some(tx), &prepared.tenant);
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let (failed_tx, failed_rx) = oneshot::channel();
         self.clone()
@@ -296,7 +322,7 @@ impl Runner {
         let mut prepared = self.app.reentry(run).await?;
         prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
-        self.watch(&engine, None);
+        self.watch(&engine, None, &prepared.tenant);
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
         tracing::info!(run = %run, "run re-entered");
         self.clone()
