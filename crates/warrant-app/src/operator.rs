@@ -241,7 +241,7 @@ impl Registry {
             execution_control: None,
             profile: None,
             plan_first: false,
-            inputs: Vec::new(),
+            inputs: warrant_core::spec::Inputs::default(),
             steps: Vec::new(),
             limits: warrant_core::spec::Limits::default(),
         };

@@ -43,6 +43,9 @@ pub struct RunOptions {
     pub tenant: String,
     /// Who the run acts for.
     pub user: String,
+    /// The values of the spec's inputs (checked against their schemas before anything
+    /// starts).
+    pub inputs: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// A run ready to go: its spec, decider and providers, checked before anything is written.
@@ -76,6 +79,8 @@ impl Prepared {
         let begun_ms = SystemClock.now_ms();
         // The operator's providers it names, pinned to the definitions it starts with.
         deciders.registry().pin(&mut spec)?;
+        let mut options = options;
+        options.inputs = given_inputs(&spec, std::mem::take(&mut options.inputs))?;
         let decider = match &options.decider {
             Some(d) => deciders.load(d, None, &spec)?,
             None => deciders.default_for(&spec, spec_path)?,
@@ -204,6 +209,70 @@ pub struct Reconciled {
     pub resend: bool,
 }
 
+/// The values `given` for `spec`'s inputs, checked: every one declared and every declared
+/// one given (or defaulted by its schema), each valid against its schema. Errors name the
+/// input and what is wrong.
+fn given_inputs(
+    spec: &Spec,
+    mut given: std::collections::BTreeMap<String, serde_json::Value>,
+) -> Result<std::collections::BTreeMap<String, serde_json::Value>> {
+    let mut problems = Vec::new();
+    for name in given.keys() {
+        if !spec.inputs.contains(name) {
+            let declared: Vec<String> = spec.inputs.names().map(|n| format!("`{n}`")).collect();
+            problems.push(format!(
+                "inputs.{name}: the spec takes no input `{name}` (it takes: {})",
+                if declared.is_empty() {
+                    "none".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            ));
+        }
+    }
+    for (name, schema) in spec.inputs.iter() {
+        if !given.contains_key(name)
+            && let Some(default) = schema.and_then(|s| s.get("default"))
+        {
+            given.insert(name.clone(), default.clone());
+        }
+        let Some(value) = given.get(name) else {
+            problems.push(format!("inputs.{name}: the spec needs a value for it"));
+            continue;
+        };
+        let Some(schema) = schema else {
+            continue;
+        };
+        match jsonschema::validator_for(schema) {
+            Err(e) => problems.push(format!(
+                "inputs.{name}: the spec's schema for it does not compile: {e}"
+            )),
+            Ok(v) => {
+                let errors: Vec<String> = v
+                    .iter_errors(value)
+                    .take(5)
+                    .map(|e| {
+                        let at = e.instance_path().to_string();
+                        if at.is_empty() {
+                            e.to_string()
+                        } else {
+                            format!("{at}: {e}")
+                        }
+                    })
+                    .collect();
+                if !errors.is_empty() {
+                    problems.push(format!("inputs.{name}: {}", errors.join("; ")));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(given)
+    } else {
+        Err(AppError::invalid(problems.join("\n")))
+    }
+}
+
 /// Checks that the policy files `paths` load, as `what` (a floor that would not load would
 /// run nothing).
 pub fn check_policy_files(paths: &[PathBuf], what: &str) -> Result<()> {
@@ -327,6 +396,9 @@ impl App {
                     .map(|p| p.display().to_string())
                     .collect(),
             );
+        }
+        if !o.inputs.is_empty() {
+            engine = engine.with_inputs(o.inputs.clone());
         }
         if !o.deny_tools.is_empty() || !o.ask_tools.is_empty() {
             engine = engine.with_authority(Arc::new(RuleList::new(

@@ -283,13 +283,14 @@ impl Meter {
                 retry(first_since(u.tokens.iter().map(|(t, _)| *t), since)),
             ),
         ];
-        let over = limits
-            .into_iter()
-            .find_map(|(what, limit, used, per_window, retry_after_ms)| {
-                limit
-                    .filter(|l| used >= *l)
-                    .map(|l| exceeded(what, l, per_window, retry_after_ms))
-            });
+        let over =
+            limits
+                .into_iter()
+                .find_map(|(what, limit, used, per_window, retry_after_ms)| {
+                    limit
+                        .filter(|l| used >= *l)
+                        .map(|l| exceeded(what, l, per_window, retry_after_ms))
+                });
         match over {
             None => Ok(()),
             Some(e) => {

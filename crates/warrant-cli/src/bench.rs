@@ -94,7 +94,7 @@ fn spec(steps: u32) -> Spec {
         execution_control: None,
         profile: None,
         plan_first: false,
-        inputs: Vec::new(),
+        inputs: warrant_core::spec::Inputs::default(),
         steps: vec![StepSpec {
             id: StepId("loop".into()),
             provider: "tools".into(),

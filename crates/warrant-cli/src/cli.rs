@@ -453,6 +453,10 @@ pub struct RunArgs {
     /// Cedar policy file or folder of `.cedar` files (repeatable), besides the spec's `policy`.
     #[arg(long = "policy", value_name = "FILE|DIR")]
     pub policies: Vec<PathBuf>,
+    /// A value of one of the spec's inputs (repeatable): `NAME=VALUE`, the value read as JSON
+    /// when it is JSON (`amount=950`, `tags=["a"]`) and as text otherwise (`to=DE89...`).
+    #[arg(long = "input", value_name = "NAME=VALUE", value_parser = parse_input)]
+    pub inputs: Vec<(String, serde_json::Value)>,
     /// The user the run acts for (default: $USER); policies see it.
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
@@ -677,4 +681,17 @@ fn parse_edit(text: &str) -> Result<serde_json::Value, String> {
         Ok(_) => Err("the edited arguments must be a JSON object".to_owned()),
         Err(e) => Err(format!("the edited arguments are not JSON: {e}")),
     }
+}
+
+/// `NAME=VALUE`: the value as JSON when it parses as JSON, else as text.
+fn parse_input(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}`: write NAME=VALUE"))?;
+    if name.is_empty() {
+        return Err(format!("`{text}`: the input's name is empty"));
+    }
+    let value =
+        serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+    Ok((name.to_owned(), value))
 }

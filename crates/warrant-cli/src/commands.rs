@@ -402,6 +402,12 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
                 .map_err(|e: String| Failure::invalid(anyhow!(e)))?,
         );
     }
+    let inputs: std::collections::BTreeMap<String, Value> = args.inputs.iter().cloned().collect();
+    if inputs.len() != args.inputs.len() {
+        return Err(Failure::invalid(anyhow!(
+            "--input: the same input is given twice"
+        )));
+    }
     let options = warrant_app::RunOptions {
         decider: args.decider.clone(),
         deny_tools: args.deny_tools.clone(),
@@ -409,6 +415,7 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
         policies: args.policies.clone(),
         narrowing: Vec::new(),
         floor: Vec::new(),
+        inputs,
         execution_control: args.execution_control.clone(),
         tenant: args.tenant.clone(),
         user: args.user.clone().unwrap_or_else(|| operator(None)),

@@ -649,3 +649,66 @@ fn the_untrusted_input_profile_asks_and_the_request_says_why() {
     );
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_specs_typed_inputs_are_checked_before_anything_starts_and_labelled_input() {
+    let (_dir, store) = scratch();
+    let spec = root().join("examples/pay-to/spec.yaml");
+    let spec = spec.to_str().unwrap();
+    // Values that do not meet the schemas, one the spec does not take, and none at all:
+    // refused before anything is written, each input named.
+    let bad = warrant(
+        &store,
+        &[
+            "run",
+            spec,
+            "--input",
+            "to=nope",
+            "--input",
+            "amount=5000",
+            "--input",
+            "x=1",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    for said in [
+        "inputs.to",
+        "inputs.amount",
+        "inputs.x: the spec takes no input `x`",
+    ] {
+        assert!(stderr(&bad).contains(said), "{said}: {}", stderr(&bad));
+    }
+    let none = warrant(&store, &["run", spec]);
+    assert_eq!(none.status.code(), Some(2), "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("inputs.to: the spec needs a value for it"),
+        "{}",
+        stderr(&none)
+    );
+    assert!(!store.exists(), "a refused start wrote the store");
+    // Given as the schemas ask: the run carries them, and the transfer's arguments that hold
+    // them are labelled `input` — what the step's grant admits.
+    let ok = warrant(
+        &store,
+        &[
+            "run",
+            spec,
+            "--input",
+            "to=DE89370400440532013000",
+            "--input",
+            "amount=950",
+            "--json",
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let report = json(&warrant(&store, &["report", "last", "--json"]));
+    let labels = report["steps"][0]["calls"][0]["provenance"].to_string();
+    for label in [
+        r#"{"pointer":"/amount","source":"input","name":"amount"}"#,
+        r#"{"pointer":"/to","source":"input","name":"to"}"#,
+    ] {
+        assert!(labels.contains(label), "{label} not in {labels}");
+    }
+    assert_eq!(report["carried"][0]["name"], "input.amount", "{report}");
+    assert_eq!(report["carried"][0]["value"], 950, "{report}");
+}

@@ -115,6 +115,14 @@ fn ground() -> Ground {
     );
     write(&specs.join("two/script.yaml"), BOOK_SCRIPT);
     write(
+        &specs.join("typed/spec.yaml"),
+        &BOOK_SPEC.replace(
+            "steps:\n",
+            "inputs:\n  entry: {type: string, maxLength: 20}\nsteps:\n",
+        ),
+    );
+    write(&specs.join("typed/script.yaml"), BOOK_SCRIPT);
+    write(
         &specs.join("two/two.cedar"),
         "@id(\"writes-need-two\")\n@approval(\"the book takes two people's word\")\n@approvals(\"2\")\npermit (principal, action == Warrant::Action::\"commit\", resource);\n",
     );
@@ -827,6 +835,39 @@ fn cases(g: &Ground) -> Vec<Case> {
             ),
             404,
             "no",
+        ),
+        // A catalog spec's typed inputs: checked before anything starts.
+        start(
+            "input",
+            "a value the schema refuses",
+            "t-runner",
+            json!({"spec_path": "typed/spec.yaml", "inputs": {"entry": 5}}),
+            422,
+            "inputs.entry",
+        ),
+        start(
+            "input",
+            "a value too long",
+            "t-runner",
+            json!({"spec_path": "typed/spec.yaml", "inputs": {"entry": "x".repeat(21)}}),
+            422,
+            "inputs.entry",
+        ),
+        start(
+            "input",
+            "an input the spec does not take",
+            "t-runner",
+            json!({"spec_path": "typed/spec.yaml", "inputs": {"entry": "ok", "path": "/etc/passwd"}}),
+            422,
+            "takes no input `path`",
+        ),
+        start(
+            "input",
+            "no value for an input",
+            "t-runner",
+            json!({"spec_path": "typed/spec.yaml"}),
+            422,
+            "needs a value",
         ),
         // Quotas: a tenant past one is told which, and when to try again.
         start(

@@ -566,6 +566,10 @@ pub enum EventKind {
         /// The run that delegated to this one, when it is a child.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent: Option<Box<ParentLink>>,
+        /// The values of the spec's inputs its starter gave (a child's come with `parent`):
+        /// a user's values, like the objective; steps bind them as `input.<name>`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inputs: Option<Arc<BTreeMap<String, Value>>>,
     },
     /// A step began.
     StepStarted {

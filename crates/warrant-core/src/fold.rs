@@ -496,6 +496,8 @@ pub struct RunState {
     pub(crate) setup_ms: u64,
     /// Its two clocks: the time it spent driving, and the time it waited for people.
     pub(crate) clocks: Clocks,
+    /// The values its starter gave its inputs (a root run's), by name.
+    pub(crate) inputs: Vec<(String, Arc<Value>)>,
     /// Tokens the decider reported (input plus output).
     pub(crate) tokens_used: u64,
     /// Cost the decider reported, in micro-dollars.
@@ -753,6 +755,12 @@ impl RunState {
         self.clocks.waited_ms(now_ms)
     }
 
+    /// The values its starter gave its inputs (a root run's; a child's are carried values
+    /// with their lineage in the parent), by name.
+    pub fn inputs(&self) -> &[(String, Arc<Value>)] {
+        &self.inputs
+    }
+
     /// When the wait under way began, if the run waits now.
     pub fn waiting_since_ms(&self) -> Option<u64> {
         self.clocks.waiting_since
@@ -918,10 +926,30 @@ impl RunState {
                 execution_control,
                 provenance,
                 parent,
+                inputs,
                 ..
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
+                }
+                // A root's inputs, given by its starter: carried values whose lineage is the
+                // start itself (call `c0` of step `input`), and a user's words for provenance.
+                for (name, value) in inputs.iter().flat_map(|i| i.iter()) {
+                    let value = Arc::new(value.clone());
+                    self.carried.insert(
+                        format!("{}.{name}", crate::validate::INPUT_STEP),
+                        Carried {
+                            value: value.clone(),
+                            lineage: Lineage {
+                                run: run_id.clone(),
+                                step: StepId(crate::validate::INPUT_STEP.into()),
+                                call: CallId(0),
+                                tool: crate::validate::INPUT_STEP.into(),
+                                path: format!("/{name}"),
+                            },
+                        },
+                    );
+                    self.inputs.push((name.clone(), value));
                 }
                 if let Some(link) = parent {
                     // A child's inputs are its first carried values, with their lineage in

@@ -17,6 +17,12 @@ use crate::ids::CallId;
 pub enum Source {
     /// It appears in the objective text.
     Objective,
+    /// It is (or appears in) the value the run's starter gave one of its inputs: a user's
+    /// value, like the objective.
+    Input {
+        /// The input.
+        name: String,
+    },
     /// It is a carried value (verified against evidence).
     Carried {
         /// `step.output`.
@@ -51,6 +57,7 @@ impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::Objective => f.write_str("the objective"),
+            Source::Input { name } => write!(f, "input `{name}`"),
             Source::Carried { name } => write!(f, "carried value `{name}`"),
             Source::ProviderOutput { provider, call } => {
                 write!(f, "the output of `{provider}` ({call})")
@@ -672,12 +679,29 @@ pub struct Objective {
     /// Its words as a number is looked for in them (split at anything but letters, digits
     /// and dots; trailing dots trimmed).
     words: std::collections::HashSet<String>,
+    /// The values the run's starter gave its inputs, each prepared as the objective is.
+    inputs: Vec<(String, Objective)>,
 }
 
 impl Objective {
     /// The objective `text`.
     pub fn new(text: &str) -> Objective {
         Objective::from_lower(&text.to_lowercase())
+    }
+
+    /// The same, with the values the run's starter gave its inputs (a string as it is,
+    /// anything else as its JSON).
+    pub fn with_inputs(mut self, inputs: &[(String, Arc<Value>)]) -> Objective {
+        self.inputs = inputs
+            .iter()
+            .map(|(name, v)| {
+                let text = v
+                    .as_str()
+                    .map_or_else(|| crate::canon::canonical_json(v), str::to_owned);
+                (name.clone(), Objective::new(&text))
+            })
+            .collect();
+        self
     }
 
     fn from_lower(lower: &str) -> Objective {
@@ -688,6 +712,23 @@ impl Objective {
                 .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
                 .map(|w| w.trim_end_matches('.').to_owned())
                 .collect(),
+            inputs: Vec::new(),
+        }
+    }
+
+    /// Whether `leaf` is in this text as the rules in force look: a string as a whole token
+    /// or phrase (rules 2) or anywhere (rules 1), a number as a word of its own.
+    fn holds(&self, leaf: &Value, rules: u32) -> bool {
+        match leaf {
+            Value::String(s) if rules >= 2 => {
+                let s = normalise(s);
+                s.len() >= 2 && holds_as_token(&self.normalised, &s)
+            }
+            Value::String(s) => {
+                s.trim().len() >= 2 && self.lower.contains(&s.trim().to_lowercase())
+            }
+            Value::Number(n) => self.words.contains(NumberText::of(n).as_str()),
+            _ => false,
         }
     }
 }
@@ -701,8 +742,6 @@ pub fn label_for(
     rules: u32,
     taint: &[String],
 ) -> Vec<ArgLabel> {
-    let objective_lower = objective_text.lower.as_str();
-    let objective = (rules >= 2).then_some(objective_text.normalised.as_str());
     // The labels live as long as the run's state: exactly one per leaf, no spare room.
     let mut leaves = 0;
     for_each_leaf(args, &mut |_| leaves += 1);
@@ -713,19 +752,22 @@ pub fn label_for(
             .split('/')
             .next()
             .unwrap_or("");
-        let in_objective = match (leaf, &objective) {
-            // Rules 2: as a whole token or phrase of the objective.
-            (Value::String(s), Some(objective)) => {
-                let s = normalise(s);
-                s.len() >= 2 && holds_as_token(objective, &s)
-            }
-            (Value::String(s), None) => {
-                s.trim().len() >= 2 && objective_lower.contains(&s.trim().to_lowercase())
-            }
-            // A number the objective states as a word of its own ("pay 950").
-            (Value::Number(n), _) => objective_text.words.contains(NumberText::of(n).as_str()),
-            _ => false,
-        };
+        // Rules 2: as a whole token or phrase of the objective; a number it states as a
+        // word of its own ("pay 950").
+        let in_objective = objective_text.holds(leaf, rules);
+        // The starter's own values: an input bound to the argument, or one that holds it.
+        let input = carried_args
+            .iter()
+            .find(|(arg, _)| arg == top)
+            .and_then(|(_, name)| name.strip_prefix("input."))
+            .and_then(|n| objective_text.inputs.iter().find(|(i, _)| i == n))
+            .or_else(|| {
+                objective_text
+                    .inputs
+                    .iter()
+                    .find(|(_, i)| i.holds(leaf, rules))
+            })
+            .map(|(name, _)| Source::Input { name: name.clone() });
         let output = index
             .find(leaf)
             .map(|(provider, call)| (provider, Some(call)))
@@ -744,7 +786,9 @@ pub fn label_for(
         });
         // The user's own words and carried values outrank a provider's; under rules 2 a
         // provider's output that also holds the value is said too.
-        let first = if let Some((_, name)) = carried_args.iter().find(|(arg, _)| arg == top) {
+        let first = if input.is_some() {
+            input
+        } else if let Some((_, name)) = carried_args.iter().find(|(arg, _)| arg == top) {
             Some(Source::Carried { name: name.clone() })
         } else if in_objective {
             Some(Source::Objective)
@@ -784,6 +828,40 @@ pub fn label_for(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_value_the_starter_gave_an_input_is_labelled_input_before_anything_else() {
+        let mut index = OutputIndex::default();
+        index.record(
+            "bank",
+            CallId(1),
+            &Arc::new(json!({"iban": "DE89370400440532013000"})),
+            2,
+        );
+        let objective = Objective::new("Pay the amount given to the account given").with_inputs(&[
+            ("to".into(), Arc::new(json!("DE89370400440532013000"))),
+            ("amount".into(), Arc::new(json!(950))),
+        ]);
+        let labels = label_for(
+            &json!({"to": "de89370400440532013000", "amount": 950, "memo": "rent"}),
+            &objective,
+            &[],
+            &index,
+            2,
+            &[],
+        );
+        let of = |p: &str| labels.iter().find(|l| l.pointer == p).unwrap();
+        assert_eq!(of("/to").source, Source::Input { name: "to".into() });
+        // A provider's output that holds it too is said as well.
+        assert_eq!(of("/to").also.len(), 1);
+        assert_eq!(
+            of("/amount").source,
+            Source::Input {
+                name: "amount".into()
+            }
+        );
+        assert!(matches!(of("/memo").source, Source::Decider { .. }));
+    }
 
     #[test]
     fn a_value_inside_provider_prose_is_labelled_as_that_providers_output() {

@@ -113,6 +113,7 @@ fn top(label: &ArgLabel) -> &str {
 fn admitted(source: &Source, allowed: &[GrantSource], trusted: &BTreeSet<String>) -> bool {
     let kind = match source {
         Source::Objective => GrantSource::Objective,
+        Source::Input { .. } => GrantSource::Input,
         Source::Carried { .. } => GrantSource::Carried,
         Source::ProviderOutput { provider, .. } if trusted.contains(provider) => {
             GrantSource::TrustedOutput
@@ -182,7 +183,7 @@ fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result
 /// Whether a source is one a person (or the spec) vouches for.
 fn trusted_source(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
-        Source::Objective | Source::Carried { .. } => true,
+        Source::Objective | Source::Input { .. } | Source::Carried { .. } => true,
         Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
             trusted.contains(provider)
         }

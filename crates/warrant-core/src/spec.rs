@@ -52,15 +52,111 @@ pub struct Spec {
     /// that has none, from the objective alone; the proposal is recorded and rules the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plan_first: bool,
-    /// The inputs a run of this spec receives from the step that delegates to it, by name;
-    /// steps bind them as `input.<name>`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inputs: Vec<String>,
+    /// The inputs a run of this spec receives, by name: from the step that delegates to it
+    /// (a child), or from whoever starts it (an operator's catalog spec), each value checked
+    /// against its JSON Schema when one is given. Written as a list of names, or as a map of
+    /// names to schemas. Steps bind them as `input.<name>`.
+    #[serde(default, skip_serializing_if = "Inputs::is_empty")]
+    pub inputs: Inputs,
     /// The stages of the trajectory, in the order they are considered.
     pub steps: Vec<StepSpec>,
     /// Limits on the run.
     #[serde(default)]
     pub limits: Limits,
+}
+
+/// A spec's inputs, in the order written: each name with the JSON Schema its value must meet,
+/// when the spec gives one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inputs(Vec<(String, Option<serde_json::Value>)>);
+
+impl Inputs {
+    /// Inputs named, with no schemas.
+    pub fn names_only<I: IntoIterator<Item = String>>(names: I) -> Inputs {
+        Inputs(names.into_iter().map(|n| (n, None)).collect())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `name` is one.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _)| n == name)
+    }
+
+    /// Their names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    /// Each name with its schema, if any.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, Option<&serde_json::Value>)> {
+        self.0.iter().map(|(n, s)| (n, s.as_ref()))
+    }
+}
+
+impl Serialize for Inputs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        // Names alone are written as a list, as specs always wrote them.
+        if self.0.iter().all(|(_, schema)| schema.is_none()) {
+            let mut seq = s.serialize_seq(Some(self.0.len()))?;
+            for (n, _) in &self.0 {
+                seq.serialize_element(n)?;
+            }
+            return seq.end();
+        }
+        let any = serde_json::Value::Object(serde_json::Map::new());
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (n, schema) in &self.0 {
+            map.serialize_entry(n, schema.as_ref().unwrap_or(&any))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Inputs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Inputs, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Inputs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of input names, or a map of input names to JSON Schemas")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Inputs, A::Error> {
+                let mut out = Vec::new();
+                while let Some(n) = a.next_element::<String>()? {
+                    out.push((n, None));
+                }
+                Ok(Inputs(out))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Inputs, A::Error> {
+                let mut out = Vec::new();
+                while let Some((n, schema)) = a.next_entry::<String, serde_json::Value>()? {
+                    out.push((n, Some(schema)));
+                }
+                Ok(Inputs(out))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl JsonSchema for Inputs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Inputs".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Input names, or input names with the JSON Schema of each value.",
+            "oneOf": [
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "object", "additionalProperties": {"type": ["object", "boolean"]}}
+            ]
+        })
+    }
 }
 
 /// How a provider is reached.
@@ -506,6 +602,8 @@ pub struct ArgConstraint {
 pub enum GrantSource {
     /// The objective's words.
     Objective,
+    /// A value the run's starter gave one of its inputs.
+    Input,
     /// A carried value.
     Carried,
     /// A trusted provider's output.

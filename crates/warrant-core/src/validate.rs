@@ -457,7 +457,7 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                         format!(
                             "`{source}`: the spec declares no input `{}` (its `inputs`: {})",
                             r.output,
-                            list(&spec.inputs.iter().map(String::as_str).collect::<Vec<_>>())
+                            list(&spec.inputs.names().map(String::as_str).collect::<Vec<_>>())
                         ),
                     ));
                 }
@@ -620,7 +620,7 @@ fn child_fits(
     here: &dyn Fn(&[Seg]) -> Vec<Seg>,
 ) -> Vec<(Vec<Seg>, String)> {
     let mut issues = Vec::new();
-    for name in &spec.inputs {
+    for name in spec.inputs.names() {
         if !child.inputs.contains_key(name) {
             issues.push((
                 here(&[key("inputs")]),

@@ -71,6 +71,7 @@ impl Log {
             setup_ms: Some(40),
             provenance: None,
             parent: None,
+            inputs: None,
         });
         log
     }

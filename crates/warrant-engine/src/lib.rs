@@ -169,6 +169,8 @@ pub struct Engine {
     /// Whether the principal a run acts for may approve its requests (a person at their own
     /// terminal, yes; a server's tenants, only if its operator says so).
     pub(crate) self_approval: bool,
+    /// The values a new run's starter gives its spec's inputs.
+    pub(crate) inputs: Option<Arc<std::collections::BTreeMap<String, serde_json::Value>>>,
 }
 
 /// Execution control, required for commit calls.
@@ -200,6 +202,7 @@ impl Engine {
             narrowing: Arc::from([]),
             children: None,
             self_approval: true,
+            inputs: None,
         }
     }
 
@@ -258,6 +261,17 @@ impl Engine {
     /// its spec's `policy:` as one policy set (built by the policy source).
     pub fn with_policy_files(mut self, paths: Vec<String>) -> Engine {
         self.policy_files = Arc::from(paths);
+        self
+    }
+
+    /// A new run is given these values of its spec's inputs (recorded in `run_started`,
+    /// bound as `input.<name>`, labelled `input` wherever an argument holds them). Checked
+    /// against the spec's input schemas by whoever starts it (`warrant_app`).
+    pub fn with_inputs(
+        mut self,
+        inputs: std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Engine {
+        self.inputs = (!inputs.is_empty()).then(|| Arc::new(inputs));
         self
     }
 

@@ -13,7 +13,8 @@
 //! - context: `run`, `step`, `args_digest`, `handle_age_ms` (0 when the call uses no handle),
 //!   and the names of the top-level arguments by where
 //!   their values were observed: `untrusted_args` (an untrusted provider's output),
-//!   `trusted_output_args`, `carried_args`, `objective_args`, `unobserved_args` (produced by the
+//!   `trusted_output_args`, `carried_args`, `objective_args`, `input_args` (a value the run's
+//!   starter gave one of its inputs), `unobserved_args` (produced by the
 //!   decider), `decider_args` (the same, under provenance rules 2) and `tainted_args` (produced by
 //!   the decider after it had read an untrusted provider's output); `context_tainted` and
 //!   `tainted_by` (which untrusted providers' output the decider had read when it proposed the
@@ -70,6 +71,7 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     trusted_output_args: Set<String>,
     carried_args: Set<String>,
     objective_args: Set<String>,
+    input_args: Set<String>,
     unobserved_args: Set<String>,
     decider_args: Set<String>,
     tainted_args: Set<String>,
@@ -102,6 +104,7 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     trusted_output_args: Set<String>,
     carried_args: Set<String>,
     objective_args: Set<String>,
+    input_args: Set<String>,
     unobserved_args: Set<String>,
     decider_args: Set<String>,
     tainted_args: Set<String>,
@@ -360,6 +363,7 @@ impl CedarAuthority {
         let mut trusted_output = BTreeSet::new();
         let mut carried = BTreeSet::new();
         let mut objective = BTreeSet::new();
+        let mut input = BTreeSet::new();
         let mut unobserved = BTreeSet::new();
         let mut decider = BTreeSet::new();
         let mut tainted = BTreeSet::new();
@@ -385,6 +389,7 @@ impl CedarAuthority {
                     Source::Description { .. } => untrusted.insert(top.clone()),
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),
+                    Source::Input { .. } => input.insert(top.clone()),
                     Source::Unobserved => unobserved.insert(top.clone()),
                     // Produced by the decider (rules 2): unobserved too, for policies written
                     // before; tainted when its context held untrusted text.
@@ -442,7 +447,8 @@ impl CedarAuthority {
             "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
             "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
-            "carried_args": carried, "objective_args": objective, "unobserved_args": unobserved,
+            "carried_args": carried, "objective_args": objective, "input_args": input,
+            "unobserved_args": unobserved,
             "decider_args": decider, "tainted_args": tainted,
             "context_tainted": !r.context_taint.is_empty(), "tainted_by": r.context_taint,
             "hints": hints,

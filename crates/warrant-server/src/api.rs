@@ -180,6 +180,11 @@ pub struct StartRun {
     /// A security profile (`untrusted-input`), instead of the spec's.
     #[serde(default)]
     pub profile: Option<String>,
+    /// Values of the spec's inputs, by name: checked against the spec's schemas before the
+    /// run starts; the run carries them as `input.<name>`, and provenance labels them
+    /// `input` (a user's value, like the objective).
+    #[serde(default)]
+    pub inputs: std::collections::BTreeMap<String, Value>,
 }
 
 /// A run as the API answers it after a control action.
@@ -255,6 +260,7 @@ impl Shared {
             narrowing: policies,
             // The tenant's part of the operator's floor (the server's own applies to all).
             floor: self.principals.tenant(&caller.principal.tenant).floor,
+            inputs: req.inputs,
             execution_control: None,
             tenant: caller.principal.tenant.clone(),
             user: caller.principal.user.clone(),

@@ -243,7 +243,9 @@ fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
             !trusted.contains(provider)
         }
         Source::Decider { tainted_by } => !tainted_by.is_empty(),
-        Source::Objective | Source::Carried { .. } | Source::Unobserved => false,
+        Source::Objective | Source::Input { .. } | Source::Carried { .. } | Source::Unobserved => {
+            false
+        }
     }
 }
 

@@ -53,6 +53,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             setup_ms: None,
             provenance: None,
             parent: None,
+            inputs: None,
         },
     })
 }

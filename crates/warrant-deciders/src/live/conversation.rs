@@ -542,6 +542,7 @@ mod tests {
                     setup_ms: None,
                     provenance: Some(2),
                     parent: None,
+                    inputs: None,
                 },
             })
             .unwrap();

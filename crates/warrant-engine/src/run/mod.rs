@@ -179,7 +179,10 @@ impl<'a> Run<'a> {
             .cloned()
             .unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq();
-        let objective = engine.cache.objective(&spec);
+        let objective = match state.inputs() {
+            [] => engine.cache.objective(&spec),
+            given => Arc::new(provenance::Objective::new(&spec.objective).with_inputs(given)),
+        };
         Run {
             engine,
             run_id,
@@ -402,8 +405,19 @@ impl<'a> Run<'a> {
             setup_ms,
             execution_control: self.rules.describe_control().map(Arc::new),
             provenance: self.provenance,
+            inputs: self
+                .parent
+                .is_none()
+                .then(|| self.engine.inputs.clone())
+                .flatten(),
             parent: self.parent.clone().map(Box::new),
         })?;
+        if !self.state.inputs().is_empty() {
+            // Values the starter gave: a user's words, as the objective's are.
+            self.objective = Arc::new(
+                provenance::Objective::new(&self.spec.objective).with_inputs(self.state.inputs()),
+            );
+        }
         Ok(())
     }
 
