@@ -369,6 +369,48 @@ fn what_a_client_reads_through_the_gateway_is_the_servers_answer_and_writing_it_
 }
 
 #[test]
+fn a_tool_the_principal_may_never_call_is_not_listed_and_is_refused_if_called() {
+    let world = World::new();
+    std::fs::write(
+        world.dir.path().join("gateway/interns.cedar"),
+        "@id(\"interns-only-read\")\nforbid (principal, action == Warrant::Action::\"commit\", resource)\nwhen { principal.user == \"intern\" };\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(&world.config).unwrap().replace(
+        "policy: [policy.cedar]",
+        "policy: [policy.cedar, interns.cedar]",
+    );
+    std::fs::write(&world.config, config).unwrap();
+    world.configure("principal: {tenant: acme, user: intern}");
+    let mut plan = world.stdio();
+    plan["calls"] = json!([
+        {"name": "write_file", "arguments": {"path": "notes/x.txt", "content": "mine"}},
+    ]);
+    let seen = drive(Client::TypeScript, &plan);
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // Every commit is forbidden to an intern whatever its arguments: not offered.
+    assert_eq!(
+        tools,
+        [
+            "read_text_file",
+            "list_directory",
+            "list_allowed_directories"
+        ],
+        "{seen}"
+    );
+    // Called anyway (a client that remembers the name): ruled on, and refused.
+    let result = &seen["results"][0];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text(result).contains("interns-only-read"), "{result}");
+    assert!(!world.sandbox().join("notes/x.txt").exists());
+}
+
+#[test]
 fn a_tenant_past_its_calls_quota_is_told_so_and_the_call_is_not_made() {
     let world = World::new();
     world.configure("quotas:\n  \"*\": {calls: 2, window_ms: 600000}");

@@ -471,6 +471,23 @@ pub enum ApproverVerdict {
     },
 }
 
+/// A tool as a principal would be offered it: may any call of it ever be allowed?
+#[derive(Clone, Debug)]
+pub struct ToolProbe<'a> {
+    /// Who would call it.
+    pub principal: &'a Principal,
+    /// Its provider (the step's: a join's name for a joined tool).
+    pub provider: &'a str,
+    /// Its name.
+    pub tool: &'a str,
+    /// Read or commit.
+    pub effect: Effect,
+    /// Whether its provider is trusted.
+    pub trusted: bool,
+    /// Its input schema (the arguments a call may have).
+    pub schema: &'a Value,
+}
+
 /// The port that rules on capability requests.
 pub trait Authority: Send + Sync {
     /// Rules on one request.
@@ -484,6 +501,12 @@ pub trait Authority: Send + Sync {
     /// The default has no rule about approvers.
     fn rule_approver(&self, _request: &ApproverRequest<'_>) -> ApproverVerdict {
         ApproverVerdict::NotRuled
+    }
+    /// Whether some call of the probed tool could be allowed, whatever its arguments and
+    /// context: `false` only when every call of it would be refused, so a front door need not
+    /// offer it. The default cannot tell, and says yes (every call is still ruled on).
+    fn may_ever_allow(&self, _probe: &ToolProbe<'_>) -> bool {
+        true
     }
 }
 

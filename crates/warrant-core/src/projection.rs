@@ -34,6 +34,11 @@ pub struct Projection {
     /// The actions offered, in observation order; the handle of action `i` is
     /// `h<decision_no>.<i>`.
     pub actions: Arc<[ActionRecord]>,
+    /// Tools of the step the run's rules would refuse whatever the arguments (Cedar, partially
+    /// evaluated for its principal): a live model is not offered them. A call of one is still
+    /// ruled on, and refused.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub hidden: Arc<[String]>,
     /// Carried values with their lineage.
     pub carried: Vec<CarriedView>,
     /// The most recent calls of this step, oldest first. A finished call's view is made once
@@ -209,6 +214,7 @@ impl Projection {
             step_decision_no: s.decisions + 1,
             version,
             actions,
+            hidden: Arc::from([]),
             carried,
             recent,
             decisions_left: spec.limits.decisions_max.saturating_sub(state.decisions),

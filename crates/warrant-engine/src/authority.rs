@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use warrant_core::ports::{
-    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, Verdict,
+    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, ToolProbe, Verdict,
 };
 
 /// Allows every call.
@@ -107,6 +107,10 @@ impl RuleList {
 }
 
 impl Authority for RuleList {
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        !self.deny.contains(probe.tool)
+    }
+
     fn describe(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!({"rule_list": {"deny": self.deny, "ask": self.ask}}))
     }
@@ -196,6 +200,10 @@ impl Authority for AllOf {
         parts.map(|p| serde_json::json!({"all_of": p}))
     }
 
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        self.parts.iter().all(|p| p.may_ever_allow(probe))
+    }
+
     /// Any part's refusal refuses; else the parts that rule allow, under their rules.
     fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
         let mut rules = Vec::new();
@@ -258,6 +266,10 @@ impl Authority for Floor {
             .map(|d| serde_json::json!({"floor": d}))
     }
 
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        self.inner.may_ever_allow(probe)
+    }
+
     fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
         match self.inner.rule_approver(request) {
             ApproverVerdict::Deny { reasons } => ApproverVerdict::Deny {
@@ -316,6 +328,10 @@ impl Authority for Delegated {
         self.all.evaluate(request)
     }
 
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        self.all.may_ever_allow(probe)
+    }
+
     fn describe(&self) -> Option<serde_json::Value> {
         let ancestors: Vec<serde_json::Value> = self
             .ancestors
@@ -351,5 +367,11 @@ impl Authority for Allowed {
 
     fn describe(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!({"allowance": self.0}))
+    }
+
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        self.0
+            .get(probe.provider)
+            .is_none_or(|tools| tools.contains(probe.tool))
     }
 }

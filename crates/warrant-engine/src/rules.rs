@@ -119,6 +119,12 @@ impl Engine {
         Ok(Rules::root(authority, control))
     }
 
+    /// The authority a new run of `spec` would have now: what a front door asks, before any
+    /// run, which tools a principal could ever be allowed to call.
+    pub fn authority_for(&self, spec: &Arc<Spec>) -> Result<Arc<dyn Authority>, EngineError> {
+        Ok(self.rules_for(spec)?.authority)
+    }
+
     /// The rules of `run` re-entered: what its embedder set on this engine, when it did
     /// (`with_authority`, `with_execution_control`: a tightened policy rules the calls ruled
     /// on again), with the spec's; else exactly what the run recorded in `run_started`,

@@ -100,6 +100,52 @@ impl Offer {
 }
 
 impl Gateway {
+    /// Which tools of `offer` a session of `tenant/user` through `client` could ever be
+    /// allowed to call: a tool every call of which the session's rules would refuse (Cedar,
+    /// partially evaluated with the arguments and context unknown) is not listed. Every call
+    /// is still ruled on; when the rules cannot be built here, every tool is listed.
+    pub(crate) fn visible_to(
+        &self,
+        offer: &Offer,
+        tenant: &str,
+        user: &str,
+        client: &str,
+    ) -> impl Fn(&Offered) -> bool + use<> {
+        let authority = self
+            .app
+            .engine()
+            .acting_for(tenant, user)
+            .authority_for(&offer.spec)
+            .ok();
+        let principal = warrant_core::event::Principal {
+            tenant: tenant.to_owned(),
+            user: user.to_owned(),
+            // As the session's run names its decider.
+            agent: format!(
+                "{}:{}",
+                warrant_app::CLIENT_KIND,
+                warrant_core::text::sanitize(client)
+                    .chars()
+                    .take(120)
+                    .collect::<String>()
+            ),
+        };
+        let provider = self.config.step_provider();
+        let trusted = offer.spec.trusts(&provider);
+        move |t: &Offered| {
+            authority.as_ref().is_none_or(|a| {
+                a.may_ever_allow(&warrant_core::ports::ToolProbe {
+                    principal: &principal,
+                    provider: &provider,
+                    tool: &t.engine,
+                    effect: t.action.effect,
+                    trusted,
+                    schema: &t.action.input_schema,
+                })
+            })
+        }
+    }
+
     /// `Ok` when `tenant` may make a call now (and, with `new_session`, open a session);
     /// else the quota it reached.
     pub(crate) fn within_quota(

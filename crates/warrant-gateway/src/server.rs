@@ -105,8 +105,20 @@ impl ServerHandler for GatewayServer {
             self.gateway.connected(context.peer.clone());
         }
         let offer = self.gateway.offer();
+        let (tenant, user) = self.principal(&context);
+        let client = context
+            .peer
+            .peer_info()
+            .map(|i| format!("{} {}", i.client_info.name, i.client_info.version))
+            .unwrap_or_default();
+        let visible = self.gateway.visible_to(&offer, &tenant, &user, &client);
         Ok(ListToolsResult::with_all_items(
-            offer.tools.iter().map(GatewayServer::tool).collect(),
+            offer
+                .tools
+                .iter()
+                .filter(|t| visible(t))
+                .map(GatewayServer::tool)
+                .collect(),
         ))
     }
 

@@ -54,7 +54,7 @@ use serde_json::{Value, json};
 use warrant_core::canon;
 use warrant_core::event::{Effect, ToolHints};
 use warrant_core::ports::{
-    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, Verdict,
+    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, ToolProbe, Verdict,
 };
 use warrant_core::provenance::Source;
 
@@ -480,6 +480,45 @@ impl CedarAuthority {
         Ok((request, entities))
     }
 
+    /// Cedar's decision on a call of the probed tool with `present` arguments of unknown
+    /// values and an unknown context: `None` when it depends on them (or cannot be made).
+    fn partial_decision(&self, probe: &ToolProbe<'_>, present: &[&str]) -> Option<Decision> {
+        let p = probe.principal;
+        let principal_id = format!("{}/{}/{}", p.tenant, p.user, p.agent);
+        let quote = |s: &str| Value::String(s.to_owned()).to_string();
+        let principal =
+            EntityUid::from_str(&format!("Warrant::Principal::{}", quote(&principal_id))).ok()?;
+        let resource = EntityUid::from_str("Warrant::Call::\"probe\"").ok()?;
+        let action =
+            EntityUid::from_str(&format!("Warrant::Action::\"{}\"", probe.effect.as_str())).ok()?;
+        let tags: serde_json::Map<String, Value> = present
+            .iter()
+            .map(|k| {
+                (
+                    (*k).to_owned(),
+                    json!({"__extn": {"fn": "unknown", "arg": format!("arg.{k}")}}),
+                )
+            })
+            .collect();
+        let entities = json!([
+            {"uid": {"type": "Warrant::Principal", "id": principal_id}, "attrs": {
+                "tenant": p.tenant, "user": p.user, "agent": p.agent
+            }, "parents": []},
+            {"uid": {"type": "Warrant::Call", "id": "probe"}, "attrs": {
+                "provider": probe.provider, "tool": probe.tool, "trusted": probe.trusted
+            }, "parents": [], "tags": tags}
+        ]);
+        let entities = Entities::from_json_value(entities, None).ok()?;
+        let request = cedar_policy::RequestBuilder::default()
+            .principal(principal)
+            .action(action)
+            .resource(resource)
+            .build();
+        self.authorizer
+            .is_authorized_partial(&request, &self.policies, &entities)
+            .decision()
+    }
+
     fn rule(&self, r: &CapabilityRequest<'_>) -> Verdict {
         let indeterminate = |reason: String| Verdict::Indeterminate { reason };
         let (request, entities) = match self.cedar_request(r, r.effect.as_str(), None) {
@@ -618,6 +657,28 @@ fn why_commit(r: &CapabilityRequest<'_>) -> String {
 impl Authority for CedarAuthority {
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
         Box::pin(std::future::ready(self.rule(request)))
+    }
+
+    /// Whether some call of the probed tool could be allowed: Cedar evaluates the policies
+    /// partially, with the context and the arguments' values unknown, once with every
+    /// argument the schema has present and once with only its required ones; the tool is
+    /// never allowed only when both come out a definite deny.
+    fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
+        let props: Vec<&str> = probe
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let required: Vec<&str> = probe
+            .schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        [props, required]
+            .iter()
+            .any(|present| self.partial_decision(probe, present) != Some(Decision::Deny))
     }
 
     /// Who may answer: the policies that name `approve`, when there are any (principal: the

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use warrant_core::event::{Effect, ToolHints};
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::ports::{
-    ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, Verdict,
+    ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, ToolProbe, Verdict,
 };
 use warrant_core::provenance::{ArgLabel, Source};
 use warrant_policy::{CedarAuthority, PolicyFile};
@@ -521,4 +521,51 @@ fn approvals_must_be_a_number_of_people_on_a_permit_that_asks() {
         };
         assert!(e.to_string().contains(says), "{text}: {e}");
     }
+}
+
+#[test]
+fn a_tool_no_call_of_which_could_be_allowed_is_known_before_any_call() {
+    let a = authority(
+        r#"
+@id("reads") permit (principal, action == Warrant::Action::"read", resource);
+@id("commits-but-delete")
+permit (principal, action == Warrant::Action::"commit", resource)
+when { resource.tool != "delete_file" };
+@id("no-interns-write")
+forbid (principal, action == Warrant::Action::"commit", resource)
+when { principal.user == "intern" && resource.tool == "write_file" };
+@id("big-sends-ask")
+@approval("a big send")
+permit (principal, action == Warrant::Action::"commit", resource)
+when { resource.tool == "delete_file" && resource.hasTag("force") && context.carried_args.contains("path") };
+"#,
+        &[],
+    );
+    let probe = |user: &str, tool: &str, effect: Effect, schema: Value| {
+        let principal = warrant_core::event::Principal {
+            tenant: "acme".into(),
+            user: user.into(),
+            agent: "mcp-client:x".into(),
+        };
+        a.may_ever_allow(&ToolProbe {
+            principal: &principal,
+            provider: "fs",
+            tool,
+            effect,
+            trusted: false,
+            schema: &schema,
+        })
+    };
+    let path =
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+    assert!(probe("ann", "read_text_file", Effect::Read, path.clone()));
+    assert!(probe("ann", "write_file", Effect::Commit, path.clone()));
+    // Whatever the arguments and the context: never for an intern.
+    assert!(!probe("intern", "write_file", Effect::Commit, path.clone()));
+    // `delete_file` without a `force` argument can never be allowed; with one, a permit may
+    // match, depending on the context.
+    assert!(!probe("ann", "delete_file", Effect::Commit, path.clone()));
+    let forced =
+        json!({"type": "object", "properties": {"path": {}, "force": {}}, "required": ["path"]});
+    assert!(probe("ann", "delete_file", Effect::Commit, forced));
 }

@@ -193,7 +193,10 @@ pub fn from_projection(
     let spec = &p.spec;
     let step = spec.steps.get(p.step_index)?;
     let mut names = Names::default();
-    let allowed = |name: &str| step.tools.is_empty() || step.tools.iter().any(|t| t == name);
+    let allowed = |name: &str| {
+        (step.tools.is_empty() || step.tools.iter().any(|t| t == name))
+            && !p.hidden.iter().any(|h| h == name)
+    };
     let mut tools: Vec<Tool> = p
         .actions
         .iter()
@@ -510,17 +513,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_plan_is_asked_from_the_spec_alone_and_read_into_grants() {
+    /// A run of `spec_text` started and in its first step.
+    fn in_first_step(spec_text: &str) -> (Arc<warrant_core::spec::Spec>, warrant_core::RunState) {
         use warrant_core::spec::{Format, Spec};
-        let spec = Arc::new(
-            Spec::parse(
-                "version: warrant/v1\nid: s\nobjective: Pay 950 to DE89370400440532013000.\nplan_first: true\nproviders: {bank: {reference: bank}}\nsteps: [{id: pay, provider: bank, tools: [read_statement, transfer]}]\n",
-                Format::Yaml,
-                "s.yaml",
-            )
-            .unwrap(),
-        );
+        let spec = Arc::new(Spec::parse(spec_text, Format::Yaml, "s.yaml").unwrap());
         let mut state = warrant_core::RunState::default();
         state
             .apply(&warrant_core::Event {
@@ -556,6 +552,39 @@ mod tests {
                 },
             })
             .unwrap();
+        (spec, state)
+    }
+
+    const PAY_SPEC: &str = "version: warrant/v1\nid: s\nobjective: Pay 950 to DE89370400440532013000.\nplan_first: true\nproviders: {bank: {reference: bank}}\nsteps: [{id: pay, provider: bank, tools: [read_statement, transfer]}]\n";
+
+    #[test]
+    fn a_tool_the_rules_would_always_refuse_is_not_offered_to_the_model() {
+        let (spec, state) = in_first_step(&PAY_SPEC.replace("plan_first: true\n", ""));
+        let action = |name: &str| warrant_core::event::ActionRecord {
+            name: name.into(),
+            effect: warrant_core::event::Effect::Read,
+            description: String::new(),
+            input_schema: Arc::new(serde_json::json!({"type": "object"})),
+            hints: None,
+        };
+        let mut p = Projection::build(
+            &state,
+            spec,
+            0,
+            "v".into(),
+            Arc::from(vec![action("read_statement"), action("transfer")]),
+        )
+        .unwrap();
+        p.hidden = Arc::from(vec!["transfer".to_owned()]);
+        let (conversation, _) = from_projection(&p, &|_| Vec::new()).unwrap();
+        let offered: Vec<&str> = conversation.tools.iter().map(|t| t.name.as_str()).collect();
+        assert!(offered.contains(&"read_statement"), "{offered:?}");
+        assert!(!offered.contains(&"transfer"), "{offered:?}");
+    }
+
+    #[test]
+    fn a_plan_is_asked_from_the_spec_alone_and_read_into_grants() {
+        let (spec, state) = in_first_step(PAY_SPEC);
         let p = Projection::build(&state, spec, 0, "v".into(), Arc::from(Vec::new()))
             .unwrap()
             .for_planning();

@@ -19,6 +19,48 @@ pub(super) fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {
 }
 
 impl Run<'_> {
+    /// The tools of step `i` in `observation` the run's rules would refuse whatever the
+    /// arguments, for the run's principal (worked out once for each step and observation).
+    fn never_allowed(
+        &mut self,
+        i: usize,
+        observation: &warrant_core::ports::Observation,
+    ) -> Arc<[String]> {
+        if let Some((step, version, hidden)) = &self.hidden
+            && *step == i
+            && *version == observation.version
+        {
+            return hidden.clone();
+        }
+        let Some(step) = self.spec.steps.get(i) else {
+            return Arc::from([]);
+        };
+        let provider = step.provider.as_str();
+        let trusted = self.spec.trusts(provider);
+        let principal = self.state.principal().clone();
+        let hidden: Arc<[String]> = observation
+            .actions
+            .iter()
+            .filter(|a| step.tools.is_empty() || step.tools.contains(&a.name))
+            .filter(|a| {
+                !self
+                    .rules
+                    .authority
+                    .may_ever_allow(&warrant_core::ports::ToolProbe {
+                        principal: &principal,
+                        provider,
+                        tool: &a.name,
+                        effect: a.effect,
+                        trusted,
+                        schema: &a.input_schema,
+                    })
+            })
+            .map(|a| a.name.clone())
+            .collect();
+        self.hidden = Some((i, observation.version.clone(), hidden.clone()));
+        hidden
+    }
+
     /// Observes step `i`'s provider within the call bound, recording a new version. A failed
     /// observation ends the step (the run, at the deadline) and returns `None`; so does a
     /// cancellation, which the loop then acts on.
@@ -100,6 +142,8 @@ impl Run<'_> {
             observation.actions.clone(),
         )
         .ok_or(EngineError::NoStep(i))?;
+        let mut projection = projection;
+        projection.hidden = self.never_allowed(i, &observation);
         // `plan_first`: the run's first decision is its plan, made from the spec alone.
         let planning = self.state.needs_plan();
         let projection = if planning {

@@ -92,6 +92,9 @@ pub(crate) struct Run<'a> {
     /// What this run read of the other runs of its tree (denials that cross it).
     /// Shared by every run of its tree this process drives.
     pub(crate) tree: Arc<authorize::Tree>,
+    /// The tools a step's observation has that its principal could never be allowed: step,
+    /// observation version, tools.
+    hidden: Option<(usize, String, Arc<[String]>)>,
 }
 
 /// A call that passed the Bridge's checks: what to execute.
@@ -207,6 +210,7 @@ impl<'a> Run<'a> {
             parent: None,
             recorded: None,
             tree: Arc::default(),
+            hidden: None,
         }
     }
 
