@@ -489,6 +489,82 @@ impl App {
         }
     }
 
+    /// Adds `spec` (read from `spec_path`, its paths frozen) to the store's catalog, as
+    /// `by`: the entry, and whether that version is new.
+    pub async fn catalog_add(
+        &self,
+        spec: Spec,
+        spec_path: &Path,
+        by: &str,
+    ) -> Result<(warrant_core::ports::CatalogEntry, bool)> {
+        validate(&self.deciders, &spec, spec_path, false).await?;
+        let entry = warrant_core::ports::CatalogEntry {
+            id: spec.id.clone(),
+            digest: spec.hash(),
+            spec: Arc::new(spec),
+            added_at_ms: SystemClock.now_ms(),
+            added_by: by.to_owned(),
+            retired_at_ms: None,
+        };
+        let new = self
+            .store
+            .catalog_add(entry.clone())
+            .await
+            .map_err(AppError::failed)?;
+        Ok((entry, new))
+    }
+
+    /// The spec the store's catalog holds as `id`: version `digest` (a full digest or a
+    /// prefix of one), else the newest; never a retired version.
+    pub async fn catalog_spec(&self, id: &str, digest: Option<&str>) -> Result<Spec> {
+        let versions = self
+            .store
+            .catalog(Some(id))
+            .await
+            .map_err(AppError::failed)?;
+        let chosen = match digest {
+            Some(d) => {
+                let matching: Vec<_> = versions
+                    .iter()
+                    .filter(|e| {
+                        e.digest == d
+                            || e.digest
+                                .trim_start_matches("sha256:")
+                                .starts_with(d.trim_start_matches("sha256:"))
+                    })
+                    .collect();
+                match matching.as_slice() {
+                    [one] => Some(*one),
+                    [] => None,
+                    _ => {
+                        return Err(AppError::invalid(format!(
+                            "spec_digest `{d}` names several versions of `{id}`: give more of it"
+                        )));
+                    }
+                }
+            }
+            None => versions.iter().find(|e| e.retired_at_ms.is_none()),
+        };
+        match chosen {
+            None if digest.is_none() && !versions.is_empty() => Err(AppError::invalid(format!(
+                "spec_id: `{id}` is retired (every version): it starts no new run"
+            ))),
+            None => Err(AppError::invalid(format!(
+                "spec_id: the catalog has no {}`{id}`",
+                if digest.is_some() {
+                    "such version of "
+                } else {
+                    "spec "
+                }
+            ))),
+            Some(e) if e.retired_at_ms.is_some() => Err(AppError::invalid(format!(
+                "spec_id: `{id}` version {} is retired: it starts no new run",
+                e.digest
+            ))),
+            Some(e) => Ok((*e.spec).clone()),
+        }
+    }
+
     /// Re-enters `run` with what it recorded and drives it as far as it goes.
     pub async fn reenter(&self, run: &RunId) -> Result<RunResult> {
         let prepared = self.reentry(run).await?;

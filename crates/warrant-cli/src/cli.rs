@@ -311,6 +311,12 @@ pub enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// The operator's catalog kept in the store (a fleet's): the specs runners may start by
+    /// id (`{"spec_id": ...}` in `POST /v1/runs`), each version kept by its digest.
+    Specs {
+        #[command(subcommand)]
+        command: SpecsCommand,
+    },
     /// Print the model capability table live deciders are checked against (the built-in one
     /// with `--models` applied).
     Models,
@@ -417,6 +423,36 @@ pub struct WorkerArgs {
     pub grace: u64,
     #[command(flatten)]
     pub logs: LogArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SpecsCommand {
+    /// Add a spec to the catalog, frozen as it is now (its relative paths resolved against
+    /// its folder: a worker that starts it needs the files it names at those paths).
+    Add {
+        /// The spec file.
+        spec: PathBuf,
+        /// Who adds it (default: the user running the command).
+        #[arg(long = "as", value_name = "WHO")]
+        by: Option<String>,
+    },
+    /// List the catalog: each spec's versions, newest first.
+    List {
+        /// Include retired versions.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Retire a spec (every version, or one): it starts no new run; runs of it go on.
+    Retire {
+        /// The spec's id.
+        id: String,
+        /// Only this version (its digest, or a prefix of it).
+        #[arg(long, value_name = "DIGEST")]
+        digest: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -194,6 +194,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Store {
             command: crate::cli::StoreCommand::Migrate,
         } => crate::store::migrate(&store_path).await,
+        Command::Specs { command } => specs(&store_path, command).await,
     }
 }
 
@@ -1134,6 +1135,91 @@ async fn validate_cmd(spec_path: &Path, connect_providers: bool) -> Result<u8> {
         spec.hash()
     );
     Ok(exit::ATTAINED)
+}
+
+/// `warrant specs add|list|retire`: the operator's catalog in the store.
+async fn specs(store_path: &StoreAt, command: crate::cli::SpecsCommand) -> Result<u8> {
+    use crate::cli::SpecsCommand;
+    match command {
+        SpecsCommand::Add { spec, by } => {
+            let loaded = warrant_app::load_spec(&spec)?;
+            let app = app(store_path.open(Use::Create).await?);
+            let (entry, new) = app.catalog_add(loaded, &spec, &operator(by)).await?;
+            outln!(
+                "{} `{}` version {}",
+                if new { "added" } else { "already had" },
+                entry.id,
+                entry.digest
+            );
+            Ok(exit::ATTAINED)
+        }
+        SpecsCommand::List { all, json } => {
+            let store = store_path.open(Use::Read).await?;
+            let entries: Vec<_> = store
+                .catalog(None)
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?
+                .into_iter()
+                .filter(|e| all || e.retired_at_ms.is_none())
+                .collect();
+            if json {
+                let rows: Vec<Value> = entries
+                    .iter()
+                    .map(|e| {
+                        json!({
+                            "id": e.id, "digest": e.digest, "objective": e.spec.objective,
+                            "inputs": e.spec.inputs, "added_at_ms": e.added_at_ms,
+                            "added_by": e.added_by, "retired_at_ms": e.retired_at_ms,
+                        })
+                    })
+                    .collect();
+                print_json(&rows)?;
+            } else if entries.is_empty() {
+                errln!("the catalog of `{store_path}` is empty (`warrant specs add SPEC`)");
+            } else {
+                for e in &entries {
+                    outln!(
+                        "{:<20} {}  {}  by {}{}",
+                        e.id,
+                        e.digest.get(..19).unwrap_or(&e.digest),
+                        when(e.added_at_ms),
+                        e.added_by,
+                        e.retired_at_ms
+                            .map(|t| format!("  retired {}", when(t)))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+            Ok(exit::ATTAINED)
+        }
+        SpecsCommand::Retire { id, digest } => {
+            let store = store_path.open(Use::Existing).await?;
+            let digest = match digest {
+                None => None,
+                Some(d) => Some(
+                    warrant_app::App::new(store.clone(), deciders())
+                        .catalog_spec(&id, Some(&d))
+                        .await
+                        .map(|s| s.hash())
+                        .or_else(|_| Ok::<_, Failure>(d))?,
+                ),
+            };
+            let n = store
+                .catalog_retire(&id, digest.as_deref(), SystemClock.now_ms())
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if n == 0 {
+                return Err(Failure::invalid(anyhow!(
+                    "the catalog has no version of `{id}` that is not retired{}",
+                    digest
+                        .map(|d| format!(" with digest {d}"))
+                        .unwrap_or_default()
+                )));
+            }
+            outln!("retired {n} version(s) of `{id}`");
+            Ok(exit::ATTAINED)
+        }
+    }
 }
 
 /// `warrant validate --as-author SPEC`: the spec as a server holds an author's inline spec.

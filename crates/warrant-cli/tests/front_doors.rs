@@ -248,6 +248,16 @@ impl Ground {
     }
 }
 
+/// A `warrant worker`, stopped when dropped (also when an assertion fails first).
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// One request and what it must get.
 struct Case {
     class: &'static str,
@@ -869,6 +879,31 @@ fn cases(g: &Ground) -> Vec<Case> {
             422,
             "needs a value",
         ),
+        // The catalog in the store: only what the operator added, and not once retired.
+        start(
+            "catalog",
+            "a spec id the catalog does not hold",
+            "t-runner",
+            json!({"spec_id": "../book"}),
+            422,
+            "the catalog has no spec",
+        ),
+        start(
+            "catalog",
+            "a version without a spec id",
+            "t-runner",
+            json!({"spec_path": "book/spec.yaml", "spec_digest": "sha256:00"}),
+            422,
+            "`spec_digest` goes with `spec_id`",
+        ),
+        start(
+            "catalog",
+            "a spec id and a path at once",
+            "t-runner",
+            json!({"spec_path": "book/spec.yaml", "spec_id": "book"}),
+            422,
+            "give one of",
+        ),
         // Quotas: a tenant past one is told which, and when to try again.
         start(
             "quota",
@@ -1487,28 +1522,69 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     .await
     .unwrap();
     let fleet = g.serve(&url);
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .current_dir(&g.work)
-        .env("WARRANT_STORE", &url)
-        .env("BOOK_KEY", BOOK_KEY)
-        .env_remove("WARRANT_FAULT")
-        .args(["--providers", "providers.yaml", "worker", "--name", "doors"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let worker = Worker(
+        Command::new(env!("CARGO_BIN_EXE_warrant"))
+            .current_dir(&g.work)
+            .env("WARRANT_STORE", &url)
+            .env("BOOK_KEY", BOOK_KEY)
+            .env_remove("WARRANT_FAULT")
+            .args(["--providers", "providers.yaml", "worker", "--name", "doors"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
     let (s, v) = post_json(&fleet.base, "t-author", "/v1/runs", json!({"spec": mine})).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     until_status(&fleet.base, v["run_id"].as_str().unwrap(), "attained").await;
     prime_quotas(&fleet.base).await;
+    // The operator's catalog in the fleet's store: added by command, started by id, and no
+    // longer once retired.
+    let specs = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_warrant"))
+            .current_dir(&g.work)
+            .env("WARRANT_STORE", &url)
+            .arg("specs")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let added = specs(&["add", "specs/book/spec.yaml", "--as", "ops"]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    assert!(
+        stdout(&added).contains("added `book` version sha256:"),
+        "{}",
+        stdout(&added)
+    );
+    let listed = get_json(&fleet.base, "t-runner", "/v1/specs").await;
+    assert_eq!(listed[0]["id"], "book", "{listed}");
+    let (s, v) = post_json(
+        &fleet.base,
+        "t-runner",
+        "/v1/runs",
+        json!({"spec_id": "book"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    until_status(&fleet.base, v["run_id"].as_str().unwrap(), "attained").await;
+    let retired = specs(&["retire", "book"]);
+    assert!(retired.status.success(), "{}", stderr(&retired));
+    let (s, v) = post_json(
+        &fleet.base,
+        "t-runner",
+        "/v1/runs",
+        json!({"spec_id": "book"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("retired"), "{v}");
     let mut fleet_table = BTreeMap::new();
     let fleet_through = attack(&g, &fleet.base, &fill, &mut fleet_table, true).await;
     print_table(
         "front doors: a fleet (PostgreSQL server and worker), every start",
         &fleet_table,
     );
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
     assert!(
         fleet_through.is_empty(),
         "through the fleet:\n{}",
@@ -1517,7 +1593,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let book = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         book.lines().count(),
-        8,
+        9,
         "only the allowed runs wrote: {book}"
     );
 }

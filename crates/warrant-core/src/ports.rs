@@ -591,8 +591,9 @@ pub trait Interceptor: Send + Sync {
 }
 
 pub use crate::store::{
-    CancelRequest, CheckpointFailures, Claim, Driver, EventFeed, EventStore, FairShare, Held,
-    LEASE_TTL_MS, PendingApproval, RunCursor, RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, CatalogEntry, CheckpointFailures, Claim, Driver, EventFeed, EventStore,
+    FairShare, Held, LEASE_TTL_MS, PendingApproval, RunCursor, RunPage, RunQuery, RunSummary,
+    StoreError,
 };
 
 /// The run id that uniquely starts with `prefix`, among `runs`.

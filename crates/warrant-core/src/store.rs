@@ -269,6 +269,25 @@ pub trait EventFeed: Send {
     }
 }
 
+/// A spec in an operator's catalog kept in the store (a fleet's): frozen, by id and digest,
+/// so a run names exactly the spec it ran.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CatalogEntry {
+    /// The spec's id.
+    pub id: String,
+    /// The digest of the frozen spec (`Spec::hash`).
+    pub digest: String,
+    /// The frozen spec.
+    pub spec: Arc<crate::Spec>,
+    /// When it was added (ms since the epoch).
+    pub added_at_ms: u64,
+    /// Who added it.
+    pub added_by: String,
+    /// When it was retired, if it was: a retired version starts no new run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_at_ms: Option<u64>,
+}
+
 /// The port to durable storage of run logs.
 pub trait EventStore: Send + Sync {
     /// Appends `events` atomically after sequence `expected_seq`, checked against what the
@@ -341,6 +360,31 @@ pub trait EventStore: Send + Sync {
     /// its own at a bounded interval.
     fn work_ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(std::future::pending())
+    }
+    /// Adds `entry` to the catalog; `false` when that id and digest were there already (a
+    /// retired one comes back). A store without a catalog refuses.
+    fn catalog_add(&self, entry: CatalogEntry) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = entry;
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no catalog".into(),
+        ))))
+    }
+    /// The catalog's entries (of spec `id` only, if given), newest first, retired ones too.
+    fn catalog(&self, id: Option<&str>) -> BoxFuture<'_, Result<Vec<CatalogEntry>, StoreError>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+    /// Retires spec `id` (only version `digest`, if given) at `at_ms`: how many versions were.
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let _ = (id, digest, at_ms);
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no catalog".into(),
+        ))))
     }
     /// How long this store's commits took (begin to durable), if it measures them.
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {

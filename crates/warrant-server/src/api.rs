@@ -153,6 +153,52 @@ impl Shared {
     }
 }
 
+/// A spec of the catalog kept in the store, as `GET /v1/specs` lists it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct CatalogSpec {
+    /// Its id: what `spec_id` names.
+    pub id: String,
+    /// The current version's digest.
+    pub digest: String,
+    /// Its objective.
+    pub objective: String,
+    /// The inputs a start gives it, with their JSON Schemas.
+    #[schemars(with = "Value")]
+    pub inputs: warrant_core::spec::Inputs,
+    /// When this version was added (ms since the epoch), and by whom.
+    pub added_at_ms: u64,
+    /// Who added it.
+    pub added_by: String,
+}
+
+/// `GET /v1/specs`: the current version of each spec in the store's catalog.
+pub async fn specs(
+    State(shared): State<Arc<Shared>>,
+    _caller: Caller,
+) -> Result<Json<Vec<CatalogSpec>>, Problem> {
+    let entries = shared
+        .app
+        .store()
+        .catalog(None)
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?;
+    let mut seen = std::collections::BTreeSet::new();
+    Ok(Json(
+        entries
+            .into_iter()
+            .filter(|e| e.retired_at_ms.is_none() && seen.insert(e.id.clone()))
+            .map(|e| CatalogSpec {
+                objective: e.spec.objective.clone(),
+                inputs: e.spec.inputs.clone(),
+                id: e.id,
+                digest: e.digest,
+                added_at_ms: e.added_at_ms,
+                added_by: e.added_by,
+            })
+            .collect(),
+    ))
+}
+
 /// What `POST /v1/runs` takes.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -164,6 +210,13 @@ pub struct StartRun {
     /// Or a spec file under the server's specs folder (`--specs`).
     #[serde(default)]
     pub spec_path: Option<String>,
+    /// Or a spec of the catalog kept in the store (`warrant specs add`), by id: its newest
+    /// version, or `spec_digest`'s.
+    #[serde(default)]
+    pub spec_id: Option<String>,
+    /// The version of `spec_id` to start (its digest, or a prefix of it).
+    #[serde(default)]
+    pub spec_digest: Option<String>,
     /// `kind:argument` (a script path resolves under the specs folder); the spec's default
     /// decider when absent.
     #[serde(default)]
@@ -210,17 +263,21 @@ impl Shared {
         let registry = self.deciders.registry();
         let no_catalog =
             || Problem::invalid("this server has no specs folder (`warrant serve --specs DIR`)");
-        let (mut spec, spec_path) = match (&req.spec, &req.spec_path) {
-            (Some(_), Some(_)) | (None, None) => {
-                return Err(Problem::invalid(
-                    "give one of `spec` (inline) or `spec_path`",
-                ));
-            }
-            (None, Some(rel)) => catalog
+        if req.spec_digest.is_some() && req.spec_id.is_none() {
+            return Err(Problem::invalid("`spec_digest` goes with `spec_id`"));
+        }
+        let (mut spec, spec_path) = match (&req.spec, &req.spec_path, &req.spec_id) {
+            (None, None, Some(id)) => (
+                self.app
+                    .catalog_spec(id, req.spec_digest.as_deref())
+                    .await?,
+                PathBuf::from("catalog"),
+            ),
+            (None, Some(rel), None) => catalog
                 .ok_or_else(no_catalog)?
                 .load(rel)
                 .map_err(|e| Problem::invalid(format!("spec_path: {e}")))?,
-            (Some(inline), None) => {
+            (Some(inline), None, None) => {
                 // (The caller's role was checked: an author's.)
                 let (text, format) = match inline {
                     Value::String(s) => (s.clone(), Format::Yaml),
@@ -229,6 +286,11 @@ impl Shared {
                 let spec = warrant_app::inline_spec(&text, format, catalog, registry)?;
                 // Its paths were made absolute where they are allowed (inside the catalog).
                 (spec, PathBuf::from("inline"))
+            }
+            _ => {
+                return Err(Problem::invalid(
+                    "give one of `spec` (inline), `spec_path` or `spec_id`",
+                ));
             }
         };
         if let Some(profile) = &req.profile {

@@ -412,6 +412,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/approvals/{id}/approve", post(api::approve))
         .route("/v1/approvals/{id}/deny", post(api::deny))
         .route("/v1/audit", get(api::audit))
+        .route("/v1/specs", get(api::specs))
         .route("/v1/openapi.json", get(openapi::document))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -60,7 +60,7 @@ fn ops() -> Vec<Op> {
             ..op(
                 "post",
                 "/v1/runs",
-                "Start a run (an `Idempotency-Key` header returns the same run for the same key and body; 409 for another body).",
+                "Start a run: the operator's spec by `spec_path` or `spec_id` (a runner's), or an inline `spec` (an author's), with its `inputs`. An `Idempotency-Key` header returns the same run for the same key and body; 409 for another body; 429 past a tenant's quota.",
                 "runner",
             )
         },
@@ -169,6 +169,15 @@ fn ops() -> Vec<Op> {
                 "get",
                 "/v1/audit",
                 "The tenant's control actions (start, approve, deny, reconcile, cancel), read from its runs' logs.",
+                "viewer",
+            )
+        },
+        Op {
+            answer: Some(schema::<Vec<api::CatalogSpec>>),
+            ..op(
+                "get",
+                "/v1/specs",
+                "The operator's catalog kept in the store: the specs a runner starts by `spec_id`, each current version with its typed inputs.",
                 "viewer",
             )
         },

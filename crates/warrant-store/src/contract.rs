@@ -156,6 +156,56 @@ where
     leases_fence_a_driver_that_lost_its_run(&make().await).await;
     cancellations_are_recorded_once(&make().await).await;
     an_answered_child_makes_its_root_ready(&make().await).await;
+    a_catalog_keeps_every_version_and_retires_them(&make().await).await;
+}
+
+/// The catalog keeps each version of a spec by its digest, newest first; retiring one keeps
+/// it listed as retired; adding it again brings it back.
+pub async fn a_catalog_keeps_every_version_and_retires_them(store: &dyn EventStore) {
+    use warrant_core::store::CatalogEntry;
+    let entry = |objective: &str, at: u64| {
+        let mut s = (*spec()).clone();
+        s.objective = objective.into();
+        CatalogEntry {
+            id: s.id.clone(),
+            digest: s.hash(),
+            spec: Arc::new(s),
+            added_at_ms: at,
+            added_by: "ops".into(),
+            retired_at_ms: None,
+        }
+    };
+    let (v1, v2) = (entry("first", 10), entry("second", 20));
+    assert!(store.catalog_add(v1.clone()).await.unwrap());
+    assert!(store.catalog_add(v2.clone()).await.unwrap());
+    assert!(
+        !store.catalog_add(v1.clone()).await.unwrap(),
+        "the same version twice"
+    );
+    let listed = store.catalog(Some("s")).await.unwrap();
+    assert_eq!(listed, vec![v2.clone(), v1.clone()]);
+    assert!(store.catalog(Some("other")).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .catalog_retire("s", Some(&v2.digest), 30)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .catalog_retire("s", Some(&v2.digest), 31)
+            .await
+            .unwrap(),
+        0
+    );
+    let listed = store.catalog(None).await.unwrap();
+    assert_eq!(listed[0].retired_at_ms, Some(30));
+    assert_eq!(listed[1].retired_at_ms, None);
+    assert_eq!(listed[0].spec.objective, "second");
+    assert!(!store.catalog_add(v2.clone()).await.unwrap());
+    assert_eq!(store.catalog(None).await.unwrap()[0].retired_at_ms, None);
+    assert_eq!(store.catalog_retire("s", None, 40).await.unwrap(), 2);
 }
 
 /// A tree of runs is carried on by its root's driver: when a person answers a child's

@@ -21,6 +21,7 @@ struct Inner {
     position: u64,
     cancels: HashMap<RunId, CancelRequest>,
     pending: BTreeMap<String, PendingApproval>,
+    catalog: Vec<warrant_core::ports::CatalogEntry>,
 }
 
 struct RunLog {
@@ -213,6 +214,63 @@ fn extend(
 }
 
 impl EventStore for MemoryStore {
+    fn catalog_add(
+        &self,
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        ready(lock(&self.inner).map(|mut inner| {
+            match inner
+                .catalog
+                .iter_mut()
+                .find(|e| e.id == entry.id && e.digest == entry.digest)
+            {
+                Some(there) => {
+                    there.retired_at_ms = None;
+                    false
+                }
+                None => {
+                    inner.catalog.push(entry);
+                    true
+                }
+            }
+        }))
+    }
+
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        ready(lock(&self.inner).map(|inner| {
+            let mut out: Vec<_> = inner
+                .catalog
+                .iter()
+                .filter(|e| id.as_ref().is_none_or(|i| *i == e.id))
+                .cloned()
+                .collect();
+            out.reverse();
+            out
+        }))
+    }
+
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        ready(lock(&self.inner).map(|mut inner| {
+            let mut n = 0;
+            for e in inner.catalog.iter_mut().filter(|e| {
+                e.id == id && digest.is_none_or(|d| d == e.digest) && e.retired_at_ms.is_none()
+            }) {
+                e.retired_at_ms = Some(at_ms);
+                n += 1;
+            }
+            n
+        }))
+    }
+
     fn append(
         &self,
         run: &RunId,

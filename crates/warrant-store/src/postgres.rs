@@ -44,7 +44,7 @@ macro_rules! summary {
 }
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Most append requests folded into one transaction.
 const GROUP_COMMIT_MAX: usize = 1024;
@@ -83,6 +83,10 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX warrant_approvals_by_tenant ON warrant_approvals (tenant);
      CREATE TABLE warrant_cancels (
          run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);",
+    // 2: the operator's catalog of specs, by id and digest.
+    "CREATE TABLE warrant_catalog (
+         id TEXT NOT NULL, digest TEXT NOT NULL, added_at_ms BIGINT NOT NULL,
+         retired_at_ms BIGINT, body TEXT NOT NULL, PRIMARY KEY (id, digest));",
 ];
 
 /// A store on a PostgreSQL database.
@@ -1354,6 +1358,76 @@ impl EventStore for PostgresStore {
         let mut ready = self.inner.ready.subscribe();
         Box::pin(async move {
             let _ = ready.changed().await;
+        })
+    }
+
+    fn catalog_add(
+        &self,
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(&entry).map_err(io)?;
+            let added = i64::try_from(entry.added_at_ms).map_err(io)?;
+            let rows = self
+                .inner
+                .query(
+                    "INSERT INTO warrant_catalog (id, digest, added_at_ms, body)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (id, digest) DO UPDATE SET retired_at_ms = NULL
+                     RETURNING (xmax = 0)",
+                    &[&entry.id, &entry.digest, &added, &body],
+                )
+                .await?;
+            Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
+        })
+    }
+
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .query(
+                    "SELECT body, retired_at_ms FROM warrant_catalog
+                     WHERE $1::TEXT IS NULL OR id = $1 ORDER BY added_at_ms DESC, digest",
+                    &[&id],
+                )
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    let mut entry: warrant_core::ports::CatalogEntry =
+                        serde_json::from_str(r.get::<_, &str>(0)).map_err(io)?;
+                    entry.retired_at_ms = r
+                        .get::<_, Option<i64>>(1)
+                        .map(|t| u64::try_from(t).unwrap_or(0));
+                    Ok(entry)
+                })
+                .collect()
+        })
+    }
+
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
+        Box::pin(async move {
+            let at = i64::try_from(at_ms).map_err(io)?;
+            let rows = self
+                .inner
+                .query(
+                    "UPDATE warrant_catalog SET retired_at_ms = $3
+                     WHERE id = $1 AND ($2::TEXT IS NULL OR digest = $2) AND retired_at_ms IS NULL
+                     RETURNING id",
+                    &[&id, &digest, &at],
+                )
+                .await?;
+            Ok(u64::try_from(rows.len()).unwrap_or(u64::MAX))
         })
     }
 

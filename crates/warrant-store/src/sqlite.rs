@@ -438,6 +438,7 @@ impl SqliteStore {
              CREATE TABLE IF NOT EXISTS cancels (
                  run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);
              {EVENTS_TABLE}
+             {CATALOG_TABLE}
              COMMIT;"
         ))
         .map_err(io)?;
@@ -703,6 +704,11 @@ fn uri_path(path: &Path) -> String {
 const EVENTS_TABLE: &str = "CREATE TABLE IF NOT EXISTS events (
     position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
     body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, prev INTEGER);";
+
+/// The operator's catalog: added to any store opened to write (an older build ignores it).
+const CATALOG_TABLE: &str = "CREATE TABLE IF NOT EXISTS catalog (
+    id TEXT NOT NULL, digest TEXT NOT NULL, added_at_ms INTEGER NOT NULL,
+    retired_at_ms INTEGER, body TEXT NOT NULL, PRIMARY KEY (id, digest));";
 
 const APPROVALS_TABLE: &str = "CREATE TABLE IF NOT EXISTS approvals (
     request TEXT PRIMARY KEY, run_id TEXT NOT NULL, requested_at_ms INTEGER NOT NULL,
@@ -1773,6 +1779,92 @@ impl EventStore for SqliteStore {
                 )
                 .map_err(io)?;
             Ok(())
+        })
+    }
+
+    fn catalog_add(
+        &self,
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.writing(move |inner| {
+            let body = serde_json::to_string(&entry).map_err(io)?;
+            let conn = inner.reader()?;
+            let added = conn
+                .execute(
+                    "INSERT OR IGNORE INTO catalog (id, digest, added_at_ms, body)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![entry.id, entry.digest, sql_int(entry.added_at_ms)?, body],
+                )
+                .map_err(io)?;
+            if added == 0 {
+                conn.execute(
+                    "UPDATE catalog SET retired_at_ms = NULL WHERE id = ?1 AND digest = ?2",
+                    params![entry.id, entry.digest],
+                )
+                .map_err(io)?;
+            }
+            Ok(added > 0)
+        })
+    }
+
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        self.reading(move |inner| {
+            let conn = inner.reader()?;
+            // A store no build of this catalog has written to has none.
+            let present: bool = conn
+                .query_row(
+                    "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'catalog'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(io)?;
+            if !present {
+                return Ok(Vec::new());
+            }
+            let mut stmt = conn
+                .prepare(
+                    "SELECT body, retired_at_ms FROM catalog WHERE ?1 IS NULL OR id = ?1
+                     ORDER BY added_at_ms DESC, rowid DESC",
+                )
+                .map_err(io)?;
+            let rows = stmt
+                .query_map(params![id], |r| {
+                    Ok((r.get::<_, String>(0)?, column_u64_opt(r, 1)?))
+                })
+                .map_err(io)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (body, retired) = row.map_err(io)?;
+                let mut entry: warrant_core::ports::CatalogEntry =
+                    serde_json::from_str(&body).map_err(io)?;
+                entry.retired_at_ms = retired;
+                out.push(entry);
+            }
+            Ok(out)
+        })
+    }
+
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
+        self.writing(move |inner| {
+            let n = inner
+                .reader()?
+                .execute(
+                    "UPDATE catalog SET retired_at_ms = ?3
+                     WHERE id = ?1 AND (?2 IS NULL OR digest = ?2) AND retired_at_ms IS NULL",
+                    params![id, digest, sql_int(at_ms)?],
+                )
+                .map_err(io)?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
         })
     }
 

@@ -72,7 +72,26 @@ async fn the_postgres_store_keeps_the_whole_contract() {
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
-    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 1));
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 2));
+    // A store of schema 1 (before the catalog) is brought up to 2, by command.
+    {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(
+                "DROP TABLE warrant_catalog;
+                 UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
+            )
+            .await
+            .unwrap();
+        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
+        assert!(err.contains("warrant store migrate"), "{err}");
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 2));
+        let store = PostgresStore::open(&url).await.unwrap();
+        assert!(store.catalog(None).await.unwrap().is_empty());
+    }
     // A schema without Warrant's tables asks for the migration, by command.
     let empty = url.replace(
         "options=-csearch_path%3D",
