@@ -6,7 +6,8 @@
 //!
 //! It never prints: results are typed rows that serialise for `--json` and that a front door
 //! renders as it likes. Errors say whether the input was at fault ([`AppError::Invalid`]:
-//! nothing was run or written) or something failed on the way ([`AppError::Failed`]).
+//! nothing was run or written), who asked may not ([`AppError::Forbidden`]), or something
+//! failed on the way ([`AppError::Failed`]).
 
 mod load;
 mod operator;

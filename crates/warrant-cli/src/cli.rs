@@ -336,8 +336,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7800")]
     pub listen: std::net::SocketAddr,
     /// Bearer tokens (as `sha256:` digests) mapped to principals: tenant, user, roles
-    /// (viewer, runner, author, approver, operator), and each tenant's part of the policy
-    /// floor. Without it: one local principal, loopback only.
+    /// (viewer, runner, author, approver, operator); and per tenant, its part of the policy
+    /// floor and its quotas. Without it: one local principal, loopback only.
     #[arg(long, value_name = "FILE")]
     pub principals: Option<PathBuf>,
     /// The operator's catalog: the folder the specs, scripts and policies that requests name

@@ -712,3 +712,29 @@ fn a_specs_typed_inputs_are_checked_before_anything_starts_and_labelled_input() 
     assert_eq!(report["carried"][0]["name"], "input.amount", "{report}");
     assert_eq!(report["carried"][0]["value"], 950, "{report}");
 }
+
+#[test]
+fn a_provider_that_never_finishes_its_handshake_is_bounded_by_what_is_left_of_the_deadline() {
+    let (dir, store) = scratch();
+    // A "server" that never answers: the run may not wait for it past its deadline, however
+    // long a call may take.
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "version: warrant/v1\nid: mute\nobjective: o\ndecider: scripted:s.yaml\n\
+         providers: {mute: {mcp: {command: [sleep, '5']}}}\n\
+         steps: [{id: a, provider: mute, tools: [t]}]\n\
+         limits: {deadline_ms: 700, call_timeout_ms: 30000}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("s.yaml"), "steps:\n  a:\n    - done: x\n").unwrap();
+    let out = warrant(
+        &store,
+        &["run", dir.path().join("spec.yaml").to_str().unwrap()],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("not ready within 700 ms"),
+        "{}",
+        stderr(&out)
+    );
+}
