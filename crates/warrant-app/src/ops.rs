@@ -248,18 +248,7 @@ fn given_inputs(
                 "inputs.{name}: the spec's schema for it does not compile: {e}"
             )),
             Ok(v) => {
-                let errors: Vec<String> = v
-                    .iter_errors(value)
-                    .take(5)
-                    .map(|e| {
-                        let at = e.instance_path().to_string();
-                        if at.is_empty() {
-                            e.to_string()
-                        } else {
-                            format!("{at}: {e}")
-                        }
-                    })
-                    .collect();
+                let errors = warrant_engine::schema_errors(&v, value);
                 if !errors.is_empty() {
                     problems.push(format!("inputs.{name}: {}", errors.join("; ")));
                 }

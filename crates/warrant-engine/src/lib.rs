@@ -33,6 +33,22 @@ pub use intercept::{CapNumber, HaltTools};
 pub use rules::rebuild_authority;
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
 
+/// Up to five reasons `value` does not meet `validator`'s schema, each at its place in it.
+pub fn schema_errors(validator: &jsonschema::Validator, value: &serde_json::Value) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect()
+}
+
 /// The surfaces of one run, by the provider names its spec uses.
 pub type Surfaces = HashMap<String, Arc<dyn Surface>>;
 

@@ -447,18 +447,7 @@ impl Run<'_> {
         if validator.is_valid(args) {
             return Ok(());
         }
-        let errors: Vec<String> = validator
-            .iter_errors(args)
-            .take(5)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let errors = crate::schema_errors(&validator, args);
         // Invalid, whether or not the schema names why: refused (fail closed).
         let why = if errors.is_empty() {
             "they do not match its schema".to_owned()
