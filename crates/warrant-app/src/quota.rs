@@ -89,6 +89,16 @@ struct Use {
     tokens: VecDeque<(u64, u64)>,
     held: HashSet<RunId>,
     refused: BTreeMap<&'static str, u64>,
+    /// What the store said the tenant spent lately, where other processes spend it.
+    spend: Option<Spend>,
+}
+
+/// Calls and tokens spent in a window, as a store counted them at `at_ms`.
+#[derive(Clone, Copy)]
+struct Spend {
+    at_ms: u64,
+    calls: u64,
+    tokens: u64,
 }
 
 impl Use {
@@ -196,6 +206,19 @@ impl Meter {
         }
     }
 
+    /// `tenant` spent `calls` and `tokens` in the window ending now, as the store says (a
+    /// fleet's, whose workers spend them): what the next check counts instead of what this
+    /// process saw.
+    pub fn set_spend(&self, tenant: &str, now_ms: u64, calls: u64, tokens: u64) {
+        if let Ok(mut tenants) = self.tenants.lock() {
+            tenants.entry(tenant.to_owned()).or_default().spend = Some(Spend {
+                at_ms: now_ms,
+                calls,
+                tokens,
+            });
+        }
+    }
+
     /// Counts a run of `tenant` whose log is `events` (a meter seeded from the store).
     pub fn seed(&self, tenant: &str, run: &RunId, events: &[std::sync::Arc<Event>]) {
         for e in events {
@@ -251,6 +274,14 @@ impl Meter {
             .filter(|(t, _)| *t >= since)
             .map(|(_, n)| *n)
             .sum();
+        // What the store counted just now stands for what this process saw (it does not
+        // see what other processes' runs spend); when its window frees up is not known:
+        // look again in a minute.
+        let fresh = u.spend.filter(|s| s.at_ms == now_ms);
+        let (calls_used, tokens_used, spent_retry) = match fresh {
+            Some(s) => (s.calls, s.tokens, Some(60_000)),
+            None => (count(&u.calls), tokens_used, None),
+        };
         // Each quota that applies: what, its limit, what was used, and when to try again
         // (when the oldest use in the window leaves it; a held run, when it ends).
         let limits = [
@@ -271,16 +302,17 @@ impl Meter {
             (
                 "calls",
                 quota.calls,
-                count(&u.calls),
+                calls_used,
                 true,
-                retry(first_since(u.calls.iter().copied(), since)),
+                spent_retry.unwrap_or_else(|| retry(first_since(u.calls.iter().copied(), since))),
             ),
             (
                 "tokens",
                 quota.tokens,
                 tokens_used,
                 true,
-                retry(first_since(u.tokens.iter().map(|(t, _)| *t), since)),
+                spent_retry
+                    .unwrap_or_else(|| retry(first_since(u.tokens.iter().map(|(t, _)| *t), since))),
             ),
         ];
         let over =

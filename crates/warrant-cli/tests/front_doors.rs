@@ -170,9 +170,11 @@ models:
   - {{token: 'sha256:{}', tenant: acme, user: bea, roles: [approver]}}
   - {{token: 'sha256:{}', tenant: capped, user: cap, roles: [runner]}}
   - {{token: 'sha256:{}', tenant: holding, user: hal, roles: [runner]}}
+  - {{token: 'sha256:{}', tenant: spender, user: spe, roles: [runner]}}
 tenants:
   capped: {{quotas: {{runs_started: 1, window_ms: 600000}}}}
   holding: {{quotas: {{runs_held: 1}}}}
+  spender: {{quotas: {{calls: 1, window_ms: 600000}}}}
 ",
             digest("t-runner"),
             digest("t-author"),
@@ -185,6 +187,7 @@ tenants:
             digest("t-approver2"),
             digest("t-capped"),
             digest("t-holding"),
+            digest("t-spender"),
         ),
     );
     Ground {
@@ -921,6 +924,14 @@ fn cases(g: &Ground) -> Vec<Case> {
             429,
             "quota of 1 runs held",
         ),
+        start(
+            "quota",
+            "a tenant past its calls",
+            "t-spender",
+            json!({"spec_path": "book/spec.yaml"}),
+            429,
+            "quota of 1 calls",
+        ),
         // Another tenant's ids, everywhere: as if they did not exist.
         other(
             "tenant",
@@ -1159,6 +1170,16 @@ async fn prime_quotas(base: &str) {
     .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     until_status_as(base, "t-capped", v["run_id"].as_str().unwrap(), "attained").await;
+    // One run of the spender: its one call (a worker's, on a fleet) is all it may make.
+    let (s, v) = post_json(
+        base,
+        "t-spender",
+        "/v1/runs",
+        json!({"spec_path": "book/spec.yaml"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    until_status_as(base, "t-spender", v["run_id"].as_str().unwrap(), "attained").await;
     let (s, v) = post_json(
         base,
         "t-holding",
@@ -1420,7 +1441,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         written.lines().count(),
-        4,
+        5,
         "one approval of two wrote: {written}"
     );
     // The second person completes it, and another person approves the self-started run:
@@ -1444,7 +1465,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     assert_eq!(s, StatusCode::OK, "{v}");
     until_status(&base, &self_run, "attained").await;
     let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
-    assert_eq!(written.lines().count(), 6, "{written}");
+    assert_eq!(written.lines().count(), 7, "{written}");
     let answers = get_json(&base, "t-op", &format!("/v1/runs/{two_run}/events?from=1")).await;
     let rules: Vec<String> = answers["events"]
         .as_array()
@@ -1593,7 +1614,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let book = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(
         book.lines().count(),
-        9,
+        11,
         "only the allowed runs wrote: {book}"
     );
 }

@@ -386,6 +386,17 @@ pub trait EventStore: Send + Sync {
             "this store keeps no catalog".into(),
         ))))
     }
+    /// What `tenant`'s runs spent since `since_ms` — calls started, and model tokens (input
+    /// and output) — as the store's logs say, when the store can tell (a fleet's store, whose
+    /// workers spend it). `None`: it cannot; the process that drives the runs counts.
+    fn tenant_spend(
+        &self,
+        tenant: &str,
+        since_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
+        let _ = (tenant, since_ms);
+        Box::pin(std::future::ready(Ok(None)))
+    }
     /// How long this store's commits took (begin to durable), if it measures them.
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
         None

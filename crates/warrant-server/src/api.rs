@@ -431,12 +431,25 @@ impl Shared {
         let Some(quota) = self.principals.tenant(tenant).quota else {
             return Ok(());
         };
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
         if quota.runs_held.is_some() && self.runner.is_queueing() {
             // Workers drive the runs: which of them have ended is the store's to say.
             let held = self.live_runs_of(tenant).await?;
             self.runner.meter.set_held(tenant, held);
         }
-        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        if (quota.calls.is_some() || quota.tokens.is_some()) && self.runner.is_queueing() {
+            // And what they spent.
+            let since = now.saturating_sub(warrant_app::Meter::window_of(Some(&quota)));
+            if let Some((calls, tokens)) = self
+                .app
+                .store()
+                .tenant_spend(tenant, since)
+                .await
+                .map_err(|e| Problem::internal(e.to_string()))?
+            {
+                self.runner.meter.set_spend(tenant, now, calls, tokens);
+            }
+        }
         self.runner
             .meter
             .may_start(tenant, &quota, now)

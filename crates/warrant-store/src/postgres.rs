@@ -1361,6 +1361,42 @@ impl EventStore for PostgresStore {
         })
     }
 
+    fn tenant_spend(
+        &self,
+        tenant: &str,
+        since_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
+        let tenant = tenant.to_owned();
+        Box::pin(async move {
+            let since = i64::try_from(since_ms).map_err(io)?;
+            // The runs not ended, and those started in the last day: a run that ran longer
+            // and ended within the window is not counted.
+            let rows = self
+                .inner
+                .query(
+                    "SELECT COUNT(*) FILTER (WHERE b->>'type' = 'call_started'),
+                            COALESCE(SUM(COALESCE((b #>> '{usage,input_tokens}')::BIGINT, 0)
+                                       + COALESCE((b #>> '{usage,output_tokens}')::BIGINT, 0))
+                                     FILTER (WHERE b->>'type' = 'decided'), 0)::BIGINT
+                     FROM warrant_runs r JOIN warrant_events e ON e.run_id = r.run_id,
+                          LATERAL (SELECT e.body::JSONB AS b) j
+                     WHERE r.tenant = $1
+                       AND (r.status IN ('running', 'waiting', 'ready')
+                            OR r.started_at_ms >= $2::BIGINT - 86400000)
+                       AND (b->>'at_ms')::BIGINT >= $2::BIGINT",
+                    &[&tenant, &since],
+                )
+                .await?;
+            let row = rows.first().ok_or_else(|| io("no answer"))?;
+            let calls: i64 = row.get(0);
+            let tokens: i64 = row.get(1);
+            Ok(Some((
+                u64::try_from(calls).unwrap_or(0),
+                u64::try_from(tokens).unwrap_or(0),
+            )))
+        })
+    }
+
     fn catalog_add(
         &self,
         entry: warrant_core::ports::CatalogEntry,
