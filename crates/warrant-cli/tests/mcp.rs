@@ -1183,3 +1183,65 @@ async fn a_server_that_hangs_up_after_receiving_a_call_leaves_it_answer_lost() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_registered_servers_secret_reaches_it_and_no_event_report_or_output_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    let secret = "tok-5ecr3t-a81f2c";
+    let command: Vec<String> = everything();
+    std::fs::write(
+        dir.path().join("providers.yaml"),
+        format!(
+            "version: warrant/providers/v1\nsecrets:\n  API_TOKEN: {{env: EVERYTHING_TOKEN}}\n\
+             providers:\n  everything:\n    mcp:\n      command: {}\n      env: {{API_TOKEN: '${{API_TOKEN}}'}}\n    trust: trusted\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+    )
+    .unwrap();
+    write_project(
+        dir.path(),
+        "version: warrant/v1\nid: env\nobjective: Look at the server's environment.\ndecider: scripted:script.yaml\n\
+         providers: {everything: {registered: everything}}\n\
+         steps: [{id: look, provider: everything, tools: [get-env], required: true}]\n",
+        "steps:\n  look:\n    - call: get-env\n    - done: looked\n",
+    );
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(dir.path())
+        .env("WARRANT_STORE", &store)
+        .env("EVERYTHING_TOKEN", secret)
+        .args([
+            "--providers",
+            "providers.yaml",
+            "run",
+            "spec.yaml",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(run.status.code(), Some(0), "{said}");
+    assert!(!said.contains(secret), "{said}");
+    // The server had it (it said so), and the log holds only its name.
+    let events = warrant_in(dir.path(), &store, &["events", "last", "--json"]);
+    let log = String::from_utf8_lossy(&events.stdout);
+    assert!(log.contains("API_TOKEN"), "{log}");
+    assert!(log.contains("[secret API_TOKEN]"), "{log}");
+    assert!(!log.contains(secret), "the secret is in the log");
+    // The run names the operator's provider, not its program.
+    assert!(!log.contains("server-everything"), "{log}");
+    let report = warrant_in(dir.path(), &store, &["report", "last", "--json"]);
+    assert!(!String::from_utf8_lossy(&report.stdout).contains(secret));
+    // Re-entered and replayed from its log alone, the same.
+    let replay = warrant_in(dir.path(), &store, &["replay", "last", "--verify"]);
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replay.stdout)
+    );
+}
