@@ -5,8 +5,8 @@
 //! refused with a status and words naming the reason, that nothing ran (no canary file),
 //! nothing was fetched (a sentinel listener saw no connection), nothing was written (no run
 //! recorded), and that the answer leaks no server path or secret. The same inline specs are
-//! checked through the CLI (`warrant validate --as-author`), and every start is sent again to
-//! a fleet's server on PostgreSQL with a worker beside it: refused the same, nothing queued.
+//! checked through the CLI (`warrant validate --as-author`), and every case is sent again to a
+//! fleet's server on PostgreSQL with a worker beside it: refused the same, nothing queued.
 //!
 //! `cargo test -p warrant-cli --test front_doors -- --nocapture` prints the table.
 
@@ -1144,6 +1144,38 @@ async fn until_status_as(base: &str, token: &str, run: &str, want: &str) -> Valu
     panic!("run {run} never became `{want}`: {last}");
 }
 
+/// Runs of acme that wait for approvals, what the cross-tenant and approver cases reach for:
+/// one a runner started; one a runner who is also an approver started; one whose writes need
+/// two people, one of whom approved already. The values the cases' paths and bodies name,
+/// and the three runs.
+async fn waiting_runs(base: &str) -> (BTreeMap<&'static str, String>, [String; 3]) {
+    let ask = json!({"spec_path": "book/spec.yaml", "ask_tools": ["append_entry"]});
+    let (run, request, digest) = waiting_run(base, "t-runner", &ask).await;
+    let (self_run, self_req, self_digest) = waiting_run(base, "t-self", &ask).await;
+    let two = json!({"spec_path": "two/spec.yaml"});
+    let (two_run, two_req, two_digest) = waiting_run(base, "t-runner", &two).await;
+    let (s, v) = post_json(
+        base,
+        "t-approver",
+        &format!("/v1/approvals/{two_req}/approve"),
+        json!({"args_digest": two_digest}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let fill = [
+        ("run", run.clone()),
+        ("req", request),
+        ("digest", digest),
+        ("selfreq", self_req),
+        ("selfdigest", self_digest),
+        ("tworeq", two_req),
+        ("twodigest", two_digest),
+    ]
+    .into_iter()
+    .collect();
+    (fill, [run, self_run, two_run])
+}
+
 /// Starts a run with `body` as `token` and waits until it waits for an approval: the run,
 /// the request and the digest of its arguments.
 async fn waiting_run(base: &str, token: &str, body: &Value) -> (String, String, String) {
@@ -1226,14 +1258,10 @@ async fn attack(
     base: &str,
     fill: &BTreeMap<&str, String>,
     table: &mut BTreeMap<&'static str, Tally>,
-    starts_only: bool,
 ) -> Vec<String> {
     let forbidden = g.forbidden_words();
     let mut through = Vec::new();
     for case in cases(g) {
-        if starts_only && case.path != "/v1/runs" {
-            continue;
-        }
         let before_runs = runs_seen(base).await;
         let before_canaries = g.canaries();
         let before_hits = g.sentinel.hits.load(Ordering::SeqCst);
@@ -1343,34 +1371,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
         "the operator's settings leaked: {first}"
     );
 
-    // Runs of acme that wait for approvals: what the cross-tenant and approver cases reach
-    // for. One a runner who is also an approver started; one whose writes need two people,
-    // one of whom approved already.
-    let ask = json!({"spec_path": "book/spec.yaml", "ask_tools": ["append_entry"]});
-    let (run, request, digest) = waiting_run(&base, "t-runner", &ask).await;
-    let (self_run, self_req, self_digest) = waiting_run(&base, "t-self", &ask).await;
-    let two = json!({"spec_path": "two/spec.yaml"});
-    let (two_run, two_req, two_digest) = waiting_run(&base, "t-runner", &two).await;
-    let (s, v) = post_json(
-        &base,
-        "t-approver",
-        &format!("/v1/approvals/{two_req}/approve"),
-        json!({"args_digest": two_digest}),
-    )
-    .await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    let fill: BTreeMap<&str, String> = [
-        ("run", run.clone()),
-        ("req", request),
-        ("digest", digest),
-        ("selfreq", self_req.clone()),
-        ("selfdigest", self_digest),
-        ("tworeq", two_req.clone()),
-        ("twodigest", two_digest.clone()),
-    ]
-    .into_iter()
-    .collect();
-    let waiting = [run.clone(), self_run.clone(), two_run.clone()];
+    let (fill, waiting) = waiting_runs(&base).await;
     let mut events_before = Vec::new();
     for r in &waiting {
         events_before.push(events_of(&base, r).await);
@@ -1388,7 +1389,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     tokio::time::sleep(Duration::from_millis(50)).await;
 
     let mut table = BTreeMap::new();
-    let through = attack(&g, &base, &fill, &mut table, false).await;
+    let through = attack(&g, &base, &fill, &mut table).await;
     let total = print_table("front doors: warrant serve (SQLite)", &table);
     assert!(total >= 60, "only {total} cases");
     // Nothing any case did reached the waiting runs' logs.
@@ -1429,7 +1430,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let again = Command::new(env!("CARGO_BIN_EXE_warrant"))
         .current_dir(&g.work)
         .env("WARRANT_STORE", &store)
-        .args(["approve", &two_req, "--as", "acme/ann"])
+        .args(["approve", &fill["tworeq"], "--as", "acme/ann"])
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
@@ -1449,24 +1450,29 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     let (s, v) = post_json(
         &base,
         "t-approver2",
-        &format!("/v1/approvals/{two_req}/approve"),
-        json!({"args_digest": two_digest}),
+        &format!("/v1/approvals/{}/approve", fill["tworeq"]),
+        json!({"args_digest": fill["twodigest"]}),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    until_status(&base, &two_run, "attained").await;
+    until_status(&base, &waiting[2], "attained").await;
     let (s, v) = post_json(
         &base,
         "t-approver",
-        &format!("/v1/approvals/{self_req}/approve"),
+        &format!("/v1/approvals/{}/approve", fill["selfreq"]),
         json!({"args_digest": fill["selfdigest"]}),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    until_status(&base, &self_run, "attained").await;
+    until_status(&base, &waiting[1], "attained").await;
     let written = std::fs::read_to_string(g.work.join("book.jsonl")).unwrap();
     assert_eq!(written.lines().count(), 7, "{written}");
-    let answers = get_json(&base, "t-op", &format!("/v1/runs/{two_run}/events?from=1")).await;
+    let answers = get_json(
+        &base,
+        "t-op",
+        &format!("/v1/runs/{}/events?from=1", waiting[2]),
+    )
+    .await;
     let rules: Vec<String> = answers["events"]
         .as_array()
         .unwrap()
@@ -1600,9 +1606,17 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("retired"), "{v}");
     let mut fleet_table = BTreeMap::new();
-    let fleet_through = attack(&g, &fleet.base, &fill, &mut fleet_table, true).await;
+    let (fleet_fill, fleet_waiting) = waiting_runs(&fleet.base).await;
+    let fleet_through = attack(&g, &fleet.base, &fleet_fill, &mut fleet_table).await;
+    for r in &fleet_waiting {
+        assert_eq!(
+            get_json(&fleet.base, "t-op", &format!("/v1/runs/{r}")).await["status"],
+            "waiting",
+            "a refused request moved {r}"
+        );
+    }
     print_table(
-        "front doors: a fleet (PostgreSQL server and worker), every start",
+        "front doors: a fleet (PostgreSQL server and worker)",
         &fleet_table,
     );
     drop(worker);
