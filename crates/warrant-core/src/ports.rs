@@ -508,6 +508,10 @@ pub trait Authority: Send + Sync {
     fn may_ever_allow(&self, _probe: &ToolProbe<'_>) -> bool {
         true
     }
+    /// Whether `may_ever_allow` can ever say no (when it cannot, nobody need ask it).
+    fn may_hide_tools(&self) -> bool {
+        false
+    }
 }
 
 /// An external execution-control authority's answer for one commit call.

@@ -214,7 +214,7 @@ impl Projection {
             step_decision_no: s.decisions + 1,
             version,
             actions,
-            hidden: Arc::from([]),
+            hidden: no_tools(),
             carried,
             recent,
             decisions_left: spec.limits.decisions_max.saturating_sub(state.decisions),
@@ -234,6 +234,12 @@ impl Projection {
     pub fn last_call(&self) -> Option<&CallView> {
         self.recent.last().map(Arc::as_ref)
     }
+}
+
+/// No tools, shared: a projection that hides none allocates nothing for it.
+pub fn no_tools() -> Arc<[String]> {
+    static NONE: std::sync::LazyLock<Arc<[String]>> = std::sync::LazyLock::new(|| Arc::from([]));
+    NONE.clone()
 }
 
 /// `schema` without the top-level properties `names` (gone from `properties` and `required`),

@@ -111,6 +111,10 @@ impl Authority for RuleList {
         !self.deny.contains(probe.tool)
     }
 
+    fn may_hide_tools(&self) -> bool {
+        !self.deny.is_empty()
+    }
+
     fn describe(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!({"rule_list": {"deny": self.deny, "ask": self.ask}}))
     }
@@ -204,6 +208,10 @@ impl Authority for AllOf {
         self.parts.iter().all(|p| p.may_ever_allow(probe))
     }
 
+    fn may_hide_tools(&self) -> bool {
+        self.parts.iter().any(|p| p.may_hide_tools())
+    }
+
     /// Any part's refusal refuses; else the parts that rule allow, under their rules.
     fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
         let mut rules = Vec::new();
@@ -270,6 +278,10 @@ impl Authority for Floor {
         self.inner.may_ever_allow(probe)
     }
 
+    fn may_hide_tools(&self) -> bool {
+        self.inner.may_hide_tools()
+    }
+
     fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
         match self.inner.rule_approver(request) {
             ApproverVerdict::Deny { reasons } => ApproverVerdict::Deny {
@@ -332,6 +344,10 @@ impl Authority for Delegated {
         self.all.may_ever_allow(probe)
     }
 
+    fn may_hide_tools(&self) -> bool {
+        self.all.may_hide_tools()
+    }
+
     fn describe(&self) -> Option<serde_json::Value> {
         let ancestors: Vec<serde_json::Value> = self
             .ancestors
@@ -373,5 +389,9 @@ impl Authority for Allowed {
         self.0
             .get(probe.provider)
             .is_none_or(|tools| tools.contains(probe.tool))
+    }
+
+    fn may_hide_tools(&self) -> bool {
+        true
     }
 }

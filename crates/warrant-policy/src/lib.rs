@@ -663,6 +663,10 @@ impl Authority for CedarAuthority {
     /// partially, with the context and the arguments' values unknown, once with every
     /// argument the schema has present and once with only its required ones; the tool is
     /// never allowed only when both come out a definite deny.
+    fn may_hide_tools(&self) -> bool {
+        true
+    }
+
     fn may_ever_allow(&self, probe: &ToolProbe<'_>) -> bool {
         let props: Vec<&str> = probe
             .schema

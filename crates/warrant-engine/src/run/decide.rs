@@ -26,6 +26,9 @@ impl Run<'_> {
         i: usize,
         observation: &warrant_core::ports::Observation,
     ) -> Arc<[String]> {
+        if !self.rules.authority.may_hide_tools() {
+            return warrant_core::projection::no_tools();
+        }
         if let Some((step, version, hidden)) = &self.hidden
             && *step == i
             && *version == observation.version
