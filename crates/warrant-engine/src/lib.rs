@@ -620,7 +620,8 @@ impl Engine {
                 reason: reason.clone(),
                 edited_args: None,
                 awaiting: 0,
-                rule: None,
+                // Refusing narrows: whoever may answer may deny.
+                rule: Some("a denial: anyone who may answer may refuse".into()),
             },
         };
         let event = Event {
