@@ -738,3 +738,48 @@ fn a_provider_that_never_finishes_its_handshake_is_bounded_by_what_is_left_of_th
         stderr(&out)
     );
 }
+
+#[test]
+fn a_person_who_takes_longer_than_the_deadline_to_approve_spends_none_of_it() {
+    let (_dir, store) = scratch();
+    // The cafe asks before it orders; the run may drive for one second in all.
+    let run = warrant(
+        &store,
+        &[
+            "run",
+            "examples/cafe-gallery/spec.yaml",
+            "--ask-tool",
+            "order_latte",
+            "--deadline-ms",
+            "1000",
+            "--no-prompt",
+            "--json",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    let request = json(&run)["approvals"][0]["request"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The person answers after the whole deadline has gone by.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let approved = warrant(&store, &["approve", &request]);
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let resumed = warrant(&store, &["resume", "last", "--json"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(
+        json(&resumed)["outcome"],
+        "attained",
+        "{}",
+        stdout(&resumed)
+    );
+    let shown = stdout(&warrant(&store, &["show", "last"]));
+    let waited: u64 = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("time     "))
+        .and_then(|t| t.split(" ms driving, ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no waiting time in {shown}"));
+    assert!(waited >= 1_500, "{shown}");
+}
