@@ -26,7 +26,8 @@ pub use ops::{
     App, Cancelled, Prepared, Reconciled, RunOptions, check_policies, check_policy_files, validate,
 };
 pub use providers::{
-    check_rule_tools, connect, connect_with, missing_tools, observe_all, start_bound,
+    check_rule_tools, connect, connect_with, grant_problems, missing_tools, observe_all,
+    start_bound,
 };
 pub use quota::{Exceeded, Meter, Quota, TenantUse};
 pub use rows::{

@@ -924,22 +924,28 @@ pub fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
 }
 
 /// Checks `spec` as `warrant validate` does: its default decider builds, its policies load,
-/// and, with `connect`, every step's tools are offered by its provider.
+/// and, with `connect`, every step's tools are offered by its provider and every grant names
+/// only arguments its tool takes. Returns warnings (with `connect`: grants that leave a
+/// commit's text arguments open).
 pub async fn validate(
     deciders: &Deciders,
     spec: &Spec,
     spec_path: &Path,
     connect: bool,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     if spec.decider.is_some() {
         deciders.default_for(spec, spec_path)?;
     }
     check_policies(spec, &[])?;
+    let mut warnings = Vec::new();
     if connect {
         let surfaces =
             providers::connect(spec, deciders.registry(), providers::start_bound(spec, 0)).await?;
         let offered = providers::observe_all(spec, &surfaces).await?;
-        let missing = providers::missing_tools(spec, &offered);
+        let mut missing = providers::missing_tools(spec, &offered);
+        let (errors, flagged) = providers::grant_problems(spec, &offered);
+        missing.extend(errors);
+        warnings = flagged;
         if !missing.is_empty() {
             let shown = spec_path.display();
             return Err(AppError::invalid(format!(
@@ -948,7 +954,7 @@ pub async fn validate(
             )));
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// The tools the steps of every child `spec` delegates to allow (their children's too).

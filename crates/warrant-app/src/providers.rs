@@ -97,6 +97,65 @@ pub fn missing_tools(spec: &Spec, offered: &BTreeMap<String, Observation>) -> Ve
     missing
 }
 
+/// What the steps' grants say against the tools the providers offer: errors (a grant that
+/// constrains an argument its tool does not take) and warnings (a grant on a commit that
+/// leaves a text argument open: whatever untrusted text it carries is still asked about, so
+/// the grant does not spare that ask).
+pub fn grant_problems(
+    spec: &Spec,
+    offered: &BTreeMap<String, Observation>,
+) -> (Vec<String>, Vec<String>) {
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for (i, step) in spec.steps.iter().enumerate() {
+        let (Some(grant), Some(o)) = (&step.grant, offered.get(&step.provider)) else {
+            continue;
+        };
+        for (tool, constraints) in &grant.tools {
+            let Some(action) = o.actions.iter().find(|a| &a.name == tool) else {
+                continue;
+            };
+            let at = format!("steps[{i}].grant.tools.{tool}");
+            let schema = &action.input_schema;
+            let unknown = warrant_core::scope::unknown_grant_args(grant, tool, schema);
+            if !unknown.is_empty() {
+                errors.push(format!(
+                    "{at}: {}",
+                    warrant_core::scope::unknown_grant_args_message(tool, &unknown, schema)
+                ));
+                continue;
+            }
+            if action.effect != warrant_core::event::Effect::Commit {
+                continue;
+            }
+            let open: Vec<&str> = schema
+                .get("properties")
+                .and_then(serde_json::Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(arg, p)| {
+                    let text = p.get("type").and_then(serde_json::Value::as_str) == Some("string");
+                    let constrained = constraints
+                        .get(*arg)
+                        .is_some_and(|c| !c.from.is_empty() || !c.one_of.is_empty());
+                    text && !constrained
+                })
+                .map(|(arg, _)| arg.as_str())
+                .collect();
+            if !open.is_empty() {
+                warnings.push(format!(
+                    "{at}: leaves {} of the commit `{tool}` open (no `from` or `one_of`): text \
+                     read from an untrusted source there is still asked about",
+                    open.iter()
+                        .map(|a| format!("`{a}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    (errors, warnings)
+}
+
 /// Refuses a rule (`--deny-tool`, `--ask-tool`) that names no tool any provider offers: a
 /// typo there would silently rule on nothing.
 pub fn check_rule_tools(

@@ -245,7 +245,12 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
             json!({"version": observed.version, "tools": tools, "not_offered": unsupported}),
         );
     }
-    let missing = warrant_app::missing_tools(&spec, &offered);
+    let mut missing = warrant_app::missing_tools(&spec, &offered);
+    let (errors, warnings) = warrant_app::grant_problems(&spec, &offered);
+    missing.extend(errors);
+    for w in &warnings {
+        errln!("warning: {w}");
+    }
     if json {
         out.insert("missing".into(), json!(missing));
         outln!("{}", Value::Object(out));
@@ -1120,7 +1125,10 @@ async fn compare(
 
 async fn validate_cmd(spec_path: &Path, connect_providers: bool) -> Result<u8> {
     let spec = warrant_app::load_spec(spec_path)?;
-    warrant_app::validate(&deciders(), &spec, spec_path, connect_providers).await?;
+    let warnings = warrant_app::validate(&deciders(), &spec, spec_path, connect_providers).await?;
+    for w in &warnings {
+        errln!("warning: {}: {w}", spec_path.display());
+    }
     outln!(
         "ok: `{}` is a valid {} spec ({} steps, {} providers{}, {})",
         spec.id,

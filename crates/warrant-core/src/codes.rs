@@ -117,6 +117,8 @@ codes! {
     // The spec as written.
     ToolNotOffered = "tool_not_offered", Spec,
         "the step allows a tool its provider does not offer: the spec names the wrong tool";
+    GrantArgUnknown = "grant_arg_unknown", Spec,
+        "a grant or plan constrains an argument the tool does not take: a misspelt name that would leave the meant argument open";
     PublishPathMissing = "publish_path_missing", Spec,
         "the publishing tool succeeded but its result has nothing at the spec's `publishes` path";
     // Sequencing.

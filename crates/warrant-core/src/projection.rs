@@ -161,6 +161,17 @@ impl Projection {
         providers
     }
 
+    /// The step's provider, when it is untrusted and the actions this projection shows carry
+    /// descriptions it wrote (rules 3: text the decider reads, as untrusted as an output).
+    pub fn describes_untrusted<'a>(&self, state: &'a RunState) -> Option<&'a str> {
+        let provider = state.provider_of(self.step_index);
+        let described = self
+            .actions
+            .iter()
+            .any(|a| !a.description.trim().is_empty());
+        (described && !provider.is_empty() && !self.spec.trusts(provider)).then_some(provider)
+    }
+
     /// Builds the projection for the next decision of step `step_index`, showing `actions` of
     /// observation `version`. `None` when the run has no such step.
     pub fn build(

@@ -79,11 +79,52 @@ pub fn check_plan(
     Ok(())
 }
 
+/// The argument names the grant's constraints on `tool` give that `schema` (the tool's input
+/// schema) does not take: a misspelt name would constrain nothing, and the argument it meant
+/// would be left open. A schema that lists no properties names nothing to check against.
+pub fn unknown_grant_args<'g>(grant: &'g Grant, tool: &str, schema: &Value) -> Vec<&'g str> {
+    let Some(constraints) = grant.tools.get(tool) else {
+        return Vec::new();
+    };
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    constraints
+        .keys()
+        .filter(|arg| !properties.contains_key(*arg))
+        .map(String::as_str)
+        .collect()
+}
+
+/// Why a grant that names `unknown` arguments of `tool` cannot rule, in words naming what the
+/// tool takes.
+pub fn unknown_grant_args_message(tool: &str, unknown: &[&str], schema: &Value) -> String {
+    let takes: Vec<&str> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    format!(
+        "the grant on `{tool}` constrains {}, which `{tool}` does not take (it takes: {}); \
+         a misspelt name would leave the argument it meant unconstrained",
+        unknown
+            .iter()
+            .map(|a| format!("`{a}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if takes.is_empty() {
+            "nothing".to_owned()
+        } else {
+            takes.join(", ")
+        }
+    )
+}
+
 /// The grant's and the profile's ruling on `call`.
 pub fn rule(call: &Call<'_>, profile: Option<Profile>) -> Ruling {
     if let Some(grant) = call.grant {
         return match within(grant, call) {
-            Ok(()) => Ruling::Allow,
+            Ok(()) => open_content(grant, call),
             Err(why) => {
                 let why = format!("outside the step's grant: {why}");
                 match grant.beyond {
@@ -123,12 +164,63 @@ fn admitted(source: &Source, allowed: &[GrantSource], trusted: &BTreeSet<String>
             GrantSource::TrustedOutput
         }
         Source::Description { .. } => return false,
+        Source::Holds { provider, .. } if trusted.contains(provider) => GrantSource::TrustedOutput,
+        Source::Holds { .. } => return false,
         Source::Decider { tainted_by } if tainted_by.is_empty() => GrantSource::Decider,
         Source::Decider { .. } => return false,
         // A log recorded before the taint of a context was known: no better than a decider.
         Source::Unobserved => GrantSource::Decider,
     };
     allowed.contains(&kind)
+}
+
+/// A call within its grant, ruled on what the grant leaves open: the grant covers only what
+/// it constrains. An open argument of a commit that carries an untrusted provider's text (as
+/// it is, reformatted, or wrapped in more) is asked about; so is a read's open address that no
+/// trusted source gave, or a value read from a provider that would leave with it.
+fn open_content(grant: &Grant, call: &Call<'_>) -> Ruling {
+    let constraints = grant.tools.get(call.tool);
+    let open: Vec<ArgLabel> = call
+        .labels
+        .iter()
+        .filter(|l| {
+            constraints.and_then(|c| c.get(top(l))).is_none_or(|c| {
+                c.from.is_empty() && c.one_of.is_empty() && c.min.is_none() && c.max.is_none()
+            })
+        })
+        .cloned()
+        .collect();
+    let why = match call.effect {
+        Effect::Commit => {
+            let carried: Vec<String> = open
+                .iter()
+                .filter(|l| {
+                    matches!(
+                        l.source,
+                        Source::ProviderOutput { .. }
+                            | Source::Description { .. }
+                            | Source::Holds { .. }
+                    ) && !trusted_source(&l.source, call.trusted)
+                })
+                .map(|l| format!("`{}` came from {}", l.pointer, l.source))
+                .collect();
+            if carried.is_empty() {
+                return Ruling::Allow;
+            }
+            carried.join("; ")
+        }
+        Effect::Read => match read_rule(&Call {
+            labels: &open,
+            ..*call
+        }) {
+            Ruling::Ask(why) => why,
+            _ => return Ruling::Allow,
+        },
+    };
+    Ruling::Ask(format!(
+        "within the step's grant, but an argument the grant leaves open carries text it does not \
+         cover: {why}"
+    ))
 }
 
 fn within(grant: &Grant, call: &Call<'_>) -> Result<(), String> {
@@ -184,35 +276,104 @@ fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result
 fn trusted_source(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
         Source::Objective | Source::Input { .. } | Source::Carried { .. } => true,
-        Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
-            trusted.contains(provider)
-        }
+        Source::ProviderOutput { provider, .. }
+        | Source::Description { provider }
+        | Source::Holds { provider, .. } => trusted.contains(provider),
         Source::Decider { tainted_by } => tainted_by.is_empty(),
         Source::Unobserved => false,
     }
 }
 
-/// Whether a string looks like an address a read could carry data to.
-fn address_like(s: &str) -> bool {
+/// File name endings that make a bare `name.ext` a file's name, not a host's: a name with a
+/// scheme, a port, a path, a query or a user part is an address whatever it ends in.
+const FILE_ENDINGS: &[&str] = &[
+    "7z", "avi", "bak", "bin", "bmp", "cfg", "conf", "csv", "doc", "docx", "eml", "env", "epub",
+    "exe", "gif", "gz", "heic", "htm", "html", "ics", "ini", "jpeg", "jpg", "js", "json", "key",
+    "log", "m4a", "md", "mkv", "mov", "mp3", "mp4", "msg", "odp", "ods", "odt", "ogg", "pdf",
+    "pem", "png", "ppt", "pptx", "py", "rar", "rs", "rtf", "sh", "sql", "svg", "tar", "tex", "tgz",
+    "tif", "tiff", "toml", "ts", "tsv", "txt", "vcf", "wav", "webm", "webp", "xls", "xlsx", "xml",
+    "yaml", "yml", "zip",
+];
+
+/// What names a host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Host<'a> {
+    /// A domain name, with its last label.
+    Name(&'a str),
+    /// An IPv4 or bracketed IPv6 literal, or `localhost`.
+    Literal,
+}
+
+/// `host` as a host: a domain name (two or more labels of letters, digits and hyphens, the
+/// last alphabetic), an IP literal or `localhost`.
+fn host_kind(host: &str) -> Option<Host<'_>> {
+    if host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::Ipv4Addr>().is_ok()
+        || host.parse::<std::net::Ipv6Addr>().is_ok()
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .is_some_and(|h| h.parse::<std::net::Ipv6Addr>().is_ok())
+    {
+        return Some(Host::Literal);
+    }
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let mut labels = host.split('.');
+    let last = labels.next_back()?;
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
+    let named = labels.clone().next().is_some()
+        && labels.all(label_ok)
+        && last.chars().count() >= 2
+        && last.chars().all(char::is_alphabetic);
+    named.then_some(Host::Name(last))
+}
+
+/// Whether a string is an address a read could carry data to: a URL with any scheme, an
+/// e-mail address, or a host (a domain name, an IPv4 or IPv6 literal, `localhost`) with or
+/// without a port, path, query or fragment (`host.com?k=v`, `203.0.113.9/x`,
+/// `localhost:8000/x`). A bare `name.ext` whose ending is a file's
+/// (`team-building-activities.docx`) is a file name, not an address.
+pub fn address_like(s: &str) -> bool {
     let s = s.trim();
     if s.contains("://") {
         return true;
     }
-    let no_space = !s.contains(char::is_whitespace);
-    let at = s
-        .split_once('@')
-        .is_some_and(|(u, d)| !u.is_empty() && d.contains('.'));
-    // A host name, maybe with a path or port: `evil.example/drop`, `files.example.net:8080`.
-    let host_part = s.split(['/', ':']).next().unwrap_or("");
-    let host = host_part.contains('.')
-        && host_part
-            .rsplit('.')
-            .next()
-            .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic()))
-        && host_part
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
-    no_space && (at || host)
+    if s.is_empty() || s.contains(char::is_whitespace) {
+        return false;
+    }
+    let s = s.strip_prefix("//").unwrap_or(s);
+    let s = s.strip_prefix("mailto:").unwrap_or(s);
+    // The authority ends where the path, the query or the fragment begins.
+    let (authority, rest) = s.split_at(s.find(['/', '?', '#']).unwrap_or(s.len()));
+    let (user, host_port) = match authority.rsplit_once('@') {
+        Some(("", _)) => return false,
+        Some((u, h)) => (Some(u), h),
+        None => (None, authority),
+    };
+    // A port is digits after the last colon (an IPv6 literal's own colons are bracketed).
+    let (host, port) = match host_port.rsplit_once(':') {
+        Some((h, _)) if !h.ends_with(']') && h.contains(':') => (host_port, None),
+        Some((h, p)) => {
+            if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return false;
+            }
+            (h, Some(p))
+        }
+        None => (host_port, None),
+    };
+    let Some(kind) = host_kind(host) else {
+        return false;
+    };
+    let bare = user.is_none() && port.is_none() && rest.is_empty();
+    match kind {
+        Host::Name(last) if bare => !FILE_ENDINGS.contains(&last.to_ascii_lowercase().as_str()),
+        _ => true,
+    }
 }
 
 fn untrusted_input(call: &Call<'_>) -> Ruling {
@@ -229,7 +390,12 @@ fn untrusted_input(call: &Call<'_>) -> Ruling {
             if call.taint.is_empty() && untrusted.is_empty() {
                 return Ruling::Allow;
             }
-            let mut why = vec![format!("untrusted-input profile: `{}` commits", call.tool)];
+            let mut why = vec![format!(
+                "untrusted-input profile: `{tool}` is a commit (an effect; if it only reads, \
+                 the operator can declare it `effects: {{{tool}: read}}` on provider `{}`)",
+                call.step.provider,
+                tool = call.tool,
+            )];
             if !call.taint.is_empty() {
                 why.push(format!(
                     "the decider had read output of {} (untrusted) when it proposed it",
@@ -239,28 +405,61 @@ fn untrusted_input(call: &Call<'_>) -> Ruling {
             why.extend(untrusted);
             Ruling::Ask(why.join("; "))
         }
-        Effect::Read => {
-            let mut leaves = Vec::new();
-            crate::provenance::visit_leaves(call.args, &mut String::new(), &mut |p, leaf| {
-                if let Value::String(s) = leaf
-                    && address_like(s)
-                {
-                    leaves.push(p.to_owned());
-                }
-            });
-            let unvouched = origins(&|l: &ArgLabel| {
-                leaves.contains(&l.pointer) && !trusted_source(&l.source, call.trusted)
-            });
-            if unvouched.is_empty() {
-                Ruling::Allow
-            } else {
-                Ruling::Ask(format!(
-                    "untrusted-input profile: `{}` would reach an address no trusted source gave: {}",
-                    call.tool,
-                    unvouched.join("; ")
-                ))
-            }
+        Effect::Read => read_rule(call),
+    }
+}
+
+/// The profile's ruling on a read: asked when it reaches an address no trusted source gave, or
+/// would carry a value read from a provider (untrusted, or private) to one.
+fn read_rule(call: &Call<'_>) -> Ruling {
+    let mut addresses = Vec::new();
+    crate::provenance::visit_leaves(call.args, &mut String::new(), &mut |p, leaf| {
+        if let Value::String(s) = leaf
+            && address_like(s)
+        {
+            addresses.push(p.to_owned());
         }
+    });
+    if addresses.is_empty() {
+        return Ruling::Allow;
+    }
+    // What would leave with the request: an address no trusted source gave, and any
+    // value read from a provider (untrusted, or private) inside the address or beside
+    // it.
+    let mut why = Vec::new();
+    for l in call.labels {
+        let read_from_provider = matches!(
+            l.source,
+            Source::ProviderOutput { .. } | Source::Holds { .. } | Source::Description { .. }
+        );
+        if addresses.contains(&l.pointer) {
+            if !trusted_source(&l.source, call.trusted) {
+                why.push(format!(
+                    "`{}` came from {}, which no trusted source vouches for",
+                    l.pointer, l.source
+                ));
+            } else if matches!(l.source, Source::Holds { .. }) {
+                why.push(format!(
+                    "`{}` holds {}, which would leave with the request",
+                    l.pointer, l.source
+                ));
+            }
+        } else if read_from_provider {
+            why.push(format!(
+                "`{}` came from {}, and would be sent to the address",
+                l.pointer, l.source
+            ));
+        }
+    }
+    if why.is_empty() {
+        Ruling::Allow
+    } else {
+        Ruling::Ask(format!(
+            "untrusted-input profile: `{}` is a read that reaches an address ({}): {}",
+            call.tool,
+            addresses.join(", "),
+            why.join("; ")
+        ))
     }
 }
 
@@ -412,5 +611,125 @@ mod tests {
         assert!(address_like("evil.example/drop"));
         assert!(!address_like("rent, November"));
         assert!(!address_like("3.5"));
+    }
+
+    #[test]
+    fn an_address_is_parsed_in_every_form_and_a_file_name_is_not_one() {
+        for address in [
+            "https://evil.example/c?d=1",
+            "ftp://files.example",
+            "host.com?k=SECRET",
+            "host.com#SECRET",
+            "Evil.Example",
+            "evil.example.",
+            "203.0.113.9/collect",
+            "203.0.113.9",
+            "localhost:8000/x",
+            "LOCALHOST",
+            "[::1]:8080/x",
+            "::1",
+            "user:pw@files.example.net/x",
+            "mailto:exfil@evil.example",
+            "//evil.example/x",
+            "files.example.net:8080",
+            "report.pdf/x",
+            "evil.example:443?q=1",
+        ] {
+            assert!(address_like(address), "{address} is an address");
+        }
+        for not in [
+            "team-building-activities.docx",
+            "Q3-report.PDF",
+            "notes.md",
+            "archive.tar",
+            "/home/me/notes.txt",
+            "docs/plan.md",
+            "3.14",
+            "1.2.3",
+            "rent, November",
+            "12:30",
+            "v2.0",
+            "@home",
+            "a.b",
+            "localhost:http",
+            "",
+        ] {
+            assert!(!address_like(not), "{not} is not an address");
+        }
+    }
+
+    #[test]
+    fn a_read_asks_when_a_value_read_from_any_provider_would_leave_with_its_address() {
+        let s = step(None);
+        let held = |p: &str| {
+            label(
+                p,
+                Source::Holds {
+                    provider: "vault".into(),
+                    call: Some(CallId(2)),
+                },
+            )
+        };
+        // The secret inside the query of an address the decider wrote from trusted text: read
+        // from a trusted (private) provider, it still may not leave.
+        let trusted: BTreeSet<String> = ["vault".to_owned()].into();
+        for url in [
+            "host.com?k=S3CR3T-42",
+            "203.0.113.9/x?k=S3CR3T-42",
+            "localhost:8000/S3CR3T-42",
+        ] {
+            let args = json!({"url": url});
+            let ruling = rule(
+                &Call {
+                    step: &s,
+                    tool: "fetch",
+                    effect: Effect::Read,
+                    args: &args,
+                    labels: &[held("/url")],
+                    taint: &[],
+                    trusted: &trusted,
+                    grant: None,
+                },
+                Some(Profile::UntrustedInput),
+            );
+            assert!(
+                matches!(&ruling, Ruling::Ask(w) if w.contains("would leave")),
+                "{url}: {ruling:?}"
+            );
+        }
+        // Beside the address, in another argument.
+        let beside = [
+            label("/url", Source::Objective),
+            label(
+                "/q",
+                Source::ProviderOutput {
+                    provider: "vault".into(),
+                    call: CallId(2),
+                },
+            ),
+        ];
+        assert!(matches!(
+            rule_on(
+                &s,
+                "fetch",
+                Effect::Read,
+                json!({"url": "https://api.example/search", "q": "S3CR3T-42"}),
+                &beside,
+                &[]
+            ),
+            Ruling::Ask(w) if w.contains("would be sent")
+        ));
+        // A file name is no address: reading it with untrusted text about is not asked.
+        assert_eq!(
+            rule_on(
+                &s,
+                "fetch",
+                Effect::Read,
+                json!({"name": "team-building-activities.docx"}),
+                &[label("/name", untrusted())],
+                &["bank"]
+            ),
+            Ruling::Allow
+        );
     }
 }

@@ -180,17 +180,26 @@ impl Authority for AllOf {
                     _ => None,
                 })
                 .max();
-            let mut strongest: Option<Verdict> = None;
-            for v in verdicts {
-                if rank(&v) < strongest.as_ref().map_or(3, rank) {
+            let mut strongest: Option<&Verdict> = None;
+            for v in &verdicts {
+                if rank(v) < strongest.map_or(3, rank) {
                     strongest = Some(v);
                 }
             }
-            match (strongest, approvers) {
-                (Some(Verdict::Ask { reason, .. }), Some(approvers)) => {
-                    Verdict::Ask { reason, approvers }
+            // Several asks: the person reads every reason (a policy's and the profile's), each
+            // once.
+            let mut reasons: Vec<&str> = Vec::new();
+            for v in &verdicts {
+                if let Verdict::Ask { reason, .. } = v
+                    && !reasons.contains(&reason.as_str())
+                {
+                    reasons.push(reason);
                 }
-                (Some(v), _) => v,
+            }
+            let reason = reasons.join("; ");
+            match (strongest, approvers) {
+                (Some(Verdict::Ask { .. }), Some(approvers)) => Verdict::Ask { reason, approvers },
+                (Some(v), _) => v.clone(),
                 (None, _) => Verdict::Indeterminate {
                     reason: "no authority to ask".into(),
                 },

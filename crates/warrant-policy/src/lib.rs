@@ -387,6 +387,10 @@ impl CedarAuthority {
                         trusted_output.insert(top.clone())
                     }
                     Source::Description { .. } => untrusted.insert(top.clone()),
+                    Source::Holds { provider, .. } if self.trusted.contains(provider) => {
+                        trusted_output.insert(top.clone())
+                    }
+                    Source::Holds { .. } => untrusted.insert(top.clone()),
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),
                     Source::Input { .. } => input.insert(top.clone()),

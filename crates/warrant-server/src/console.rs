@@ -239,9 +239,9 @@ async fn runs_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Res
 /// decider read such text).
 fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
-        Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
-            !trusted.contains(provider)
-        }
+        Source::ProviderOutput { provider, .. }
+        | Source::Description { provider }
+        | Source::Holds { provider, .. } => !trusted.contains(provider),
         Source::Decider { tainted_by } => !tainted_by.is_empty(),
         Source::Objective | Source::Input { .. } | Source::Carried { .. } | Source::Unobserved => {
             false

@@ -79,8 +79,8 @@ impl Run<'_> {
         args_digest: &str,
         labels: &[provenance::ArgLabel],
     ) -> Result<Option<String>, Refusal> {
-        let across_tree = self.tree_denial(&step.provider, args_digest).await;
         let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
+        let across_tree = self.tree_denial(&step.provider, tool, args_digest).await;
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
             hints: action.hints.as_ref(),
@@ -99,11 +99,14 @@ impl Run<'_> {
             grant: self.state.grant_of(&step.id),
             parent: self.state.parent(),
         };
-        // INVARIANT (denied stays denied): a person's denial of this effect on this target
-        // holds whatever the authority says now.
+        // INVARIANT (denied stays denied): a person's denial of this effect — this provider's
+        // tool with these arguments — holds whatever the authority says now. Another tool
+        // called with the same arguments is another effect, ruled on its own.
         let denial = self.state.approvals().iter().find_map(|a| match &a.status {
             ApprovalStatus::Denied { by, reason }
-                if a.provider == step.provider && a.args_digest == args_digest =>
+                if a.provider == step.provider
+                    && a.tool == tool
+                    && a.args_digest == args_digest =>
             {
                 Some(format!("denied by {by}: {reason} (request {})", a.id))
             }
@@ -287,7 +290,12 @@ impl Run<'_> {
     /// delegations — its root, a parent, a sibling, a child — holds here too. The tree's logs
     /// are read incrementally (each from where this run last read it), its members found
     /// from the root down through their `child_spawned` events.
-    async fn tree_denial(&mut self, provider: &str, args_digest: &str) -> Option<String> {
+    async fn tree_denial(
+        &mut self,
+        provider: &str,
+        tool: &str,
+        args_digest: &str,
+    ) -> Option<String> {
         if self.state.parent().is_none() && self.state.children().next().is_none() {
             return None;
         }
@@ -317,14 +325,21 @@ impl Run<'_> {
                         EventKind::ApprovalRequested {
                             request,
                             provider,
+                            tool,
                             args_digest,
                             ..
                         } => {
                             shared
                                 .any_asked
                                 .store(true, std::sync::atomic::Ordering::SeqCst);
-                            tree.asked
-                                .insert(request.clone(), (provider.clone(), args_digest.clone()));
+                            tree.asked.insert(
+                                request.clone(),
+                                DeniedEffect {
+                                    provider: provider.clone(),
+                                    tool: tool.clone(),
+                                    args_digest: args_digest.clone(),
+                                },
+                            );
                         }
                         EventKind::ApprovalResolved {
                             request,
@@ -333,10 +348,9 @@ impl Run<'_> {
                             reason,
                             ..
                         } => {
-                            if let Some((p, d)) = tree.asked.get(request).cloned() {
+                            if let Some(effect) = tree.asked.get(request).cloned() {
                                 tree.denied.push((
-                                    p,
-                                    d,
+                                    effect,
                                     format!(
                                         "denied by {by} in run `{member}`: {reason} (request {request})"
                                     ),
@@ -365,8 +379,8 @@ impl Run<'_> {
         }
         tree.denied
             .iter()
-            .find(|(p, d, _)| p == provider && d == args_digest)
-            .map(|(_, _, m)| m.clone())
+            .find(|(e, _)| e.provider == provider && e.tool == tool && e.args_digest == args_digest)
+            .map(|(_, m)| m.clone())
     }
 }
 
@@ -389,8 +403,16 @@ struct TreeReading {
     members: std::collections::BTreeSet<RunId>,
     /// How far each was read.
     seen: std::collections::HashMap<RunId, u64>,
-    /// Approval requests seen: provider and arguments digest.
-    asked: std::collections::HashMap<String, (String, String)>,
-    /// Denials seen: provider, arguments digest, what to say.
-    denied: Vec<(String, String, String)>,
+    /// Approval requests seen: the effect each asked about.
+    asked: std::collections::HashMap<String, DeniedEffect>,
+    /// Denials seen: the effect, and what to say.
+    denied: Vec<(DeniedEffect, String)>,
+}
+
+/// One effect as a denial names it: a provider's tool with these arguments.
+#[derive(Clone)]
+struct DeniedEffect {
+    provider: String,
+    tool: String,
+    args_digest: String,
 }

@@ -234,6 +234,28 @@ impl Run<'_> {
                 ),
             ));
         };
+        // A grant (the step's or the plan's) that names an argument the tool does not take
+        // would rule on nothing there: checked against the schema the call is made under, so
+        // a tool list that changed is checked too.
+        if let Some(grant) = self.state.grant_of(&step.id) {
+            let unknown =
+                warrant_core::scope::unknown_grant_args(grant, tool, &action.input_schema);
+            if !unknown.is_empty() {
+                return Err(refuse(
+                    Code::GrantArgUnknown,
+                    Layer::Spec,
+                    format!(
+                        "step `{}`: {}",
+                        step.id,
+                        warrant_core::scope::unknown_grant_args_message(
+                            tool,
+                            &unknown,
+                            &action.input_schema
+                        )
+                    ),
+                ));
+            }
+        }
         // A call an operator had sent again uses no handle: no decision proposed it.
         let resent = self.state.call(call).is_some_and(|c| c.resend_of.is_some());
         match handle {

@@ -162,7 +162,15 @@ impl Run<'_> {
         // The integrity of the decider's context (rules 2): every untrusted provider whose
         // text it has been shown in this run, this projection included.
         let tainted_by: Arc<[String]> = if self.state.provenance_rules() >= 2 {
-            let shown = projection.shows_untrusted(&self.state);
+            let mut shown = projection.shows_untrusted(&self.state);
+            // Rules 3: an untrusted provider's tool descriptions are text it wrote, read by
+            // the decider from its first decision on.
+            if self.state.provenance_rules() >= 3
+                && let Some(p) = projection.describes_untrusted(&self.state)
+                && !shown.contains(&p)
+            {
+                shown.push(p);
+            }
             let before = self.state.context_taint();
             if shown.iter().all(|t| before.iter().any(|b| b == t)) {
                 // Nothing new: the same taint, shared.
