@@ -230,7 +230,9 @@ pub enum Command {
     Validate {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
-        /// Also start or reach every provider and check that each step's tools are offered.
+        /// Also start or reach every provider and check that each step's tools are offered and
+        /// that every grant names only arguments its tool takes (a warning when a grant leaves
+        /// a commit's text arguments open).
         #[arg(long)]
         connect: bool,
         /// Check it as `warrant serve` checks an inline spec an `author` sends: only the
@@ -250,6 +252,10 @@ pub enum Command {
     },
     /// Connect to each provider of a spec and list what it offers (tools, effect classes) and
     /// what it has but does not offer, and why (an OpenAPI operation with a file upload, say).
+    /// For an MCP server's tools that declare no effect, it proposes one from the tool's name
+    /// and arguments (a lookup with no content or recipient argument: a read), with the reason
+    /// and the `effects:` line that confirms the reads; grants naming arguments their tools do
+    /// not take are errors.
     Providers {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
@@ -696,6 +702,9 @@ pub enum ScopeArg {
     Once,
     /// This action for the rest of the run.
     Run,
+    /// This call, and the run's plan as a whole (`plan_first`): later commits within it go on
+    /// without asking.
+    Plan,
 }
 
 impl From<ScopeArg> for warrant_core::event::ApprovalScope {
@@ -703,6 +712,7 @@ impl From<ScopeArg> for warrant_core::event::ApprovalScope {
         match s {
             ScopeArg::Once => warrant_core::event::ApprovalScope::Once,
             ScopeArg::Run => warrant_core::event::ApprovalScope::Run,
+            ScopeArg::Plan => warrant_core::event::ApprovalScope::Plan,
         }
     }
 }

@@ -199,7 +199,9 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 }
 
 /// `warrant providers SPEC`: what each provider offers, and what it has but does not offer;
-/// and, per step, the tools it allows that its provider does not offer.
+/// the effects proposed for an MCP server's tools that declare none; and, per step, the tools
+/// it allows that its provider does not offer and the grants that name arguments their tools
+/// do not take.
 async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
     let spec = warrant_app::load_spec(spec_path)?;
     let deciders = deciders();
@@ -240,9 +242,55 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
                 outln!("  -      {u}");
             }
         }
+        // Tools of an MCP server whose effect nobody declared: proposed from their names
+        // and arguments, for the operator to confirm.
+        let declared = spec.providers.get(name).and_then(|p| p.mcp.as_ref());
+        let proposed: Vec<(String, warrant_core::event::Effect, String)> = match declared {
+            None => Vec::new(),
+            Some(mcp) => observed
+                .actions
+                .iter()
+                .filter(|a| {
+                    a.effect == warrant_core::event::Effect::Commit
+                        && !mcp.effects.contains_key(&a.name)
+                })
+                .map(|a| {
+                    let (effect, why) = warrant_core::effects::propose(&a.name, &a.input_schema);
+                    (a.name.clone(), effect, why)
+                })
+                .collect(),
+        };
+        if !json && !proposed.is_empty() {
+            outln!(
+                "  {} tools declare no effect and are commits until one is declared; proposed:",
+                proposed.len()
+            );
+            for (tool, effect, why) in &proposed {
+                outln!("    {:<6} {tool}: {why}", effect.to_string());
+            }
+            let reads: Vec<&str> = proposed
+                .iter()
+                .filter(|(_, e, _)| *e == warrant_core::event::Effect::Read)
+                .map(|(t, _, _)| t.as_str())
+                .collect();
+            if !reads.is_empty() {
+                outln!(
+                    "  to confirm the reads, add to provider `{name}` in the spec (or the operator's providers file):\n    effects: {{{}}}",
+                    reads
+                        .iter()
+                        .map(|t| format!("{t}: read"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        let proposed_json: serde_json::Map<String, Value> = proposed
+            .iter()
+            .map(|(t, e, why)| (t.clone(), json!({"effect": e, "why": why})))
+            .collect();
         out.insert(
             name.clone(),
-            json!({"version": observed.version, "tools": tools, "not_offered": unsupported}),
+            json!({"version": observed.version, "tools": tools, "not_offered": unsupported, "proposed_effects": proposed_json}),
         );
     }
     let mut missing = warrant_app::missing_tools(&spec, &offered);

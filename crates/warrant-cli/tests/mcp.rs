@@ -1032,6 +1032,93 @@ fn validate_connect_finds_a_step_tool_the_server_does_not_offer() {
     assert!(!store.exists(), "nothing was written");
 }
 
+/// Against the real server: an untrusted server's tools that declare no effect get a proposed
+/// one with its reason (`get-sum`, a lookup with number arguments: a read; `echo`, nothing
+/// says it only looks up: a commit); a grant that names an argument its tool does not take is
+/// an error at `validate --connect` and in `providers`, and a grant that leaves a commit's text
+/// argument open is warned about.
+#[test]
+fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
+    everything();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |grant: &str| {
+        std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
+            .unwrap()
+            .replace("    trust: trusted\n", "")
+            .replace(
+                "    tools: [get-sum]\n",
+                &format!("    tools: [get-sum]\n    grant: {grant}\n"),
+            )
+            .replace(
+                "    tools: [echo]\n",
+                "    tools: [echo]\n    grant: {tools: {echo: {}}}\n",
+            )
+            .replace(
+                "../../mcp-servers",
+                &root().join("mcp-servers").display().to_string(),
+            )
+            .replace(
+                "scripted:script.yaml",
+                &format!(
+                    "scripted:{}",
+                    root().join("examples/mcp-everything/script.yaml").display()
+                ),
+            )
+    };
+    let store = dir.path().join("w.db");
+    std::fs::write(
+        dir.path().join("good.yaml"),
+        spec("{tools: {get-sum: {a: {max: 5}, b: {max: 5}}}}"),
+    )
+    .unwrap();
+    let listed = warrant_in(dir.path(), &store, &["providers", "good.yaml", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let v: Value = serde_json::from_str(stdout(&listed).trim()).unwrap();
+    let proposed = &v["everything"]["proposed_effects"];
+    assert_eq!(proposed["get-sum"]["effect"], "read", "{proposed}");
+    assert!(
+        proposed["get-sum"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("begins with `get`"),
+        "{proposed}"
+    );
+    assert_eq!(proposed["echo"]["effect"], "commit", "{proposed}");
+    let text = warrant_in(dir.path(), &store, &["providers", "good.yaml"]);
+    assert!(
+        stdout(&text).contains("effects: {") && stdout(&text).contains("get-sum: read"),
+        "{}",
+        stdout(&text)
+    );
+    let ok = warrant_in(dir.path(), &store, &["validate", "good.yaml", "--connect"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(
+        stderr(&ok).contains("leaves `message` of the commit `echo` open"),
+        "{}",
+        stderr(&ok)
+    );
+
+    std::fs::write(
+        dir.path().join("typo.yaml"),
+        spec("{tools: {get-sum: {aa: {max: 5}}}}"),
+    )
+    .unwrap();
+    let typo = warrant_in(dir.path(), &store, &["validate", "typo.yaml", "--connect"]);
+    assert_eq!(typo.status.code(), Some(2), "{}", stdout(&typo));
+    assert!(
+        stderr(&typo).contains("constrains `aa`, which `get-sum` does not take (it takes: a, b)"),
+        "{}",
+        stderr(&typo)
+    );
+    let listed = warrant_in(dir.path(), &store, &["providers", "typo.yaml"]);
+    assert_eq!(listed.status.code(), Some(1));
+    assert!(
+        stdout(&listed).contains("spec error: steps[1].grant.tools.get-sum"),
+        "{}",
+        stdout(&listed)
+    );
+}
+
 /// Over Streamable HTTP, a server that is gone when a call is made: the call ends at once with
 /// a transport failure, never taken for the server's refusal, in words (no library type
 /// names). Whether the request left cannot be told on a kept-alive connection the server

@@ -347,6 +347,7 @@ impl ApprovalScope {
         match self {
             ApprovalScope::Once => "once",
             ApprovalScope::Run => "run",
+            ApprovalScope::Plan => "plan",
         }
     }
 }
@@ -370,6 +371,9 @@ pub enum ApprovalScope {
     Once,
     /// This action (provider, tool, schema) for the rest of the run.
     Run,
+    /// This call, and the run's plan (`plan_first`) as a whole: every later commit within the
+    /// plan's grants goes on without asking (what the grants leave open is still ruled on).
+    Plan,
 }
 
 /// An interceptor's narrowing of a call's arguments.
@@ -784,7 +788,8 @@ pub enum EventKind {
         request: String,
         /// Approved or denied.
         approved: bool,
-        /// For an approval: `once` (this call) or `run` (this action for the rest of the run).
+        /// For an approval: `once` (this call), `run` (this action for the rest of the run) or
+        /// `plan` (this call, and the run's plan as a whole).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scope: Option<ApprovalScope>,
         /// For an approval: until when it holds.

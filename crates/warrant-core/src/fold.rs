@@ -406,13 +406,13 @@ fn approve_by_several(
         ));
     }
     if left == 0 {
-        let once = a
-            .approved_by
-            .iter()
-            .any(|(_, s, _)| *s == ApprovalScope::Once);
+        // The narrowest scope any of them gave: once, else the plan, else the run.
+        let gave = |scope| a.approved_by.iter().any(|(_, s, _)| *s == scope);
         a.status = ApprovalStatus::Approved {
-            scope: if once {
+            scope: if gave(ApprovalScope::Once) {
                 ApprovalScope::Once
+            } else if gave(ApprovalScope::Plan) {
+                ApprovalScope::Plan
             } else {
                 ApprovalScope::Run
             },
@@ -826,6 +826,37 @@ impl RunState {
             .iter()
             .position(|s| s.id == *step)?;
         self.grant_for(i)
+    }
+
+    /// Whether step `step`'s grant is the one the run's plan gave it (the step has none of its
+    /// own).
+    pub fn grant_is_planned(&self, step: &StepId) -> bool {
+        let own = self
+            .spec
+            .as_ref()
+            .and_then(|s| s.steps.iter().find(|s| s.id == *step))
+            .is_some_and(|s| s.grant.is_some());
+        !own && self
+            .planned
+            .as_ref()
+            .is_some_and(|p| p.contains_key(&*step.0))
+    }
+
+    /// The approval that approved the run's plan as a whole (scope `plan`), while it holds at
+    /// `now_ms`.
+    pub fn plan_approval(&self, now_ms: u64) -> Option<&Approval> {
+        self.approvals.iter().find(|a| {
+            matches!(
+                a.status,
+                ApprovalStatus::Approved { scope: ApprovalScope::Plan, until_ms }
+                    if until_ms.is_none_or(|u| now_ms < u)
+            )
+        })
+    }
+
+    /// The run's plan (`plan_first`), once the decider proposed it: step id to grant.
+    pub fn plan(&self) -> Option<&BTreeMap<String, crate::spec::Grant>> {
+        self.planned.as_ref()
     }
 
     /// Whether the run waits for its plan (`plan_first`, nothing decided yet).
@@ -1298,7 +1329,9 @@ impl RunState {
                         )));
                     }
                     if let Some(edited) = edited_args {
-                        if !*approved || *scope == Some(ApprovalScope::Run) {
+                        if !*approved
+                            || matches!(scope, Some(ApprovalScope::Run | ApprovalScope::Plan))
+                        {
                             return Err(fail(format!(
                                 "approval request `{request}`: only an approval of one call carries edited arguments"
                             )));

@@ -11,6 +11,7 @@ pub mod canon;
 pub mod check;
 pub mod codes;
 pub mod compare;
+pub mod effects;
 pub mod event;
 pub mod fold;
 pub mod ids;

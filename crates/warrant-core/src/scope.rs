@@ -79,6 +79,47 @@ pub fn check_plan(
     Ok(())
 }
 
+/// A grant in words, for a person approving it: each tool, and each argument's constraints.
+pub fn describe_grant(grant: &Grant) -> String {
+    let tools: Vec<String> = grant
+        .tools
+        .iter()
+        .map(|(tool, args)| {
+            if args.is_empty() {
+                return tool.clone();
+            }
+            let args: Vec<String> = args
+                .iter()
+                .map(|(arg, c)| {
+                    let mut parts = Vec::new();
+                    if !c.from.is_empty() {
+                        let from: Vec<String> = c
+                            .from
+                            .iter()
+                            .map(|s| format!("{s:?}").to_lowercase())
+                            .collect();
+                        parts.push(format!("from {}", from.join(" or ")));
+                    }
+                    if !c.one_of.is_empty() {
+                        let values: Vec<String> =
+                            c.one_of.iter().map(ToString::to_string).collect();
+                        parts.push(format!("one of {}", values.join(", ")));
+                    }
+                    if let Some(min) = c.min {
+                        parts.push(format!("at least {min}"));
+                    }
+                    if let Some(max) = c.max {
+                        parts.push(format!("at most {max}"));
+                    }
+                    format!("{arg} {}", parts.join(", "))
+                })
+                .collect();
+            format!("{tool} ({})", args.join("; "))
+        })
+        .collect();
+    tools.join(", ")
+}
+
 /// The argument names the grant's constraints on `tool` give that `schema` (the tool's input
 /// schema) does not take: a misspelt name would constrain nothing, and the argument it meant
 /// would be left open. A schema that lists no properties names nothing to check against.

@@ -571,7 +571,7 @@ impl Engine {
             return Err(refuse(format!("`{request}` expired unanswered")));
         }
         if let Answer::Approve {
-            scope: ApprovalScope::Run,
+            scope: ApprovalScope::Run | ApprovalScope::Plan,
             edited: Some(_),
             ..
         } = answer

@@ -319,26 +319,52 @@ impl ReplayAuthority {
         let mut refused = HashMap::new();
         let mut asked = HashMap::new();
         let mut consumed: HashMap<CallId, String> = HashMap::new();
+        // Approvals of a run's plan as a whole (scope `plan`), and the call each was asked
+        // about: a later call within the plan consumed one after the authority allowed it.
+        let mut plan_approvals: HashMap<String, CallId> = HashMap::new();
+        let mut requested_for: HashMap<String, CallId> = HashMap::new();
         // Asks come from the whole log (this segment included): the engine meets each from the
         // recorded approvals, or makes the request again.
         for e in events {
             match &e.kind {
                 EventKind::ApprovalRequested {
+                    request,
                     call,
                     args_digest,
                     reason,
                     approvers,
                     ..
                 } => {
+                    requested_for.insert(request.clone(), *call);
                     asked.insert(
                         (*call, args_digest.clone()),
                         (reason.to_string(), (*approvers).max(1)),
                     );
                 }
+                EventKind::ApprovalResolved {
+                    request,
+                    approved: true,
+                    scope: Some(warrant_core::event::ApprovalScope::Plan),
+                    ..
+                } => {
+                    if let Some(call) = requested_for.get(request) {
+                        plan_approvals.insert(request.clone(), *call);
+                    }
+                }
                 EventKind::ApprovalConsumed { call, request } => {
                     consumed.insert(*call, request.clone());
                 }
                 // A call let through by an approval asked too (a run-scoped grant met it).
+                // A call within an approved plan, other than the one the plan was asked
+                // about: the authority allowed it, and the plan's approval let it through.
+                EventKind::CallDispatched { call, .. }
+                    if consumed
+                        .get(call)
+                        .and_then(|r| plan_approvals.get(r))
+                        .is_some_and(|asked_for| asked_for != call) =>
+                {
+                    consumed.remove(call);
+                }
                 EventKind::CallDispatched {
                     call, args_digest, ..
                 } if consumed.contains_key(call) => {

@@ -155,25 +155,95 @@ async fn the_profile_holds_a_tainted_commit_for_a_person_and_without_it_nothing_
 }
 
 #[tokio::test]
-async fn a_plan_made_before_anything_is_read_rules_the_run_and_replays() {
+async fn a_plan_made_before_anything_is_read_is_approved_once_rules_the_run_and_replays() {
     let yaml = spec("plan_first: true\nprofile: untrusted-input\n", "");
     let w = world(&yaml);
+    // Two payments the objective's plan covers (the recipient the user named, at most 950),
+    // one it does not (the attacker's account, read from the statement), and one within it
+    // whose memo carries the statement's text.
     let body = format!(
-        "    - call: read_statement\n{}{}",
+        "    - call: read_statement\n{}{}{}    - call: transfer\n      args: {{to: DE89370400440532013000, amount: 5, memo: \"{MEMO}\"}}\n",
         transfer("DE89370400440532013000", 950),
+        transfer("DE89370400440532013000", 10),
         transfer(ATTACKER, 30)
     );
     let decider = script(&format!(
         "plan:\n  pay:\n    tools:\n      read_statement: {{}}\n      transfer:\n        to: {{from: [objective]}}\n        amount: {{max: 950}}\nsteps:\n  pay:\n{body}    - done: paid\n"
     ));
-    let r = Engine::new(w.store.clone())
+    let engine = Engine::new(w.store.clone());
+    let waiting = engine
         .run(w.spec.clone(), &decider, &w.surfaces)
         .await
         .unwrap();
-    assert_eq!(r.outcome, Some(Outcome::Attained), "{:?}", r.outcome);
-    // Within the plan: no approval asked; the injected transfer is outside it.
-    assert_eq!(w.paid(), vec!["DE89370400440532013000"]);
-    assert!(r.state.approvals().is_empty());
+    // The first commit within the plan waits: its request shows the whole plan and proposes
+    // scope `plan`.
+    assert_eq!(waiting.outcome, None);
+    assert!(w.paid().is_empty());
+    let events = log(&w.store, &waiting);
+    let (request, reason, proposed) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            warrant_core::event::EventKind::ApprovalRequested {
+                request,
+                reason,
+                proposed_scope,
+                ..
+            } => Some((request.clone(), reason.clone(), *proposed_scope)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(proposed, ApprovalScope::Plan);
+    assert!(
+        reason.contains(
+            "step `pay`: read_statement, transfer (amount at most 950; to from objective)"
+        ),
+        "{reason}"
+    );
+    engine
+        .answer(
+            &request,
+            Answer::Approve {
+                scope: ApprovalScope::Plan,
+                until_ms: None,
+                edited: None,
+            },
+            "alice",
+        )
+        .await
+        .unwrap();
+    let r = engine
+        .resume(&waiting.run_id, &decider, &w.surfaces)
+        .await
+        .unwrap();
+    // Approved once: the second payment within the plan goes on without asking, under the
+    // same approval; the attacker's is outside the plan, denied; the one whose memo carries
+    // the statement's text asks again.
+    assert_eq!(
+        w.paid(),
+        vec!["DE89370400440532013000", "DE89370400440532013000"]
+    );
+    let approvals = r.state.approvals();
+    assert_eq!(approvals.len(), 2, "{approvals:?}");
+    assert_eq!(
+        approvals[0].consumed_by.len(),
+        2,
+        "both payments under the plan"
+    );
+    let calls = r.state.calls();
+    let attacker = calls.iter().find(|c| {
+        c.fault
+            .as_ref()
+            .is_some_and(|f| f.message.contains("outside the step's grant"))
+    });
+    assert!(
+        attacker.is_some(),
+        "the attacker's transfer is outside the plan"
+    );
+    assert_eq!(
+        r.state.pending_approvals().count(),
+        1,
+        "the memo's text is asked about"
+    );
     let events = log(&w.store, &r);
     let first = events.iter().find(|e| e.kind.name() == "decided").unwrap();
     assert!(
@@ -207,4 +277,52 @@ async fn a_decider_that_does_not_plan_when_asked_fails_the_run_on_the_model() {
         other => panic!("{other:?}"),
     }
     assert!(w.paid().is_empty());
+}
+
+#[tokio::test]
+async fn a_grant_naming_an_argument_the_tool_does_not_take_refuses_the_call_and_pays_nothing() {
+    let misspelt = GRANT.replace("to: {from: [objective]}", "too: {from: [objective]}");
+    let w = world(&spec("profile: untrusted-input\n", &misspelt));
+    let r = w.run(&transfer(ATTACKER, 30)).await;
+    assert!(w.paid().is_empty(), "{:?}", w.paid());
+    let refused = r
+        .state
+        .calls()
+        .iter()
+        .find_map(|c| c.fault.as_deref().cloned())
+        .expect("the call was refused");
+    assert_eq!(refused.code, "grant_arg_unknown");
+    assert_eq!(refused.layer, warrant_core::Layer::Spec);
+    assert!(
+        refused
+            .message
+            .contains("constrains `too`, which `transfer` does not take"),
+        "{}",
+        refused.message
+    );
+}
+
+#[tokio::test]
+async fn an_untrusted_provider_s_descriptions_taint_the_first_decision() {
+    let w = world(&spec("profile: untrusted-input\n", ""));
+    // The first call, before anything is read: the decider had read the bank's descriptions.
+    let r = w.run(&transfer("DE89370400440532013000", 950)).await;
+    assert!(w.paid().is_empty(), "held for a person, not paid");
+    assert_eq!(r.state.pending_approvals().count(), 1);
+    let first = r.state.decision_log().first().unwrap();
+    assert_eq!(&*first.tainted_by, &["bank".to_owned()]);
+    let reason = log(&w.store, &r)
+        .iter()
+        .find_map(|e| match &e.kind {
+            warrant_core::event::EventKind::ApprovalRequested { reason, .. } => {
+                Some(reason.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(reason.contains("had read output of bank"), "{reason}");
+    assert!(
+        reason.contains("`transfer` is a commit") && reason.contains("effects: {transfer: read}"),
+        "names the effect class and how to declare a read: {reason}"
+    );
 }

@@ -1020,9 +1020,10 @@ pub async fn approve(
     let scope = match body.scope.as_deref() {
         None | Some("once") => ApprovalScope::Once,
         Some("run") => ApprovalScope::Run,
+        Some("plan") => ApprovalScope::Plan,
         Some(other) => {
             return Err(Problem::invalid(format!(
-                "`scope` `{other}`: `once` or `run`"
+                "`scope` `{other}`: `once`, `run` or `plan`"
             )));
         }
     };

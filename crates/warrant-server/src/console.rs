@@ -339,12 +339,17 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
              <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
              <input type=\"hidden\" name=\"args_digest\" value=\"{digest}\">\
              <button name=\"action\" value=\"once\">Approve once</button>\
-             <button name=\"action\" value=\"run\">Approve for the run</button>\
+             <button name=\"action\" value=\"run\">Approve for the run</button>{plan}\
              <input name=\"reason\" placeholder=\"Reason to deny\" aria-label=\"Reason to deny\">\
              <button name=\"action\" value=\"deny\" class=\"deny\">Deny</button>\
              <details><summary>Approve with edited arguments</summary>\
              <textarea name=\"edited\" rows=\"4\" cols=\"60\" aria-label=\"Edited arguments (JSON)\">{edited}</textarea>\
              <button name=\"action\" value=\"edit\">Approve these arguments once</button></details></form></section>",
+            plan = if row.reason.contains("with scope `plan`") {
+                "<button name=\"action\" value=\"plan\">Approve the plan</button>"
+            } else {
+                ""
+            },
             req = esc(&row.request),
             tool = esc(&row.tool),
             provider = esc(&row.provider),
@@ -411,6 +416,11 @@ async fn answer_form(
         },
         "run" => Answer::Approve {
             scope: ApprovalScope::Run,
+            until_ms: None,
+            edited: None,
+        },
+        "plan" => Answer::Approve {
+            scope: ApprovalScope::Plan,
             until_ms: None,
             edited: None,
         },

@@ -152,32 +152,47 @@ impl Run<'_> {
                 });
             }
         };
-        let refusal = match verdict {
-            Verdict::Allow { .. } => return Ok(None),
-            Verdict::Deny { reasons } => {
-                refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; "))
+        // The run's plan, approved once as a whole (scope `plan`): until a person has, a
+        // commit within it asks, and its request proposes the plan.
+        let plan = self.plan_gate(step, effect);
+        let ask = match (verdict, plan) {
+            (Verdict::Allow { .. }, PlanGate::Approved(id)) => return Ok(Some(id)),
+            (Verdict::Allow { .. }, PlanGate::Pending(plan)) => (plan, 1, ApprovalScope::Plan),
+            (Verdict::Allow { .. }, PlanGate::None) => return Ok(None),
+            // (A replayed ask carries the plan's words already.)
+            (Verdict::Ask { reason, approvers }, PlanGate::Pending(plan)) => {
+                let reason = if reason == plan || reason.ends_with(&format!("; {plan}")) {
+                    reason
+                } else {
+                    format!("{reason}; {plan}")
+                };
+                (reason, approvers, ApprovalScope::Plan)
             }
-            Verdict::Indeterminate { reason } => {
-                refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
+            (Verdict::Ask { reason, approvers }, _) => (reason, approvers, ApprovalScope::Once),
+            (Verdict::Deny { reasons }, _) => {
+                return Err(Refusal {
+                    ruled: Some(args_digest.into()),
+                    ..refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; "))
+                });
             }
-            Verdict::Ask { reason, approvers } => {
-                return self.approval(
-                    step,
-                    call,
-                    tool,
-                    effect,
-                    args,
-                    &args_digest,
-                    schema,
-                    labels,
-                    (reason, approvers),
-                );
+            (Verdict::Indeterminate { reason }, _) => {
+                return Err(Refusal {
+                    ruled: Some(args_digest.into()),
+                    ..refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
+                });
             }
         };
-        Err(Refusal {
-            ruled: Some(args_digest.into()),
-            ..refusal
-        })
+        self.approval(
+            step,
+            call,
+            tool,
+            effect,
+            args,
+            &args_digest,
+            schema,
+            labels,
+            ask,
+        )
     }
 
     /// Meets an ask with an approval, or makes a durable request and holds the call.
@@ -195,7 +210,7 @@ impl Run<'_> {
         args_digest: &str,
         schema: &Arc<Value>,
         labels: &[provenance::ArgLabel],
-        (reason, approvers): (String, u32),
+        (reason, approvers, proposed_scope): (String, u32, ApprovalScope),
     ) -> Result<Option<String>, Refusal> {
         // Digested only on an ask: the schema the approval binds.
         let schema_digest = canon::digest(schema);
@@ -259,7 +274,7 @@ impl Run<'_> {
             args: args.clone(),
             provenance: labels.into(),
             reason: reason.into(),
-            proposed_scope: ApprovalScope::Once,
+            proposed_scope,
             expires_at_ms: now.saturating_add(
                 self.spec
                     .limits
@@ -284,9 +299,51 @@ impl Run<'_> {
     }
 }
 
+/// Where a call stands with the run's plan (`plan_first` under the `untrusted-input`
+/// profile).
+enum PlanGate {
+    /// No plan rules it: a read, a step with its own grant, a run with no plan or no profile.
+    None,
+    /// A commit within the plan, which no person has approved yet: the request's words.
+    Pending(String),
+    /// A commit within the plan a person approved: that approval.
+    Approved(String),
+}
+
+impl Run<'_> {
+    /// Where a call of `effect` in `step` stands with the run's plan.
+    fn plan_gate(&self, step: &StepSpec, effect: Effect) -> PlanGate {
+        if self.spec.profile.is_none()
+            || effect != Effect::Commit
+            || !self.state.grant_is_planned(&step.id)
+        {
+            return PlanGate::None;
+        }
+        if let Some(a) = self.state.plan_approval(self.state.last_at_ms()) {
+            return PlanGate::Approved(a.id.clone());
+        }
+        let plan = self
+            .state
+            .plan()
+            .map(|p| {
+                p.iter()
+                    .map(|(s, g)| format!("step `{s}`: {}", warrant_core::scope::describe_grant(g)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        PlanGate::Pending(format!(
+            "the run's plan, proposed from the objective before anything was read, needs a \
+             person's approval once ({plan}): approving this request with scope `plan` \
+             approves the plan, and later commits within it go on without asking (an argument \
+             it leaves open that carries untrusted text is still asked about)"
+        ))
+    }
+}
+
 impl Run<'_> {
     /// INVARIANT (denied stays denied, across a tree): a person's denial of this effect
-    /// (provider and arguments digest) recorded in any other run of this run's tree of
+    /// (provider, tool and arguments digest) recorded in any other run of this run's tree of
     /// delegations — its root, a parent, a sibling, a child — holds here too. The tree's logs
     /// are read incrementally (each from where this run last read it), its members found
     /// from the root down through their `child_spawned` events.
