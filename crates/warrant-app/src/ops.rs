@@ -908,6 +908,14 @@ fn fold(run: &RunId, events: &[Arc<Event>]) -> Result<RunState> {
 
 /// Checks that the spec's policies and `extra` load, before anything runs.
 pub fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
+    loaded_policies(spec, extra).map(drop)
+}
+
+/// The spec's policies and `extra`, loaded (none when there are none).
+fn loaded_policies(
+    spec: &Spec,
+    extra: &[PathBuf],
+) -> Result<Option<warrant_policy::CedarAuthority>> {
     let paths: Vec<PathBuf> = spec
         .policy
         .iter()
@@ -915,12 +923,12 @@ pub fn check_policies(spec: &Spec, extra: &[PathBuf]) -> Result<()> {
         .chain(extra.iter().cloned())
         .collect();
     if paths.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let files = warrant_policy::policy_files(&paths).map_err(AppError::invalid)?;
     warrant_policy::CedarAuthority::new(files, spec.trusted_providers())
-        .map_err(AppError::invalid)?;
-    Ok(())
+        .map(Some)
+        .map_err(AppError::invalid)
 }
 
 /// Checks `spec` as `warrant validate` does: its default decider builds, its policies load,
@@ -936,7 +944,7 @@ pub async fn validate(
     if spec.decider.is_some() {
         deciders.default_for(spec, spec_path)?;
     }
-    check_policies(spec, &[])?;
+    let policies = loaded_policies(spec, &[])?;
     let mut warnings = Vec::new();
     if connect {
         let surfaces =
@@ -946,6 +954,11 @@ pub async fn validate(
         let (errors, flagged) = providers::grant_problems(spec, &offered);
         missing.extend(errors);
         warnings = flagged;
+        if let Some(policies) = &policies {
+            let (errors, flagged) = providers::policy_problems(&policies.named_args(), &offered);
+            missing.extend(errors);
+            warnings.extend(flagged);
+        }
         if !missing.is_empty() {
             let shown = spec_path.display();
             return Err(AppError::invalid(format!(

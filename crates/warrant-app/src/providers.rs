@@ -156,6 +156,61 @@ pub fn grant_problems(
     (errors, warnings)
 }
 
+/// What the policies' argument names say against the tools the providers offer: an error
+/// for a policy whose scope names tools none of which takes an argument it tests by name; a
+/// warning for a policy that names no tool and tests an argument no offered tool takes (a
+/// general policy may name arguments of tools this spec does not use).
+pub fn policy_problems(
+    named: &[warrant_policy::NamedArg],
+    offered: &BTreeMap<String, Observation>,
+) -> (Vec<String>, Vec<String>) {
+    let schemas: Vec<(&str, &serde_json::Value)> = offered
+        .values()
+        .flat_map(|o| {
+            o.actions
+                .iter()
+                .map(|a| (a.name.as_str(), &*a.input_schema))
+        })
+        .collect();
+    // Whether `tool` takes `arg`: unknown (no schema listing properties) counts as yes.
+    let takes = |schema: &serde_json::Value, arg: &str| {
+        schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .is_none_or(|p| p.contains_key(arg))
+    };
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for n in named {
+        if n.tools.is_empty() {
+            if !schemas.iter().any(|(_, s)| takes(s, &n.arg)) {
+                warnings.push(format!(
+                    "policy `{}` tests argument `{}`, which no tool offered takes",
+                    n.policy, n.arg
+                ));
+            }
+            continue;
+        }
+        let scoped: Vec<&(&str, &serde_json::Value)> = schemas
+            .iter()
+            .filter(|(t, _)| n.tools.iter().any(|x| x == t))
+            .collect();
+        if !scoped.is_empty() && !scoped.iter().any(|(_, s)| takes(s, &n.arg)) {
+            errors.push(format!(
+                "policy `{}` tests argument `{}` of {}, which {} not take: a misspelt name tests nothing",
+                n.policy,
+                n.arg,
+                n.tools
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if n.tools.len() == 1 { "it does" } else { "none of them does" }
+            ));
+        }
+    }
+    (errors, warnings)
+}
+
 /// Refuses a rule (`--deny-tool`, `--ask-tool`) that names no tool any provider offers: a
 /// typo there would silently rule on nothing.
 pub fn check_rule_tools(

@@ -1117,6 +1117,33 @@ fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
         "{}",
         stdout(&listed)
     );
+
+    // A policy that tests a misspelt argument of the tool it names is an error too; one that
+    // names no tool and an argument no tool takes is warned about.
+    std::fs::write(
+        dir.path().join("p.cedar"),
+        "@id(\"cap-sum\")\nforbid(principal, action, resource) when { resource.tool == \"get-sum\" && resource.hasTag(\"aa\") };\n@id(\"general\")\nforbid(principal, action, resource) when { context.untrusted_args.contains(\"iban\") };\npermit(principal, action, resource);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("policed.yaml"),
+        format!(
+            "{}policy: [p.cedar]\n",
+            spec("{tools: {get-sum: {a: {max: 5}, b: {max: 5}}}}")
+        ),
+    )
+    .unwrap();
+    let policed = warrant_in(
+        dir.path(),
+        &store,
+        &["validate", "policed.yaml", "--connect"],
+    );
+    assert_eq!(policed.status.code(), Some(2), "{}", stdout(&policed));
+    let said = stderr(&policed);
+    assert!(
+        said.contains("policy `cap-sum` tests argument `aa` of `get-sum`, which it does not take"),
+        "{said}"
+    );
 }
 
 /// Over Streamable HTTP, a server that is gone when a call is made: the call ends at once with

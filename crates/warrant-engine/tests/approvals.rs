@@ -377,8 +377,13 @@ impl Surface for Alias {
     }
 }
 
+/// A denial holds for its own effect — this provider's tool with these arguments. Another tool
+/// called with the same arguments (an alias, or a different action that takes the same
+/// arguments) is ruled on its own: here it is asked about again, and a person denies it again;
+/// nothing moves without a person either way.
 #[tokio::test]
-async fn a_denial_holds_when_the_same_effect_is_retried_under_another_tool_name() {
+async fn a_denial_holds_for_its_tool_and_another_tool_with_the_same_arguments_is_ruled_on_its_own()
+{
     let spec_text = PAY.replace("[balance, transfer]", "[balance, transfer, wire]");
     let mut w = world(&format!(
         "{}    - call: wire\n      args: {{to: DE89370400440532013000, amount: 950}}\n    - done: paid\n",
@@ -387,6 +392,14 @@ async fn a_denial_holds_when_the_same_effect_is_retried_under_another_tool_name(
     let bank = w.surfaces.remove("bank").unwrap();
     w.surfaces
         .insert("bank".into(), Arc::new(Alias { inner: bank }));
+    // The operator's rules ask about both names.
+    w.engine = Engine::new(w.store.clone())
+        .with_clock(w.clock.clone())
+        .with_ids(Arc::new(SequentialIds::new("ap")))
+        .with_authority(Arc::new(RuleList::new(
+            [],
+            ["transfer".to_owned(), "wire".to_owned()],
+        )));
     // `wire` is only known once observed, as with an MCP server's tool list.
     struct Observed;
     impl ProviderCatalog for Observed {
@@ -411,21 +424,46 @@ async fn a_denial_holds_when_the_same_effect_is_retried_under_another_tool_name(
         )
         .await
         .unwrap();
+    let asked_again = w.resume(&r.run_id).await;
+    assert_eq!(
+        asked_again.waiting_on,
+        vec![CallId(2)],
+        "the wire asks on its own"
+    );
+    assert_eq!(count(&w.events(&r.run_id), "approval_requested"), 2);
+    w.engine
+        .answer(
+            "ap-1-a2",
+            Answer::Deny {
+                reason: "not this month either".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
     let done = w.resume(&r.run_id).await;
     let calls: Vec<_> = done
         .state
         .calls()
         .iter()
-        .map(|c| (c.tool.clone(), c.fault.as_ref().map(|f| f.code.clone())))
+        .map(|c| {
+            (
+                c.tool.clone(),
+                c.fault
+                    .as_ref()
+                    .map(|f| (f.code.clone(), f.message.clone())),
+            )
+        })
         .collect();
-    assert_eq!(
-        calls,
-        vec![
-            ("transfer".to_owned(), Some("approval_denied".to_owned())),
-            ("wire".to_owned(), Some("approval_denied".to_owned())),
-        ]
-    );
-    assert_eq!(count(&w.events(&r.run_id), "approval_requested"), 1);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for ((tool, fault), request) in calls.iter().zip(["ap-1-a1", "ap-1-a2"]) {
+        let (code, message) = fault.as_ref().unwrap();
+        assert_eq!(code, "approval_denied", "{tool}");
+        assert!(
+            message.contains(request),
+            "{tool}'s refusal cites its own request: {message}"
+        );
+    }
     assert!(w.bank.transfers().is_empty(), "no money moved");
     w.check(&r.run_id).await;
 }

@@ -1,4 +1,4 @@
-//! Provenance rules 2 in a run: values traced inside untrusted prose, and the integrity of the
+//! Provenance rules 2 and 3 in a run: values traced inside untrusted prose, and the integrity of the
 //! decider's context recorded with each decision and carried by the values it produces.
 
 #![allow(
@@ -83,17 +83,16 @@ async fn a_value_the_decider_produced_after_reading_untrusted_text_is_tainted() 
         events.iter().any(|e| matches!(
             &e.kind,
             EventKind::RunStarted {
-                provenance: Some(2),
+                provenance: Some(3),
                 ..
             }
         )),
         "new runs record the rules"
     );
-    // Decision 1 saw nothing untrusted; from decision 2 on, the decider had read the bank's
-    // output (the first transfer's result, then the statement), and a context stays tainted.
+    // Rules 3: decision 1 had read the bank's tool descriptions (text an untrusted provider
+    // wrote); after that its output too, and a context stays tainted.
     let t = taints(&events);
-    assert_eq!(t[0], Vec::<String>::new());
-    assert!(t[1..].iter().all(|t| t == &["bank".to_owned()]), "{t:?}");
+    assert!(t.iter().all(|t| t == &["bank".to_owned()]), "{t:?}");
     let calls = dispatched(&events);
     let memo = |call: &[(String, Source, Vec<Source>)]| {
         call.iter()
@@ -102,7 +101,12 @@ async fn a_value_the_decider_produced_after_reading_untrusted_text_is_tainted() 
             .1
             .clone()
     };
-    assert_eq!(memo(&calls[0]), Source::Decider { tainted_by: vec![] });
+    assert_eq!(
+        memo(&calls[0]),
+        Source::Decider {
+            tainted_by: vec!["bank".into()]
+        }
+    );
     assert_eq!(
         memo(&calls[2]),
         Source::Decider {
@@ -119,10 +123,7 @@ async fn a_value_the_decider_produced_after_reading_untrusted_text_is_tainted() 
         .iter()
         .map(|c| &c.context_taint[..])
         .collect();
-    assert_eq!(
-        taint,
-        [&[][..], &["bank".to_owned()][..], &["bank".to_owned()][..]]
-    );
+    assert_eq!(taint, [&["bank".to_owned()][..]; 3]);
 }
 
 #[tokio::test]
@@ -173,9 +174,12 @@ async fn a_quarantined_result_shows_only_typed_fields_and_leaves_the_context_cle
         serde_json::json!({"incoming": 850.0, "date": "2026-11-28", "memo": null})
     );
     assert!(seen[1].recent[0].quarantined);
-    // And its context stayed clean.
+    // And the result added nothing untrusted to its context: the projection that showed it
+    // shows no provider's text (the decisions' taint is the bank's descriptions alone).
+    let state = warrant_core::RunState::from_events(events.iter().map(|e| &**e)).unwrap();
+    assert!(seen[1].shows_untrusted(&state).is_empty());
     assert!(
-        taints(&events).iter().all(Vec::is_empty),
+        taints(&events).iter().all(|t| t == &["bank".to_owned()]),
         "{:?}",
         taints(&events)
     );

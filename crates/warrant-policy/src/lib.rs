@@ -164,6 +164,94 @@ fn first_line(d: &dyn Diagnostic, text: &str) -> Option<usize> {
         .map(|l| line_of(text, l.offset()))
 }
 
+/// An argument a policy tests by name (`resource.hasTag("to")`, `getTag`, or a name in one of
+/// the context's argument sets: `context.untrusted_args.contains("to")`), and the tools its
+/// conditions compare `resource.tool` with (none: any tool).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedArg {
+    /// The policy's id.
+    pub policy: String,
+    /// The tools it names (`resource.tool == "transfer"`); empty when it names none.
+    pub tools: Vec<String>,
+    /// The argument.
+    pub arg: String,
+}
+
+/// `v`'s field `key` (null when it has none).
+fn field<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.get(key).unwrap_or(&Value::Null)
+}
+
+/// The arguments `policy` names, with the tools it names.
+fn named_args_of(policy: &Policy) -> Vec<NamedArg> {
+    let Ok(est) = policy.to_json() else {
+        return Vec::new();
+    };
+    let (mut args, mut tools) = (Vec::new(), Vec::new());
+    if let Some(conditions) = est.get("conditions").and_then(Value::as_array) {
+        for c in conditions {
+            collect_named_args(field(c, "body"), &mut args, &mut tools);
+        }
+    }
+    args.sort();
+    args.dedup();
+    tools.sort();
+    tools.dedup();
+    args.into_iter()
+        .map(|arg| NamedArg {
+            policy: policy.id().to_string(),
+            tools: tools.clone(),
+            arg,
+        })
+        .collect()
+}
+
+/// The argument names an expression (Cedar's JSON form) tests — the literal of a `hasTag` or
+/// `getTag`, or each literal a `contains`, `containsAll` or `containsAny` looks for in one of
+/// the context's `*_args` sets — and the tools it compares `resource.tool` with.
+fn collect_named_args(expr: &Value, args: &mut Vec<String>, tools: &mut Vec<String>) {
+    let literals = |v: &Value, out: &mut Vec<String>| {
+        if let Some(s) = v.get("Value").and_then(Value::as_str) {
+            out.push(s.to_owned());
+        }
+        if let Some(items) = v.get("Set").and_then(Value::as_array) {
+            out.extend(
+                items
+                    .iter()
+                    .filter_map(|i| i.get("Value").and_then(Value::as_str))
+                    .map(str::to_owned),
+            );
+        }
+    };
+    let attr = |v: &Value| field(field(v, "."), "attr").as_str().map(str::to_owned);
+    match expr {
+        Value::Object(map) => {
+            for (op, inner) in map {
+                match op.as_str() {
+                    "hasTag" | "getTag" => literals(field(inner, "right"), args),
+                    "contains" | "containsAll" | "containsAny"
+                        if attr(field(inner, "left")).is_some_and(|a| a.ends_with("_args")) =>
+                    {
+                        literals(field(inner, "right"), args);
+                    }
+                    "==" if attr(field(inner, "left")).as_deref() == Some("tool") => {
+                        literals(field(inner, "right"), tools);
+                    }
+                    "==" if attr(field(inner, "right")).as_deref() == Some("tool") => {
+                        literals(field(inner, "left"), tools);
+                    }
+                    _ => {}
+                }
+                collect_named_args(inner, args, tools);
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| collect_named_args(i, args, tools)),
+        _ => {}
+    }
+}
+
 /// The `.cedar` files of `paths` (files as given, directories' files sorted by name).
 pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<PolicyFile>, PolicyError> {
     let mut files = Vec::new();
@@ -221,6 +309,12 @@ fn read(path: &Path) -> Result<PolicyFile, PolicyError> {
 }
 
 impl CedarAuthority {
+    /// Every argument its policies test by name, with the tools each policy's scope names: to
+    /// check against the tools' schemas (a misspelt name tests nothing).
+    pub fn named_args(&self) -> Vec<NamedArg> {
+        self.policies.policies().flat_map(named_args_of).collect()
+    }
+
     /// Parses and validates policy files. `trusted` names the providers whose output is
     /// trusted (it labels arguments `trusted_output_args` rather than `untrusted_args`).
     pub fn new(

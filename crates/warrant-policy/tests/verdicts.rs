@@ -569,3 +569,34 @@ when { resource.tool == "delete_file" && resource.hasTag("force") && context.car
         json!({"type": "object", "properties": {"path": {}, "force": {}}, "required": ["path"]});
     assert!(probe("ann", "delete_file", Effect::Commit, forced));
 }
+
+#[test]
+fn the_arguments_a_policy_tests_by_name_are_known_with_the_tools_it_names() {
+    let a = authority(
+        r#"@id("pay-cap")
+forbid(principal, action == Warrant::Action::"commit", resource)
+when { resource.tool == "send_money" && resource.hasTag("recipeint") && resource.hasTag("amount") && resource.getTag("amount") == "0.01" };
+@id("general")
+forbid(principal, action, resource)
+when { context.untrusted_args.containsAny(["to", "iban"]) || context.tainted_args.contains("body") };
+permit(principal, action, resource);"#,
+        &[],
+    );
+    let mut named: Vec<(String, Vec<String>, String)> = a
+        .named_args()
+        .into_iter()
+        .map(|n| (n.policy, n.tools, n.arg))
+        .collect();
+    named.sort();
+    let tool = vec!["send_money".to_owned()];
+    assert_eq!(
+        named,
+        vec![
+            ("general".into(), vec![], "body".into()),
+            ("general".into(), vec![], "iban".into()),
+            ("general".into(), vec![], "to".into()),
+            ("pay-cap".into(), tool.clone(), "amount".into()),
+            ("pay-cap".into(), tool, "recipeint".into()),
+        ]
+    );
+}
