@@ -285,7 +285,7 @@ impl OutputIndex {
         let (p, call, _) = self
             .texts
             .iter()
-            .find(|(_, _, t)| t.derived(&self.keys).compact.contains(&needle))?;
+            .find(|(_, _, t)| t.compact().contains(&needle))?;
         Some((self.providers.get(usize::from(*p))?.as_str(), *call))
     }
 
@@ -296,8 +296,13 @@ impl OutputIndex {
     /// texts kept.
     fn find_held(&self, leaf: &str) -> Option<(&str, Option<CallId>)> {
         let segment = |c: char| !(c.is_alphanumeric() || matches!(c, '@' | '.' | '-' | '_' | '+'));
+        // A word, and each dotted part of one (a secret sent as a host name's label).
         let word = leaf
             .split(segment)
+            .flat_map(|w| {
+                let parts = w.contains('.').then(|| w.split('.'));
+                std::iter::once(w).chain(parts.into_iter().flatten())
+            })
             .map(|w| w.trim_matches(['.', '-', '_']))
             .filter(|w| w.len() >= WORD_MIN && w.len() <= INDEXED_STRING_MAX)
             .find_map(|w| self.seen.get(&self.keys.text(b's', w)));
@@ -311,7 +316,7 @@ impl OutputIndex {
         let mut prints = Vec::new();
         fingerprints(&self.keys, &compact, &mut |p| prints.push(p));
         let (p, call, _) = self.texts.iter().find(|(_, _, t)| {
-            let held = &t.derived(&self.keys).prints;
+            let held = t.prints(&self.keys);
             prints.iter().any(|p| held.contains(p))
         })?;
         Some((self.providers.get(usize::from(*p))?.as_str(), *call))
@@ -382,8 +387,8 @@ fn percent_decoded(s: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// `s`'s letters and digits alone, lower-cased: how text is compared when a decider may have
-/// reformatted a value (rules 3).
+/// `s`'s letters and digits alone, lower-cased, full-width forms read as their ASCII letters
+/// and digits: how text is compared when a decider may have reformatted a value (rules 3).
 fn compact(s: &str) -> String {
     if s.is_ascii() {
         return s
@@ -393,6 +398,11 @@ fn compact(s: &str) -> String {
             .collect();
     }
     s.chars()
+        .map(|c| match u32::from(c) {
+            // Full-width ASCII (U+FF01..U+FF5E) is ASCII written wide: `Ｕ１` is `U1`.
+            wide @ 0xFF01..=0xFF5E => char::from_u32(wide - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
@@ -434,7 +444,7 @@ fn fingerprints(keys: &Keys, compact: &str, f: &mut impl FnMut(u64)) {
 #[derive(Clone, Debug)]
 struct Text {
     written: Written,
-    derived: OnceLock<Derived>,
+    derived: Derived,
 }
 
 /// Text a provider wrote, as kept.
@@ -450,30 +460,35 @@ enum Written {
     },
 }
 
-/// A text's letters and digits alone, and the fingerprints of its pieces (rules 3).
-#[derive(Clone, Debug)]
+/// What rules 3 derive from a text, each made on first use: its letters and digits alone,
+/// and the fingerprints of their pieces (only a value long enough to hold a piece needs them).
+#[derive(Clone, Debug, Default)]
 struct Derived {
-    compact: String,
-    prints: std::collections::HashSet<u64, BuildHasherDefault<Prehashed>>,
+    compact: OnceLock<String>,
+    prints: OnceLock<std::collections::HashSet<u64, BuildHasherDefault<Prehashed>>>,
 }
 
 impl Text {
     fn new(written: Written) -> Text {
         Text {
             written,
-            derived: OnceLock::new(),
+            derived: Derived::default(),
         }
     }
 
-    /// Its compact form and fingerprints, made on first use.
-    fn derived(&self, keys: &Keys) -> &Derived {
-        self.derived.get_or_init(|| {
-            let compact = compact(self.get());
+    /// Its compact form, made on first use.
+    fn compact(&self) -> &str {
+        self.derived.compact.get_or_init(|| compact(self.get()))
+    }
+
+    /// The fingerprints of its compact form, made on first use.
+    fn prints(&self, keys: &Keys) -> &std::collections::HashSet<u64, BuildHasherDefault<Prehashed>> {
+        self.derived.prints.get_or_init(|| {
             let mut prints = std::collections::HashSet::default();
-            fingerprints(keys, &compact, &mut |p| {
+            fingerprints(keys, self.compact(), &mut |p| {
                 prints.insert(p);
             });
-            Derived { compact, prints }
+            prints
         })
     }
 
@@ -1372,6 +1387,8 @@ mod tests {
             "url": "host.com?k=sk-live-7Hq92xPz",
             "encoded": "https://x.example/?k=sk%2Dlive%2D7Hq92xPz",
             "word": "my pet is swordfish!",
+            "wide": "\u{FF35}\u{FF33}\u{FF11}\u{FF13} 3000 0001 2121 2121 2121 2",
+            "label": "https://sk-live-7Hq92xPz.collect.example/x",
             "own": "Dinner with the team on Friday at eight"
         });
         let labels = label(&args, "pay my share", &[], &index, 3, &[]);
@@ -1408,6 +1425,14 @@ mod tests {
         assert_eq!(of("/url"), holds("vault", 3), "a secret in a URL's query");
         assert_eq!(of("/encoded"), holds("vault", 3), "percent-encoded");
         assert_eq!(of("/word"), holds("vault", 3), "a whole value as a word");
+        assert_eq!(
+            of("/wide"),
+            Source::Description {
+                provider: "bank".into()
+            },
+            "full-width letters and digits"
+        );
+        assert_eq!(of("/label"), holds("vault", 3), "a secret as a host's label");
         assert_eq!(of("/own"), Source::Decider { tainted_by: vec![] });
         // Under rules 2 (a log recorded before), none of that was seen.
         let old = label(&args, "pay my share", &[], &index, 2, &[]);

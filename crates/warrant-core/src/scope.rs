@@ -380,6 +380,14 @@ fn host_kind(host: &str) -> Option<Host<'_>> {
 /// `localhost:8000/x`). A bare `name.ext` whose ending is a file's
 /// (`team-building-activities.docx`) is a file name, not an address.
 pub fn address_like(s: &str) -> bool {
+    // The full stops a browser reads as dots (ideographic, full-width, half-width).
+    let dotted;
+    let s = if s.contains(['\u{3002}', '\u{FF0E}', '\u{FF61}']) {
+        dotted = s.replace(['\u{3002}', '\u{FF0E}', '\u{FF61}'], ".");
+        dotted.as_str()
+    } else {
+        s
+    };
     let s = s.trim();
     if s.contains("://") {
         return true;
@@ -675,6 +683,8 @@ mod tests {
             "files.example.net:8080",
             "report.pdf/x",
             "evil.example:443?q=1",
+            "evil\u{3002}example/x",
+            "evil\u{FF0E}example",
         ] {
             assert!(address_like(address), "{address} is an address");
         }
