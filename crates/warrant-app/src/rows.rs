@@ -65,6 +65,8 @@ pub struct ApprovalRow {
     /// Who approved it so far (when it needs several).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub approved_by: Vec<String>,
+    /// The scope it proposes: `plan` when it describes the run's plan, to approve as a whole.
+    pub proposed_scope: &'static str,
 }
 
 impl ApprovalRow {
@@ -89,6 +91,7 @@ impl ApprovalRow {
             expires_at_ms: asked.expires_at_ms,
             approvers: asked.approvers,
             approved_by: Vec::new(),
+            proposed_scope: asked.proposed_scope.as_str(),
         }
     }
 }

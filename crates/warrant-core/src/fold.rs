@@ -238,6 +238,9 @@ pub struct Approval {
     pub approvers: u32,
     /// Who approved it so far, with the scope and time each approved for.
     pub approved_by: Vec<(String, ApprovalScope, Option<u64>)>,
+    /// The scope the request proposed: only a request that proposed `plan` (it described the
+    /// run's plan) can approve the plan.
+    pub proposed_scope: ApprovalScope,
 }
 
 impl Approval {
@@ -406,10 +409,13 @@ fn approve_by_several(
         ));
     }
     if left == 0 {
-        // The narrowest scope any of them gave: once, else the plan, else the run.
+        // The narrowest scope all of them gave: once when any gave once, or when some gave
+        // the plan and some the run (neither holds the other); else the plan, else the run.
         let gave = |scope| a.approved_by.iter().any(|(_, s, _)| *s == scope);
         a.status = ApprovalStatus::Approved {
-            scope: if gave(ApprovalScope::Once) {
+            scope: if gave(ApprovalScope::Once)
+                || (gave(ApprovalScope::Plan) && gave(ApprovalScope::Run))
+            {
                 ApprovalScope::Once
             } else if gave(ApprovalScope::Plan) {
                 ApprovalScope::Plan
@@ -1276,6 +1282,7 @@ impl RunState {
                 schema_digest,
                 expires_at_ms,
                 approvers,
+                proposed_scope,
                 ..
             } => {
                 let c = self
@@ -1298,6 +1305,7 @@ impl RunState {
                     edited: None,
                     approvers: (*approvers).max(1),
                     approved_by: Vec::new(),
+                    proposed_scope: *proposed_scope,
                 });
             }
             EventKind::ApprovalResolved {
@@ -1317,6 +1325,14 @@ impl RunState {
                 if a.status != ApprovalStatus::Pending {
                     return Err(fail(format!(
                         "approval request `{request}` is already resolved"
+                    )));
+                }
+                if *approved
+                    && *scope == Some(ApprovalScope::Plan)
+                    && a.proposed_scope != ApprovalScope::Plan
+                {
+                    return Err(fail(format!(
+                        "approval request `{request}` did not propose the run's plan: scope `plan` cannot approve it"
                     )));
                 }
                 if *approved && a.approvers > 1 {

@@ -42,8 +42,10 @@ pub enum Source {
         provider: String,
     },
     /// It holds a piece of an earlier result of this provider's call, or of its tool
-    /// descriptions (no call), with other text around it (provenance rules 3): a value wrapped
-    /// in more text keeps the label of what it wraps.
+    /// descriptions (no call): its letters and digits in another layout, a word of it, or a
+    /// run of its text wrapped in more (provenance rules 3). Said in `also` of a value the
+    /// decider produced: it keeps the decider's label (holding a trusted provider's text lends
+    /// no trust), and a piece of an untrusted provider's text makes it untrusted.
     Holds {
         /// The provider.
         provider: String,
@@ -105,7 +107,8 @@ pub struct ArgLabel {
     #[serde(flatten)]
     pub source: Source,
     /// Where else it was observed: a value the objective names that a provider's output also
-    /// holds says both.
+    /// holds says both; a value the decider produced says each provider whose text it holds a
+    /// piece of (`holds`, rules 3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Source>,
 }
@@ -121,13 +124,14 @@ pub struct ArgLabel {
 ///   with white space collapsed) within a bounded window ([`OUTPUT_TEXT_MAX`] bytes per run);
 ///   the objective's only when the objective holds it as a whole token or phrase; a leaf both
 ///   the objective's and a provider's says both (`also`).
-/// - 3: also a provider's when its letters and digits alone ([`COMPACT_MIN`]+ of them, case
-///   folded) occur in the provider's text with everything else taken out (an IBAN written
-///   without its spaces, a phone number without its dashes); and a value no source holds whole
-///   is labelled [`Source::Holds`] when it holds a provider's identifier-like word or whole
-///   value, or a run of [`PIECE`] + [`WINDOW`] - 1 letters and digits of its text (a result
-///   wrapped in more text). The decider's context is also tainted by an untrusted provider
-///   whose tool descriptions it was shown.
+/// - 3: a value no source holds whole stays the decider's and says (in `also`, as
+///   [`Source::Holds`]) every provider whose text it holds a piece of: its letters and digits
+///   alone ([`COMPACT_MIN`]+, case folded) in order in the provider's text with everything else
+///   taken out (an IBAN written without its spaces), an identifier-like word or whole value of
+///   an output among its words, or a run of [`PIECE`] + [`WINDOW`] - 1 letters and digits of
+///   its text (a result wrapped in more text). Holding a trusted provider's text lends no
+///   trust; holding an untrusted one's makes the value untrusted. The decider's context is
+///   also tainted by an untrusted provider whose tool descriptions it was shown.
 pub const RULES: u32 = 3;
 
 /// Fewest letters and digits a value needs to be traced inside a provider's text with its
@@ -171,6 +175,8 @@ pub struct OutputIndex {
     /// Per provider, a digest of the tool descriptions last kept: the same ones are not kept
     /// again at every observation.
     described: HashMap<u16, u64>,
+    /// Rules 3: the texts' fingerprints, made when first needed.
+    pieces: Pieces,
 }
 
 impl OutputIndex {
@@ -210,6 +216,17 @@ impl OutputIndex {
             if let Value::String(s) = leaf {
                 for w in words(s) {
                     seen.entry(keys.text(b's', w)).or_insert((p, call));
+                    // Rules 3: a word with `=`, `:`, `/`, `&`, `?` or `#` in it (`token=abc123`)
+                    // is also remembered by its parts, as a URL would carry one.
+                    if rules >= 3 && w.contains(['=', ':', '/', '&', '?', '#']) {
+                        let parts = w
+                            .split(['=', ':', '/', '&', '?', '#'])
+                            .filter(|x| x.len() >= WORD_MIN)
+                            .filter(|x| x.bytes().any(|b| b.is_ascii_digit() || b == b'@'));
+                        for x in parts {
+                            seen.entry(keys.text(b's', x)).or_insert((p, call));
+                        }
+                    }
                 }
             }
         });
@@ -275,51 +292,112 @@ impl OutputIndex {
         Some((self.providers.get(usize::from(*p))?.as_str(), *call))
     }
 
-    /// The first text whose provider wrote `leaf`'s letters and digits, in order, with only
-    /// other characters between them (rules 3): a value the decider reformatted.
-    fn find_compact(&self, leaf: &str) -> Option<(&str, Option<CallId>)> {
+    /// Every provider (with the first call, or none for its descriptions) whose text holds a
+    /// piece of `leaf` (rules 3), in the order first found, each once:
+    /// - `leaf`'s letters and digits alone ([`COMPACT_MIN`]+), in order with only other
+    ///   characters between them: a value the decider reformatted;
+    /// - a word of `leaf` (split at anything but letters, digits and `@.-_+`, and each dotted
+    ///   part of one; [`WORD_MIN`]+ bytes) that is an identifier-like word or a whole value of
+    ///   an output;
+    /// - a run of its compact text that shares a winnowed fingerprint with `leaf`'s.
+    ///
+    /// Each text is searched once for the compact form; words and fingerprints are looked up
+    /// in maps: linear in `leaf` and in the texts kept.
+    fn held(&self, leaf: &str) -> Vec<(&str, Option<CallId>)> {
+        let mut found: Vec<(u16, Option<CallId>)> = Vec::new();
+        let mut add = |p: u16, call: Option<CallId>| {
+            if !found.iter().any(|(q, _)| *q == p) {
+                found.push((p, call));
+            }
+        };
         let needle = compact(leaf);
-        if needle.len() < COMPACT_MIN {
-            return None;
+        if needle.len() >= COMPACT_MIN {
+            for (p, call, t) in &self.texts {
+                if t.compact().contains(&needle) {
+                    add(*p, *call);
+                }
+            }
         }
-        let (p, call, _) = self
-            .texts
-            .iter()
-            .find(|(_, _, t)| t.compact().contains(&needle))?;
-        Some((self.providers.get(usize::from(*p))?.as_str(), *call))
-    }
-
-    /// The provider (and call) a piece of `leaf` came from, for a value no source holds
-    /// whole (rules 3): an identifier-like word or whole value of an output that is a word of
-    /// `leaf` (split at anything but letters, digits and `@.-_+`; [`WORD_MIN`]+ bytes), else a
-    /// run of its text that shares a fingerprint with `leaf`'s. Linear in `leaf` and in the
-    /// texts kept.
-    fn find_held(&self, leaf: &str) -> Option<(&str, Option<CallId>)> {
         let segment = |c: char| !(c.is_alphanumeric() || matches!(c, '@' | '.' | '-' | '_' | '+'));
-        // A word, and each dotted part of one (a secret sent as a host name's label).
-        let word = leaf
+        let words = leaf
             .split(segment)
             .flat_map(|w| {
                 let parts = w.contains('.').then(|| w.split('.'));
                 std::iter::once(w).chain(parts.into_iter().flatten())
             })
             .map(|w| w.trim_matches(['.', '-', '_']))
-            .filter(|w| w.len() >= WORD_MIN && w.len() <= INDEXED_STRING_MAX)
-            .find_map(|w| self.seen.get(&self.keys.text(b's', w)));
-        if let Some((p, call)) = word {
-            return Some((self.providers.get(usize::from(*p))?.as_str(), Some(*call)));
+            .filter(|w| w.len() >= WORD_MIN && w.len() <= INDEXED_STRING_MAX);
+        for w in words {
+            if let Some((p, call)) = self.seen.get(&self.keys.text(b's', w)) {
+                add(*p, Some(*call));
+            }
         }
-        let compact = compact(leaf);
-        if compact.len() < PIECE {
-            return None;
+        if needle.len() >= PIECE {
+            let pieces = self.pieces.indexed(&self.keys, &self.texts);
+            fingerprints(&self.keys, &needle, &mut |print| {
+                if let Some((p, call, _)) =
+                    pieces.get(&print).and_then(|i| self.texts.get(*i as usize))
+                {
+                    add(*p, *call);
+                }
+            });
         }
-        let mut prints = Vec::new();
-        fingerprints(&self.keys, &compact, &mut |p| prints.push(p));
-        let (p, call, _) = self.texts.iter().find(|(_, _, t)| {
-            let held = t.prints(&self.keys);
-            prints.iter().any(|p| held.contains(p))
-        })?;
-        Some((self.providers.get(usize::from(*p))?.as_str(), *call))
+        found
+            .into_iter()
+            .filter_map(|(p, call)| Some((self.providers.get(usize::from(p))?.as_str(), call)))
+            .collect()
+    }
+}
+
+/// The fingerprints of the texts an index keeps (rules 3), each to the first text that has it:
+/// made when a search first needs them, extended with the texts kept since at each later
+/// search, so each text is fingerprinted once.
+#[derive(Debug, Default)]
+struct Pieces(std::sync::Mutex<PiecesIndexed>);
+
+#[derive(Clone, Debug, Default)]
+struct PiecesIndexed {
+    /// How many of the index's texts are in `map`.
+    covered: usize,
+    map: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+}
+
+impl Clone for Pieces {
+    fn clone(&self) -> Pieces {
+        let inner = self.0.lock().map(|p| p.clone()).unwrap_or_default();
+        Pieces(std::sync::Mutex::new(inner))
+    }
+}
+
+impl Pieces {
+    /// The map, with every text of `texts` in it.
+    fn indexed(
+        &self,
+        keys: &Keys,
+        texts: &[(u16, Option<CallId>, Text)],
+    ) -> std::sync::MutexGuard<'_, PiecesIndexed> {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let indexed = &mut *guard;
+        for (i, (_, _, t)) in texts.iter().enumerate().skip(indexed.covered) {
+            // Texts are at most `OUTPUT_TEXT_MAX` bytes in all: their count fits.
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            let map = &mut indexed.map;
+            fingerprints(keys, t.compact(), &mut |print| {
+                map.entry(print).or_insert(i);
+            });
+        }
+        indexed.covered = texts.len();
+        guard
+    }
+}
+
+impl std::ops::Deref for PiecesIndexed {
+    type Target = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
     }
 }
 
@@ -397,14 +475,15 @@ fn compact(s: &str) -> String {
             .map(|b| char::from(b.to_ascii_lowercase()))
             .collect();
     }
+    // Lower-cased before the rest is dropped, as a kept text was: `İ` is `i̇` both ways.
     s.chars()
         .map(|c| match u32::from(c) {
             // Full-width ASCII (U+FF01..U+FF5E) is ASCII written wide: `Ｕ１` is `U1`.
             wide @ 0xFF01..=0xFF5E => char::from_u32(wide - 0xFEE0).unwrap_or(c),
             _ => c,
         })
-        .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
+        .filter(|c| c.is_alphanumeric())
         .collect()
 }
 
@@ -439,12 +518,12 @@ fn fingerprints(keys: &Keys, compact: &str, f: &mut impl FnMut(u64)) {
     }
 }
 
-/// Text a provider wrote, kept for substring tracing (rules 2), and what rules 3 derive from
-/// it on first use.
+/// Text a provider wrote, kept for substring tracing (rules 2), and its compact form (rules 3)
+/// once needed.
 #[derive(Clone, Debug)]
 struct Text {
     written: Written,
-    derived: Derived,
+    compact: OnceLock<String>,
 }
 
 /// Text a provider wrote, as kept.
@@ -460,36 +539,17 @@ enum Written {
     },
 }
 
-/// What rules 3 derive from a text, each made on first use: its letters and digits alone,
-/// and the fingerprints of their pieces (only a value long enough to hold a piece needs them).
-#[derive(Clone, Debug, Default)]
-struct Derived {
-    compact: OnceLock<String>,
-    prints: OnceLock<std::collections::HashSet<u64, BuildHasherDefault<Prehashed>>>,
-}
-
 impl Text {
     fn new(written: Written) -> Text {
         Text {
             written,
-            derived: Derived::default(),
+            compact: OnceLock::new(),
         }
     }
 
-    /// Its compact form, made on first use.
+    /// Its letters and digits alone (rules 3), made on first use.
     fn compact(&self) -> &str {
-        self.derived.compact.get_or_init(|| compact(self.get()))
-    }
-
-    /// The fingerprints of its compact form, made on first use.
-    fn prints(&self, keys: &Keys) -> &std::collections::HashSet<u64, BuildHasherDefault<Prehashed>> {
-        self.derived.prints.get_or_init(|| {
-            let mut prints = std::collections::HashSet::default();
-            fingerprints(keys, self.compact(), &mut |p| {
-                prints.insert(p);
-            });
-            prints
-        })
+        self.compact.get_or_init(|| compact(self.get()))
     }
 
     fn get(&self) -> &str {
@@ -989,10 +1049,6 @@ pub fn label_for(
             .or_else(|| match (leaf, rules >= 2) {
                 (Value::String(s), true) => index.find_inside(&normalise(s)),
                 _ => None,
-            })
-            .or_else(|| match (leaf, rules >= 3) {
-                (Value::String(s), true) => index.find_compact(s),
-                _ => None,
             });
         let output = output.map(|(provider, call)| match call {
             Some(call) => Source::ProviderOutput {
@@ -1019,24 +1075,33 @@ pub fn label_for(
             (Some(first), _) => (first, Vec::new()),
             (None, Some(output)) => (output, Vec::new()),
             (None, None) if rules >= 2 => {
-                // Rules 3: a value no source holds whole may hold a piece of one (a result
-                // wrapped in more text, a secret in a URL's query, percent-encoded or not).
-                let held = match (leaf, rules >= 3) {
-                    (Value::String(s), true) => index
-                        .find_held(s)
-                        .or_else(|| percent_decoded(s).and_then(|d| index.find_held(&d))),
-                    _ => None,
-                };
-                let source = match held {
-                    Some((provider, call)) => Source::Holds {
-                        provider: provider.to_owned(),
-                        call,
-                    },
-                    None => Source::Decider {
+                // Rules 3: a value no source holds whole is still the decider's (with its
+                // context's taint: holding a trusted provider's text lends it no trust), and
+                // says every provider whose text it holds a piece of (a value reformatted, a
+                // result wrapped in more text, a secret in a URL, percent-encoded or not).
+                let mut held = Vec::new();
+                if let (Value::String(s), true) = (leaf, rules >= 3) {
+                    let decoded = percent_decoded(s);
+                    let found = index
+                        .held(s)
+                        .into_iter()
+                        .chain(decoded.iter().flat_map(|d| index.held(d)));
+                    for (provider, call) in found {
+                        let h = Source::Holds {
+                            provider: provider.to_owned(),
+                            call,
+                        };
+                        if !held.contains(&h) {
+                            held.push(h);
+                        }
+                    }
+                }
+                (
+                    Source::Decider {
                         tainted_by: taint.to_vec(),
                     },
-                };
-                (source, Vec::new())
+                    held,
+                )
             }
             (None, None) => (Source::Unobserved, Vec::new()),
         };
@@ -1392,53 +1457,49 @@ mod tests {
             "own": "Dinner with the team on Friday at eight"
         });
         let labels = label(&args, "pay my share", &[], &index, 3, &[]);
-        let of = |p: &str| {
-            labels
-                .iter()
-                .find(|l| l.pointer == p)
-                .unwrap()
-                .source
-                .clone()
-        };
-        assert_eq!(
-            of("/recipient"),
-            Source::Description {
-                provider: "bank".into()
-            },
-            "an IBAN written without its spaces"
-        );
-        assert_eq!(
-            of("/phone"),
-            Source::Description {
-                provider: "bank".into()
-            }
-        );
-        let holds = |provider: &str, call: u32| Source::Holds {
+        let of = |p: &str| labels.iter().find(|l| l.pointer == p).unwrap().clone();
+        let holds = |provider: &str, call: Option<u32>| Source::Holds {
             provider: provider.into(),
-            call: Some(CallId(call)),
+            call: call.map(CallId),
         };
-        assert_eq!(
-            of("/content"),
-            holds("web", 2),
-            "a result wrapped in more text"
+        // Each stays the decider's (holding text lends no trust) and says whose text it holds.
+        for (p, provider, call, what) in [
+            (
+                "/recipient",
+                "bank",
+                None,
+                "an IBAN written without its spaces",
+            ),
+            ("/phone", "bank", None, "grouped with dashes"),
+            ("/wide", "bank", None, "full-width letters and digits"),
+            ("/content", "web", Some(2), "a result wrapped in more text"),
+            ("/url", "vault", Some(3), "a secret in a URL's query"),
+            ("/encoded", "vault", Some(3), "percent-encoded"),
+            ("/word", "vault", Some(3), "a whole value as a word"),
+            ("/label", "vault", Some(3), "a secret as a host's label"),
+        ] {
+            let l = of(p);
+            assert_eq!(l.source, Source::Decider { tainted_by: vec![] }, "{what}");
+            assert_eq!(l.also, vec![holds(provider, call)], "{what}");
+        }
+        assert_eq!(of("/own").source, Source::Decider { tainted_by: vec![] });
+        assert!(of("/own").also.is_empty());
+        // A value holding pieces of two providers' text says both: a trusted word first does
+        // not hide an untrusted piece after it.
+        let both = label(
+            &json!({"to": "sk-live-7Hq92xPz and US13 3000 0001 2121 2121 2121 2"}),
+            "",
+            &[],
+            &index,
+            3,
+            &[],
         );
-        assert_eq!(of("/url"), holds("vault", 3), "a secret in a URL's query");
-        assert_eq!(of("/encoded"), holds("vault", 3), "percent-encoded");
-        assert_eq!(of("/word"), holds("vault", 3), "a whole value as a word");
-        assert_eq!(
-            of("/wide"),
-            Source::Description {
-                provider: "bank".into()
-            },
-            "full-width letters and digits"
-        );
-        assert_eq!(of("/label"), holds("vault", 3), "a secret as a host's label");
-        assert_eq!(of("/own"), Source::Decider { tainted_by: vec![] });
+        assert_eq!(both[0].also.len(), 2, "{:?}", both[0].also);
         // Under rules 2 (a log recorded before), none of that was seen.
         let old = label(&args, "pay my share", &[], &index, 2, &[]);
         assert!(
             old.iter()
-                .all(|l| matches!(l.source, Source::Decider { .. })),
+                .all(|l| matches!(l.source, Source::Decider { .. }) && l.also.is_empty()),
             "{old:?}"
         );
     }

@@ -93,11 +93,7 @@ pub fn describe_grant(grant: &Grant) -> String {
                 .map(|(arg, c)| {
                     let mut parts = Vec::new();
                     if !c.from.is_empty() {
-                        let from: Vec<String> = c
-                            .from
-                            .iter()
-                            .map(|s| format!("{s:?}").to_lowercase())
-                            .collect();
+                        let from: Vec<String> = c.from.iter().map(ToString::to_string).collect();
                         parts.push(format!("from {}", from.join(" or ")));
                     }
                     if !c.one_of.is_empty() {
@@ -117,7 +113,11 @@ pub fn describe_grant(grant: &Grant) -> String {
             format!("{tool} ({})", args.join("; "))
         })
         .collect();
-    tools.join(", ")
+    let beyond = match grant.beyond {
+        Beyond::Deny => "anything else denied",
+        Beyond::Ask => "anything else asked about",
+    };
+    format!("{}; {beyond}", tools.join(", "))
 }
 
 /// The argument names the grant's constraints on `tool` give that `schema` (the tool's input
@@ -205,7 +205,6 @@ fn admitted(source: &Source, allowed: &[GrantSource], trusted: &BTreeSet<String>
             GrantSource::TrustedOutput
         }
         Source::Description { .. } => return false,
-        Source::Holds { provider, .. } if trusted.contains(provider) => GrantSource::TrustedOutput,
         Source::Holds { .. } => return false,
         Source::Decider { tainted_by } if tainted_by.is_empty() => GrantSource::Decider,
         Source::Decider { .. } => return false,
@@ -235,15 +234,8 @@ fn open_content(grant: &Grant, call: &Call<'_>) -> Ruling {
         Effect::Commit => {
             let carried: Vec<String> = open
                 .iter()
-                .filter(|l| {
-                    matches!(
-                        l.source,
-                        Source::ProviderOutput { .. }
-                            | Source::Description { .. }
-                            | Source::Holds { .. }
-                    ) && !trusted_source(&l.source, call.trusted)
-                })
-                .map(|l| format!("`{}` came from {}", l.pointer, l.source))
+                .filter(|l| carries_untrusted_text(l, call.trusted))
+                .map(origin)
                 .collect();
             if carried.is_empty() {
                 return Ruling::Allow;
@@ -280,15 +272,14 @@ fn within(grant: &Grant, call: &Call<'_>) -> Result<(), String> {
 fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result<(), String> {
     if !c.from.is_empty() {
         for label in call.labels.iter().filter(|l| top(l) == arg) {
-            if !admitted(&label.source, &c.from, call.trusted) {
-                let allowed: Vec<String> = c
-                    .from
-                    .iter()
-                    .map(|s| format!("{s:?}").to_lowercase())
-                    .collect();
+            if !admitted(&label.source, &c.from, call.trusted)
+                || holds_untrusted(label, call.trusted)
+            {
+                let allowed: Vec<String> = c.from.iter().map(ToString::to_string).collect();
                 return Err(format!(
-                    "`{arg}` came from {}, and may only come from {}",
+                    "`{arg}` came from {}{}, and may only come from {}",
                     label.source,
+                    holding(label),
                     allowed.join(" or ")
                 ));
             }
@@ -313,13 +304,65 @@ fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result
     Ok(())
 }
 
+/// The providers whose text a label says its value holds a piece of (rules 3).
+fn held(label: &ArgLabel) -> impl Iterator<Item = &str> {
+    label.also.iter().filter_map(|s| match s {
+        Source::Holds { provider, .. } => Some(provider.as_str()),
+        _ => None,
+    })
+}
+
+/// Whether a label's value holds a piece of an untrusted provider's text.
+fn holds_untrusted(label: &ArgLabel, trusted: &BTreeSet<String>) -> bool {
+    held(label).any(|p| !trusted.contains(p))
+}
+
+/// Whether a label's value is one a person (or the spec) vouches for: its source is, and it
+/// holds no piece of an untrusted provider's text.
+fn vouched(label: &ArgLabel, trusted: &BTreeSet<String>) -> bool {
+    trusted_source(&label.source, trusted) && !holds_untrusted(label, trusted)
+}
+
+/// Whether a label's value is, or holds a piece of, an untrusted provider's text.
+fn carries_untrusted_text(label: &ArgLabel, trusted: &BTreeSet<String>) -> bool {
+    let text = match &label.source {
+        Source::ProviderOutput { provider, .. }
+        | Source::Description { provider }
+        | Source::Holds { provider, .. } => !trusted.contains(provider),
+        _ => false,
+    };
+    text || holds_untrusted(label, trusted)
+}
+
+/// Where a label's value came from, in words, with the providers' text it holds.
+fn origin(label: &ArgLabel) -> String {
+    format!(
+        "`{}` came from {}{}",
+        label.pointer,
+        label.source,
+        holding(label)
+    )
+}
+
+/// The providers' text a label's value holds, in words (` and holds …`; empty when none).
+fn holding(label: &ArgLabel) -> String {
+    label
+        .also
+        .iter()
+        .filter(|s| matches!(s, Source::Holds { .. }))
+        .map(|h| format!(" and holds {h}"))
+        .collect()
+}
+
 /// Whether a source is one a person (or the spec) vouches for.
 fn trusted_source(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
         Source::Objective | Source::Input { .. } | Source::Carried { .. } => true,
-        Source::ProviderOutput { provider, .. }
-        | Source::Description { provider }
-        | Source::Holds { provider, .. } => trusted.contains(provider),
+        Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
+            trusted.contains(provider)
+        }
+        // Holding a piece of text vouches for nothing (rules 3 say it in `also`).
+        Source::Holds { .. } => false,
         Source::Decider { tainted_by } => tainted_by.is_empty(),
         Source::Unobserved => false,
     }
@@ -380,11 +423,14 @@ fn host_kind(host: &str) -> Option<Host<'_>> {
 /// `localhost:8000/x`). A bare `name.ext` whose ending is a file's
 /// (`team-building-activities.docx`) is a file name, not an address.
 pub fn address_like(s: &str) -> bool {
-    // The full stops a browser reads as dots (ideographic, full-width, half-width).
-    let dotted;
-    let s = if s.contains(['\u{3002}', '\u{FF0E}', '\u{FF61}']) {
-        dotted = s.replace(['\u{3002}', '\u{FF0E}', '\u{FF61}'], ".");
-        dotted.as_str()
+    // The full stops a browser reads as dots (ideographic, full-width, half-width), and the
+    // backslashes it reads as slashes.
+    let normalised;
+    let s = if s.contains(['\u{3002}', '\u{FF0E}', '\u{FF61}', '\\']) {
+        normalised = s
+            .replace(['\u{3002}', '\u{FF0E}', '\u{FF61}'], ".")
+            .replace('\\', "/");
+        normalised.as_str()
     } else {
         s
     };
@@ -392,11 +438,19 @@ pub fn address_like(s: &str) -> bool {
     if s.contains("://") {
         return true;
     }
-    if s.is_empty() || s.contains(char::is_whitespace) {
+    // A value that begins with an address (text may follow it) is one.
+    let s = s.split(char::is_whitespace).next().unwrap_or("");
+    if s.is_empty() {
         return false;
     }
+    // A scheme a URL parser accepts without slashes (`https:evil.example`).
+    let scheme = s
+        .split_once(':')
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    if scheme.is_some_and(|x| URL_SCHEMES.contains(&x.as_str())) {
+        return true;
+    }
     let s = s.strip_prefix("//").unwrap_or(s);
-    let s = s.strip_prefix("mailto:").unwrap_or(s);
     // The authority ends where the path, the query or the fragment begins.
     let (authority, rest) = s.split_at(s.find(['/', '?', '#']).unwrap_or(s.len()));
     let (user, host_port) = match authority.rsplit_once('@') {
@@ -418,24 +472,32 @@ pub fn address_like(s: &str) -> bool {
     let Some(kind) = host_kind(host) else {
         return false;
     };
-    let bare = user.is_none() && port.is_none() && rest.is_empty();
+    // Only a bare two-part name can be a file's (`notes.md`); `secret.attacker.zip` is a host.
+    let bare =
+        user.is_none() && port.is_none() && rest.is_empty() && host.matches('.').count() == 1;
     match kind {
         Host::Name(last) if bare => !FILE_ENDINGS.contains(&last.to_ascii_lowercase().as_str()),
         _ => true,
     }
 }
 
+/// Schemes a URL parser accepts with or without `//` after the colon.
+const URL_SCHEMES: &[&str] = &[
+    "file", "ftp", "ftps", "git", "gopher", "http", "https", "ldap", "mailto", "sftp", "smb",
+    "ssh", "telnet", "ws", "wss",
+];
+
 fn untrusted_input(call: &Call<'_>) -> Ruling {
     let origins = |wanted: &dyn Fn(&ArgLabel) -> bool| -> Vec<String> {
         call.labels
             .iter()
             .filter(|l| wanted(l))
-            .map(|l| format!("`{}` came from {}", l.pointer, l.source))
+            .map(origin)
             .collect()
     };
     match call.effect {
         Effect::Commit => {
-            let untrusted = origins(&|l: &ArgLabel| !trusted_source(&l.source, call.trusted));
+            let untrusted = origins(&|l: &ArgLabel| !vouched(l, call.trusted));
             if call.taint.is_empty() && untrusted.is_empty() {
                 return Ruling::Allow;
             }
@@ -473,31 +535,25 @@ fn read_rule(call: &Call<'_>) -> Ruling {
         return Ruling::Allow;
     }
     // What would leave with the request: an address no trusted source gave, and any
-    // value read from a provider (untrusted, or private) inside the address or beside
-    // it.
+    // value read from a provider (untrusted, or private) inside the address or beside it.
+    let at: BTreeSet<&str> = addresses.iter().map(String::as_str).collect();
     let mut why = Vec::new();
     for l in call.labels {
         let read_from_provider = matches!(
             l.source,
             Source::ProviderOutput { .. } | Source::Holds { .. } | Source::Description { .. }
-        );
-        if addresses.contains(&l.pointer) {
-            if !trusted_source(&l.source, call.trusted) {
+        ) || held(l).next().is_some();
+        if at.contains(l.pointer.as_str()) {
+            if !vouched(l, call.trusted) {
                 why.push(format!(
-                    "`{}` came from {}, which no trusted source vouches for",
-                    l.pointer, l.source
+                    "{}, which no trusted source vouches for",
+                    origin(l)
                 ));
-            } else if matches!(l.source, Source::Holds { .. }) {
-                why.push(format!(
-                    "`{}` holds {}, which would leave with the request",
-                    l.pointer, l.source
-                ));
+            } else if held(l).next().is_some() {
+                why.push(format!("{}, which would leave with the request", origin(l)));
             }
         } else if read_from_provider {
-            why.push(format!(
-                "`{}` came from {}, and would be sent to the address",
-                l.pointer, l.source
-            ));
+            why.push(format!("{}, and would be sent to the address", origin(l)));
         }
     }
     if why.is_empty() {
@@ -663,6 +719,56 @@ mod tests {
     }
 
     #[test]
+    fn holding_a_trusted_providers_text_lends_no_trust_and_an_untrusted_piece_is_never_hidden() {
+        let s = step(Some(
+            "tools:\n  transfer:\n    to: {from: [trusted_output]}\n    memo: {from: [decider]}\n",
+        ));
+        let trusted: BTreeSet<String> = ["contacts".to_owned()].into();
+        let holds = |p: &str| Source::Holds {
+            provider: p.into(),
+            call: Some(CallId(1)),
+        };
+        let rule_with = |labels: &[ArgLabel], taint: &[String]| {
+            let args = json!({"to": "alice@corp.example, attacker@evil.example", "memo": "x"});
+            rule(
+                &Call {
+                    step: &s,
+                    tool: "transfer",
+                    effect: Effect::Commit,
+                    args: &args,
+                    labels,
+                    taint,
+                    trusted: &trusted,
+                    grant: s.grant.as_ref(),
+                },
+                Some(Profile::UntrustedInput),
+            )
+        };
+        // A tainted decider's value that holds a trusted contact is still the decider's.
+        let laundered = [ArgLabel {
+            pointer: "/to".into(),
+            source: Source::Decider {
+                tainted_by: vec!["mail".into()],
+            },
+            also: vec![holds("contacts")],
+        }];
+        assert!(matches!(
+            rule_with(&laundered, &["mail".to_owned()]),
+            Ruling::Deny(w) if w.contains("may only come from trusted_output")
+        ));
+        // A trusted piece first does not hide an untrusted one after it.
+        let mixed = [ArgLabel {
+            pointer: "/memo".into(),
+            source: Source::Decider { tainted_by: vec![] },
+            also: vec![holds("contacts"), holds("mail")],
+        }];
+        assert!(matches!(
+            rule_with(&mixed, &[]),
+            Ruling::Deny(w) if w.contains("holds text of the output of `mail`")
+        ));
+    }
+
+    #[test]
     fn an_address_is_parsed_in_every_form_and_a_file_name_is_not_one() {
         for address in [
             "https://evil.example/c?d=1",
@@ -685,6 +791,13 @@ mod tests {
             "evil.example:443?q=1",
             "evil\u{3002}example/x",
             "evil\u{FF0E}example",
+            "https:evil.example/?k=S",
+            "HTTP:evil.example",
+            "evil.example\\x?k=S",
+            "\\\\evil.example\\share",
+            "evil.example/?k=S more text",
+            "s3cr3t.attacker.zip",
+            "files.example.md",
         ] {
             assert!(address_like(address), "{address} is an address");
         }
@@ -704,6 +817,9 @@ mod tests {
             "a.b",
             "localhost:http",
             "",
+            "please visit evil.example today",
+            "note:hello",
+            "report.zip",
         ] {
             assert!(!address_like(not), "{not} is not an address");
         }
@@ -712,14 +828,13 @@ mod tests {
     #[test]
     fn a_read_asks_when_a_value_read_from_any_provider_would_leave_with_its_address() {
         let s = step(None);
-        let held = |p: &str| {
-            label(
-                p,
-                Source::Holds {
-                    provider: "vault".into(),
-                    call: Some(CallId(2)),
-                },
-            )
+        let held = |p: &str| ArgLabel {
+            pointer: p.into(),
+            source: Source::Decider { tainted_by: vec![] },
+            also: vec![Source::Holds {
+                provider: "vault".into(),
+                call: Some(CallId(2)),
+            }],
         };
         // The secret inside the query of an address the decider wrote from trusted text: read
         // from a trusted (private) provider, it still may not leave.

@@ -534,7 +534,8 @@ pub enum Profile {
     /// is traced to untrusted output, or was produced by a decider that had read untrusted
     /// text, or the decider had read untrusted text when it proposed the commit; a read asks
     /// when an address it is sent to (a URL, an e-mail address, a host) is not traced to a
-    /// trusted source. A call within its step's grant is not asked about.
+    /// trusted source, or would carry a value read from a provider to one. A call within its
+    /// step's grant is asked about only for what the grant leaves open.
     UntrustedInput,
 }
 
@@ -610,6 +611,19 @@ pub enum GrantSource {
     TrustedOutput,
     /// The decider, from trusted text only.
     Decider,
+}
+
+impl fmt::Display for GrantSource {
+    /// As a spec writes it (`trusted_output`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GrantSource::Objective => "objective",
+            GrantSource::Input => "input",
+            GrantSource::Carried => "carried",
+            GrantSource::TrustedOutput => "trusted_output",
+            GrantSource::Decider => "decider",
+        })
+    }
 }
 
 impl StepSpec {

@@ -202,10 +202,21 @@ pub struct PendingApproval {
     /// How many different people must approve it.
     #[serde(default = "one")]
     pub approvers: u32,
+    /// The scope it proposes (`plan`: it describes the run's plan, approved as a whole).
+    #[serde(default = "once", skip_serializing_if = "is_once")]
+    pub proposed_scope: crate::event::ApprovalScope,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn once() -> crate::event::ApprovalScope {
+    crate::event::ApprovalScope::Once
+}
+
+fn is_once(scope: &crate::event::ApprovalScope) -> bool {
+    *scope == crate::event::ApprovalScope::Once
 }
 
 impl PendingApproval {
@@ -223,6 +234,7 @@ impl PendingApproval {
             reason,
             expires_at_ms,
             approvers,
+            proposed_scope,
             ..
         } = &e.kind
         else {
@@ -242,6 +254,7 @@ impl PendingApproval {
             requested_at_ms: e.at_ms,
             expires_at_ms: *expires_at_ms,
             approvers: (*approvers).max(1),
+            proposed_scope: *proposed_scope,
         })
     }
 }

@@ -571,6 +571,16 @@ impl Engine {
             return Err(refuse(format!("`{request}` expired unanswered")));
         }
         if let Answer::Approve {
+            scope: ApprovalScope::Plan,
+            ..
+        } = answer
+            && approval.proposed_scope != ApprovalScope::Plan
+        {
+            return Err(refuse(format!(
+                "`{request}` did not propose the run's plan: approve it with scope `once` or `run`"
+            )));
+        }
+        if let Answer::Approve {
             scope: ApprovalScope::Run | ApprovalScope::Plan,
             edited: Some(_),
             ..

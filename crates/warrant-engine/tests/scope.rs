@@ -211,6 +211,28 @@ async fn a_plan_made_before_anything_is_read_is_approved_once_rules_the_run_and_
         )
         .await
         .unwrap();
+    // Only a request that proposed the plan can approve it.
+    let other = world(&spec("profile: untrusted-input\n", ""));
+    let held = other.run(&transfer("DE89370400440532013000", 950)).await;
+    let once = held.state.approvals()[0].id.clone();
+    let refused = Engine::new(other.store.clone())
+        .answer(
+            &once,
+            Answer::Approve {
+                scope: ApprovalScope::Plan,
+                until_ms: None,
+                edited: None,
+            },
+            "alice",
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("did not propose the run's plan"),
+        "{refused}"
+    );
     let r = engine
         .resume(&waiting.run_id, &decider, &w.surfaces)
         .await

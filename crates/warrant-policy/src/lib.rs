@@ -190,7 +190,12 @@ fn named_args_of(policy: &Policy) -> Vec<NamedArg> {
     let (mut args, mut tools) = (Vec::new(), Vec::new());
     if let Some(conditions) = est.get("conditions").and_then(Value::as_array) {
         for c in conditions {
-            collect_named_args(field(c, "body"), &mut args, &mut tools);
+            // A tool named in an `unless` is one the policy does not apply to.
+            let mut named = Vec::new();
+            collect_named_args(field(c, "body"), &mut args, &mut named);
+            if field(c, "kind") == "when" {
+                tools.extend(named);
+            }
         }
     }
     args.sort();
@@ -239,6 +244,12 @@ fn collect_named_args(expr: &Value, args: &mut Vec<String>, tools: &mut Vec<Stri
                     }
                     "==" if attr(field(inner, "right")).as_deref() == Some("tool") => {
                         literals(field(inner, "left"), tools);
+                    }
+                    // Under a negation a tool comparison says where the policy does not
+                    // apply: its arguments still count, its tools do not.
+                    "!" => {
+                        collect_named_args(inner, args, &mut Vec::new());
+                        continue;
                     }
                     _ => {}
                 }
@@ -481,9 +492,9 @@ impl CedarAuthority {
                         trusted_output.insert(top.clone())
                     }
                     Source::Description { .. } => untrusted.insert(top.clone()),
-                    Source::Holds { provider, .. } if self.trusted.contains(provider) => {
-                        trusted_output.insert(top.clone())
-                    }
+                    // Holding a trusted provider's text lends no trust; an untrusted one's
+                    // makes the argument untrusted.
+                    Source::Holds { provider, .. } if self.trusted.contains(provider) => false,
                     Source::Holds { .. } => untrusted.insert(top.clone()),
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),

@@ -345,7 +345,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
              <details><summary>Approve with edited arguments</summary>\
              <textarea name=\"edited\" rows=\"4\" cols=\"60\" aria-label=\"Edited arguments (JSON)\">{edited}</textarea>\
              <button name=\"action\" value=\"edit\">Approve these arguments once</button></details></form></section>",
-            plan = if row.reason.contains("with scope `plan`") {
+            plan = if row.proposed_scope == "plan" {
                 "<button name=\"action\" value=\"plan\">Approve the plan</button>"
             } else {
                 ""

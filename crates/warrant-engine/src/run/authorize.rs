@@ -101,11 +101,13 @@ impl Run<'_> {
         };
         // INVARIANT (denied stays denied): a person's denial of this effect — this provider's
         // tool with these arguments — holds whatever the authority says now. Another tool
-        // called with the same arguments is another effect, ruled on its own.
+        // called with the same arguments is another effect, ruled on its own (a run recorded
+        // under provenance rules before 3 matched provider and arguments only, and replays so).
+        let by_tool = self.state.provenance_rules() >= 3;
         let denial = self.state.approvals().iter().find_map(|a| match &a.status {
             ApprovalStatus::Denied { by, reason }
                 if a.provider == step.provider
-                    && a.tool == tool
+                    && (a.tool == tool || !by_tool)
                     && a.args_digest == args_digest =>
             {
                 Some(format!("denied by {by}: {reason} (request {})", a.id))
@@ -313,7 +315,9 @@ enum PlanGate {
 impl Run<'_> {
     /// Where a call of `effect` in `step` stands with the run's plan.
     fn plan_gate(&self, step: &StepSpec, effect: Effect) -> PlanGate {
+        // (A run recorded under provenance rules before 3 had no plan approvals.)
         if self.spec.profile.is_none()
+            || self.state.provenance_rules() < 3
             || effect != Effect::Commit
             || !self.state.grant_is_planned(&step.id)
         {
@@ -434,9 +438,14 @@ impl Run<'_> {
                     .cloned(),
             );
         }
+        let by_tool = self.state.provenance_rules() >= 3;
         tree.denied
             .iter()
-            .find(|(e, _)| e.provider == provider && e.tool == tool && e.args_digest == args_digest)
+            .find(|(e, _)| {
+                e.provider == provider
+                    && (e.tool == tool || !by_tool)
+                    && e.args_digest == args_digest
+            })
             .map(|(_, m)| m.clone())
     }
 }

@@ -237,7 +237,13 @@ impl Run<'_> {
         // A grant (the step's or the plan's) that names an argument the tool does not take
         // would rule on nothing there: checked against the schema the call is made under, so
         // a tool list that changed is checked too.
-        if let Some(grant) = self.state.grant_of(&step.id) {
+        // (Checked for runs recorded under provenance rules 3 on: an older log replays as it
+        // ran.)
+        if let Some(grant) = self
+            .state
+            .grant_of(&step.id)
+            .filter(|_| self.state.provenance_rules() >= 3)
+        {
             let unknown =
                 warrant_core::scope::unknown_grant_args(grant, tool, &action.input_schema);
             if !unknown.is_empty() {
