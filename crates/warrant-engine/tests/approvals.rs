@@ -377,12 +377,13 @@ impl Surface for Alias {
     }
 }
 
-/// A denial holds for its own effect — this provider's tool with these arguments. Another tool
-/// called with the same arguments (an alias, or a different action that takes the same
-/// arguments) is ruled on its own: here it is asked about again, and a person denies it again;
-/// nothing moves without a person either way.
+/// A denial holds for its own effect — this provider's tool with these arguments — and each
+/// refusal cites its own request. Another tool called with the same arguments (an alias, or a
+/// different action that takes them) is not refused for it, nor let through unasked: the
+/// operator's rules ask only about `transfer`, yet the `wire` with the denied arguments is
+/// asked about on its own, and denied again; nothing moves.
 #[tokio::test]
-async fn a_denial_holds_for_its_tool_and_another_tool_with_the_same_arguments_is_ruled_on_its_own()
+async fn a_denial_holds_for_its_tool_and_another_tool_with_the_same_arguments_is_asked_on_its_own()
 {
     let spec_text = PAY.replace("[balance, transfer]", "[balance, transfer, wire]");
     let mut w = world(&format!(
@@ -392,14 +393,6 @@ async fn a_denial_holds_for_its_tool_and_another_tool_with_the_same_arguments_is
     let bank = w.surfaces.remove("bank").unwrap();
     w.surfaces
         .insert("bank".into(), Arc::new(Alias { inner: bank }));
-    // The operator's rules ask about both names.
-    w.engine = Engine::new(w.store.clone())
-        .with_clock(w.clock.clone())
-        .with_ids(Arc::new(SequentialIds::new("ap")))
-        .with_authority(Arc::new(RuleList::new(
-            [],
-            ["transfer".to_owned(), "wire".to_owned()],
-        )));
     // `wire` is only known once observed, as with an MCP server's tool list.
     struct Observed;
     impl ProviderCatalog for Observed {
@@ -431,6 +424,21 @@ async fn a_denial_holds_for_its_tool_and_another_tool_with_the_same_arguments_is
         "the wire asks on its own"
     );
     assert_eq!(count(&w.events(&r.run_id), "approval_requested"), 2);
+    let reason = w
+        .events(&r.run_id)
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            warrant_core::event::EventKind::ApprovalRequested { reason, .. } => {
+                Some(reason.to_string())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        reason.contains("a person denied `transfer` with these same arguments (request ap-1-a1)"),
+        "{reason}"
+    );
     w.engine
         .answer(
             "ap-1-a2",

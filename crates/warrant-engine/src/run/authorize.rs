@@ -80,7 +80,8 @@ impl Run<'_> {
         labels: &[provenance::ArgLabel],
     ) -> Result<Option<String>, Refusal> {
         let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
-        let across_tree = self.tree_denial(&step.provider, tool, args_digest).await;
+        let (across_tree, across_tree_other) =
+            self.tree_denial(&step.provider, tool, args_digest).await;
         let args_digest = args_digest.to_owned();
         let request = CapabilityRequest {
             hints: action.hints.as_ref(),
@@ -100,10 +101,32 @@ impl Run<'_> {
             parent: self.state.parent(),
         };
         // INVARIANT (denied stays denied): a person's denial of this effect — this provider's
-        // tool with these arguments — holds whatever the authority says now. Another tool
-        // called with the same arguments is another effect, ruled on its own (a run recorded
-        // under provenance rules before 3 matched provider and arguments only, and replays so).
+        // tool with these arguments — holds whatever the authority says now, and is cited.
+        // Another tool called with the same arguments is not refused for it, nor let through
+        // unasked: a commit is asked about on its own (below); a read is ruled as any read. (A
+        // run recorded under provenance rules before 3 matched provider and arguments only, and
+        // replays so.)
         let by_tool = self.state.provenance_rules() >= 3;
+        let denied_other_tool = self
+            .state
+            .approvals()
+            .iter()
+            .find(|a| {
+                by_tool
+                    && effect == Effect::Commit
+                    && matches!(a.status, ApprovalStatus::Denied { .. })
+                    && a.provider == step.provider
+                    && a.tool != tool
+                    && a.args_digest == args_digest
+            })
+            .map(|a| {
+                format!(
+                    "a person denied `{}` with these same arguments (request {}): `{tool}` is \
+                     asked about on its own",
+                    a.tool, a.id
+                )
+            })
+            .or(across_tree_other.filter(|_| effect == Effect::Commit));
         let denial = self.state.approvals().iter().find_map(|a| match &a.status {
             ApprovalStatus::Denied { by, reason }
                 if a.provider == step.provider
@@ -153,6 +176,21 @@ impl Run<'_> {
                     )
                 });
             }
+        };
+        // A commit with the arguments of another tool's denied request asks, whatever the
+        // authority said. (A replayed ask carries these words already.)
+        let verdict = match (verdict, denied_other_tool) {
+            (Verdict::Allow { .. }, Some(why)) => Verdict::Ask {
+                reason: why,
+                approvers: 1,
+            },
+            (Verdict::Ask { reason, approvers }, Some(why)) if !reason.contains(&why) => {
+                Verdict::Ask {
+                    reason: format!("{reason}; {why}"),
+                    approvers,
+                }
+            }
+            (verdict, _) => verdict,
         };
         // The run's plan, approved once as a whole (scope `plan`): until a person has, a
         // commit within it asks, and its request proposes the plan.
@@ -356,9 +394,9 @@ impl Run<'_> {
         provider: &str,
         tool: &str,
         args_digest: &str,
-    ) -> Option<String> {
+    ) -> (Option<String>, Option<String>) {
         if self.state.parent().is_none() && self.state.children().next().is_none() {
-            return None;
+            return (None, None);
         }
         let shared = self.tree.clone();
         let mut tree = shared.reading.lock().await;
@@ -366,7 +404,7 @@ impl Run<'_> {
         // when it was first read, none recorded since by this process, its one driver) has
         // none, and its logs need no reading.
         if tree.read_once && !shared.any_asked.load(std::sync::atomic::Ordering::SeqCst) {
-            return None;
+            return (None, None);
         }
         tree.read_once = true;
         let mut queue = vec![crate::root_of(&self.run_id)];
@@ -439,14 +477,29 @@ impl Run<'_> {
             );
         }
         let by_tool = self.state.provenance_rules() >= 3;
-        tree.denied
+        let same = tree
+            .denied
             .iter()
             .find(|(e, _)| {
                 e.provider == provider
                     && (e.tool == tool || !by_tool)
                     && e.args_digest == args_digest
             })
-            .map(|(_, m)| m.clone())
+            .map(|(_, m)| m.clone());
+        let other = tree
+            .denied
+            .iter()
+            .find(|(e, _)| {
+                by_tool && e.provider == provider && e.tool != tool && e.args_digest == args_digest
+            })
+            .map(|(e, m)| {
+                format!(
+                    "a person denied `{}` with these same arguments ({m}): `{tool}` is asked \
+                     about on its own",
+                    e.tool
+                )
+            });
+        (same, other)
     }
 }
 
