@@ -783,3 +783,46 @@ fn a_person_who_takes_longer_than_the_deadline_to_approve_spends_none_of_it() {
         .unwrap_or_else(|| panic!("no waiting time in {shown}"));
     assert!(waited >= 1_500, "{shown}");
 }
+
+/// A plan made before anything is read is approved once, from the command line, as a whole:
+/// `warrant approve REQ --scope plan`; the run then goes on under it.
+#[test]
+fn a_plan_is_approved_once_with_scope_plan_and_the_run_goes_on_under_it() {
+    let (dir, store) = scratch();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let spec = std::fs::read_to_string(root.join("examples/pay-rent/spec.yaml"))
+        .unwrap()
+        .replace(
+            "decider: scripted:script.yaml\n",
+            "decider: scripted:script.yaml\nplan_first: true\nprofile: untrusted-input\n",
+        );
+    std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "plan:\n  pay:\n    tools:\n      balance: {}\n      transfer: {to: {from: [objective]}, amount: {max: 950}}\nsteps:\n  pay:\n    - call: balance\n    - call: transfer\n      args: {to: DE89370400440532013000, amount: 950, memo: rent}\n    - done: rent paid\n",
+    )
+    .unwrap();
+    let spec_path = dir.path().join("spec.yaml");
+    let run = warrant(
+        &store,
+        &["run", spec_path.to_str().unwrap(), "--json", "-q"],
+    );
+    assert_eq!(run.status.code(), Some(3), "waiting: {}", stderr(&run));
+    let out = json(&run);
+    let request = out["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let listed = json(&warrant(&store, &["approvals", "--json"]));
+    assert_eq!(listed[0]["proposed_scope"], "plan", "{listed}");
+    assert!(
+        listed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step `pay`: balance, transfer (amount at most 950; to from objective)"),
+        "{listed}"
+    );
+    let approve = warrant(&store, &["approve", &request, "--scope", "plan"]);
+    assert_eq!(approve.status.code(), Some(0), "{}", stderr(&approve));
+    let resumed = warrant(&store, &["resume", "last", "-q"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stdout(&resumed));
+    let replay = warrant(&store, &["replay", "last", "--verify"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+}
