@@ -1146,6 +1146,77 @@ fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
     );
 }
 
+/// The processes whose command line has `marker` as one of its words (this machine's /proc).
+fn lingering(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if words.contains(&marker.as_bytes()) {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+/// A stdio server's whole process group ends with the command that started it: a server
+/// behind a wrapper script that left a grandchild running, and one that never finishes its
+/// handshake, leave no process behind once `warrant run` has ended.
+#[test]
+fn a_stdio_servers_process_group_ends_with_the_run() {
+    let server = everything();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("w.db");
+    // Markers no other process has: sleeps of a length picked for this test process.
+    let marker = |n: u32| format!("{}", 3_000_000 + std::process::id() * 10 + n);
+    let (a, b, c) = (marker(1), marker(2), marker(3));
+    let wrapper = format!("sleep {a} & exec {} {} stdio", server[0], server[1]);
+    let spec = std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
+        .unwrap()
+        .replace(
+            "command: [node, ../../mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]",
+            &format!("command: [sh, -c, {:?}]", wrapper),
+        )
+        .replace(
+            "scripted:script.yaml",
+            &format!(
+                "scripted:{}",
+                root().join("examples/mcp-everything/script.yaml").display()
+            ),
+        );
+    assert!(spec.contains("sh, -c"), "{spec}");
+    std::fs::write(dir.path().join("spec.yaml"), &spec).unwrap();
+    let run = warrant_in(dir.path(), &store, &["run", "spec.yaml", "-q"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(
+        lingering(&a).is_empty(),
+        "the wrapper's grandchild outlived the run"
+    );
+
+    // A server that never answers its handshake, with a child of its own.
+    let stuck = format!(
+        "version: warrant/v1\nid: stuck\nobjective: o\ndecider: scripted:script.yaml\nproviders:\n  x: {{mcp: {{command: [sh, -c, \"sleep {b} & sleep {c}\"]}}}}\nsteps:\n  - {{id: s, provider: x, tools: [t]}}\nlimits: {{call_timeout_ms: 2000}}\n"
+    );
+    std::fs::write(dir.path().join("stuck.yaml"), stuck).unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  s:\n    - done: nothing\n",
+    )
+    .unwrap();
+    let out = warrant_in(dir.path(), &store, &["run", "stuck.yaml", "-q"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        lingering(&b).is_empty(),
+        "the stuck server's child outlived the run"
+    );
+    assert!(
+        lingering(&c).is_empty(),
+        "the stuck server outlived the run"
+    );
+}
+
 /// Over Streamable HTTP, a server that is gone when a call is made: the call ends at once with
 /// a transport failure, never taken for the server's refusal, in words (no library type
 /// names). Whether the request left cannot be told on a kept-alive connection the server

@@ -70,6 +70,31 @@ pub struct McpSurface {
     idempotent: Mutex<HashSet<String>>,
     /// Per tool of the last list, the host inputs it takes.
     takes: Mutex<HashMap<String, Vec<String>>>,
+    /// A stdio server's process group, ended when the surface is dropped (after the client,
+    /// whose transport closes the server's input first).
+    group: Option<ProcessGroup>,
+}
+
+/// The process group a stdio server leads. Dropped, it kills whatever of the group is still
+/// there (the server, and anything it started), at once and without waiting on a runtime:
+/// a run that ends, a handshake that fails or a process that shuts down leaves nothing
+/// behind.
+#[derive(Debug)]
+struct ProcessGroup(nix::unistd::Pid);
+
+impl ProcessGroup {
+    fn of(pid: u32) -> ProcessGroup {
+        ProcessGroup(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0)))
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        // A group that still has a member cannot have had its id reused: it is this server's.
+        if self.0.as_raw() > 0 && nix::sys::signal::killpg(self.0, None).is_ok() {
+            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
@@ -316,10 +341,16 @@ impl McpSurface {
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
+        // The server leads its own process group, so whatever it starts (a wrapper script's
+        // real server, a grandchild) ends with it.
+        let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        let (transport, stderr) = TokioChildProcess::builder(wrapped)
             .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+        // Held from here on: a handshake that fails ends the group too.
+        let group = transport.id().map(ProcessGroup::of);
         if let Some(stderr) = stderr {
             forward_stderr(name.to_owned(), stderr, redact);
         }
@@ -327,7 +358,9 @@ impl McpSurface {
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("`{program}`: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, trusted))
+        let mut surface = McpSurface::with_client(client, trusted);
+        surface.group = group;
+        Ok(surface)
     }
 
     async fn reach(
@@ -379,6 +412,7 @@ impl McpSurface {
             seen: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
             takes: Mutex::new(HashMap::new()),
+            group: None,
         }
     }
 
