@@ -45,6 +45,24 @@ fn everything() -> Vec<String> {
     vec!["node".into(), server.display().to_string(), "stdio".into()]
 }
 
+/// `examples/mcp-everything/spec.yaml`, its server and script named by absolute paths (to be
+/// written anywhere).
+fn everything_example() -> String {
+    std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
+        .unwrap()
+        .replace(
+            "../../mcp-servers",
+            &root().join("mcp-servers").display().to_string(),
+        )
+        .replace(
+            "scripted:script.yaml",
+            &format!(
+                "scripted:{}",
+                root().join("examples/mcp-everything/script.yaml").display()
+            ),
+        )
+}
+
 fn invocation(tool: &str, args: Value, effect: Effect, version: &str) -> Invocation {
     Invocation::testing(RunId("r".into()), CallId(1), tool, args, effect, version)
 }
@@ -990,20 +1008,7 @@ fn a_join_offers_an_mcp_server_and_a_reference_provider_in_one_step() {
 fn validate_connect_finds_a_step_tool_the_server_does_not_offer() {
     everything();
     let dir = tempfile::tempdir().unwrap();
-    let spec = std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
-        .unwrap()
-        .replace("tools: [get-sum]", "tools: [get-summ]")
-        .replace(
-            "../../mcp-servers",
-            &root().join("mcp-servers").display().to_string(),
-        )
-        .replace(
-            "scripted:script.yaml",
-            &format!(
-                "scripted:{}",
-                root().join("examples/mcp-everything/script.yaml").display()
-            ),
-        );
+    let spec = everything_example().replace("tools: [get-sum]", "tools: [get-summ]");
     std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
     let store = dir.path().join("w.db");
     let plain = warrant_in(dir.path(), &store, &["validate", "spec.yaml"]);
@@ -1042,8 +1047,7 @@ fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
     everything();
     let dir = tempfile::tempdir().unwrap();
     let spec = |grant: &str| {
-        std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
-            .unwrap()
+        everything_example()
             .replace("    trust: trusted\n", "")
             .replace(
                 "    tools: [get-sum]\n",
@@ -1052,17 +1056,6 @@ fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
             .replace(
                 "    tools: [echo]\n",
                 "    tools: [echo]\n    grant: {tools: {echo: {}}}\n",
-            )
-            .replace(
-                "../../mcp-servers",
-                &root().join("mcp-servers").display().to_string(),
-            )
-            .replace(
-                "scripted:script.yaml",
-                &format!(
-                    "scripted:{}",
-                    root().join("examples/mcp-everything/script.yaml").display()
-                ),
             )
     };
     let store = dir.path().join("w.db");
@@ -1173,19 +1166,10 @@ fn a_stdio_servers_process_group_ends_with_the_run() {
     let marker = |n: u32| format!("{}", 3_000_000 + std::process::id() * 10 + n);
     let (a, b, c) = (marker(1), marker(2), marker(3));
     let wrapper = format!("sleep {a} & exec {} {} stdio", server[0], server[1]);
-    let spec = std::fs::read_to_string(root().join("examples/mcp-everything/spec.yaml"))
-        .unwrap()
-        .replace(
-            "command: [node, ../../mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]",
-            &format!("command: [sh, -c, {:?}]", wrapper),
-        )
-        .replace(
-            "scripted:script.yaml",
-            &format!(
-                "scripted:{}",
-                root().join("examples/mcp-everything/script.yaml").display()
-            ),
-        );
+    let spec = everything_example().replace(
+        &format!("command: [node, {}, stdio]", server[1]),
+        &format!("command: [sh, -c, {wrapper:?}]"),
+    );
     assert!(spec.contains("sh, -c"), "{spec}");
     std::fs::write(dir.path().join("spec.yaml"), &spec).unwrap();
     let run = warrant_in(dir.path(), &store, &["run", "spec.yaml", "-q"]);

@@ -333,10 +333,12 @@ impl OutputIndex {
             }
         }
         if needle.len() >= PIECE {
-            let pieces = self.pieces.indexed(&self.keys, &self.texts);
-            fingerprints(&self.keys, &needle, &mut |print| {
-                if let Some((p, call, _)) =
-                    pieces.get(&print).and_then(|i| self.texts.get(*i as usize))
+            let pieces = self.pieces.indexed(&self.texts);
+            fingerprints(&needle, &mut |print| {
+                if let Some((p, call, _)) = pieces
+                    .map
+                    .get(&print)
+                    .and_then(|i| self.texts.get(*i as usize))
                 {
                     add(*p, *call);
                 }
@@ -359,7 +361,9 @@ struct Pieces(std::sync::Mutex<PiecesIndexed>);
 struct PiecesIndexed {
     /// How many of the index's texts are in `map`.
     covered: usize,
-    map: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    /// Fingerprint to the first text that has it. (Hashed again with the map's random keys:
+    /// fingerprints are unkeyed, and a provider could pick ones that share buckets.)
+    map: HashMap<u64, u32>,
 }
 
 impl Clone for Pieces {
@@ -373,7 +377,6 @@ impl Pieces {
     /// The map, with every text of `texts` in it.
     fn indexed(
         &self,
-        keys: &Keys,
         texts: &[(u16, Option<CallId>, Text)],
     ) -> std::sync::MutexGuard<'_, PiecesIndexed> {
         let mut guard = self
@@ -385,19 +388,12 @@ impl Pieces {
             // Texts are at most `OUTPUT_TEXT_MAX` bytes in all: their count fits.
             let i = u32::try_from(i).unwrap_or(u32::MAX);
             let map = &mut indexed.map;
-            fingerprints(keys, t.compact(), &mut |print| {
+            fingerprints(t.compact(), &mut |print| {
                 map.entry(print).or_insert(i);
             });
         }
         indexed.covered = texts.len();
         guard
-    }
-}
-
-impl std::ops::Deref for PiecesIndexed {
-    type Target = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
-    fn deref(&self) -> &Self::Target {
-        &self.map
     }
 }
 
@@ -490,12 +486,12 @@ fn compact(s: &str) -> String {
 /// Calls `f` with the winnowed fingerprints of `compact` (rules 3): the keyed hash of each
 /// [`PIECE`]-byte piece, and of each [`WINDOW`] consecutive pieces the smallest (the rightmost
 /// of equals), each kept once in a row. Linear in `compact`.
-fn fingerprints(keys: &Keys, compact: &str, f: &mut impl FnMut(u64)) {
+fn fingerprints(compact: &str, f: &mut impl FnMut(u64)) {
     let bytes = compact.as_bytes();
     if bytes.len() < PIECE {
         return;
     }
-    let hashes: Vec<u64> = bytes.windows(PIECE).map(|w| keys.bytes(w)).collect();
+    let hashes: Vec<u64> = bytes.windows(PIECE).map(piece_hash).collect();
     let windows = hashes.len().saturating_sub(WINDOW) + 1;
     let mut last = None;
     for start in 0..windows {
@@ -516,6 +512,16 @@ fn fingerprints(keys: &Keys, compact: &str, f: &mut impl FnMut(u64)) {
             }
         }
     }
+}
+
+/// A piece's fingerprint: FNV-1a, the same in every process, so which pieces winnowing keeps —
+/// and so which shorter shared runs are found — does not depend on an index's random keys: a
+/// replay labels a call as its run did. (Unkeyed is safe here: a piece found only ever adds a
+/// `holds` label, which lends no trust.)
+fn piece_hash(piece: &[u8]) -> u64 {
+    piece.iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Text a provider wrote, kept for substring tracing (rules 2), and its compact form (rules 3)
@@ -790,14 +796,6 @@ impl Keys {
                 h.write(c.encode_utf8(&mut [0u8; 4]).as_bytes());
             }
         }
-        h.finish()
-    }
-
-    /// The key of a piece of compact text (rules 3).
-    fn bytes(&self, piece: &[u8]) -> u64 {
-        let mut h = self.0.build_hasher();
-        h.write_u8(b'p');
-        h.write(piece);
         h.finish()
     }
 
@@ -1505,13 +1503,35 @@ mod tests {
     }
 
     #[test]
+    fn two_indexes_label_alike_whatever_their_keys() {
+        // A replay builds its own index, with keys of its own: a call must be labelled as its
+        // run labelled it, down to a shared run too short to be found for certain.
+        let page = json!({"page": "Quarterly figures are attached; the ledger code is XQ7Z-PLUM-4421-BRAVO."});
+        // Each shares with the page a run of 17 to 22 letters and digits, and no more.
+        let args = json!({
+            "a": "prefix words, then attached; the ledger code, then other words",
+            "b": "see: figures are attached, then more",
+            "c": "Quarterly figures, in short",
+            "d": "nothing here at all, really"
+        });
+        let labelled = |_: u32| {
+            let mut index = OutputIndex::default();
+            index.record("web", CallId(1), &Arc::new(page.clone()), 3);
+            label(&args, "", &[], &index, 3, &[])
+        };
+        let first = labelled(0);
+        for i in 1..16 {
+            assert_eq!(labelled(i), first);
+        }
+    }
+
+    #[test]
     fn a_shared_run_of_text_is_always_found_and_fingerprints_stay_a_fraction_of_the_text() {
-        let keys = Keys::default();
         let text: String = (0..2000u32)
             .map(|i| char::from(b'a' + u8::try_from((i * 7 + i / 13) % 26).unwrap()))
             .collect();
         let mut prints = std::collections::HashSet::new();
-        fingerprints(&keys, &text, &mut |p| {
+        fingerprints(&text, &mut |p| {
             prints.insert(p);
         });
         assert!(prints.len() * 3 < text.len(), "{} prints", prints.len());
@@ -1519,7 +1539,7 @@ mod tests {
         for start in 0..text.len() - (PIECE + WINDOW - 1) {
             let run = &text[start..start + PIECE + WINDOW - 1];
             let mut found = false;
-            fingerprints(&keys, run, &mut |p| found |= prints.contains(&p));
+            fingerprints(run, &mut |p| found |= prints.contains(&p));
             assert!(found, "run at {start}");
         }
     }

@@ -107,37 +107,23 @@ impl Run<'_> {
         // run recorded under provenance rules before 3 matched provider and arguments only, and
         // replays so.)
         let by_tool = self.state.provenance_rules() >= 3;
-        let denied_other_tool = self
+        let here = self
             .state
             .approvals()
             .iter()
-            .find(|a| {
-                by_tool
-                    && effect == Effect::Commit
-                    && matches!(a.status, ApprovalStatus::Denied { .. })
-                    && a.provider == step.provider
-                    && a.tool != tool
-                    && a.args_digest == args_digest
-            })
-            .map(|a| {
-                format!(
-                    "a person denied `{}` with these same arguments (request {}): `{tool}` is \
-                     asked about on its own",
-                    a.tool, a.id
-                )
-            })
-            .or(across_tree_other.filter(|_| effect == Effect::Commit));
-        let denial = self.state.approvals().iter().find_map(|a| match &a.status {
-            ApprovalStatus::Denied { by, reason }
-                if a.provider == step.provider
-                    && (a.tool == tool || !by_tool)
-                    && a.args_digest == args_digest =>
-            {
-                Some(format!("denied by {by}: {reason} (request {})", a.id))
-            }
-            _ => None,
-        });
+            .filter_map(|a| match &a.status {
+                ApprovalStatus::Denied { by, reason } => Some(Denial {
+                    effect: (&a.provider, &a.tool, &a.args_digest),
+                    refusal: format!("denied by {by}: {reason} (request {})", a.id),
+                    cite: format!("request {}", a.id),
+                }),
+                _ => None,
+            });
+        let (denial, other) = rule_on((&step.provider, tool, &args_digest), here, by_tool);
         let denial = denial.or(across_tree);
+        let denied_other_tool = other
+            .or(across_tree_other)
+            .filter(|_| effect == Effect::Commit);
         if let Some(message) = denial {
             return Err(Refusal {
                 ruled: Some(args_digest.into()),
@@ -476,31 +462,55 @@ impl Run<'_> {
                     .cloned(),
             );
         }
-        let by_tool = self.state.provenance_rules() >= 3;
-        let same = tree
-            .denied
-            .iter()
-            .find(|(e, _)| {
-                e.provider == provider
-                    && (e.tool == tool || !by_tool)
-                    && e.args_digest == args_digest
-            })
-            .map(|(_, m)| m.clone());
-        let other = tree
-            .denied
-            .iter()
-            .find(|(e, _)| {
-                by_tool && e.provider == provider && e.tool != tool && e.args_digest == args_digest
-            })
-            .map(|(e, m)| {
-                format!(
-                    "a person denied `{}` with these same arguments ({m}): `{tool}` is asked \
-                     about on its own",
-                    e.tool
-                )
-            });
-        (same, other)
+        let denials = tree.denied.iter().map(|(e, m)| Denial {
+            effect: (&e.provider, &e.tool, &e.args_digest),
+            refusal: m.clone(),
+            cite: m.clone(),
+        });
+        rule_on(
+            (provider, tool, args_digest),
+            denials,
+            self.state.provenance_rules() >= 3,
+        )
     }
+}
+
+/// A person's denial as a call is matched against it.
+struct Denial<'a> {
+    /// Provider, tool and arguments digest.
+    effect: (&'a str, &'a str, &'a str),
+    /// What a refusal under it says.
+    refusal: String,
+    /// How another tool's ask names it.
+    cite: String,
+}
+
+/// What `denials` say of a call of `effect` (provider, tool, arguments digest): the refusal
+/// of the first that denied this very effect, and the ask of the first that denied another
+/// tool of the provider the same arguments (`by_tool`: provenance rules 3; before, a denial
+/// covered every tool of its provider).
+fn rule_on<'a>(
+    (provider, tool, digest): (&str, &str, &str),
+    denials: impl Iterator<Item = Denial<'a>>,
+    by_tool: bool,
+) -> (Option<String>, Option<String>) {
+    let (mut same, mut other) = (None, None);
+    for d in denials {
+        let (p, t, g) = d.effect;
+        if p != provider || g != digest {
+            continue;
+        }
+        if t == tool || !by_tool {
+            same = same.or(Some(d.refusal));
+        } else if other.is_none() {
+            other = Some(format!(
+                "a person denied `{t}` with these same arguments ({}): `{tool}` is asked \
+                 about on its own",
+                d.cite
+            ));
+        }
+    }
+    (same, other)
 }
 
 /// What the runs of a tree this process drives know of the tree's logs, for
