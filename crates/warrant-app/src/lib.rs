@@ -54,6 +54,26 @@ pub enum AppError {
     /// written.
     #[error("{0}")]
     Forbidden(String),
+    /// Another process drives the run (it holds the run's lease): nothing was done here.
+    #[error("{0}")]
+    Held(String),
+    /// The run stopped interrupted (a provider that stopped could not be started again):
+    /// nothing is lost, and `resume` carries it on.
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl From<warrant_engine::EngineError> for AppError {
+    /// An engine's error, by what the caller can do about it.
+    fn from(e: warrant_engine::EngineError) -> AppError {
+        use warrant_engine::EngineError;
+        match e {
+            EngineError::Held { .. } => AppError::Held(e.to_string()),
+            EngineError::Interrupted { .. } => AppError::Interrupted(e.to_string()),
+            EngineError::Forbidden(m) => AppError::Forbidden(m),
+            other => AppError::Failed(other.to_string()),
+        }
+    }
 }
 
 impl AppError {

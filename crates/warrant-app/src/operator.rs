@@ -96,6 +96,8 @@ impl Catalog {
             AppError::Invalid(t) => AppError::Invalid(hidden(t)),
             AppError::Failed(t) => AppError::Failed(hidden(t)),
             AppError::Forbidden(t) => AppError::Forbidden(hidden(t)),
+            AppError::Held(t) => AppError::Held(hidden(t)),
+            AppError::Interrupted(t) => AppError::Interrupted(hidden(t)),
         }
     }
 }

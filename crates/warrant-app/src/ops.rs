@@ -154,7 +154,7 @@ impl Prepared {
                     .await
             }
         }
-        .map_err(AppError::failed)
+        .map_err(AppError::from)
     }
 
     /// Records this new run and leaves it for a worker (a fleet's server queues runs so):
@@ -175,12 +175,18 @@ impl Prepared {
             .map_err(AppError::failed)
     }
 
+    /// Ends the providers' connections in order (a stdio server: its input closed, a wait,
+    /// SIGTERM, SIGKILL): what every front door does once nothing more will be asked of them.
+    pub async fn shutdown(&self) {
+        warrant_engine::shutdown(&self.surfaces).await;
+    }
+
     /// Carries `run` on after a person answered it here.
     pub async fn resume(&self, engine: &Engine, run: &RunId) -> Result<RunResult> {
         engine
             .resume(run, self.decider.as_ref(), &self.surfaces)
             .await
-            .map_err(AppError::failed)
+            .map_err(AppError::from)
     }
 }
 
@@ -429,12 +435,19 @@ impl App {
             )));
         };
         let decider = self.deciders.recorded(identity, &spec)?;
+        // Its providers not starting now leaves the run as it was: interrupted, to resume.
         let surfaces = providers::connect(
             &spec,
             self.deciders.registry(),
             providers::start_bound(&spec, state.driven_ms(state.last_at_ms())),
         )
-        .await?;
+        .await
+        .map_err(|e| {
+            AppError::Interrupted(format!(
+                "run `{run}` cannot go on now: {e}; nothing was recorded, and `warrant resume \
+                 {run}` tries again"
+            ))
+        })?;
         Ok(Prepared {
             run: Some(run.clone()),
             spec,
@@ -557,7 +570,9 @@ impl App {
     /// Re-enters `run` with what it recorded and drives it as far as it goes.
     pub async fn reenter(&self, run: &RunId) -> Result<RunResult> {
         let prepared = self.reentry(run).await?;
-        prepared.drive(&self.engine_for(&prepared)).await
+        let driven = prepared.drive(&self.engine_for(&prepared)).await;
+        prepared.shutdown().await;
+        driven
     }
 
     /// The run `text` names: `last`, a full id or a prefix of one.
@@ -949,7 +964,9 @@ pub async fn validate(
     if connect {
         let surfaces =
             providers::connect(spec, deciders.registry(), providers::start_bound(spec, 0)).await?;
-        let offered = providers::observe_all(spec, &surfaces).await?;
+        let offered = providers::observe_all(spec, &surfaces).await;
+        warrant_engine::shutdown(&surfaces).await;
+        let offered = offered?;
         let mut missing = providers::missing_tools(spec, &offered);
         let (errors, flagged) = providers::grant_problems(spec, &offered);
         missing.extend(errors);

@@ -10,6 +10,9 @@ Exit codes:
   1  the run ended not attained, failed, cancelled or exhausted; or a check failed
   2  invalid input or usage: nothing was run or written
   3  the run is waiting for an approval or a reconciliation
+  4  another process drives the run: nothing was done here
+  5  the run stopped interrupted (a provider could not be started again): nothing is lost;
+     `warrant resume RUN` carries it on
 
 Deciders:
   scripted:PATH                      decisions read from a YAML or JSON script

@@ -35,6 +35,8 @@ impl From<AppError> for Failure {
             // Refused before anything was written: exit 2, like invalid input.
             AppError::Invalid(m) | AppError::Forbidden(m) => Failure::invalid(anyhow!(m)),
             AppError::Failed(m) => Failure::failed(anyhow!(m)),
+            AppError::Held(m) => Failure::with_code(exit::DRIVEN_ELSEWHERE, anyhow!(m)),
+            AppError::Interrupted(m) => Failure::with_code(exit::INTERRUPTED, anyhow!(m)),
         }
     }
 }
@@ -293,6 +295,7 @@ async fn providers(spec_path: &Path, json: bool) -> Result<u8> {
             json!({"version": observed.version, "tools": tools, "not_offered": unsupported, "proposed_effects": proposed_json}),
         );
     }
+    warrant_engine::shutdown(&surfaces).await;
     let mut missing = warrant_app::missing_tools(&spec, &offered);
     let (errors, warnings) = warrant_app::grant_problems(&spec, &offered);
     missing.extend(errors);
@@ -405,8 +408,8 @@ async fn gateway(
             );
         }
     }
-    match listener {
-        None => warrant_gateway::serve_stdio(gateway).await,
+    let served = match listener {
+        None => warrant_gateway::serve_stdio(gateway.clone()).await,
         Some((listener, bound)) => {
             errln!(
                 "gateway `{}` serving {} tools over MCP at http://{bound}/mcp",
@@ -424,8 +427,9 @@ async fn gateway(
                 }
             }
         }
-    }
-    .map_err(|e| Failure::failed(anyhow!(e)))?;
+    };
+    gateway.shutdown_providers().await;
+    served.map_err(|e| Failure::failed(anyhow!(e)))?;
     Ok(0)
 }
 
@@ -480,22 +484,28 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
     if !args.quiet {
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let mut result = prepared.drive(&engine).await?;
     // In a terminal, approvals are asked for in place; elsewhere the run waits durably.
     let interactive =
         !args.no_prompt && (args.prompt || std::io::IsTerminal::is_terminal(&std::io::stdin()));
-    if interactive {
-        for _ in 0..APPROVAL_ROUNDS_MAX {
-            if result.outcome.is_some() || result.state.pending_approvals().next().is_none() {
-                break;
+    let driven = async {
+        let mut result = prepared.drive(&engine).await?;
+        if interactive {
+            for _ in 0..APPROVAL_ROUNDS_MAX {
+                if result.outcome.is_some() || result.state.pending_approvals().next().is_none() {
+                    break;
+                }
+                drain(&engine).await;
+                if !ask_in_place(&app, &result).await? {
+                    break;
+                }
+                result = prepared.resume(&engine, &result.run_id).await?;
             }
-            drain(&engine).await;
-            if !ask_in_place(&app, &result).await? {
-                break;
-            }
-            result = prepared.resume(&engine, &result.run_id).await?;
         }
+        Ok::<_, Failure>(result)
     }
+    .await;
+    prepared.shutdown().await;
+    let result = driven?;
     drain(&engine).await;
     print_result(&app, &result, args.json, store_path).await
 }
@@ -844,6 +854,19 @@ fn render_event(e: &StoredEvent) -> String {
         EventKind::ObserveFailed {
             provider, fault, ..
         } => format!("{provider}: {}", fault.message),
+        EventKind::ProviderRestarted {
+            provider,
+            call,
+            cause,
+            attempts,
+            fault,
+            ..
+        } => format!(
+            "{provider} stopped{} ({}); {}",
+            call.map(|c| format!(" under {c}")).unwrap_or_default(),
+            cause.message,
+            restart_words(*attempts, fault.as_ref())
+        ),
         EventKind::Decided {
             step,
             decision_no,
@@ -1155,8 +1178,9 @@ async fn compare(
         let prepared =
             warrant_app::Prepared::new(&self::deciders(), spec.clone(), spec_path, options).await?;
         errln!("running {} ...", prepared.decider.identity());
-        let result = prepared.drive(&app.engine_for(&prepared)).await?;
-        reports.push(RunReport::from_state(&result.state));
+        let driven = prepared.drive(&app.engine_for(&prepared)).await;
+        prepared.shutdown().await;
+        reports.push(RunReport::from_state(&driven?.state));
     }
     let cmp = warrant_core::compare::Comparison::of(&reports);
     if json {
@@ -1379,7 +1403,9 @@ async fn reenter(app: &App, id: &RunId, quiet: bool) -> Result<RunResult> {
         errln!("resuming {id} ...");
         engine.subscribe("progress", Box::new(crate::progress::Progress::new()));
     }
-    let result = prepared.drive(&engine).await?;
+    let driven = prepared.drive(&engine).await;
+    prepared.shutdown().await;
+    let result = driven?;
     drain(&engine).await;
     Ok(result)
 }
@@ -1632,5 +1658,18 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = term => {}
+    }
+}
+
+/// What came of a provider's restart, in words: `show` and the progress lines say it alike.
+pub(crate) fn restart_words(attempts: u32, fault: Option<&warrant_core::event::Fault>) -> String {
+    let tries = if attempts == 1 {
+        "1 start".to_owned()
+    } else {
+        format!("{attempts} starts")
+    };
+    match fault {
+        None => format!("started again ({tries})"),
+        Some(f) => format!("not started again ({tries}): {}", f.message),
     }
 }

@@ -54,6 +54,11 @@ pub mod exit {
     pub const INVALID: u8 = 2;
     /// The run is waiting (an approval or a reconciliation).
     pub const WAITING: u8 = 3;
+    /// Another process drives the run: nothing was done here.
+    pub const DRIVEN_ELSEWHERE: u8 = 4;
+    /// The run stopped interrupted (a provider could not be started again): nothing is lost;
+    /// `warrant resume RUN` carries it on.
+    pub const INTERRUPTED: u8 = 5;
 }
 
 /// A failure with the exit code it maps to.
@@ -68,6 +73,13 @@ impl Failure {
     pub fn invalid(error: impl Into<anyhow::Error>) -> Failure {
         Failure {
             code: exit::INVALID,
+            error: error.into(),
+        }
+    }
+    /// A failure with its own exit code (see [`exit`]).
+    pub fn with_code(code: u8, error: impl Into<anyhow::Error>) -> Failure {
+        Failure {
+            code,
             error: error.into(),
         }
     }
@@ -107,6 +119,17 @@ pub fn write_stderr(text: &str) {
 }
 
 fn main() -> ExitCode {
+    // `warrant __guard PARENT -- PROGRAM ARGS...`: the guard a stdio MCP server runs under
+    // (not a command for people: Warrant starts it).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "__guard") {
+        let code = warrant_surfaces::guard::guard_main(args.get(2..).unwrap_or_default());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // Every stdio server this process starts runs under that guard, so none outlives it.
+    if let Ok(me) = std::env::current_exe() {
+        warrant_surfaces::guard::guard_servers_with(vec![me.into(), "__guard".into()]);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -68,6 +68,15 @@ impl Subscriber for Progress {
             EventKind::DecideFailed { fault, .. } => {
                 Some(format!("  decider failed: {}", fault.message))
             }
+            EventKind::ProviderRestarted {
+                provider,
+                attempts,
+                fault,
+                ..
+            } => Some(format!(
+                "  provider {provider} had stopped: {}",
+                crate::commands::restart_words(*attempts, fault.as_ref())
+            )),
             EventKind::RunFinished { outcome } => Some(format!("run {run}: {}", outcome.name())),
             _ => None,
         };

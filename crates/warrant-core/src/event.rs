@@ -602,6 +602,26 @@ pub enum EventKind {
         /// What went wrong (provider layer).
         fault: Fault,
     },
+    /// A provider found stopped (its process exited) with nothing of this run's in flight on
+    /// it, or only a read, was started again before the step went on; or could not be, and
+    /// the run stopped here, interrupted, for a later `resume` to start it.
+    ProviderRestarted {
+        /// The step.
+        step: StepId,
+        /// The provider.
+        provider: String,
+        /// The call that found it stopped (asked again once it runs); absent for an
+        /// observation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallId>,
+        /// What showed it had stopped.
+        cause: Fault,
+        /// Starts tried.
+        attempts: u32,
+        /// Why it could not be started again; absent when it runs again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fault: Option<Fault>,
+    },
     /// The decider chose. Handles `h<decision>.<i>` were issued for this decision's observation.
     Decided {
         /// The step.
@@ -913,6 +933,7 @@ impl EventKind {
             EventKind::StepStarted { .. } => "step_started",
             EventKind::Observed { .. } => "observed",
             EventKind::ObserveFailed { .. } => "observe_failed",
+            EventKind::ProviderRestarted { .. } => "provider_restarted",
             EventKind::Decided { .. } => "decided",
             EventKind::DecideFailed { .. } => "decide_failed",
             EventKind::CallStarted { .. } => "call_started",
@@ -943,6 +964,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "step_started",
     "observed",
     "observe_failed",
+    "provider_restarted",
     "decided",
     "decide_failed",
     "call_started",

@@ -145,6 +145,9 @@ pub struct CallRecord {
     pub doubt: Option<DoubtStage>,
     /// An operator reconciled that it did not happen and asked for it to be sent again.
     pub resend: bool,
+    /// Dispatched, and found its provider stopped before it was sent; the provider could
+    /// not be started again (the run stopped, interrupted): safe to send on re-entry.
+    pub unsent: bool,
     /// The call that sent it again, once started.
     pub resent_by: Option<CallId>,
     /// For a call an operator had sent again: the earlier call.
@@ -1062,6 +1065,17 @@ impl RunState {
                 );
             }
             EventKind::ObserveFailed { .. } | EventKind::DecideFailed { .. } => {}
+            EventKind::ProviderRestarted {
+                call: Some(call),
+                fault,
+                ..
+            } => {
+                let c = self
+                    .call_mut(*call)
+                    .ok_or_else(|| fail(format!("unknown call {call}")))?;
+                c.unsent = fault.is_some();
+            }
+            EventKind::ProviderRestarted { call: None, .. } => {}
             EventKind::Unrecognized { type_name, .. } => {
                 self.unrecognized.push((e.seq, type_name.clone()));
             }
@@ -1172,6 +1186,7 @@ impl RunState {
                     in_doubt: false,
                     doubt: None,
                     resend: false,
+                    unsent: false,
                     resent_by: None,
                     resend_of: *resend_of,
                     reconciled: None,

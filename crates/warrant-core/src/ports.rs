@@ -203,6 +203,10 @@ pub enum SurfaceErrorKind {
     /// The surface refused the arguments before sending anything (not an object, a value only
     /// the host may set).
     Invalid,
+    /// The provider has stopped (its process exited) and nothing of this request took effect:
+    /// it was not sent, or it asked only to read. The engine may start the provider again
+    /// ([`Surface::revive`]) and ask once more.
+    Down,
 }
 
 impl SurfaceErrorKind {
@@ -268,6 +272,15 @@ impl SurfaceError {
     }
 }
 
+/// What starting a stopped provider again came to ([`Surface::revive`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Restart {
+    /// Starts tried.
+    pub attempts: u32,
+    /// Why the provider is still not running; `None` when it runs again.
+    pub error: Option<SurfaceError>,
+}
+
 /// What may be done about a commit whose outcome was lost in a crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
@@ -311,6 +324,21 @@ pub trait Surface: Send + Sync {
         Box::pin(std::future::ready(Err(SurfaceError::not_sent(
             "this surface cannot look up effects",
         ))))
+    }
+    /// Makes sure the provider runs: one that stopped ([`SurfaceErrorKind::Down`]) is started
+    /// again, a few times with backoff if need be; one that runs has nothing to do. The
+    /// default (a surface with no process of its own to start) has nothing to do.
+    fn revive(&self) -> BoxFuture<'_, Restart> {
+        Box::pin(std::future::ready(Restart {
+            attempts: 0,
+            error: None,
+        }))
+    }
+    /// Ends the provider's connection in order, when nothing more will be asked of it (a stdio
+    /// server: its input closed, then a wait, then SIGTERM, then SIGKILL, the whole process
+    /// group). Dropping a surface ends it too, at once. The default has nothing to end.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
     }
     /// Calls `changed` whenever the provider says what it offers changed (an MCP server's
     /// `notifications/tools/list_changed`), so a front door can tell its own clients. A

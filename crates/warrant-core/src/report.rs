@@ -290,6 +290,28 @@ impl RunReport {
                      session, an in-process provider's state) before then was lost",
                     e.seq
                 )),
+                EventKind::ProviderRestarted {
+                    provider,
+                    call,
+                    cause,
+                    attempts,
+                    fault,
+                    ..
+                } => report.warnings.push(format!(
+                    "event {}: provider `{provider}` had stopped{} ({}); {}",
+                    e.seq,
+                    call.map(|c| format!(" when {c} was to be sent"))
+                        .unwrap_or_default(),
+                    cause.message,
+                    match fault {
+                        None => format!("started again after {attempts} start(s)"),
+                        Some(f) => format!(
+                            "not started again after {attempts} start(s), the run stopped \
+                             interrupted: {}",
+                            f.message
+                        ),
+                    }
+                )),
                 _ => {}
             }
         }

@@ -52,6 +52,32 @@ pub fn schema_errors(validator: &jsonschema::Validator, value: &serde_json::Valu
 /// The surfaces of one run, by the provider names its spec uses.
 pub type Surfaces = HashMap<String, Arc<dyn Surface>>;
 
+/// Ends every provider's connection in order, all at once ([`Surface::shutdown`]): what a
+/// front door does when nothing more will be asked of them. (Dropped without this, a stdio
+/// server's process group is killed at once.)
+pub async fn shutdown(surfaces: &Surfaces) {
+    let mut ending: Vec<Option<warrant_core::ports::BoxFuture<'_, ()>>> =
+        surfaces.values().map(|s| Some(s.shutdown())).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in &mut ending {
+            if let Some(end) = slot {
+                if end.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                } else {
+                    pending = true;
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+}
+
 /// The engine could not keep recording a run: the run is left interrupted in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -91,6 +117,17 @@ pub enum EngineError {
         holder: String,
         /// How long ago it was heard from.
         age_ms: u64,
+    },
+    /// A provider that stopped could not be started again within the run's limits: the run
+    /// stopped here, interrupted, with nothing lost; `resume` starts its providers again.
+    #[error(
+        "run `{run}` is interrupted: {reason}; `warrant resume {run}` carries it on once the provider can run"
+    )]
+    Interrupted {
+        /// The run.
+        run: RunId,
+        /// Which provider, and why it could not be started.
+        reason: String,
     },
     /// The log holds what this build cannot act on (events of unknown types, a newer format).
     #[error("run `{run}`: {reason}: not acting on a log this build does not understand")]

@@ -167,7 +167,8 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             }
         };
         match outcome {
-            Ok(_) | Err(EngineError::Stopped(_)) => {}
+            // A segment whose provider could not be started again ends where it stopped.
+            Ok(_) | Err(EngineError::Stopped(_) | EngineError::Interrupted { .. }) => {}
             Err(e) => {
                 error = Some(e.to_string());
                 break;
@@ -648,6 +649,10 @@ struct ReplaySurface {
     results: HashMap<CallId, Result<CallOutput, SurfaceError>>,
     /// Tools whose lost commits the recorded process put in doubt.
     doubted: HashSet<String>,
+    /// Calls that found the provider stopped, with what showed it, in order.
+    stopped: Mutex<HashMap<CallId, VecDeque<SurfaceError>>>,
+    /// What each restart of the provider came to, in order.
+    restarts: Mutex<VecDeque<warrant_core::ports::Restart>>,
 }
 
 fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -> Surfaces {
@@ -779,8 +784,41 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
         HashMap::new();
     let mut fresh: HashMap<String, VecDeque<Option<bool>>> = HashMap::new();
     let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut stopped: HashMap<String, HashMap<CallId, VecDeque<SurfaceError>>> = HashMap::new();
+    let mut restarts: HashMap<String, VecDeque<warrant_core::ports::Restart>> = HashMap::new();
     for (i, e) in segment.iter().enumerate() {
         match &e.kind {
+            // A restart follows the request that found the provider stopped.
+            EventKind::ProviderRestarted {
+                provider,
+                call,
+                cause,
+                attempts,
+                fault,
+                ..
+            } => {
+                let down = SurfaceError::new(SurfaceErrorKind::Down, cause.message.clone());
+                match call {
+                    Some(call) => stopped
+                        .entry(provider.clone())
+                        .or_default()
+                        .entry(*call)
+                        .or_default()
+                        .push_back(down),
+                    None => observations
+                        .entry(provider.clone())
+                        .or_default()
+                        .push_back(Err(down)),
+                }
+                restarts.entry(provider.clone()).or_default().push_back(
+                    warrant_core::ports::Restart {
+                        attempts: *attempts,
+                        error: fault
+                            .as_ref()
+                            .map(|f| SurfaceError::not_sent(f.message.clone())),
+                    },
+                );
+            }
             // An observation no decision followed: the process stopped while its decider
             // thought (what it had staged was appended as the wait began), or a session's
             // client left when asked for its next decision.
@@ -865,6 +903,8 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             fresh: Mutex::new(fresh.remove(name).unwrap_or_default()),
             results: results.remove(name).unwrap_or_default(),
             doubted: doubted.remove(name).unwrap_or_default(),
+            stopped: Mutex::new(stopped.remove(name).unwrap_or_default()),
+            restarts: Mutex::new(restarts.remove(name).unwrap_or_default()),
         };
         surfaces.insert(name.clone(), Arc::new(surface));
     }
@@ -929,6 +969,14 @@ impl Surface for ReplaySurface {
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        let down = self
+            .stopped
+            .lock()
+            .ok()
+            .and_then(|mut s| s.get_mut(&call.call()).and_then(VecDeque::pop_front));
+        if let Some(down) = down {
+            return Box::pin(std::future::ready(Err(down)));
+        }
         let answer = self.results.get(&call.call()).cloned().unwrap_or_else(|| {
             Err(SurfaceError {
                 code: Some(Code::ReplayDiverged),
@@ -936,6 +984,22 @@ impl Surface for ReplaySurface {
             })
         });
         Box::pin(std::future::ready(answer))
+    }
+
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        let next = self
+            .restarts
+            .lock()
+            .ok()
+            .and_then(|mut r| r.pop_front())
+            .unwrap_or(warrant_core::ports::Restart {
+                attempts: 0,
+                error: Some(SurfaceError {
+                    code: Some(Code::ReplayDiverged),
+                    ..SurfaceError::not_sent("the log records no further restart")
+                }),
+            });
+        Box::pin(std::future::ready(next))
     }
 
     fn recovery(&self, tool: &str) -> Recovery {

@@ -224,6 +224,12 @@ impl Gateway {
         self.drain(grace).await;
     }
 
+    /// Ends the upstream providers' connections in order (a stdio server: its input closed,
+    /// a wait, SIGTERM, SIGKILL), once the gateway serves no more.
+    pub async fn shutdown_providers(&self) {
+        warrant_engine::shutdown(&self.surfaces).await;
+    }
+
     /// Waits, up to `grace`, until every session's run has recorded its end (a stdio client
     /// that left: its session closes before the process exits).
     pub async fn drain(&self, grace: Duration) {

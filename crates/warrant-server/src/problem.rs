@@ -109,6 +109,8 @@ impl From<warrant_app::AppError> for Problem {
             warrant_app::AppError::Invalid(d) => Problem::invalid(d),
             warrant_app::AppError::Failed(d) => Problem::internal(d),
             warrant_app::AppError::Forbidden(d) => Problem::forbidden(d),
+            warrant_app::AppError::Held(d) => Problem::conflict("driven-elsewhere", d),
+            warrant_app::AppError::Interrupted(d) => Problem::unavailable(d),
         }
     }
 }

@@ -405,10 +405,24 @@ impl Runner {
         });
     }
 
+    /// Drives `run` until it ends, fails or the server stops, then ends its providers'
+    /// connections in order.
     async fn drive(
         &self,
         run: &RunId,
         prepared: Prepared,
+        engine: Engine,
+        wake: &Notify,
+        failed: Option<oneshot::Sender<Problem>>,
+    ) {
+        self.drive_while(run, &prepared, engine, wake, failed).await;
+        prepared.shutdown().await;
+    }
+
+    async fn drive_while(
+        &self,
+        run: &RunId,
+        prepared: &Prepared,
         engine: Engine,
         wake: &Notify,
         mut failed: Option<oneshot::Sender<Problem>>,

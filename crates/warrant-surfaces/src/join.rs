@@ -115,6 +115,30 @@ impl Surface for JoinedSurface {
         Box::pin(self.current(version))
     }
 
+    /// Starts again every member that stopped (a running one has nothing to do); the first
+    /// that cannot be started is the join's error. Shutting down is each member's own: a join
+    /// only shares their connections.
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        Box::pin(async move {
+            let mut attempts = 0;
+            for (name, member) in &self.members {
+                let restart = member.revive().await;
+                attempts += restart.attempts;
+                if let Some(mut e) = restart.error {
+                    e.message = format!("`{name}`: {}", e.message);
+                    return warrant_core::ports::Restart {
+                        attempts,
+                        error: Some(e),
+                    };
+                }
+            }
+            warrant_core::ports::Restart {
+                attempts,
+                error: None,
+            }
+        })
+    }
+
     fn retire(&self, handles: &[HandleId]) {
         for (_, member) in &self.members {
             member.retire(handles);

@@ -4,6 +4,8 @@
 //! and, behind features, the MCP surface (`mcp`) and the OpenAPI surface (`openapi`).
 
 pub mod demo;
+#[cfg(feature = "mcp")]
+pub mod guard;
 pub mod join;
 pub mod ledger;
 #[cfg(feature = "mcp")]

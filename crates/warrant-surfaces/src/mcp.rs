@@ -52,7 +52,16 @@ use crate::{Secrets, Vars, bound};
 
 /// A connected MCP server.
 pub struct McpSurface {
-    client: RunningService<RoleClient, Watcher>,
+    /// The connection now: replaced when a stdio server that stopped is started again.
+    link: Mutex<Arc<Link>>,
+    /// The handler every connection shares: tool-list changes and who is told of them
+    /// outlive a restart.
+    watcher: Watcher,
+    /// How a stdio server is started (again); `None` for an HTTP endpoint, which Warrant
+    /// does not run.
+    launch: Option<Arc<Launch>>,
+    /// Held while the server is started again: one restart at a time.
+    reviving: tokio::sync::Mutex<()>,
     trusted: bool,
     output_bytes_max: usize,
     /// Whether a call's result is the server's whole answer (a front door that forwards it
@@ -70,10 +79,173 @@ pub struct McpSurface {
     idempotent: Mutex<HashSet<String>>,
     /// Per tool of the last list, the host inputs it takes.
     takes: Mutex<HashMap<String, Vec<String>>>,
-    /// A stdio server's process group, ended when the surface is dropped (after the client,
-    /// whose transport closes the server's input first).
+}
+
+/// One connection to the server: the MCP client and, for a stdio server, the process group
+/// it leads (ended when the link is dropped, after the client, whose transport closes the
+/// server's input first).
+struct Link {
+    client: RunningService<RoleClient, Watcher>,
     group: Option<ProcessGroup>,
 }
+
+impl Link {
+    /// Whether the connection ended (a stdio server that exited closed its output).
+    fn closed(&self) -> bool {
+        self.client.is_transport_closed()
+    }
+}
+
+/// How a stdio server is started: its program, arguments, environment (settings already
+/// resolved) and folder, and how what it prints is labelled and redacted.
+struct Launch {
+    name: String,
+    program: String,
+    args: Vec<String>,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    cwd: Option<String>,
+    redact: Option<Arc<Secrets>>,
+}
+
+impl Launch {
+    /// Starts the server (under the guard, where one is set) and initialises MCP.
+    async fn start(&self, watcher: &Watcher) -> Result<Link, Unstarted> {
+        let program = &self.program;
+        // Under the guard where a front door set one: the server then ends with Warrant, also
+        // when Warrant is killed outright.
+        let (guard, guarded_args) = crate::guard::guarded(program, &self.args);
+        let spawned = if guard == std::ffi::OsStr::new(program) {
+            self.spawn(guard, guarded_args)
+        } else {
+            self.findable().map_err(Unstarted::for_good)?;
+            // A guard that cannot be started (its binary replaced meanwhile) leaves the
+            // server to the process group alone.
+            self.spawn(guard, guarded_args).or_else(|_| {
+                let plain = self.args.iter().map(std::ffi::OsString::from).collect();
+                self.spawn(program.into(), plain)
+            })
+        };
+        let (transport, stderr) =
+            spawned.map_err(|e| Unstarted::for_good(format!("cannot start `{program}`: {e}")))?;
+        // Held from here on: a handshake that fails (or is given up) ends the group too.
+        let group = transport.id().map(ProcessGroup::of);
+        if let Some(stderr) = stderr {
+            forward_stderr(self.name.clone(), stderr, self.redact.clone());
+        }
+        let client = watcher
+            .clone()
+            .serve_with_lifecycle(transport, lifecycle())
+            .await
+            .map_err(|e| Unstarted {
+                message: format!("`{program}`: {}", handshake_error(&e)),
+                // It exited before it was ready (killed, crashed): worth another try.
+                again: group.as_ref().is_some_and(ProcessGroup::leader_exited),
+            })?;
+        Ok(Link { client, group })
+    }
+
+    /// Starts the server, again after a growing backoff while it exits before it is ready
+    /// (up to [`RESTARTS_MAX`] starts): the starts tried, and the link or why there is none.
+    async fn start_patiently(&self, watcher: &Watcher) -> (u32, Result<Link, String>) {
+        let mut wait = RESTART_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            match self.start(watcher).await {
+                Ok(link) => return (attempt, Ok(link)),
+                Err(e) if !e.again || attempt >= RESTARTS_MAX => return (attempt, Err(e.message)),
+                Err(_) => {}
+            }
+            tokio::time::sleep(wait).await;
+            wait *= 4;
+            attempt += 1;
+        }
+    }
+}
+
+/// Why a server did not start, and whether another try may do better.
+struct Unstarted {
+    message: String,
+    again: bool,
+}
+
+impl Unstarted {
+    /// A failure another try would meet again (no such program, say).
+    fn for_good(message: String) -> Unstarted {
+        Unstarted {
+            message,
+            again: false,
+        }
+    }
+}
+
+impl Launch {
+    /// Starts `program` with `args` in the server's folder and environment, leading a process
+    /// group of its own (so whatever it starts, a wrapper script's real server, a grandchild,
+    /// ends with it).
+    fn spawn(
+        &self,
+        program: std::ffi::OsString,
+        args: Vec<std::ffi::OsString>,
+    ) -> std::io::Result<(TokioChildProcess, Option<tokio::process::ChildStderr>)> {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args).env_clear().envs(self.env.iter().cloned());
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        TokioChildProcess::builder(wrapped)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+    }
+
+    /// `Ok` when the program can be started as named (a path from the server's folder, or
+    /// a name on its `PATH`): said here, before a guard would start it, in the words a failed
+    /// start has.
+    fn findable(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let runnable = |p: &std::path::Path| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        let base = self.cwd.as_deref().map(std::path::Path::new);
+        let found = if self.program.contains('/') {
+            let p = std::path::Path::new(&self.program);
+            runnable(&match base {
+                Some(b) if p.is_relative() => b.join(p),
+                _ => p.to_owned(),
+            })
+        } else {
+            let path = self
+                .env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            std::env::split_paths(&path).any(|d| runnable(&d.join(&self.program)))
+        };
+        if found {
+            Ok(())
+        } else {
+            Err(format!(
+                "cannot start `{}`: {}",
+                self.program,
+                std::io::Error::from_raw_os_error(2)
+            ))
+        }
+    }
+}
+
+/// Starts a restart tries.
+const RESTARTS_MAX: u32 = 3;
+
+/// The wait before the second start of a restart; each later one waits four times longer.
+const RESTART_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a stdio server has to exit once its input is closed, and again after SIGTERM.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// How often a server's process group is looked at while it is given time to exit.
+const EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The process group a stdio server leads. Dropped, it kills whatever of the group is still
 /// there (the server, and anything it started), at once and without waiting on a runtime:
@@ -85,6 +257,48 @@ struct ProcessGroup(nix::unistd::Pid);
 impl ProcessGroup {
     fn of(pid: u32) -> ProcessGroup {
         ProcessGroup(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0)))
+    }
+
+    /// Whether any process of the group is still there (an exited one not yet reaped
+    /// counts).
+    fn alive(&self) -> bool {
+        self.0.as_raw() > 0 && nix::sys::signal::killpg(self.0, None).is_ok()
+    }
+
+    /// Whether the group's leader has exited (gone, or exited and not yet reaped).
+    fn leader_exited(&self) -> bool {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.0)) else {
+            return true;
+        };
+        // `pid (name) STATE ...`: the name may hold anything, so the state follows its last
+        // parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| matches!(state, 'Z' | 'X'))
+    }
+
+    /// Waits up to `grace` for the group to be gone; says whether it is.
+    async fn gone_within(&self, grace: std::time::Duration) -> bool {
+        let until = tokio::time::Instant::now() + grace;
+        while self.alive() {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+        true
+    }
+
+    /// MCP's order for the end of a stdio server whose input was closed: a wait, then
+    /// SIGTERM and another wait, then SIGKILL — to every process of the group.
+    async fn end(&self) {
+        if self.gone_within(EXIT_GRACE).await {
+            return;
+        }
+        let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGTERM);
+        if !self.gone_within(EXIT_GRACE).await {
+            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
     }
 }
 
@@ -319,47 +533,30 @@ impl McpSurface {
         let Some((program, args)) = spec.command.split_first() else {
             return Err("`mcp.command` is empty".into());
         };
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args);
         // INVARIANT (nothing leaves the box unasked): the child gets a minimal environment and
         // what the spec names, never Warrant's own secrets.
-        cmd.env_clear();
-        for (k, v) in std::env::vars_os() {
-            let keep = k
-                .to_str()
-                .is_some_and(|k| INHERITED.contains(&k) || k.starts_with("LC_"));
-            if keep {
-                cmd.env(k, v);
-            }
-        }
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| {
+                k.to_str()
+                    .is_some_and(|k| INHERITED.contains(&k) || k.starts_with("LC_"))
+            })
+            .collect();
         for (k, v) in &spec.env {
-            cmd.env(
-                k,
-                vars.expand(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?,
-            );
+            let v = vars.expand(v).map_err(|e| format!("`mcp.env.{k}`: {e}"))?;
+            env.push((k.into(), v.into()));
         }
-        if let Some(cwd) = &spec.cwd {
-            cmd.current_dir(cwd);
-        }
-        // The server leads its own process group, so whatever it starts (a wrapper script's
-        // real server, a grandchild) ends with it.
-        let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
-        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-        let (transport, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-        // Held from here on: a handshake that fails ends the group too.
-        let group = transport.id().map(ProcessGroup::of);
-        if let Some(stderr) = stderr {
-            forward_stderr(name.to_owned(), stderr, redact);
-        }
-        let client = Watcher::default()
-            .serve_with_lifecycle(transport, lifecycle())
-            .await
-            .map_err(|e| format!("`{program}`: {}", handshake_error(&e)))?;
-        let mut surface = McpSurface::with_client(client, trusted);
-        surface.group = group;
+        let launch = Arc::new(Launch {
+            name: name.to_owned(),
+            program: program.clone(),
+            args: args.to_vec(),
+            env,
+            cwd: spec.cwd.clone(),
+            redact,
+        });
+        let watcher = Watcher::default();
+        let link = launch.start_patiently(&watcher).await.1?;
+        let mut surface = McpSurface::with_link(link, watcher, trusted);
+        surface.launch = Some(launch);
         Ok(surface)
     }
 
@@ -387,23 +584,39 @@ impl McpSurface {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(http, config);
-        let client = Watcher::default()
+        let watcher = Watcher::default();
+        let client = watcher
+            .clone()
             .serve_with_lifecycle(transport, lifecycle())
             .await
             .map_err(|e| format!("{url}: {}", handshake_error(&e)))?;
-        Ok(McpSurface::with_client(client, trusted))
+        let link = Link {
+            client,
+            group: None,
+        };
+        Ok(McpSurface::with_link(link, watcher, trusted))
     }
 
     /// Lists the tools once on connecting, so what the server declares is known before any
     /// observation (a run re-entered after a crash asks [`Surface::recovery`] first).
     async fn listed(self) -> Result<McpSurface, String> {
-        self.list().await.map_err(|e| e.message)?;
-        Ok(self)
+        match self.list().await {
+            Ok(_) => Ok(self),
+            // It stopped as it started: started again (which lists the tools), or not.
+            Err(e) if e.kind == SurfaceErrorKind::Down => match self.restart().await.error {
+                None => Ok(self),
+                Some(e) => Err(e.message),
+            },
+            Err(e) => Err(e.message),
+        }
     }
 
-    fn with_client(client: RunningService<RoleClient, Watcher>, trusted: bool) -> McpSurface {
+    fn with_link(link: Link, watcher: Watcher, trusted: bool) -> McpSurface {
         McpSurface {
-            client,
+            link: Mutex::new(Arc::new(link)),
+            watcher,
+            launch: None,
+            reviving: tokio::sync::Mutex::new(()),
             trusted,
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
             whole_result: false,
@@ -412,7 +625,115 @@ impl McpSurface {
             seen: Mutex::new(None),
             idempotent: Mutex::new(HashSet::new()),
             takes: Mutex::new(HashMap::new()),
-            group: None,
+        }
+    }
+
+    /// The connection now.
+    fn link(&self) -> Option<Arc<Link>> {
+        self.link.lock().ok().map(|l| l.clone())
+    }
+
+    /// The connection now, or why there is none to ask: a stdio server that stopped is
+    /// `down` (nothing sent), for the engine to start it again.
+    fn live_link(&self, what: &str) -> Result<Arc<Link>, SurfaceError> {
+        let link = self
+            .link()
+            .ok_or_else(|| SurfaceError::not_sent("the connection's lock is poisoned"))?;
+        if self.launch.is_some() && link.closed() {
+            return Err(self.stopped(&format!("had stopped before {what} was sent")));
+        }
+        Ok(link)
+    }
+
+    /// The error for a request that found the stdio server stopped (`how`).
+    fn stopped(&self, how: &str) -> SurfaceError {
+        let program = self.launch.as_ref().map_or("", |l| l.program.as_str());
+        SurfaceError::new(
+            SurfaceErrorKind::Down,
+            format!("the server (`{program}`) {how}"),
+        )
+    }
+
+    /// A failed request of `link`, typed: a stdio server that stopped meanwhile makes a read
+    /// (or a request known not to have left) `down`, to be asked again once it runs; a
+    /// commit that may have been sent stays as it is (in doubt).
+    async fn failed(&self, link: &Link, e: ServiceError, what: &str, read: bool) -> SurfaceError {
+        let error = request_error(e, what);
+        if self.launch.is_none()
+            || !matches!(
+                error.kind,
+                SurfaceErrorKind::NotSent | SurfaceErrorKind::AnswerLost
+            )
+        {
+            return error;
+        }
+        // The transport notices a server's exit when its output closes: give it a moment.
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(250);
+        while !link.closed() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+        if link.closed() && (read || error.kind == SurfaceErrorKind::NotSent) {
+            return self.stopped(&format!("stopped before it answered {what}"));
+        }
+        error
+    }
+
+    /// Starts a stdio server that stopped again: up to [`RESTARTS_MAX`] starts with a
+    /// growing backoff, the tool list read again on the new connection.
+    async fn restart(&self) -> warrant_core::ports::Restart {
+        use warrant_core::ports::Restart;
+        let Some(launch) = &self.launch else {
+            return Restart {
+                attempts: 0,
+                error: None,
+            };
+        };
+        let _one = self.reviving.lock().await;
+        if self.link().is_some_and(|l| !l.closed()) {
+            return Restart {
+                attempts: 0,
+                error: None,
+            };
+        }
+        let (attempts, started) = launch.start_patiently(&self.watcher).await;
+        let listed = match started {
+            Ok(link) => {
+                if let Ok(mut now) = self.link.lock() {
+                    *now = Arc::new(link);
+                }
+                if let Ok(mut seen) = self.seen.lock() {
+                    *seen = None;
+                }
+                self.list().await.map(|_| ()).map_err(|e| e.message)
+            }
+            Err(e) => Err(e),
+        };
+        Restart {
+            attempts,
+            error: listed.err().map(|e| {
+                let tries = if attempts == 1 {
+                    "1 start".to_owned()
+                } else {
+                    format!("{attempts} starts")
+                };
+                SurfaceError::not_sent(format!(
+                    "`{}` could not be started again ({tries}): {e}",
+                    launch.program
+                ))
+            }),
+        }
+    }
+
+    /// Closes the server's input and gives its process group time to exit, then SIGTERM and
+    /// time again, then SIGKILL (MCP's order for stdio).
+    async fn end(&self) {
+        let Some(link) = self.link() else {
+            return;
+        };
+        // The transport closes the server's input and reaps it once it exits.
+        link.client.cancellation_token().cancel();
+        if let Some(group) = &link.group {
+            group.end().await;
         }
     }
 
@@ -427,7 +748,8 @@ impl McpSurface {
 
     /// The protocol version the server agreed to, e.g. `2025-11-25`.
     pub fn protocol_version(&self) -> Option<String> {
-        self.client
+        self.link()?
+            .client
             .peer_info()
             .map(|i| i.protocol_version.to_string())
     }
@@ -455,11 +777,12 @@ impl McpSurface {
         // Read before listing: a change that lands during the listing makes the next
         // observation new again.
         let changes = self.changes();
-        let tools = self
-            .client
-            .list_all_tools()
-            .await
-            .map_err(|e| request_error(e, "the tool list request"))?;
+        let what = "the tool list request";
+        let link = self.live_link(what)?;
+        let tools = match link.client.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => return Err(self.failed(&link, e, what, true).await),
+        };
         let idempotent: HashSet<String> = tools
             .iter()
             .filter(|t| t.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true))
@@ -518,7 +841,7 @@ impl McpSurface {
 
     /// `notifications/tools/list_changed` received so far.
     fn changes(&self) -> u64 {
-        self.client.service().changes.load(Ordering::SeqCst)
+        self.watcher.changes.load(Ordering::SeqCst)
     }
 
     /// The last tool list and the change notifications received before it.
@@ -529,8 +852,8 @@ impl McpSurface {
     /// Whether the server said it announces changes to its tool list
     /// (`capabilities.tools.listChanged`).
     fn announces_changes(&self) -> bool {
-        self.client
-            .peer_info()
+        self.link()
+            .and_then(|l| l.client.peer_info())
             .and_then(|i| i.capabilities.tools.as_ref().and_then(|t| t.list_changed))
             == Some(true)
     }
@@ -539,6 +862,7 @@ impl McpSurface {
     /// announced none since (no round trip per decision), else listed now.
     async fn observe_now(&self) -> Result<Observation, SurfaceError> {
         if self.announces_changes()
+            && self.link().is_some_and(|l| !l.closed())
             && let Some((observation, at)) = self.last_seen()
             && at == self.changes()
         {
@@ -584,11 +908,15 @@ impl McpSurface {
             );
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
-        let result = self
-            .client
-            .call_tool(params)
-            .await
-            .map_err(|e| request_error(e, &format!("the call of `{}`", call.tool())))?;
+        let what = format!("the call of `{}`", call.tool());
+        let link = self.live_link(&what)?;
+        let result = match link.client.call_tool(params).await {
+            Ok(result) => result,
+            Err(e) => {
+                let read = call.effect() == Effect::Read;
+                return Err(self.failed(&link, e, &what, read).await);
+            }
+        };
         let output = if self.whole_result {
             // As the server sent it: content blocks, structured content, error flag, `_meta`.
             serde_json::to_value(&result).unwrap_or(Value::Null)
@@ -655,13 +983,21 @@ impl Surface for McpSurface {
     }
 
     fn on_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
-        if let Ok(mut l) = self.client.service().listeners.lock() {
+        if let Ok(mut l) = self.watcher.listeners.lock() {
             l.push(changed);
         }
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(self.call(call))
+    }
+
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        Box::pin(self.restart())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.end())
     }
 
     fn recovery(&self, tool: &str) -> Recovery {
@@ -683,10 +1019,15 @@ impl Surface for McpSurface {
         // tools are listed again first, so a handle goes stale exactly when the list (a name,
         // an effect or a schema) really changed.
         Box::pin(async move {
+            // A server that stopped is judged by its last list: it is listed again when it
+            // is started again, before the call goes out.
             if self
                 .last_seen()
                 .is_none_or(|(_, seen_changes)| seen_changes != self.changes())
-                && self.list().await.is_err()
+                && self
+                    .list()
+                    .await
+                    .is_err_and(|e| e.kind != SurfaceErrorKind::Down)
             {
                 return false;
             }

@@ -144,6 +144,18 @@ impl Surface for Redacted {
         self.inner.is_current(version)
     }
 
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        Box::pin(async move {
+            let mut restart = self.inner.revive().await;
+            restart.error = restart.error.map(|e| self.secrets.redact_error(e));
+            restart
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        self.inner.shutdown()
+    }
+
     fn retire(&self, handles: &[HandleId]) {
         self.inner.retire(handles);
     }

@@ -5,7 +5,7 @@ use super::*;
 /// The fault of a failed observation.
 pub(super) fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {
     let code = e.code.unwrap_or(match e.kind {
-        SurfaceErrorKind::NotSent => Code::Unavailable,
+        SurfaceErrorKind::NotSent | SurfaceErrorKind::Down => Code::Unavailable,
         SurfaceErrorKind::AnswerLost => Code::AnswerLost,
         SurfaceErrorKind::TimedOut => Code::Timeout,
         SurfaceErrorKind::Cancelled => Code::Cancelled,
@@ -64,6 +64,29 @@ impl Run<'_> {
         hidden
     }
 
+    /// Records a failed observation of step `i`'s provider: the step ends not attained (the
+    /// run, exhausted, at the deadline).
+    fn observe_failed(&mut self, i: usize, e: &SurfaceError) -> Result<(), EngineError> {
+        let step = step_of(&self.spec, i)?;
+        let (step_id, provider) = (step.id.clone(), step.provider.clone());
+        let fault = observe_fault(&provider, e);
+        let deadline = fault.code == Code::Deadline.as_str();
+        self.stage(EventKind::ObserveFailed {
+            step: step_id.clone(),
+            provider,
+            fault: fault.clone(),
+        })?;
+        if deadline {
+            self.exhausted("deadline_ms", self.spec.limits.deadline_ms)?;
+        } else {
+            self.stage(EventKind::StepFinished {
+                step: step_id,
+                end: StepEnd::NotAttained { fault },
+            })?;
+        }
+        Ok(())
+    }
+
     /// Observes step `i`'s provider within the call bound, recording a new version. A failed
     /// observation ends the step (the run, at the deadline) and returns `None`; so does a
     /// cancellation, which the loop then acts on.
@@ -72,35 +95,37 @@ impl Run<'_> {
         i: usize,
         surface: &Arc<dyn warrant_core::ports::Surface>,
     ) -> Result<Option<Observation>, EngineError> {
-        let observed = match self.bounded_durably(Bound::Call, surface.observe()).await? {
-            Ok(answer) => answer,
-            Err(Cut::Cancelled(c)) => {
-                self.cancel = Some(c);
-                return Ok(None);
-            }
-            Err(cut) => Err(cut.surface_error()),
-        };
-        let observation = match observed {
-            Ok(o) => o,
-            Err(e) => {
-                let step = step_of(&self.spec, i)?;
-                let (step_id, provider) = (step.id.clone(), step.provider.clone());
-                let fault = observe_fault(&provider, &e);
-                let deadline = fault.code == Code::Deadline.as_str();
-                self.stage(EventKind::ObserveFailed {
-                    step: step_id.clone(),
-                    provider,
-                    fault: fault.clone(),
-                })?;
-                if deadline {
-                    self.exhausted("deadline_ms", self.spec.limits.deadline_ms)?;
-                } else {
-                    self.stage(EventKind::StepFinished {
-                        step: step_id,
-                        end: StepEnd::NotAttained { fault },
-                    })?;
+        let mut restarted = false;
+        let observation = loop {
+            let observed = match self.bounded_durably(Bound::Call, surface.observe()).await? {
+                Ok(answer) => answer,
+                Err(Cut::Cancelled(c)) => {
+                    self.cancel = Some(c);
+                    return Ok(None);
                 }
-                return Ok(None);
+                Err(cut) => Err(cut.surface_error()),
+            };
+            match observed {
+                Ok(o) => break o,
+                // A provider found stopped is started again, and asked again, once.
+                Err(e) if e.kind == SurfaceErrorKind::Down && !restarted => {
+                    restarted = true;
+                    match self.restart(i, surface, None, &e).await? {
+                        restart::Restarted::Running => {}
+                        restart::Restarted::Cut(Cut::Cancelled(c)) => {
+                            self.cancel = Some(c);
+                            return Ok(None);
+                        }
+                        restart::Restarted::Cut(cut) => {
+                            self.observe_failed(i, &cut.surface_error())?;
+                            return Ok(None);
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.observe_failed(i, &e)?;
+                    return Ok(None);
+                }
             }
         };
         let step = step_of(&self.spec, i)?;

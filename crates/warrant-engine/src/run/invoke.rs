@@ -22,7 +22,7 @@ pub(super) fn call_fault(tool: &str, e: &SurfaceError) -> (CallStatus, Fault) {
             Code::InvalidArguments,
             format!("`{tool}` failed: {message}"),
         ),
-        SurfaceErrorKind::NotSent => (
+        SurfaceErrorKind::NotSent | SurfaceErrorKind::Down => (
             CallStatus::ProviderError,
             Code::Unavailable,
             format!("`{tool}` failed: {message}"),
@@ -88,15 +88,22 @@ impl Run<'_> {
             invocation.tool().to_owned(),
             invocation.effect(),
         );
-        let answer = match self.bounded(Bound::Call, surface.invoke(invocation)).await {
-            Ok(answer) => answer,
-            Err(cut) => {
-                if matches!(cut, Cut::Cancelled(_)) {
-                    surface.cancel(call);
+        let mut answer = self.invoked(surface, invocation.clone()).await;
+        // A provider found stopped with nothing of this call taking effect (not sent, or a
+        // read) is started again, and the call sent again, once.
+        if let Err(e) = &answer
+            && e.kind == SurfaceErrorKind::Down
+        {
+            match self.restart(i, surface, Some(call), e).await? {
+                super::restart::Restarted::Running => {
+                    answer = self.invoked(surface, invocation).await;
                 }
-                Err(self.cut(&cut))
+                super::restart::Restarted::Cut(cut) => {
+                    // Nothing was sent: the call failed as it found the provider.
+                    self.cut(&cut);
+                }
             }
-        };
+        }
         warrant_fault::hit("after-invoke");
         if effect == Effect::Commit
             && let Err(e) = &answer
@@ -137,6 +144,24 @@ impl Run<'_> {
             return Ok(());
         }
         self.record_result(i, call, &tool, answer)
+    }
+
+    /// The surface's answer to `invocation`, within the call bound.
+    async fn invoked(
+        &mut self,
+        surface: &Arc<dyn warrant_core::ports::Surface>,
+        invocation: Invocation,
+    ) -> Result<CallOutput, SurfaceError> {
+        let call = invocation.call();
+        match self.bounded(Bound::Call, surface.invoke(invocation)).await {
+            Ok(answer) => answer,
+            Err(cut) => {
+                if matches!(cut, Cut::Cancelled(_)) {
+                    surface.cancel(call);
+                }
+                Err(self.cut(&cut))
+            }
+        }
     }
 
     pub(super) fn record_result(

@@ -31,6 +31,7 @@ mod decide;
 mod delegate;
 mod invoke;
 mod recover;
+mod restart;
 mod wait;
 
 use bridge::{ProposedCall, refuse};

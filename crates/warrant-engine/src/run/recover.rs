@@ -66,7 +66,8 @@ impl Run<'_> {
         let invocation = self.dispatched(call, version)?;
         // INVARIANT (no effect repeated, none lost): a read is simply re-invoked; a commit only
         // when repeating it is safe by construction or the surface can tell what happened.
-        let recovery = if effect == Effect::Read {
+        // A call found its provider stopped before it was sent (`unsent`): nothing happened.
+        let recovery = if effect == Effect::Read || record.unsent {
             Recovery::Reinvoke
         } else {
             surface.recovery(&record.tool)
