@@ -87,7 +87,7 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let (_dir, store) = scratch();
     let created = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&created).contains("created (schema 5)"),
+        stdout(&created).contains("created (schema 6)"),
         "{}",
         stdout(&created)
     );
@@ -117,18 +117,18 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let second = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml"]);
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
     assert!(
-        stderr(&second).contains("from schema 4 to 5"),
+        stderr(&second).contains("from schema 4 to 6"),
         "{}",
         stderr(&second)
     );
     assert_eq!(
         warrant_store::SqliteStore::schema_of(&store).unwrap(),
-        Some(5)
+        Some(6)
     );
     assert_eq!(events(&store), before);
     let again = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&again).contains("schema 5, up to date"),
+        stdout(&again).contains("schema 6, up to date"),
         "{}",
         stdout(&again)
     );

@@ -98,9 +98,9 @@ pub(crate) struct Shared {
     pub(crate) ready: AtomicBool,
     /// Run id to tenant (it never changes).
     pub(crate) tenants: Mutex<HashMap<RunId, String>>,
-    /// `(tenant, Idempotency-Key)` to the body's digest and the run it started.
-    pub(crate) idempotent: Mutex<HashMap<(String, String), (String, RunId)>>,
-    /// Held while a run with an idempotency key is being started.
+    /// Held while a run with an `Idempotency-Key` is being started (from the key's look-up
+    /// in the store to the run's first event), so two of this server's requests never race
+    /// for one key; between servers the store decides (`api::start_run`).
     pub(crate) starting: tokio::sync::Mutex<()>,
 }
 
@@ -248,7 +248,6 @@ impl Server {
             secret,
             ready: AtomicBool::new(false),
             tenants: Mutex::new(HashMap::new()),
-            idempotent: Mutex::new(HashMap::new()),
             starting: tokio::sync::Mutex::new(()),
         });
         Ok(Server {
