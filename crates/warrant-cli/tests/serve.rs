@@ -227,6 +227,26 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
     .await;
     assert_eq!(report["format"], "warrant.run-report/1");
     assert_eq!(report["outcome"]["outcome"], "attained", "{report}");
+    // The server's build started it (what `warrant --version` names).
+    let version = stdout(&warrant(&store, &["--version"]));
+    assert_eq!(
+        version.trim_end(),
+        format!(
+            "warrant {} (commit {}, built {}, features: {})",
+            report["build"]["version"].as_str().unwrap(),
+            report["build"]["commit"].as_str().unwrap(),
+            report["build"]["date"].as_str().unwrap(),
+            report["build"]["features"]
+                .as_array()
+                .map(|f| f
+                    .iter()
+                    .map(|f| f.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_else(|| "none".to_owned())
+        ),
+        "{report}"
+    );
     // Held by the server while it waited: the providers it answered with are the ones it
     // started with, and the report has nothing to warn of.
     assert!(report.get("warnings").is_none(), "{report}");

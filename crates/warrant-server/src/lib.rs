@@ -70,6 +70,8 @@ pub struct Config {
     /// Where to export traces, if anywhere.
     #[cfg(feature = "otlp")]
     pub otlp: Option<otlp::Settings>,
+    /// The build of the program serving, named in the `run_started` of every run it starts.
+    pub build: Option<warrant_core::event::BuildInfo>,
 }
 
 /// Why a server did not start.
@@ -228,7 +230,11 @@ impl Server {
             .await
             .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
         let deciders = Deciders::new(config.models.clone()).with_registry(config.registry.clone());
-        let app = App::new(store, deciders.clone())
+        let mut app = App::new(store, deciders.clone());
+        if let Some(build) = &config.build {
+            app = app.with_build(build.clone());
+        }
+        let app = app
             .with_floor(config.floor.clone())
             .map_err(|e| ServerError::Invalid(e.to_string()))?
             // The one local principal (no principals file, loopback only) is the operator at

@@ -55,6 +55,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             provenance: None,
             parent: None,
             inputs: None,
+            build: None,
         },
     })
 }
