@@ -293,6 +293,8 @@ pub struct App {
     /// How this process names itself on the leases it holds (`pid <pid>@<host>`, with a
     /// worker's name after it).
     holder: Arc<str>,
+    /// The build new runs name in their `run_started`, if the front door said.
+    build: Option<warrant_core::event::BuildInfo>,
 }
 
 impl App {
@@ -308,7 +310,15 @@ impl App {
                 std::process::id(),
                 warrant_engine::lease::host()
             )),
+            build: None,
         }
+    }
+
+    /// The same, with every new run naming `build` in its `run_started` (the front door's
+    /// own build: which program started the run).
+    pub fn with_build(mut self, build: warrant_core::event::BuildInfo) -> App {
+        self.build = Some(build);
+        self
     }
 
     /// The same, with this process's leases naming it `name` too (a worker's `--name`).
@@ -360,7 +370,11 @@ impl App {
 
     /// The same, with a new run obeying `more` of the floor too (a tenant's own).
     fn engine_with_floor(&self, more: &[PathBuf]) -> Engine {
-        Engine::new(self.store.clone())
+        let engine = match &self.build {
+            Some(build) => Engine::new(self.store.clone()).with_build(build.clone()),
+            None => Engine::new(self.store.clone()),
+        };
+        engine
             .with_holder(&self.holder)
             .with_policies(Arc::new(Policies))
             .with_floor(

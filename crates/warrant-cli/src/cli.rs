@@ -38,7 +38,12 @@ Examples:
 /// Warrant: governable agent execution. A decider proposes; Warrant mediates every call,
 /// records the evidence, and judges from it whether the objective was reached.
 #[derive(Debug, Parser)]
-#[command(name = "warrant", version, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(
+    name = "warrant",
+    version = crate::version::LONG,
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// The store: a SQLite file, or a PostgreSQL database's `postgres://` URL (a fleet's
     /// store; create its schema with `warrant store migrate`).

@@ -52,7 +52,7 @@ fn deciders() -> Deciders {
 
 /// The operations over the store at `path`, opened to write (created if missing).
 fn app(store: Arc<dyn warrant_core::ports::EventStore>) -> App {
-    App::new(store, deciders())
+    App::new(store, deciders()).with_build(crate::version::info())
 }
 
 pub async fn dispatch(cli: Cli) -> Result<u8> {
@@ -1584,6 +1584,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
                 endpoint,
                 content: args.otlp_content,
             }),
+        build: Some(crate::version::info()),
     };
     let store = store_path.open(Use::Create).await?;
     let server = warrant_server::Server::bind(config, store)

@@ -30,6 +30,7 @@ mod cli;
 mod commands;
 mod progress;
 mod store;
+mod version;
 
 use std::process::ExitCode;
 

@@ -79,6 +79,93 @@ fn the_cafe_gallery_example_runs_end_to_end_and_its_evidence_can_be_inspected() 
     assert!(stdout(&follow).contains("run_finished"));
 }
 
+/// `warrant --version` tells builds apart: the version, the git commit it was built from
+/// (short, `-dirty` with uncommitted changes, `unknown` outside git), the day it was built and
+/// the cargo features compiled in.
+#[test]
+fn the_version_names_the_commit_the_day_and_the_features() {
+    let (_dir, store) = scratch();
+    let out = warrant(&store, &["--version"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let line = stdout(&out);
+    let build = parse_version(&line);
+    assert_eq!(build.version, env!("CARGO_PKG_VERSION"), "{line}");
+    let hash = build.commit.strip_suffix("-dirty").unwrap_or(&build.commit);
+    assert!(
+        hash == "unknown" || (hash.len() >= 7 && hash.chars().all(|c| c.is_ascii_hexdigit())),
+        "{line}"
+    );
+    let d: Vec<&str> = build.date.split('-').collect();
+    assert!(
+        d.len() == 3
+            && [4, 2, 2]
+                .iter()
+                .zip(&d)
+                .all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_digit())),
+        "{line}"
+    );
+    for (feature, on) in [
+        ("postgres", cfg!(feature = "postgres")),
+        ("fault-injection", cfg!(feature = "fault-injection")),
+        ("otlp", cfg!(feature = "otlp")),
+    ] {
+        assert_eq!(
+            build.features.iter().any(|f| f == feature),
+            on,
+            "{feature}: {line}"
+        );
+    }
+    assert!(!store.exists(), "--version writes nothing");
+}
+
+/// The parts of `warrant 0.1.0 (commit 1a2b3c4, built 2026-03-01, features: a, b)`.
+fn parse_version(line: &str) -> warrant_core::event::BuildInfo {
+    let rest = line
+        .trim_end()
+        .strip_prefix("warrant ")
+        .unwrap_or_else(|| panic!("not `warrant VERSION (...)`: {line}"));
+    let (version, rest) = rest.split_once(" (commit ").unwrap();
+    let (commit, rest) = rest.split_once(", built ").unwrap();
+    let (date, rest) = rest.split_once(", features: ").unwrap();
+    let features = rest.strip_suffix(')').unwrap();
+    warrant_core::event::BuildInfo {
+        version: version.to_owned(),
+        commit: commit.to_owned(),
+        date: date.to_owned(),
+        features: match features {
+            "none" => Vec::new(),
+            f => f.split(", ").map(str::to_owned).collect(),
+        },
+    }
+}
+
+/// A run records the build that started it in `run_started`; its report shows it; its replay
+/// is identical.
+#[test]
+fn a_run_records_the_build_that_started_it() {
+    let (_dir, store) = scratch();
+    let build = parse_version(&stdout(&warrant(&store, &["--version"])));
+    let run = warrant(
+        &store,
+        &["run", "examples/cafe-gallery/spec.yaml", "--json"],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let id = json(&run)["run_id"].as_str().unwrap().to_owned();
+    let events = stdout(&warrant(&store, &["events", &id, "--json"]));
+    let started: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!(started["type"], "run_started");
+    let recorded: warrant_core::event::BuildInfo =
+        serde_json::from_value(started["build"].clone()).unwrap();
+    assert_eq!(recorded, build);
+    let report = json(&warrant(&store, &["report", &id, "--json"]));
+    assert_eq!(report["build"], started["build"]);
+    let text = stdout(&warrant(&store, &["report", &id]));
+    assert!(text.contains(&format!("build    {build}\n")), "{text}");
+    let replay = warrant(&store, &["replay", &id, "--verify"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(stdout(&replay).contains("identical"));
+}
+
 /// A SQLite store an earlier build wrote is read as it is by read commands, upgraded by the
 /// first command that writes to it (which says so first), and keeps every event;
 /// `store migrate` says what it did.
@@ -87,7 +174,7 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let (_dir, store) = scratch();
     let created = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&created).contains("created (schema 5)"),
+        stdout(&created).contains("created (schema 6)"),
         "{}",
         stdout(&created)
     );
@@ -117,18 +204,18 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let second = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml"]);
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
     assert!(
-        stderr(&second).contains("from schema 4 to 5"),
+        stderr(&second).contains("from schema 4 to 6"),
         "{}",
         stderr(&second)
     );
     assert_eq!(
         warrant_store::SqliteStore::schema_of(&store).unwrap(),
-        Some(5)
+        Some(6)
     );
     assert_eq!(events(&store), before);
     let again = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&again).contains("schema 5, up to date"),
+        stdout(&again).contains("schema 6, up to date"),
         "{}",
         stdout(&again)
     );

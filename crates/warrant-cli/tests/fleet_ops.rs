@@ -176,3 +176,62 @@ fn a_worker_needs_a_fleet_store_and_a_store_url_must_be_one_warrant_knows() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
 }
+
+/// Two servers of a fleet share the `Idempotency-Key`s in the store: a request retried against
+/// the other server gets the run the first one queued, another body is 409, and requests with
+/// one key sent to both servers at once queue one run between them (one 201, one 200).
+#[test]
+fn two_servers_of_a_fleet_answer_one_idempotency_key_with_one_run() {
+    let url = store("idem");
+    let at = Path::new(&url);
+    let migrated = warrant(at, &["store", "migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let specs = support::root().join("examples");
+    let (a, b) = (
+        start_server(at, &specs, &[], None),
+        start_server(at, &specs, &[], None),
+    );
+    let pay = json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]});
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let send = |base: &str, key: &str, body: &Value| {
+        let req = reqwest::Client::new()
+            .post(format!("{base}/v1/runs"))
+            .header("idempotency-key", key)
+            .json(body);
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    runtime.block_on(async {
+        let (st, first) = send(&a.base, "k-retried", &pay).await;
+        assert_eq!(st, 201, "{first}");
+        let (st, again) = send(&b.base, "k-retried", &pay).await;
+        assert_eq!(st, 200, "{again}");
+        assert_eq!(again["run_id"], first["run_id"]);
+        let (st, other) = send(
+            &b.base,
+            "k-retried",
+            &json!({"spec_path": "pay-rent/spec.yaml"}),
+        )
+        .await;
+        assert_eq!(st, 409, "{other}");
+        for round in 0..5 {
+            let key = format!("k-raced-{round}");
+            let ((sa, ra), (sb, rb)) =
+                tokio::join!(send(&a.base, &key, &pay), send(&b.base, &key, &pay));
+            assert_eq!(ra["run_id"], rb["run_id"], "round {round}: {ra} {rb}");
+            let mut statuses = [sa, sb];
+            statuses.sort_unstable();
+            assert_eq!(statuses, [200, 201], "round {round}: {ra} {rb}");
+        }
+    });
+    // One queued run for each key: the retried one and the five raced.
+    let runs = json(&warrant(at, &["runs", "--json"]));
+    assert_eq!(runs.as_array().unwrap().len(), 6, "{runs}");
+}

@@ -1193,15 +1193,23 @@ async fn waiting_run(base: &str, token: &str, body: &Value) -> (String, String, 
 /// Uses up the quotas of the capped tenants: one run started (it attains), one held (it
 /// waits for an approval).
 async fn prime_quotas(base: &str) {
-    let (s, v) = post_json(
+    let with_key = || {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/runs"))
+            .bearer_auth("t-capped")
+            .header("idempotency-key", "cap-1")
+            .json(&json!({"spec_path": "book/spec.yaml"}))
+    };
+    let r = with_key().send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let capped: Value = r.json().await.unwrap();
+    until_status_as(
         base,
         "t-capped",
-        "/v1/runs",
-        json!({"spec_path": "book/spec.yaml"}),
+        capped["run_id"].as_str().unwrap(),
+        "attained",
     )
     .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    until_status_as(base, "t-capped", v["run_id"].as_str().unwrap(), "attained").await;
     // One run of the spender: its one call (a worker's, on a fleet) is all it may make.
     let (s, v) = post_json(
         base,
@@ -1235,6 +1243,12 @@ async fn prime_quotas(base: &str) {
         .parse()
         .unwrap();
     assert!((1..=600).contains(&retry), "{retry}");
+    // A retry of the request that started its run is answered with that run, at quota or
+    // not: it starts nothing.
+    let r = with_key().send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let again: Value = r.json().await.unwrap();
+    assert_eq!(again["run_id"], capped["run_id"], "{again}");
 }
 
 /// How many events `run` has.

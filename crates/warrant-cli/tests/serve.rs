@@ -227,6 +227,26 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
     .await;
     assert_eq!(report["format"], "warrant.run-report/1");
     assert_eq!(report["outcome"]["outcome"], "attained", "{report}");
+    // The server's build started it (what `warrant --version` names).
+    let version = stdout(&warrant(&store, &["--version"]));
+    assert_eq!(
+        version.trim_end(),
+        format!(
+            "warrant {} (commit {}, built {}, features: {})",
+            report["build"]["version"].as_str().unwrap(),
+            report["build"]["commit"].as_str().unwrap(),
+            report["build"]["date"].as_str().unwrap(),
+            report["build"]["features"]
+                .as_array()
+                .map(|f| f
+                    .iter()
+                    .map(|f| f.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_else(|| "none".to_owned())
+        ),
+        "{report}"
+    );
     // Held by the server while it waited: the providers it answered with are the ones it
     // started with, and the report has nothing to warn of.
     assert!(report.get("warnings").is_none(), "{report}");
@@ -574,6 +594,117 @@ async fn an_idempotency_key_returns_the_same_run_and_refuses_another_body() {
     assert_eq!(st, StatusCode::CONFLICT, "{p}");
     let (_, runs) = call(client().get(&url), None).await;
     assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+}
+
+/// The keys are kept in the store, per tenant: a request retried after the server was killed
+/// and started again over the same file gets the run the first one started (200, not a
+/// second run), another body with the key is still 409, and another tenant's request with the
+/// same key starts a run of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_outlives_a_restart_and_is_its_tenants_own() {
+    let (dir, store) = scratch();
+    let file = principals(
+        dir.path(),
+        &[
+            ("tok-ann", "acme", "ann", &["runner"]),
+            ("tok-eve", "globex", "eve", &["runner"]),
+        ],
+    );
+    let args = ["--principals", file.to_str().unwrap()];
+    let post = |s: &Served, token: &'static str, body: Value| {
+        let req = client()
+            .post(format!("{}/v1/runs", s.base))
+            .header("idempotency-key", "rent-2026-12")
+            .json(&body);
+        async move { call(req, Some(token)).await }
+    };
+    let first = {
+        let s = serve(&store, &args);
+        let (st, first) = post(&s, "tok-ann", pay_rent()).await;
+        assert_eq!(st, StatusCode::CREATED, "{first}");
+        first
+        // The server is killed here.
+    };
+    let s = serve(&store, &args);
+    let (st, again) = post(&s, "tok-ann", pay_rent()).await;
+    assert_eq!(st, StatusCode::OK, "{again}");
+    assert_eq!(again["run_id"], first["run_id"], "{again}");
+    let (st, p) = post(&s, "tok-ann", json!({"spec_path": "pay-rent/spec.yaml"})).await;
+    assert_eq!(st, StatusCode::CONFLICT, "{p}");
+    assert_eq!(
+        p["type"], "urn:warrant:problem:idempotency-key-reused",
+        "{p}"
+    );
+    // Another tenant's key of the same name is its own.
+    let (st, theirs) = post(&s, "tok-eve", pay_rent()).await;
+    assert_eq!(st, StatusCode::CREATED, "{theirs}");
+    assert_ne!(theirs["run_id"], first["run_id"]);
+    let (st, theirs_again) = post(&s, "tok-eve", pay_rent()).await;
+    assert_eq!(st, StatusCode::OK, "{theirs_again}");
+    assert_eq!(theirs_again["run_id"], theirs["run_id"]);
+    // One run each.
+    for (token, run) in [("tok-ann", &first), ("tok-eve", &theirs)] {
+        let (_, runs) = call(client().get(format!("{}/v1/runs", s.base)), Some(token)).await;
+        let ids: Vec<&Value> = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["run_id"])
+            .collect();
+        assert_eq!(ids, vec![&run["run_id"]], "{token}: {runs}");
+    }
+}
+
+/// A server that died after it kept a request's key (with the run id it chose) and before the
+/// run started leaves the key on a run with no log: the retry, on the next server, starts the
+/// run under that id (201) rather than being refused, and a retry after it gets that run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_cut_short_after_its_key_was_kept_is_taken_up_by_the_retry() {
+    use warrant_core::ports::EventStore as _;
+    let (_dir, store) = scratch();
+    let url = |s: &Served| format!("{}/v1/runs", s.base);
+    let mut dying = start_server(
+        &store,
+        &root().join("examples"),
+        &[],
+        Some("after-idempotency-key"),
+    );
+    let cut = client()
+        .post(url(&dying))
+        .header("idempotency-key", "k-cut")
+        .json(&pay_rent())
+        .send()
+        .await;
+    assert!(cut.is_err(), "the server answered: {cut:?}");
+    assert!(!dying.child.wait().unwrap().success());
+    let kept = {
+        let reading = warrant_store::SqliteStore::open_read_only(&store).unwrap();
+        let kept = reading
+            .idempotency_get("local", "k-cut", 1)
+            .await
+            .unwrap()
+            .expect("the key was kept before the run started");
+        assert_eq!(reading.summary(&kept.run_id).await.unwrap(), None);
+        kept
+    };
+    let s = serve(&store, &[]);
+    let send = || {
+        call(
+            client()
+                .post(url(&s))
+                .header("idempotency-key", "k-cut")
+                .json(&pay_rent()),
+            None,
+        )
+    };
+    let (st, started) = send().await;
+    assert_eq!(st, StatusCode::CREATED, "{started}");
+    assert_eq!(started["run_id"], kept.run_id.0.as_str());
+    let (st, again) = send().await;
+    assert_eq!(st, StatusCode::OK, "{again}");
+    assert_eq!(again["run_id"], started["run_id"]);
+    let (_, runs) = call(client().get(url(&s)), None).await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
 }
 
 #[test]

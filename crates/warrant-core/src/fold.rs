@@ -445,6 +445,8 @@ pub struct RunState {
     pub(crate) spec_hash: String,
     /// Who decides.
     pub(crate) decider: Option<DeciderIdentity>,
+    /// The build of Warrant that started the run, when it was recorded.
+    pub(crate) build: Option<Arc<crate::event::BuildInfo>>,
     /// The authority the run started with, as it described itself.
     pub(crate) authority: Option<Arc<Value>>,
     /// The execution control the run started with, as recorded.
@@ -590,6 +592,11 @@ impl RunState {
     /// Who decides.
     pub fn decider(&self) -> Option<&DeciderIdentity> {
         self.decider.as_ref()
+    }
+
+    /// The build of Warrant that started the run, when its `run_started` says.
+    pub fn build(&self) -> Option<&crate::event::BuildInfo> {
+        self.build.as_deref()
     }
 
     /// The authority the run started with, as it described itself.
@@ -967,11 +974,12 @@ impl RunState {
                 provenance,
                 parent,
                 inputs,
-                ..
+                build,
             } => {
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }
+                self.build = build.clone();
                 // A root's inputs, given by its starter: carried values whose lineage is the
                 // start itself (call `c0` of step `input`), and a user's words for provenance.
                 for (name, value) in inputs.iter().flat_map(|i| i.iter()) {
@@ -1008,7 +1016,7 @@ impl RunState {
                 self.authority = authority.clone();
                 self.provenance = *provenance;
                 self.execution_control = execution_control.clone();
-                self.format = format.clone();
+                self.format = format.to_string();
                 self.setup_ms += setup_ms.unwrap_or(0);
                 self.principal =
                     principal

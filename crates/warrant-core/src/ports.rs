@@ -624,8 +624,8 @@ pub trait Interceptor: Send + Sync {
 
 pub use crate::store::{
     CancelRequest, CatalogEntry, CheckpointFailures, Claim, Driver, EventFeed, EventStore,
-    FairShare, Held, LEASE_TTL_MS, PendingApproval, RunCursor, RunPage, RunQuery, RunSummary,
-    StoreError,
+    FairShare, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord, LEASE_TTL_MS, PendingApproval,
+    RunCursor, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 /// The run id that uniquely starts with `prefix`, among `runs`.

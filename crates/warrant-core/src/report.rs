@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::canon;
 use crate::event::{
-    CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage, Outcome, StepEnd,
+    BuildInfo, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage,
+    Outcome, StepEnd,
 };
 use crate::fold::{RunState, StepAnswer, StepStatus};
 use crate::ids::{CallId, RunId, StepId};
@@ -30,6 +31,10 @@ pub struct RunReport {
     pub spec: SpecRef,
     /// Who decided.
     pub decider: DeciderIdentity,
+    /// The build of Warrant that started the run (absent for a run recorded before builds
+    /// were named, or by an embedder that names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildInfo>,
     /// `running`, `waiting`, or the outcome's name (the vocabulary of `warrant runs`).
     pub status: String,
     /// How it ended (absent while it runs).
@@ -470,6 +475,7 @@ impl RunReport {
                 name: String::new(),
                 digest: None,
             }),
+            build: state.build().cloned(),
             status: state.status().to_owned(),
             conformant: state.outcome == Some(Outcome::Attained),
             outcome: state.outcome.clone(),
@@ -543,6 +549,9 @@ impl RunReport {
             short_hash(&self.spec.hash)
         );
         let _ = writeln!(out, "decider  {}", self.decider);
+        if let Some(b) = &self.build {
+            let _ = writeln!(out, "build    {b}");
+        }
         let _ = write!(out, "outcome  {outcome}");
         match &self.outcome {
             Some(Outcome::Failed { fault }) => {

@@ -301,6 +301,39 @@ pub struct CatalogEntry {
     pub retired_at_ms: Option<u64>,
 }
 
+/// A request's idempotency key as a store keeps it (`Idempotency-Key` on `POST /v1/runs`): the
+/// body it was first sent with, by digest, and the run that request starts. Kept per tenant
+/// until it expires, in the store every process of a fleet shares, so a request retried
+/// against a restarted server or another server of the fleet finds the run it started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The tenant whose key it is (keys of different tenants never meet).
+    pub tenant: String,
+    /// The key, as the client sent it.
+    pub key: String,
+    /// The digest of the request's body.
+    pub digest: String,
+    /// The run the request starts: its id is chosen, and the record kept, before the run
+    /// starts, so every process that finds the record starts (or answers with) this run.
+    pub run_id: RunId,
+    /// When it was kept (ms since the epoch).
+    pub created_at_ms: u64,
+    /// From this time on (ms since the epoch) the record is as good as absent.
+    pub expires_at_ms: u64,
+}
+
+impl IdempotencyRecord {
+    /// Whether it has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expires_at_ms <= now_ms
+    }
+}
+
+/// Most expired idempotency records a store removes on one [`EventStore::idempotency_put`]:
+/// the purge is opportunistic and bounded, so a put never waits on a large cleanup (each put
+/// removes more than it adds until none is left).
+pub const IDEMPOTENCY_PURGE_MAX: usize = 64;
+
 /// The port to durable storage of run logs.
 pub trait EventStore: Send + Sync {
     /// Appends `events` atomically after sequence `expected_seq`, checked against what the
@@ -397,6 +430,35 @@ pub trait EventStore: Send + Sync {
         let _ = (id, digest, at_ms);
         Box::pin(std::future::ready(Err(StoreError::Io(
             "this store keeps no catalog".into(),
+        ))))
+    }
+    /// The record of `tenant`'s idempotency key `key` that has not expired at `now_ms`, if
+    /// any (an expired one is as good as absent). A store without idempotency keys refuses.
+    fn idempotency_get(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<IdempotencyRecord>, StoreError>> {
+        let _ = (tenant, key, now_ms);
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no idempotency keys".into(),
+        ))))
+    }
+    /// Keeps `record` unless its tenant's key has a record that has not expired at `now_ms`
+    /// (insert-if-absent, atomic across every process sharing the store; an expired record is
+    /// replaced): the record the store holds afterwards — `record` itself, or the one another
+    /// request kept first. The caller won when the record held names its run. Removes up to
+    /// [`IDEMPOTENCY_PURGE_MAX`] expired records on the way. A store without idempotency keys
+    /// refuses.
+    fn idempotency_put(
+        &self,
+        record: IdempotencyRecord,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<IdempotencyRecord, StoreError>> {
+        let _ = (record, now_ms);
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no idempotency keys".into(),
         ))))
     }
     /// What `tenant`'s runs spent since `since_ms` — calls started, and model tokens (input

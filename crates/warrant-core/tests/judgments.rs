@@ -72,6 +72,7 @@ impl Log {
             provenance: None,
             parent: None,
             inputs: None,
+            build: None,
         });
         log
     }

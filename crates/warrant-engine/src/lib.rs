@@ -224,6 +224,8 @@ pub struct Engine {
     pub(crate) self_approval: bool,
     /// The values a new run's starter gives its spec's inputs.
     pub(crate) inputs: Option<Arc<std::collections::BTreeMap<String, serde_json::Value>>>,
+    /// The build of Warrant new runs name in `run_started` (none unless the embedder says).
+    pub(crate) build: Option<Arc<warrant_core::event::BuildInfo>>,
 }
 
 /// Execution control, required for commit calls.
@@ -256,6 +258,7 @@ impl Engine {
             children: None,
             self_approval: true,
             inputs: None,
+            build: None,
         }
     }
 
@@ -325,6 +328,14 @@ impl Engine {
         inputs: std::collections::BTreeMap<String, serde_json::Value>,
     ) -> Engine {
         self.inputs = (!inputs.is_empty()).then(|| Arc::new(inputs));
+        self
+    }
+
+    /// New runs record `build` in their `run_started`: which build of the program started them
+    /// (a front door names its own; an embedder its program's). A run's build is evidence, not
+    /// a rule: re-entry and replay neither need nor compare it.
+    pub fn with_build(mut self, build: warrant_core::event::BuildInfo) -> Engine {
+        self.build = Some(Arc::new(build));
         self
     }
 

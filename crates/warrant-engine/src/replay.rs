@@ -112,6 +112,12 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         {
             engine = engine.acting_for(&p.tenant, &p.user);
         }
+        // The build that recorded the run, as recorded: the build replaying it may be another
+        // (a newer warrant reading an older log), and that is no divergence.
+        if let Some(EventKind::RunStarted { build: Some(b), .. }) = events.first().map(|e| &e.kind)
+        {
+            engine = engine.with_build((**b).clone());
+        }
         let surfaces = replay_surfaces(spec, events, segment);
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
         let time = TimeSource::replaying(events);

@@ -24,6 +24,7 @@ use warrant_core::event::{CallStatus, EventKind};
 use warrant_core::report::RunReport;
 use warrant_core::{Layer, Outcome};
 use warrant_engine::DenyTools;
+use warrant_engine::replay::replay;
 
 #[tokio::test]
 async fn happy_path_is_attained_with_route_and_lineage() {
@@ -377,5 +378,73 @@ async fn two_commits_across_providers_carry_the_order_id() {
     assert_eq!(
         pastry.executed.as_deref().unwrap()["order_id"],
         json!("ord-0001")
+    );
+}
+
+/// The build that started a run is in its `run_started` (`Engine::with_build`) and its report.
+/// It is evidence, not a rule: a log recorded by another build replays identically (replay
+/// takes the build from the log), and a log recorded before builds were named has none and
+/// still encodes as it did.
+#[tokio::test]
+async fn a_run_names_its_build_and_replays_the_same_whichever_build_recorded_it() {
+    use warrant_core::event::{BuildInfo, Event, encode};
+    let ours = BuildInfo {
+        version: "0.1.0".into(),
+        commit: "1a2b3c4-dirty".into(),
+        date: "2026-03-01".into(),
+        features: vec!["otlp".into(), "postgres".into()],
+    };
+    let spec = spec(CAFE_GALLERY);
+    let s = setup(&spec, Arc::new(warrant_engine::AllowAll));
+    let engine = s.engine.clone().with_build(ours.clone());
+    let result = engine
+        .run(spec, &script(SCRIPT), &s.surfaces)
+        .await
+        .unwrap();
+    let events = log(&s.store, &result);
+    let EventKind::RunStarted { build, .. } = &events[0].kind else {
+        panic!("the log begins with `run_started`");
+    };
+    assert_eq!(build.as_deref(), Some(&ours));
+    let report = RunReport::from_events(&events).unwrap();
+    assert_eq!(report.build.as_ref(), Some(&ours));
+    assert!(
+        report.render().contains(
+            "build    0.1.0 (commit 1a2b3c4-dirty, built 2026-03-01, features: otlp, postgres)\n"
+        ),
+        "{}",
+        report.render()
+    );
+    let check = replay(&events).await.unwrap();
+    assert_eq!((check.divergence, check.error), (None, None));
+
+    // The same run as other builds recorded it: another commit, date and features; and none
+    // at all (a log from before builds were named).
+    let recorded_by = |build: Option<BuildInfo>| -> Vec<Arc<Event>> {
+        let mut first = (*events[0]).clone();
+        if let EventKind::RunStarted { build: b, .. } = &mut first.kind {
+            *b = build.map(Arc::new);
+        }
+        std::iter::once(Arc::new(first))
+            .chain(events[1..].iter().cloned())
+            .collect()
+    };
+    let theirs = BuildInfo {
+        version: "0.0.9".into(),
+        commit: "unknown".into(),
+        date: "2025-12-31".into(),
+        features: Vec::new(),
+    };
+    for other in [Some(theirs), None] {
+        let log = recorded_by(other.clone());
+        let check = replay(&log).await.unwrap();
+        assert_eq!((check.divergence, check.error), (None, None), "{other:?}");
+        assert_eq!(RunReport::from_events(&log).unwrap().build, other);
+    }
+    let old = recorded_by(None);
+    assert!(
+        !encode(&old[0]).contains("build"),
+        "a log without a build encodes as before: {}",
+        encode(&old[0])
     );
 }

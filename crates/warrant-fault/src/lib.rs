@@ -6,7 +6,8 @@
 //! `after-invoke` (the provider answered, its result not yet appended), `after-result` (the
 //! batch holding a result and its carried values was appended), `mid-append` (inside a store
 //! transaction, before it commits), `approval-consumed` (an approval and the intent it let
-//! through are durable; the provider not yet called).
+//! through are durable; the provider not yet called), `after-idempotency-key` (a server kept
+//! a request's `Idempotency-Key` with the run id it chose; the run not yet started).
 
 /// Marks that the process reached `point`.
 #[inline]

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use warrant_app::{ApprovalRow, RunOptions};
 use warrant_core::event::{ApprovalScope, EventKind};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{RunCursor, RunQuery};
+use warrant_core::ports::{IdempotencyRecord, RunCursor, RunQuery};
 use warrant_core::spec::Format;
 use warrant_engine::Answer;
 
@@ -36,6 +36,10 @@ const RUNS_PAGE_MAX: usize = 500;
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Longest idempotency key.
 const IDEMPOTENCY_KEY_MAX: usize = 255;
+/// How long an `Idempotency-Key` of `POST /v1/runs` is kept (24 hours): within it a retry of
+/// the request gets the run the first one started, from any server sharing the store; after
+/// it the key is free again (the store purges it).
+pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// The caller, authenticated: by a bearer token, or by the console's cookie.
 pub struct Caller {
@@ -355,7 +359,6 @@ pub async fn start_run(
     } else {
         caller.principal.require(Role::Runner)?;
     }
-    shared.within_quota(&caller.principal.tenant).await?;
     let key = match headers.get("idempotency-key") {
         None => None,
         Some(v) => {
@@ -372,57 +375,153 @@ pub async fn start_run(
         }
     };
     let digest = warrant_core::canon::digest(&serde_json::to_value(&req).unwrap_or_default());
-    // One start per key at a time: the lock is held while the run is prepared.
-    let _guard = match &key {
-        Some(_) => Some(shared.starting.lock().await),
-        None => None,
+    let Some((tenant, key)) = key else {
+        shared.within_quota(&caller.principal.tenant).await?;
+        let prepared = shared.prepare(&caller, req).await?;
+        let run = shared
+            .runner
+            .start(prepared, shared.runner.new_run_id())
+            .await?;
+        return shared.created(&caller, run).await;
     };
-    if let Some(k) = &key
-        && let Some((d, run)) = shared
-            .idempotent
-            .lock()
-            .ok()
-            .and_then(|m| m.get(k).cloned())
-    {
-        if d != digest {
+    // The keys are kept in the store, so a restarted server, or another server of a fleet,
+    // finds them. The run's id is chosen and kept with the key BEFORE the run starts:
+    //
+    // - One start per key at a time in this process: the lock is held from the look-up to
+    //   the run's first event.
+    // - Between processes the store decides: `idempotency_put` keeps the first record of a
+    //   key and tells every later one (another server in the same moment) that record, so all
+    //   of them name one run id.
+    // - Whoever finds a record whose run has no log yet (its starter is still starting it, or
+    //   failed or died before its first event) starts the run itself under that id. The run's
+    //   first append (`run_started` at sequence 0) succeeds for one process only; the others'
+    //   engines stop there, before anything else is recorded or any provider is called, and
+    //   answer with the run that started. So a key never leaves two live runs, and a start
+    //   that failed is taken up by the next retry of the same body rather than leaving the key
+    //   stuck on a run that never was.
+    //
+    // A key stays bound to its first body until it expires (`IDEMPOTENCY_TTL_MS`), also when
+    // that request's start failed: the same body retried starts the run, another body is 409.
+    let _guard = shared.starting.lock().await;
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let store = shared.app.store().clone();
+    let store_problem = |e: warrant_core::ports::StoreError| {
+        Problem::internal(format!(
+            "the store could not look up or keep the `Idempotency-Key`: {e}"
+        ))
+    };
+    let found = store
+        .idempotency_get(&tenant, &key, now)
+        .await
+        .map_err(store_problem)?;
+    let mut run = None;
+    if let Some(held) = found {
+        if let Some(answer) = shared.kept(&held, &digest).await? {
+            return Ok(answer);
+        }
+        run = Some(held.run_id);
+    }
+    // A repeated request whose run started was answered above, whatever the tenant's quota:
+    // it starts nothing. Checked and prepared before the key is kept: a request refused (over
+    // quota, invalid) keeps no key.
+    shared.within_quota(&caller.principal.tenant).await?;
+    let prepared = shared.prepare(&caller, req).await?;
+    let run = match run {
+        Some(run) => run,
+        None => {
+            let mine = shared.runner.new_run_id();
+            let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+            let held = store
+                .idempotency_put(
+                    IdempotencyRecord {
+                        tenant: tenant.clone(),
+                        key: key.clone(),
+                        digest: digest.clone(),
+                        run_id: mine.clone(),
+                        created_at_ms: now,
+                        expires_at_ms: now.saturating_add(IDEMPOTENCY_TTL_MS),
+                    },
+                    now,
+                )
+                .await
+                .map_err(store_problem)?;
+            if held.run_id != mine
+                && let Some(answer) = shared.kept(&held, &digest).await?
+            {
+                return Ok(answer);
+            }
+            warrant_fault::hit("after-idempotency-key");
+            held.run_id
+        }
+    };
+    match shared.runner.start(prepared, run.clone()).await {
+        Ok(run) => shared.created(&caller, run).await,
+        // Another process's start of this run appended its first event first: it is theirs.
+        Err(problem) => match store.summary(&run).await {
+            Ok(Some(_)) => shared.same_run(&run).await,
+            _ => Err(problem),
+        },
+    }
+}
+
+impl Shared {
+    /// The answer to a request whose `Idempotency-Key` is held by `held`: 409 for another
+    /// body, 200 with the run once it has started; `None` while the run has no log yet.
+    async fn kept(
+        &self,
+        held: &IdempotencyRecord,
+        digest: &str,
+    ) -> Result<Option<Response>, Problem> {
+        if held.digest != digest {
             return Err(Problem::conflict(
                 "idempotency-key-reused",
                 "this `Idempotency-Key` was used with another body",
             ));
         }
-        let status = shared.status_of(&run).await?;
-        return Ok((
+        let started = self
+            .app
+            .store()
+            .summary(&held.run_id)
+            .await
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        match started {
+            Some(_) => self.same_run(&held.run_id).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// 200 with `run`: a repeated request's answer.
+    async fn same_run(&self, run: &RunId) -> Result<Response, Problem> {
+        let status = self.status_of(run).await?;
+        Ok((
             StatusCode::OK,
             Json(RunRef {
-                run_id: run.0,
+                run_id: run.0.clone(),
                 status,
             }),
         )
-            .into_response());
+            .into_response())
     }
-    let prepared = shared.prepare(&caller, req).await?;
-    let run = shared.runner.start(prepared).await?;
-    if let Ok(mut t) = shared.tenants.lock() {
-        t.insert(run.clone(), caller.principal.tenant.clone());
+
+    /// 201 with `run`, just started for `caller`, and where it is.
+    async fn created(&self, caller: &Caller, run: RunId) -> Result<Response, Problem> {
+        if let Ok(mut t) = self.tenants.lock() {
+            t.insert(run.clone(), caller.principal.tenant.clone());
+        }
+        let status = self.status_of(&run).await?;
+        let mut response = (
+            StatusCode::CREATED,
+            Json(RunRef {
+                run_id: run.0.clone(),
+                status,
+            }),
+        )
+            .into_response();
+        if let Ok(v) = format!("/v1/runs/{run}").parse() {
+            response.headers_mut().insert(header::LOCATION, v);
+        }
+        Ok(response)
     }
-    if let Some(k) = key
-        && let Ok(mut m) = shared.idempotent.lock()
-    {
-        m.insert(k, (digest, run.clone()));
-    }
-    let status = shared.status_of(&run).await?;
-    let mut response = (
-        StatusCode::CREATED,
-        Json(RunRef {
-            run_id: run.0.clone(),
-            status,
-        }),
-    )
-        .into_response();
-    if let Ok(v) = format!("/v1/runs/{run}").parse() {
-        response.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(response)
 }
 
 impl Shared {

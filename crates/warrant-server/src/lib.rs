@@ -70,6 +70,8 @@ pub struct Config {
     /// Where to export traces, if anywhere.
     #[cfg(feature = "otlp")]
     pub otlp: Option<otlp::Settings>,
+    /// The build of the program serving, named in the `run_started` of every run it starts.
+    pub build: Option<warrant_core::event::BuildInfo>,
 }
 
 /// Why a server did not start.
@@ -98,9 +100,9 @@ pub(crate) struct Shared {
     pub(crate) ready: AtomicBool,
     /// Run id to tenant (it never changes).
     pub(crate) tenants: Mutex<HashMap<RunId, String>>,
-    /// `(tenant, Idempotency-Key)` to the body's digest and the run it started.
-    pub(crate) idempotent: Mutex<HashMap<(String, String), (String, RunId)>>,
-    /// Held while a run with an idempotency key is being started.
+    /// Held while a run with an `Idempotency-Key` is being started (from the key's look-up
+    /// in the store to the run's first event), so two of this server's requests never race
+    /// for one key; between servers the store decides (`api::start_run`).
     pub(crate) starting: tokio::sync::Mutex<()>,
 }
 
@@ -228,7 +230,11 @@ impl Server {
             .await
             .map_err(|e| ServerError::Failed(format!("cannot listen on {}: {e}", config.listen)))?;
         let deciders = Deciders::new(config.models.clone()).with_registry(config.registry.clone());
-        let app = App::new(store, deciders.clone())
+        let mut app = App::new(store, deciders.clone());
+        if let Some(build) = &config.build {
+            app = app.with_build(build.clone());
+        }
+        let app = app
             .with_floor(config.floor.clone())
             .map_err(|e| ServerError::Invalid(e.to_string()))?
             // The one local principal (no principals file, loopback only) is the operator at
@@ -248,7 +254,6 @@ impl Server {
             secret,
             ready: AtomicBool::new(false),
             tenants: Mutex::new(HashMap::new()),
-            idempotent: Mutex::new(HashMap::new()),
             starting: tokio::sync::Mutex::new(()),
         });
         Ok(Server {

@@ -265,10 +265,20 @@ impl Runner {
         })
     }
 
-    /// Starts `prepared` (a new run) and answers once its first event is recorded: its id.
-    pub async fn start(self: &Arc<Self>, prepared: Prepared) -> Result<RunId, Problem> {
+    /// A new run id, for [`Runner::start`].
+    pub fn new_run_id(&self) -> RunId {
+        self.ids.run_id()
+    }
+
+    /// Starts `prepared` (a new run) as `run` and answers once its first event is recorded:
+    /// its id. Refused when `run` has a log already: its first append fails, before anything
+    /// else is done (another process started it).
+    pub async fn start(self: &Arc<Self>, prepared: Prepared, run: RunId) -> Result<RunId, Problem> {
         if self.queueing {
-            let engine = self.app.engine_for(&prepared);
+            let engine = self
+                .app
+                .engine_for(&prepared)
+                .with_ids(Arc::new(Chosen(run)));
             let run = prepared.enqueue(&engine).await?;
             self.counters.started.fetch_add(1, Ordering::Relaxed);
             self.meter
@@ -277,7 +287,6 @@ impl Runner {
             return Ok(run);
         }
         let permit = self.permit()?;
-        let run = self.ids.run_id();
         let prepared_spec = prepared.spec.id.clone();
         let engine = self
             .app

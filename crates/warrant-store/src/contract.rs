@@ -23,7 +23,8 @@ use warrant_core::event::{
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::spec::{Format, Spec};
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventStore, LEASE_TTL_MS, RunQuery, StoreError,
+    CancelRequest, Claim, Driver, EventStore, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
+    LEASE_TTL_MS, RunQuery, StoreError,
 };
 
 /// A spec for the runs the suite writes.
@@ -54,6 +55,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             provenance: None,
             parent: None,
             inputs: None,
+            build: None,
         },
     })
 }
@@ -157,6 +159,103 @@ where
     cancellations_are_recorded_once(&make().await).await;
     an_answered_child_makes_its_root_ready(&make().await).await;
     a_catalog_keeps_every_version_and_retires_them(&make().await).await;
+    an_idempotency_key_is_kept_once_per_tenant_until_it_expires(&make().await).await;
+    concurrent_puts_of_one_idempotency_key_all_find_one_run(&make().await).await;
+}
+
+/// An idempotency record of `tenant`'s `key` for `run`, kept at `at_ms` until `expires_at_ms`.
+pub fn idempotency(
+    tenant: &str,
+    key: &str,
+    run: &str,
+    at_ms: u64,
+    expires_at_ms: u64,
+) -> IdempotencyRecord {
+    IdempotencyRecord {
+        tenant: tenant.into(),
+        key: key.into(),
+        digest: format!("sha256:{run}"),
+        run_id: RunId(run.into()),
+        created_at_ms: at_ms,
+        expires_at_ms,
+    }
+}
+
+/// A key is kept once: a second put finds the first record (its run), not its own; a key of
+/// another tenant is another key; an expired record is not found and a put replaces it.
+pub async fn an_idempotency_key_is_kept_once_per_tenant_until_it_expires(store: &dyn EventStore) {
+    assert_eq!(store.idempotency_get("t1", "k", 100).await.unwrap(), None);
+    let first = idempotency("t1", "k", "r1", 100, 1_000);
+    assert_eq!(
+        store.idempotency_put(first.clone(), 100).await.unwrap(),
+        first
+    );
+    // Another request with the key: the record held is the first one.
+    let second = idempotency("t1", "k", "r2", 200, 1_200);
+    assert_eq!(store.idempotency_put(second, 200).await.unwrap(), first);
+    assert_eq!(
+        store.idempotency_get("t1", "k", 999).await.unwrap(),
+        Some(first.clone())
+    );
+    // Another tenant's key of the same name is its own.
+    let theirs = idempotency("t2", "k", "r3", 300, 1_300);
+    assert_eq!(
+        store.idempotency_put(theirs.clone(), 300).await.unwrap(),
+        theirs
+    );
+    assert_eq!(
+        store.idempotency_get("t2", "k", 300).await.unwrap(),
+        Some(theirs)
+    );
+    assert_eq!(
+        store.idempotency_get("t1", "other", 300).await.unwrap(),
+        None
+    );
+    // Expired at its time: not found, and the next put of the key is kept.
+    assert_eq!(store.idempotency_get("t1", "k", 1_000).await.unwrap(), None);
+    let later = idempotency("t1", "k", "r4", 1_000, 5_000);
+    assert_eq!(
+        store.idempotency_put(later.clone(), 1_000).await.unwrap(),
+        later
+    );
+    assert_eq!(
+        store.idempotency_get("t1", "k", 1_001).await.unwrap(),
+        Some(later)
+    );
+    // Many expired records are purged a bounded number at a time, never a live one.
+    for i in 0..(2 * IDEMPOTENCY_PURGE_MAX + 5) {
+        let old = idempotency("t3", &format!("old-{i}"), &format!("o{i}"), 10, 20);
+        store.idempotency_put(old, 10).await.unwrap();
+    }
+    let live = idempotency("t3", "live", "r5", 30, 10_000);
+    assert_eq!(store.idempotency_put(live.clone(), 30).await.unwrap(), live);
+    assert_eq!(
+        store.idempotency_get("t3", "live", 9_999).await.unwrap(),
+        Some(live)
+    );
+    assert_eq!(
+        store.idempotency_get("t3", "old-0", 30).await.unwrap(),
+        None
+    );
+}
+
+/// Requests that put one key at once, each with a run of its own, all find the same record:
+/// exactly one of them won, and every other one is told its run.
+pub async fn concurrent_puts_of_one_idempotency_key_all_find_one_run(store: &dyn EventStore) {
+    let put = |run: &str| store.idempotency_put(idempotency("t", "k", run, 100, 10_000), 100);
+    let (a, b, c, d) = within(Duration::from_secs(30), async {
+        tokio::join!(put("r1"), put("r2"), put("r3"), put("r4"))
+    })
+    .await;
+    let held = [a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap()];
+    assert!(
+        held.windows(2).all(|w| w[0] == w[1]),
+        "every put finds the record of the one that won: {held:?}"
+    );
+    assert_eq!(
+        store.idempotency_get("t", "k", 100).await.unwrap().as_ref(),
+        held.first()
+    );
 }
 
 /// The catalog keeps each version of a spec by its digest, newest first; retiring one keeps
@@ -639,7 +738,7 @@ pub fn as_sqlite_schema_4(path: &std::path::Path, lagging: bool) {
              body TEXT NOT NULL, n_events INTEGER NOT NULL DEFAULT 1, UNIQUE (run_id, seq));
          INSERT INTO events_4 SELECT position, run_id, seq, body, n_events FROM events;
          DROP TABLE events; ALTER TABLE events_4 RENAME TO events;
-         ALTER TABLE runs DROP COLUMN last_position;
+         ALTER TABLE runs DROP COLUMN last_position; DROP TABLE IF EXISTS idempotency;
          UPDATE meta SET value = '4' WHERE key = 'schema_version';",
     )
     .unwrap();

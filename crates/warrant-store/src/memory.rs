@@ -8,8 +8,8 @@ use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, LEASE_TTL_MS, PendingApproval,
-    RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
+    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 use crate::{ApprovalChange, FollowStep, Followed};
@@ -22,6 +22,8 @@ struct Inner {
     cancels: HashMap<RunId, CancelRequest>,
     pending: BTreeMap<String, PendingApproval>,
     catalog: Vec<warrant_core::ports::CatalogEntry>,
+    /// Idempotency keys by tenant and key.
+    idempotency: HashMap<(String, String), IdempotencyRecord>,
 }
 
 struct RunLog {
@@ -214,6 +216,50 @@ fn extend(
 }
 
 impl EventStore for MemoryStore {
+    fn idempotency_get(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<IdempotencyRecord>, StoreError>> {
+        let found = lock(&self.inner).map(|inner| {
+            inner
+                .idempotency
+                .get(&(tenant.to_owned(), key.to_owned()))
+                .filter(|r| !r.expired(now_ms))
+                .cloned()
+        });
+        ready(found)
+    }
+
+    fn idempotency_put(
+        &self,
+        record: IdempotencyRecord,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<IdempotencyRecord, StoreError>> {
+        let held = lock(&self.inner).map(|mut inner| {
+            let expired: Vec<(String, String)> = inner
+                .idempotency
+                .iter()
+                .filter(|(_, r)| r.expired(now_ms))
+                .map(|(k, _)| k.clone())
+                .take(IDEMPOTENCY_PURGE_MAX)
+                .collect();
+            for k in &expired {
+                inner.idempotency.remove(k);
+            }
+            let slot = inner
+                .idempotency
+                .entry((record.tenant.clone(), record.key.clone()))
+                .or_insert_with(|| record.clone());
+            if slot.expired(now_ms) {
+                *slot = record;
+            }
+            slot.clone()
+        });
+        ready(held)
+    }
+
     fn catalog_add(
         &self,
         entry: warrant_core::ports::CatalogEntry,

@@ -30,8 +30,8 @@ use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, LEASE_TTL_MS,
-    PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
+    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 use crate::{ApprovalChange, FollowStep, Followed, url_without_password as shown};
@@ -43,8 +43,8 @@ macro_rules! summary {
     };
 }
 
-/// The schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema this build reads and writes (3: idempotency keys).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Most append requests folded into one transaction.
 const GROUP_COMMIT_MAX: usize = 1024;
@@ -87,6 +87,12 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE warrant_catalog (
          id TEXT NOT NULL, digest TEXT NOT NULL, added_at_ms BIGINT NOT NULL,
          retired_at_ms BIGINT, body TEXT NOT NULL, PRIMARY KEY (id, digest));",
+    // 3: each tenant's `Idempotency-Key`s and the runs they start, shared by the fleet.
+    "CREATE TABLE warrant_idempotency (
+         tenant TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL, run_id TEXT NOT NULL,
+         created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL,
+         PRIMARY KEY (tenant, key));
+     CREATE INDEX warrant_idempotency_by_expiry ON warrant_idempotency (expires_at_ms);",
 ];
 
 /// A store on a PostgreSQL database.
@@ -1397,6 +1403,101 @@ impl EventStore for PostgresStore {
         })
     }
 
+    fn idempotency_get(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<IdempotencyRecord>, StoreError>> {
+        let (tenant, key) = (tenant.to_owned(), key.to_owned());
+        Box::pin(async move {
+            let now = sql_int(now_ms)?;
+            let rows = self
+                .inner
+                .query(
+                    "SELECT digest, run_id, created_at_ms, expires_at_ms FROM warrant_idempotency
+                     WHERE tenant = $1 AND key = $2 AND expires_at_ms > $3",
+                    &[&tenant, &key, &now],
+                )
+                .await?;
+            rows.first()
+                .map(|r| idempotency_row(r, &tenant, &key))
+                .transpose()
+        })
+    }
+
+    fn idempotency_put(
+        &self,
+        record: IdempotencyRecord,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<IdempotencyRecord, StoreError>> {
+        Box::pin(async move {
+            let now = sql_int(now_ms)?;
+            let created = sql_int(record.created_at_ms)?;
+            let expires = sql_int(record.expires_at_ms)?;
+            let purge = sql_int(u64::try_from(IDEMPOTENCY_PURGE_MAX).unwrap_or(u64::MAX))?;
+            // Expired records go a few at a time; ones another process is purging are skipped.
+            self.inner
+                .query(
+                    "DELETE FROM warrant_idempotency WHERE ctid IN
+                         (SELECT ctid FROM warrant_idempotency WHERE expires_at_ms <= $1
+                          LIMIT $2 FOR UPDATE SKIP LOCKED)",
+                    &[&now, &purge],
+                )
+                .await?;
+            // A record found taken and then gone (expired and purged in between) is tried again,
+            // a bounded number of times.
+            for _ in 0..3 {
+                // Kept when the key is free or its record expired: the unique key decides
+                // between processes; whoever inserts first wins and the others find its record.
+                let kept = self
+                    .inner
+                    .query(
+                        "INSERT INTO warrant_idempotency AS i
+                             (tenant, key, digest, run_id, created_at_ms, expires_at_ms)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (tenant, key) DO UPDATE SET
+                             digest = EXCLUDED.digest, run_id = EXCLUDED.run_id,
+                             created_at_ms = EXCLUDED.created_at_ms,
+                             expires_at_ms = EXCLUDED.expires_at_ms
+                         WHERE i.expires_at_ms <= $7
+                         RETURNING 1",
+                        &[
+                            &record.tenant,
+                            &record.key,
+                            &record.digest,
+                            &record.run_id.0,
+                            &created,
+                            &expires,
+                            &now,
+                        ],
+                    )
+                    .await?;
+                if !kept.is_empty() {
+                    return Ok(record);
+                }
+                // Another request's record stands: read in a statement of its own, which sees
+                // what the insert waited for (the insert's own snapshot would not).
+                let rows = self
+                    .inner
+                    .query(
+                        "SELECT digest, run_id, created_at_ms, expires_at_ms
+                         FROM warrant_idempotency WHERE tenant = $1 AND key = $2",
+                        &[&record.tenant, &record.key],
+                    )
+                    .await?;
+                if let Some(row) = rows.first() {
+                    return idempotency_row(row, &record.tenant, &record.key);
+                }
+            }
+            Err(StoreError::Io(format!(
+                "the idempotency key `{}` of tenant `{}` was taken and gone three times over: \
+                 try again",
+                record.key, record.tenant
+            )))
+        })
+    }
+
     fn catalog_add(
         &self,
         entry: warrant_core::ports::CatalogEntry,
@@ -1485,6 +1586,22 @@ impl EventStore for PostgresStore {
             moved,
         })
     }
+}
+
+/// An idempotency record from a row of `digest, run_id, created_at_ms, expires_at_ms`.
+fn idempotency_row(
+    r: &tokio_postgres::Row,
+    tenant: &str,
+    key: &str,
+) -> Result<IdempotencyRecord, StoreError> {
+    Ok(IdempotencyRecord {
+        tenant: tenant.to_owned(),
+        key: key.to_owned(),
+        digest: r.try_get(0).map_err(|e| db(&e))?,
+        run_id: RunId(r.try_get(1).map_err(|e| db(&e))?),
+        created_at_ms: unsigned(r.try_get(2).map_err(|e| db(&e))?)?,
+        expires_at_ms: unsigned(r.try_get(3).map_err(|e| db(&e))?)?,
+    })
 }
 
 /// A follower of one run: it reads the run's log when the run moved (a notification, or this

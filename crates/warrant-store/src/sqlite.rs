@@ -36,8 +36,8 @@ use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, LEASE_TTL_MS, PendingApproval,
-    RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
+    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 use crate::{ApprovalChange, FollowStep, Followed};
@@ -62,7 +62,9 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// log and its run's row, not a leaf of an index ordered by run: with a thousand runs taking
 /// turns, every append of a group commit dirtied a page of its own there (4 KiB written and
 /// fsynced for an append of a few hundred bytes).
-pub const SCHEMA_VERSION: i64 = 5;
+/// 6: the `idempotency` table, a tenant's `Idempotency-Key`s and the runs they start
+/// (`EventStore::idempotency_put`), so a restarted server still knows them.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (the append
 /// otherwise advances the row's last sequence and position only): a lease lapses between
@@ -453,6 +455,7 @@ impl SqliteStore {
         match version.and_then(|v| v.parse::<i64>().ok()) {
             None => {
                 conn.execute_batch(APPROVALS_TABLE).map_err(io)?;
+                conn.execute_batch(IDEMPOTENCY_TABLE).map_err(io)?;
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
                     [SCHEMA_VERSION.to_string()],
@@ -715,6 +718,13 @@ const APPROVALS_TABLE: &str = "CREATE TABLE IF NOT EXISTS approvals (
     body TEXT NOT NULL);
  CREATE INDEX IF NOT EXISTS approvals_by_run ON approvals (run_id);";
 
+/// A tenant's idempotency keys (schema 6), each with the digest of the body it was first
+/// sent with and the run it starts; found by expiry for the purge.
+const IDEMPOTENCY_TABLE: &str = "CREATE TABLE IF NOT EXISTS idempotency (
+    tenant TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL, run_id TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL, PRIMARY KEY (tenant, key));
+ CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at_ms);";
+
 /// Brings a store of schema `from` up to this build's, in one transaction.
 fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
     let failed = |e: rusqlite::Error| {
@@ -766,6 +776,9 @@ fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
             ))
             .map_err(failed)?;
         }
+        if from < 6 {
+            conn.execute_batch(IDEMPOTENCY_TABLE).map_err(failed)?;
+        }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
             [SCHEMA_VERSION.to_string()],
@@ -780,6 +793,32 @@ fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
             Err(e)
         }
     }
+}
+
+/// The record of `tenant`'s idempotency key `key`, expired or not.
+fn idempotency_of(
+    conn: &Connection,
+    tenant: &str,
+    key: &str,
+) -> Result<Option<IdempotencyRecord>, StoreError> {
+    conn.prepare_cached(
+        "SELECT digest, run_id, created_at_ms, expires_at_ms FROM idempotency
+         WHERE tenant = ?1 AND key = ?2",
+    )
+    .and_then(|mut stmt| {
+        stmt.query_row(params![tenant, key], |r| {
+            Ok(IdempotencyRecord {
+                tenant: tenant.to_owned(),
+                key: key.to_owned(),
+                digest: r.get(0)?,
+                run_id: RunId(r.get(1)?),
+                created_at_ms: column_u64(r, 2)?,
+                expires_at_ms: column_u64(r, 3)?,
+            })
+        })
+        .optional()
+    })
+    .map_err(io)
 }
 
 /// The pending approvals of every run that has not ended, from their logs (for a store made
@@ -1779,6 +1818,85 @@ impl EventStore for SqliteStore {
                 )
                 .map_err(io)?;
             Ok(())
+        })
+    }
+
+    fn idempotency_get(
+        &self,
+        tenant: &str,
+        key: &str,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<IdempotencyRecord>, StoreError>> {
+        let (tenant, key) = (tenant.to_owned(), key.to_owned());
+        self.reading(move |inner| {
+            let conn = inner.reader()?;
+            // A store of an older schema opened to read has no keys.
+            if !has_column(&conn, "idempotency", "run_id") {
+                return Ok(None);
+            }
+            Ok(idempotency_of(&conn, &tenant, &key)?.filter(|r| !r.expired(now_ms)))
+        })
+    }
+
+    fn idempotency_put(
+        &self,
+        record: IdempotencyRecord,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<IdempotencyRecord, StoreError>> {
+        self.writing(move |inner| {
+            let conn = inner.reader()?;
+            let now = sql_int(now_ms)?;
+            let created = sql_int(record.created_at_ms)?;
+            let expires = sql_int(record.expires_at_ms)?;
+            // One write transaction: the purge, the insert-if-absent and the read of what is
+            // held, so no other process's put or purge falls between them.
+            let tx = rusqlite::Transaction::new_unchecked(
+                &conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(io)?;
+            tx.prepare_cached(
+                "DELETE FROM idempotency WHERE rowid IN
+                     (SELECT rowid FROM idempotency WHERE expires_at_ms <= ?1 LIMIT ?2)",
+            )
+            .and_then(|mut purge| {
+                purge.execute(params![
+                    now,
+                    i64::try_from(IDEMPOTENCY_PURGE_MAX).unwrap_or(i64::MAX)
+                ])
+            })
+            .map_err(io)?;
+            // Kept when the key is free, or its record expired; else left as it is.
+            tx.prepare_cached(
+                "INSERT INTO idempotency
+                     (tenant, key, digest, run_id, created_at_ms, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (tenant, key) DO UPDATE SET
+                     digest = excluded.digest, run_id = excluded.run_id,
+                     created_at_ms = excluded.created_at_ms,
+                     expires_at_ms = excluded.expires_at_ms
+                 WHERE idempotency.expires_at_ms <= ?7",
+            )
+            .and_then(|mut put| {
+                put.execute(params![
+                    record.tenant,
+                    record.key,
+                    record.digest,
+                    record.run_id.0,
+                    created,
+                    expires,
+                    now
+                ])
+            })
+            .map_err(io)?;
+            let held = idempotency_of(&tx, &record.tenant, &record.key)?.ok_or_else(|| {
+                StoreError::Io(format!(
+                    "the idempotency key `{}` of tenant `{}` was kept but is not there",
+                    record.key, record.tenant
+                ))
+            })?;
+            tx.commit().map_err(io)?;
+            Ok(held)
         })
     }
 

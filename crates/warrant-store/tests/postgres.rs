@@ -72,8 +72,8 @@ async fn the_postgres_store_keeps_the_whole_contract() {
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
-    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 2));
-    // A store of schema 1 (before the catalog) is brought up to 2, by command.
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 3));
+    // A store of schema 2 (before idempotency keys) is brought up to 3, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -81,14 +81,33 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         tokio::spawn(conn);
         client
             .batch_execute(
-                "DROP TABLE warrant_catalog;
+                "DROP TABLE warrant_idempotency;
+                 UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
+            )
+            .await
+            .unwrap();
+        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
+        assert!(err.contains("warrant store migrate"), "{err}");
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 3));
+        let store = PostgresStore::open(&url).await.unwrap();
+        assert_eq!(store.idempotency_get("t", "k", 1).await.unwrap(), None);
+    }
+    // A store of schema 1 (before the catalog) is brought up to 3, by command.
+    {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(
+                "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency;
                  UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 2));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 3));
         let store = PostgresStore::open(&url).await.unwrap();
         assert!(store.catalog(None).await.unwrap().is_empty());
     }
@@ -129,6 +148,32 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         .to_string();
     assert!(err.contains("cannot connect"), "{err}");
     assert!(!err.contains("secret"), "the password was shown: {err}");
+}
+
+/// Two servers of a fleet putting one idempotency key at once (a client's retry that reached
+/// another server) agree on one record: the database decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_agree_on_an_idempotency_key() {
+    use warrant_store::contract::idempotency;
+    let url = postgres_scratch("idem").await;
+    let a = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let b = Arc::new(PostgresStore::open(&url).await.unwrap());
+    for round in 0..20 {
+        let key = format!("k{round}");
+        let (ra, rb) = tokio::join!(
+            a.idempotency_put(
+                idempotency("t", &key, &format!("a{round}"), 100, 10_000),
+                100
+            ),
+            b.idempotency_put(
+                idempotency("t", &key, &format!("b{round}"), 100, 10_000),
+                100
+            )
+        );
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        assert_eq!(ra, rb, "round {round}: both are told the one record kept");
+        assert_eq!(b.idempotency_get("t", &key, 200).await.unwrap(), Some(ra));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

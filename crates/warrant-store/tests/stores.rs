@@ -235,6 +235,107 @@ async fn two_stores_on_one_file_check_sequences_against_the_file() {
     assert_eq!(b.read(&other, 1).await.unwrap().len(), 1);
 }
 
+/// Two processes on one file (two servers restarted over one store, or a server and its
+/// successor) putting one idempotency key at once agree on one record: the file decides, not
+/// either process's memory; a key put by one is found by the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_agree_on_an_idempotency_key() {
+    use warrant_store::contract::idempotency;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let a = Arc::new(SqliteStore::open(&path, Durability::Fsync).unwrap());
+    let b = Arc::new(SqliteStore::open(&path, Durability::Fsync).unwrap());
+    for round in 0..20 {
+        let key = format!("k{round}");
+        let (ra, rb) = tokio::join!(
+            a.idempotency_put(
+                idempotency("t", &key, &format!("a{round}"), 100, 10_000),
+                100
+            ),
+            b.idempotency_put(
+                idempotency("t", &key, &format!("b{round}"), 100, 10_000),
+                100
+            )
+        );
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        assert_eq!(ra, rb, "round {round}: both are told the one record kept");
+        assert_eq!(
+            a.idempotency_get("t", &key, 200).await.unwrap(),
+            Some(ra.clone())
+        );
+        assert_eq!(b.idempotency_get("t", &key, 200).await.unwrap(), Some(ra));
+    }
+}
+
+/// Expired keys are purged by later puts a bounded number at a time
+/// (`IDEMPOTENCY_PURGE_MAX`), live ones never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_idempotency_keys_are_purged_a_bounded_number_per_put() {
+    use warrant_core::ports::IDEMPOTENCY_PURGE_MAX;
+    use warrant_store::contract::idempotency;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("purge.db");
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    let old = 2 * IDEMPOTENCY_PURGE_MAX + 5;
+    for i in 0..old {
+        store
+            .idempotency_put(idempotency("t", &format!("old-{i}"), "o", 10, 20), 10)
+            .await
+            .unwrap();
+    }
+    let rows = || {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.query_row("SELECT count(*) FROM idempotency", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap() as usize
+    };
+    assert_eq!(rows(), old, "none had expired while they were put");
+    store
+        .idempotency_put(idempotency("t", "new-1", "n1", 30, 10_000), 30)
+        .await
+        .unwrap();
+    assert_eq!(rows(), old - IDEMPOTENCY_PURGE_MAX + 1);
+    for i in 2..=3 {
+        store
+            .idempotency_put(idempotency("t", &format!("new-{i}"), "n", 30, 10_000), 30)
+            .await
+            .unwrap();
+    }
+    assert_eq!(rows(), 3, "every expired key is gone, every live one kept");
+}
+
+/// A store of schema 5 (before idempotency keys) has none when read as it is, and gains the
+/// table when opened to write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_5_store_gains_idempotency_keys_when_upgraded() {
+    use warrant_store::contract::idempotency;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("five.db");
+    drop(SqliteStore::open(&path, Durability::Fsync).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE idempotency; UPDATE meta SET value = '5' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let reading = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(reading.idempotency_get("t", "k", 1).await.unwrap(), None);
+    drop(reading);
+    assert_eq!(SqliteStore::schema_of(&path).unwrap(), Some(5));
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    assert_eq!(
+        SqliteStore::schema_of(&path).unwrap(),
+        Some(warrant_store::sqlite::SCHEMA_VERSION)
+    );
+    let kept = idempotency("t", "k", "r1", 1, 100);
+    assert_eq!(store.idempotency_put(kept.clone(), 1).await.unwrap(), kept);
+    assert_eq!(
+        store.idempotency_get("t", "k", 2).await.unwrap(),
+        Some(kept)
+    );
+}
+
 /// A step's commit writes its events' row and advances its run's row (last sequence, last
 /// row) in one statement; the driver's heartbeat goes with it only when due (at most once a
 /// second of the driver's clock) or when the status changes.

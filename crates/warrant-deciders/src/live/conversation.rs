@@ -539,6 +539,7 @@ mod tests {
                     provenance: Some(2),
                     parent: None,
                     inputs: None,
+                    build: None,
                 },
             })
             .unwrap();

@@ -396,7 +396,7 @@ impl<'a> Run<'a> {
         let decider = self.decider.identity();
         let agent = decider.to_string();
         self.stage(EventKind::RunStarted {
-            format: EVENTS_FORMAT.to_owned(),
+            format: EVENTS_FORMAT.into(),
             run_id: self.run_id.clone(),
             spec_hash: self.engine.cache.spec_hash(&self.spec),
             spec: self.spec.clone(),
@@ -416,6 +416,7 @@ impl<'a> Run<'a> {
                 .then(|| self.engine.inputs.clone())
                 .flatten(),
             parent: self.parent.clone().map(Box::new),
+            build: self.engine.build.clone(),
         })?;
         if !self.state.inputs().is_empty() {
             // Values the starter gave: a user's words, as the objective's are.
