@@ -1,9 +1,10 @@
 // An MCP server on stdio (official TypeScript SDK) that keeps a ledger in a file outside
 // Warrant: `append` writes one line (its `entry`) to the file named by LEDGER, a little after
 // the call arrives and a little before it answers, so a server killed during a call may have
-// written the line or not; `count` reads how many lines there are. At start it appends its
-// process id to the file named by PID_FILE, so a test can kill it. Used by the provider-death
-// test: servers killed between and during calls, the ledger judged after.
+// written the line or not; `count` reads how many lines there are; `redeem` refuses with its
+// reason after a long preamble. At start it appends its process id to the file named by
+// PID_FILE, so a test can kill it. Used by the provider-death test (servers killed between
+// and during calls, the ledger judged after) and to test how a provider's words are shown.
 const fs = require("fs");
 const { McpServer } = require("@modelcontextprotocol/sdk/server/mcp.js");
 const { StdioServerTransport } = require("@modelcontextprotocol/sdk/server/stdio.js");
@@ -37,5 +38,17 @@ server.registerTool(
     await pause(15);
     return { content: [{ type: "text", text: `appended ${entry}` }] };
   },
+);
+server.registerTool(
+  "redeem",
+  { description: "Redeems a gift card against the ledger", inputSchema: { card: z.string() } },
+  // Refused as some servers refuse: the reason comes after a long preamble.
+  async ({ card }) => ({
+    isError: true,
+    content: [{
+      type: "text",
+      text: `Error executing tool redeem for card ${card}: ${"validation trace; ".repeat(60)}Insufficient gift card balance to complete the payment`,
+    }],
+  }),
 );
 server.connect(new StdioServerTransport());

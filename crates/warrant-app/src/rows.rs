@@ -160,6 +160,9 @@ pub struct CallRow {
     pub tool: String,
     /// How it ended, or `in doubt`, `held for approval`, `in flight`.
     pub status: String,
+    /// What went wrong, in the words recorded (a provider's own first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
 }
 
 /// One step, as `show` lists it.
@@ -264,6 +267,7 @@ impl RunView {
                             }
                             _ => "in flight".to_owned(),
                         },
+                        fault: c.fault.as_ref().map(|f| f.message.clone()),
                     })
                     .collect(),
                 answer: s.answer.clone(),

@@ -773,6 +773,9 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
         );
         for c in &s.call_rows {
             outln!("    {:<4} {:<22} {}", c.call.to_string(), c.tool, c.status);
+            if let Some(f) = &c.fault {
+                outln!("         {f}");
+            }
         }
     }
     if let Some(p) = &view.parent {

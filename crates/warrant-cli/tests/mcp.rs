@@ -1414,3 +1414,71 @@ fn a_registered_servers_secret_reaches_it_and_no_event_report_or_output_holds_it
         String::from_utf8_lossy(&replay.stdout)
     );
 }
+
+/// A provider's own reason, after a long preamble (over a thousand characters), is shown
+/// whole: in `show`, the report and its failures, not cut off before it.
+#[test]
+fn a_providers_reason_after_a_long_preamble_is_shown_whole() {
+    let (dir, store) = scratch();
+    let server = root().join("mcp-servers/ledger-server.js");
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        format!(
+            "version: warrant/v1
+id: gift-card
+objective: Redeem the gift card.
+decider: scripted:script.yaml
+providers:
+  ledger:
+    mcp:
+      command: [node, {server}]
+      env: {{LEDGER: {ledger}}}
+      effects: {{redeem: commit}}
+steps:
+  - id: pay
+    provider: ledger
+    tools: [redeem]
+",
+            server = server.display(),
+            ledger = dir.path().join("ledger.txt").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  pay:\n    - call: redeem\n      args: {card: gc-1}\n    - done: tried\n",
+    )
+    .unwrap();
+    let run = warrant_in(
+        dir.path(),
+        &store,
+        &["run", "spec.yaml", "-q", "--no-prompt"],
+    );
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{}", stderr(&run));
+    let reason = "Insufficient gift card balance to complete the payment";
+    for args in [
+        vec!["show", "last"],
+        vec!["report", "last"],
+        vec!["report", "last", "--json"],
+    ] {
+        let out = warrant_in(dir.path(), &store, &args);
+        assert!(
+            stdout(&out).contains(reason),
+            "{args:?} does not show the provider's reason: {}",
+            stdout(&out)
+        );
+    }
+    let report = json(&warrant_in(
+        dir.path(),
+        &store,
+        &["report", "last", "--json"],
+    ));
+    assert!(
+        report["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().ends_with(reason)),
+        "{report}"
+    );
+}

@@ -259,6 +259,14 @@ fn a_server_killed_between_and_during_calls_repeats_and_loses_nothing() {
     let mut restarts = 0;
     for (run, status, events) in &logs {
         assert_eq!(status, "attained", "seed {seed}: run {run} ended {status}");
+        // A call re-sent after it did not happen, and then done, is no failure.
+        let report = warrant_core::report::RunReport::from_events(events).unwrap();
+        let failed: Vec<_> = report
+            .failures
+            .iter()
+            .filter(|f| f.call.is_some())
+            .collect();
+        assert!(failed.is_empty(), "seed {seed}: run {run}: {failed:?}");
         restarts += events
             .iter()
             .filter(|e| matches!(e.kind, EventKind::ProviderRestarted { fault: None, .. }))

@@ -603,6 +603,10 @@ pub enum EventKind {
         /// The rules its arguments' provenance is labelled by (`provenance::RULES`; absent: 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         provenance: Option<u32>,
+        /// How many characters of a provider's own message a fault leads with
+        /// (`text::PROVIDER_MESSAGE_MAX`; absent: 300, the bound of earlier builds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        messages: Option<u32>,
         /// The run that delegated to this one, when it is a child.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent: Option<Box<ParentLink>>,

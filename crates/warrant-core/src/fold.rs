@@ -499,6 +499,8 @@ pub struct RunState {
     pub(crate) format: String,
     /// The provenance rules from `run_started` (absent: 1).
     pub(crate) provenance: Option<u32>,
+    /// The bound of a provider's message in a fault, from `run_started` (absent: 300).
+    pub(crate) messages: Option<u32>,
     /// The grants the decider proposed (`plan_first`), once it did.
     pub(crate) planned: Option<BTreeMap<String, crate::spec::Grant>>,
     /// The status the last status-changing event left (`status_after`).
@@ -798,6 +800,13 @@ impl RunState {
         self.cost_micro_usd
     }
 
+    /// How many characters of a provider's own message its faults lead with
+    /// (`run_started.messages`; 300 for a log that does not say).
+    pub fn message_max(&self) -> usize {
+        self.messages
+            .map_or(crate::text::PROVIDER_MESSAGE_MAX_V1, |m| m as usize)
+    }
+
     /// The rules its arguments' provenance is labelled by (`provenance::RULES`; 1 for a log
     /// that does not say).
     pub fn provenance_rules(&self) -> u32 {
@@ -972,10 +981,12 @@ impl RunState {
                 authority,
                 execution_control,
                 provenance,
+                messages,
                 parent,
                 inputs,
                 build,
             } => {
+                self.messages = *messages;
                 if self.spec.is_some() {
                     return Err(fail("a second `run_started`".into()));
                 }

@@ -367,7 +367,9 @@ impl RunReport {
                     .iter()
                     .filter_map(|id| state.call(*id))
                     .map(|c| {
-                        if let Some(f) = &c.fault {
+                        if let Some(f) = &c.fault
+                            && !resent_and_done(state, c)
+                        {
                             failures.push(FailureReport {
                                 layer: f.layer,
                                 code: f.code.clone(),
@@ -755,6 +757,20 @@ fn unsettled(state: &RunState) -> Vec<UnsettledReport> {
             }
         })
         .collect()
+}
+
+/// Whether `call` was reconciled as not done and sent again, and the last of its sendings
+/// succeeded: then it was re-sent, not a failure.
+fn resent_and_done(state: &RunState, call: &crate::fold::CallRecord) -> bool {
+    let mut at = call;
+    // Each sending names the next; a log has no more sendings than calls.
+    for _ in 0..=state.calls().len() {
+        match at.resent_by.and_then(|r| state.call(r)) {
+            Some(next) => at = next,
+            None => return at.id != call.id && at.status == Some(CallStatus::Ok),
+        }
+    }
+    false
 }
 
 /// Text on one line: line breaks shown as spaces.

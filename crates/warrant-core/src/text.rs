@@ -36,14 +36,24 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Longest provider message a fault leads with; the whole answer stays in the record.
-pub const PROVIDER_MESSAGE_MAX: usize = 300;
+/// Longest provider message a fault leads with (in characters); the whole answer stays in
+/// the record. A run records the bound it used (`run_started.messages`), so its replay words
+/// its faults the same.
+pub const PROVIDER_MESSAGE_MAX: usize = 4096;
+
+/// The bound of runs that recorded none (before 4 KiB).
+pub const PROVIDER_MESSAGE_MAX_V1: usize = 300;
 
 /// The provider's own message in an error answer, first: MCP content texts, or the usual
 /// fields of an HTTP error body (`error`, `error.message`, `message`, `detail`, `title`,
 /// `errors[0].message`), cut to [`PROVIDER_MESSAGE_MAX`] characters. An answer with none of
 /// them is shown compactly, cut the same way.
 pub fn provider_message(output: &serde_json::Value) -> String {
+    provider_message_within(output, PROVIDER_MESSAGE_MAX)
+}
+
+/// [`provider_message`], cut to `max` characters.
+pub fn provider_message_within(output: &serde_json::Value, max: usize) -> String {
     use serde_json::Value;
     fn text(v: &Value) -> Option<String> {
         match v {
@@ -80,7 +90,7 @@ pub fn provider_message(output: &serde_json::Value) -> String {
         other => text(other),
     };
     let shown = found.unwrap_or_else(|| output.to_string());
-    match shown.char_indices().nth(PROVIDER_MESSAGE_MAX) {
+    match shown.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &shown[..i]),
         None => shown,
     }

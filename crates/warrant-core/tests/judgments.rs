@@ -70,6 +70,7 @@ impl Log {
             principal: None,
             setup_ms: Some(40),
             provenance: None,
+            messages: None,
             parent: None,
             inputs: None,
             build: None,

@@ -144,9 +144,13 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             run.parent = parent.as_deref().cloned();
             run.recorded = Some(recorded.clone());
             // Labelled under the rules the log was recorded with.
-            run.provenance = match events.first().map(|e| &e.kind) {
-                Some(EventKind::RunStarted { provenance, .. }) => *provenance,
-                _ => None,
+            (run.provenance, run.messages) = match events.first().map(|e| &e.kind) {
+                Some(EventKind::RunStarted {
+                    provenance,
+                    messages,
+                    ..
+                }) => (*provenance, *messages),
+                _ => (None, None),
             };
             let driven = run.drive().await;
             run.stopped(driven).await
@@ -676,6 +680,12 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     let mut call_provider: HashMap<CallId, String> = HashMap::new();
     let mut call_tool: HashMap<CallId, String> = HashMap::new();
     let mut dispatched: HashSet<CallId> = HashSet::new();
+    let message_max = match events.first().map(|e| &e.kind) {
+        Some(EventKind::RunStarted {
+            messages: Some(m), ..
+        }) => *m as usize,
+        _ => warrant_core::text::PROVIDER_MESSAGE_MAX_V1,
+    };
     for e in events {
         match &e.kind {
             EventKind::Observed {
@@ -731,7 +741,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                             f.message
                                 == format!(
                                     "`{tool}` failed: {}",
-                                    warrant_core::text::provider_message(o)
+                                    warrant_core::text::provider_message_within(o, message_max)
                                 )
                         }) =>
                     {

@@ -53,6 +53,7 @@ pub fn started_at(run: &str, at_ms: u64) -> Arc<Event> {
             principal: None,
             setup_ms: None,
             provenance: None,
+            messages: None,
             parent: None,
             inputs: None,
             build: None,

@@ -537,6 +537,7 @@ mod tests {
                     principal: None,
                     setup_ms: None,
                     provenance: Some(2),
+                    messages: None,
                     parent: None,
                     inputs: None,
                     build: None,

@@ -187,7 +187,7 @@ impl Run<'_> {
                 let fault = Fault::new(
                     Code::ProviderError,
                     Layer::Provider,
-                    format!("`{tool}` failed: {}", error_message(&output)),
+                    format!("`{tool}` failed: {}", error_message(&self.state, &output)),
                 );
                 self.finish_call(
                     call,

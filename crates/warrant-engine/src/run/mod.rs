@@ -81,6 +81,8 @@ pub(crate) struct Run<'a> {
     pub(crate) resumed_by: Option<String>,
     /// The provenance rules a run it starts records (a replay: the ones the log recorded).
     pub(crate) provenance: Option<u32>,
+    /// The bound of a provider's message a run it starts records (a replay: the log's).
+    pub(crate) messages: Option<u32>,
     /// The epoch of this process's lease on the run (1 for a run it starts).
     pub(crate) epoch: u64,
     /// Its authority and execution control.
@@ -206,6 +208,7 @@ impl<'a> Run<'a> {
             setup_ms: None,
             resumed_by: None,
             provenance: Some(warrant_core::provenance::RULES),
+            messages: u32::try_from(warrant_core::text::PROVIDER_MESSAGE_MAX).ok(),
             epoch: 1,
             rules,
             parent: None,
@@ -410,6 +413,7 @@ impl<'a> Run<'a> {
             setup_ms,
             execution_control: self.rules.describe_control().map(Arc::new),
             provenance: self.provenance,
+            messages: self.messages,
             inputs: self
                 .parent
                 .is_none()
@@ -613,6 +617,7 @@ impl<'a> Run<'a> {
     }
 }
 
-fn error_message(output: &Value) -> String {
-    warrant_core::text::provider_message(output)
+/// A provider's own message in its error answer, as long as the run's bound allows.
+fn error_message(state: &RunState, output: &Value) -> String {
+    warrant_core::text::provider_message_within(output, state.message_max())
 }
