@@ -2,7 +2,8 @@
 // Warrant: `append` writes one line (its `entry`) to the file named by LEDGER, a little after
 // the call arrives and a little before it answers, so a server killed during a call may have
 // written the line or not; `count` reads how many lines there are; `redeem` refuses with its
-// reason after a long preamble. At start it appends its process id to the file named by
+// reason after a long preamble. With EXIT_AFTER_FIRST_COUNT set (a marker file), the first
+// server to answer a `count` exits after it. At start it appends its process id to the file named by
 // PID_FILE, so a test can kill it. Used by the provider-death test (servers killed between
 // and during calls, the ledger judged after) and to test how a provider's words are shown.
 const fs = require("fs");
@@ -26,7 +27,15 @@ server.registerTool(
   { description: "How many entries the ledger holds", annotations: { readOnlyHint: true } },
   async () => {
     await pause(15);
-    return { content: [{ type: "text", text: String(lines()) }] };
+    const n = lines();
+    // EXIT_AFTER_FIRST_COUNT names a marker file: the first server to count (none made the
+    // marker yet) makes it and exits once it has answered, between two calls.
+    const marker = process.env.EXIT_AFTER_FIRST_COUNT;
+    if (marker && !fs.existsSync(marker)) {
+      fs.writeFileSync(marker, "");
+      setTimeout(() => process.exit(0), 0);
+    }
+    return { content: [{ type: "text", text: String(n) }] };
   },
 );
 server.registerTool(

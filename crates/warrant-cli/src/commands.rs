@@ -682,11 +682,32 @@ async fn print_result(
     json: bool,
     store_path: &StoreAt,
 ) -> Result<u8> {
+    if json {
+        print_json(&result_json(app, result, store_path).await?)?;
+    } else {
+        let report = RunReport::from_state(&result.state);
+        let events = app.log(&result.run_id).await?;
+        out!("{}", report.render());
+        waiting_hints(&result.run_id, &Waiting::of(&result.state, &events));
+    }
+    Ok(result_code(result))
+}
+
+/// The exit code of a run as far as it went: its outcome's, or waiting.
+fn result_code(result: &RunResult) -> u8 {
+    match &result.outcome {
+        Some(o) => outcome_code(o),
+        None => exit::WAITING,
+    }
+}
+
+/// A run as far as it went, as `--json` prints it.
+async fn result_json(app: &App, result: &RunResult, store_path: &StoreAt) -> Result<Value> {
     let report = RunReport::from_state(&result.state);
     let events = app.log(&result.run_id).await?;
     let waiting = Waiting::of(&result.state, &events);
-    if json {
-        print_json(&json!({
+    {
+        Ok(json!({
             "run_id": result.run_id,
             "outcome": result.outcome.as_ref().map_or("waiting", Outcome::name),
             "outcome_detail": result.outcome,
@@ -701,15 +722,8 @@ async fn print_result(
             "elapsed_ms": report.timings.elapsed_ms,
             "setup_ms": report.timings.setup_ms,
             "store": store_path.to_string(),
-        }))?;
-    } else {
-        out!("{}", report.render());
-        waiting_hints(&result.run_id, &waiting);
+        }))
     }
-    Ok(match &result.outcome {
-        Some(o) => outcome_code(o),
-        None => exit::WAITING,
-    })
 }
 
 async fn runs(store_path: &StoreAt, query: RunQuery, json: bool) -> Result<u8> {
@@ -1381,18 +1395,28 @@ async fn resume(
         (None, true) => app.resumable().await?,
         _ => return Err(Failure::invalid(anyhow!("give a RUN or --all, not both"))),
     };
-    if ids.is_empty() {
+    if ids.is_empty() && !(all && json) {
         errln!("no interrupted or answered runs in `{store_path}`");
         return Ok(exit::ATTAINED);
     }
     let mut worst = exit::ATTAINED;
+    // `--all --json`: one array, of what each run came to (empty when none could go on).
+    let mut each = Vec::new();
     for id in ids {
         let result = reenter(&app, &id, quiet).await?;
-        let code = print_result(&app, &result, json, store_path).await?;
+        let code = if all && json {
+            each.push(result_json(&app, &result, store_path).await?);
+            result_code(&result)
+        } else {
+            print_result(&app, &result, json, store_path).await?
+        };
         worst = match (worst, code) {
             (exit::WAITING, _) | (_, exit::WAITING) => exit::WAITING,
             (a, b) => a.max(b),
         };
+    }
+    if all && json {
+        print_json(&each)?;
     }
     Ok(worst)
 }
@@ -1473,8 +1497,10 @@ async fn cancel(
     let wait = Duration::from_secs(wait_s);
     Ok(match app.cancel(&id, &by, reason, wait).await? {
         Cancelled::AlreadyEnded(status) => {
-            outln!("{id} already ended {status}: nothing to cancel");
-            exit::NOT_ATTAINED
+            // Like an answer or a reconciliation after the end: refused, nothing written.
+            return Err(Failure::invalid(anyhow!(
+                "run `{id}` already ended {status}: nothing to cancel"
+            )));
         }
         Cancelled::Cancelled => {
             outln!("{id} cancelled (by {by}: {reason})");

@@ -119,6 +119,12 @@ pub fn write_stderr(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// What `--json` prints for a command that failed: `{"error": {"exit_code", "message"}}`.
+fn print_json_error(code: u8, message: &str) {
+    let error = serde_json::json!({"error": {"exit_code": code, "message": message}});
+    write_stdout(&format!("{error}\n"));
+}
+
 fn main() -> ExitCode {
     // `warrant __guard PARENT -- PROGRAM ARGS...`: the guard a stdio MCP server runs under
     // (not a command for people: Warrant starts it).
@@ -131,6 +137,12 @@ fn main() -> ExitCode {
     if let Ok(me) = std::env::current_exe() {
         warrant_surfaces::guard::guard_servers_with(vec![me.into(), "__guard".into()]);
     }
+    // `--json` (before any `--`) always prints a JSON value: an error too.
+    let json = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json");
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -139,6 +151,9 @@ fn main() -> ExitCode {
             let text = e.render().to_string();
             if e.use_stderr() {
                 write_stderr(&text);
+                if json {
+                    print_json_error(exit::INVALID, text.trim_end());
+                }
                 return ExitCode::from(exit::INVALID);
             }
             write_stdout(&text);
@@ -173,6 +188,9 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             errln!("error: {:#}", f.error);
+            if json {
+                print_json_error(f.code, &format!("{:#}", f.error));
+            }
             ExitCode::from(f.code)
         }
     }

@@ -31,7 +31,11 @@ pub enum StoreError {
     },
     /// The appender's lease was taken over: another process drives the run now.
     #[error(
-        "run `{run}` is driven by {holder} now (lease {epoch}): this process no longer may append to it"
+        "run `{run}` was taken over (lease {epoch}){}: this process no longer may append to it",
+        match holder.as_str() {
+            "" => String::new(),
+            holder => format!(", {holder} drives it now"),
+        }
     )]
     Fenced {
         /// The run.

@@ -852,9 +852,7 @@ impl Engine {
             )));
         }
         if !state.in_doubt().any(|c| c.id == call) {
-            return Err(EngineError::Refused(format!(
-                "call {call} of run `{run_id}` is not in doubt"
-            )));
+            return Err(EngineError::Refused(not_in_doubt(&state, run_id, call)));
         }
         if happened && resend {
             return Err(EngineError::Refused(
@@ -922,4 +920,43 @@ pub fn understood(run_id: &RunId, state: &RunState) -> Result<(), EngineError> {
         });
     }
     Ok(())
+}
+
+/// Why call `call` of `run` cannot be reconciled: there is no such call, someone settled it
+/// already (who, and how), or it never was in doubt (how it stands).
+fn not_in_doubt(state: &warrant_core::fold::RunState, run: &RunId, call: CallId) -> String {
+    let Some(c) = state.call(call) else {
+        let known = state.calls().len();
+        return format!(
+            "run `{run}` has no call {call} (its calls are c1 to c{known}; `warrant show {run}` \
+             lists them)"
+        );
+    };
+    if let Some(settled) = &c.reconciled {
+        let (by, note) = &**settled;
+        let how = if c.status == Some(warrant_core::event::CallStatus::Ok) {
+            "it happened"
+        } else if c.resend {
+            "it did not happen, and it is sent again"
+        } else {
+            "it did not happen"
+        };
+        let note = if note.is_empty() {
+            String::new()
+        } else {
+            format!(" (\"{note}\")")
+        };
+        return format!(
+            "call {call} of run `{run}` was already reconciled by {by}: {how}{note}; a \
+             reconciliation is recorded once"
+        );
+    }
+    let stands = match c.status {
+        Some(status) => format!("it ended {status}"),
+        None if c.awaiting.is_some() => "it waits for an approval".to_owned(),
+        None => "it has not ended".to_owned(),
+    };
+    format!(
+        "call {call} of run `{run}` is not in doubt ({stands}): only a call in doubt is reconciled"
+    )
 }
