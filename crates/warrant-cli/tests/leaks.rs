@@ -147,7 +147,15 @@ fn run_and_resume_leave_no_process_behind() {
     let waiting = warrant_in(
         d,
         &store,
-        &["run", "spec.yaml", "-q", "--no-prompt", "--ask-tool", "ping", "--json"],
+        &[
+            "run",
+            "spec.yaml",
+            "-q",
+            "--no-prompt",
+            "--ask-tool",
+            "ping",
+            "--json",
+        ],
     );
     assert_eq!(waiting.status.code(), Some(3), "{}", stderr(&waiting));
     none_left(&m, 1, "run that waits");
@@ -269,7 +277,10 @@ tools: [ping]
     until_started(&m, 20);
     drop(gateway.stdin.take());
     let ended = gateway.wait().unwrap();
-    assert!(ended.code().is_some(), "the gateway ends when its client leaves");
+    assert!(
+        ended.code().is_some(),
+        "the gateway ends when its client leaves"
+    );
     none_left(&m, 1, "gateway whose client left");
     let mut gateway = spawn(d, &store_s, &["gateway", "gateway.yaml", "--stdio"]);
     until_started(&m, 20);

@@ -221,8 +221,9 @@ fn cancel_ends_a_waiting_run_and_refuses_a_finished_one() {
     assert_eq!(runs[0]["status"], "cancelled");
     // The report names the effect that was never settled.
     assert_eq!(report["unsettled"][0]["state"], "in_doubt");
+    // Refused like a reconciliation after the end: exit 2, nothing written.
     let again = warrant(&d.path, &["cancel", "last"], None);
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2));
     assert!(
         text(&again).contains("already ended cancelled"),
         "{}",

@@ -334,3 +334,48 @@ steps:
     );
     assert_eq!(json(&resume)["error"]["exit_code"], 4);
 }
+
+/// A server that never answers its handshake holds a run for no longer than the run's
+/// deadline, however long `call_timeout_ms` is: its start is bounded by the smaller.
+#[test]
+fn a_servers_start_is_bounded_by_what_is_left_of_the_deadline() {
+    let (dir, store) = scratch();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        "version: warrant/v1
+id: silent
+objective: Reach a server that never answers.
+decider: scripted:script.yaml
+limits: {call_timeout_ms: 30000}
+providers:
+  s: {mcp: {command: [sleep, '30']}}
+steps:
+  - id: call
+    provider: s
+",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  call:\n    - done: x\n",
+    )
+    .unwrap();
+    let run = warrant_in(
+        dir.path(),
+        &store,
+        &[
+            "run",
+            "spec.yaml",
+            "-q",
+            "--no-prompt",
+            "--deadline-ms",
+            "1000",
+        ],
+    );
+    assert_ne!(run.status.code(), Some(0));
+    assert!(
+        stderr(&run).contains("not ready within 1000 ms (the smaller of `limits.call_timeout_ms` and what was left of the deadline)"),
+        "{}",
+        stderr(&run)
+    );
+}

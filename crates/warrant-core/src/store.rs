@@ -496,3 +496,28 @@ pub struct CheckpointFailures {
     /// What the last one failed with.
     pub last: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+    use crate::ids::RunId;
+
+    #[test]
+    fn a_fenced_driver_is_told_who_drives_the_run_or_that_nobody_does() {
+        let fenced = |holder: &str| StoreError::Fenced {
+            run: RunId("r1".into()),
+            holder: holder.into(),
+            epoch: 4,
+        };
+        assert_eq!(
+            fenced("worker w2").to_string(),
+            "run `r1` was taken over (lease 4), worker w2 drives it now: this process no \
+             longer may append to it"
+        );
+        let nobody = fenced("").to_string();
+        assert_eq!(
+            nobody,
+            "run `r1` was taken over (lease 4): this process no longer may append to it"
+        );
+    }
+}

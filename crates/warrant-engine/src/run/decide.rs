@@ -95,7 +95,7 @@ impl Run<'_> {
         i: usize,
         surface: &Arc<dyn warrant_core::ports::Surface>,
     ) -> Result<Option<Observation>, EngineError> {
-        let mut restarted = false;
+        let mut restarts = 0;
         let observation = loop {
             let observed = match self.bounded_durably(Bound::Call, surface.observe()).await? {
                 Ok(answer) => answer,
@@ -107,9 +107,12 @@ impl Run<'_> {
             };
             match observed {
                 Ok(o) => break o,
-                // A provider found stopped is started again, and asked again, once.
-                Err(e) if e.kind == SurfaceErrorKind::Down && !restarted => {
-                    restarted = true;
+                // A provider found stopped is started again, and asked again.
+                Err(e)
+                    if e.kind == SurfaceErrorKind::Down
+                        && restarts < restart::RESTARTS_PER_REQUEST =>
+                {
+                    restarts += 1;
                     match self.restart(i, surface, None, &e).await? {
                         restart::Restarted::Running => {}
                         restart::Restarted::Cut(Cut::Cancelled(c)) => {

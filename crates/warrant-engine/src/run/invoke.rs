@@ -90,17 +90,21 @@ impl Run<'_> {
         );
         let mut answer = self.invoked(surface, invocation.clone()).await;
         // A provider found stopped with nothing of this call taking effect (not sent, or a
-        // read) is started again, and the call sent again, once.
-        if let Err(e) = &answer
+        // read) is started again, and the call sent again.
+        let mut restarts = 0;
+        while let Err(e) = &answer
             && e.kind == SurfaceErrorKind::Down
+            && restarts < super::restart::RESTARTS_PER_REQUEST
         {
+            restarts += 1;
             match self.restart(i, surface, Some(call), e).await? {
                 super::restart::Restarted::Running => {
-                    answer = self.invoked(surface, invocation).await;
+                    answer = self.invoked(surface, invocation.clone()).await;
                 }
                 super::restart::Restarted::Cut(cut) => {
                     // Nothing was sent: the call failed as it found the provider.
                     self.cut(&cut);
+                    break;
                 }
             }
         }

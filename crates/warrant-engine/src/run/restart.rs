@@ -5,6 +5,10 @@
 use super::*;
 use warrant_core::ports::Restart;
 
+/// How often one request (an observation, a call) starts its stopped provider again before
+/// it fails as it found it: a provider that keeps dying is not waited on forever.
+pub(super) const RESTARTS_PER_REQUEST: u32 = 3;
+
 /// What came of starting a stopped provider again.
 pub(super) enum Restarted {
     /// It runs: ask again.
