@@ -119,6 +119,19 @@ pub fn write_stderr(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// What the user gave, as text, for [`warrant_core::text::bound_echoes`]: the command line's
+/// arguments and the store named in the environment.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the CLI owns its environment: `WARRANT_STORE` is what the user gave as `--store`"
+)]
+fn given(args: &[std::ffi::OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(std::env::var("WARRANT_STORE").ok())
+        .collect()
+}
+
 fn main() -> ExitCode {
     // `warrant __guard PARENT -- PROGRAM ARGS...`: the guard a stdio MCP server runs under
     // (not a command for people: Warrant starts it).
@@ -138,7 +151,7 @@ fn main() -> ExitCode {
             // the user typed is shown, never obeyed.
             let text = e.render().to_string();
             if e.use_stderr() {
-                write_stderr(&text);
+                write_stderr(&warrant_core::text::bound_echoes(&text, &given(&args)));
                 return ExitCode::from(exit::INVALID);
             }
             write_stdout(&text);
@@ -172,7 +185,12 @@ fn main() -> ExitCode {
     match ended {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            errln!("error: {:#}", f.error);
+            // What the user gave is shown back cut to a bound, however long it was.
+            let message = format!("error: {:#}", f.error);
+            errln!(
+                "{}",
+                warrant_core::text::bound_echoes(&message, &given(&args))
+            );
             ExitCode::from(f.code)
         }
     }
