@@ -330,6 +330,20 @@ fn a_log_with_a_deleted_event_row_says_which_events_are_missing() {
             )],
         );
     }
+    // Its last row deleted too: the log's end is missing, not the run.
+    python(
+        &format!(
+            "import sqlite3,sys\n\
+             c=sqlite3.connect(sys.argv[1])\n\
+             c.execute(\"delete from events where run_id='{run}' and seq=(select max(seq) from events where run_id='{run}')\"); c.commit()"
+        ),
+        &store,
+    );
+    assert_says(
+        &warrant(&store, &["show", "last"]),
+        1,
+        &[&format!("run `{run}`'s log is missing events {from} to ")],
+    );
 }
 
 #[test]
