@@ -97,7 +97,7 @@ fn freeze_children(spec: &mut Spec, shown: &str, depth: u32) -> Result<bool> {
             let warrant_core::spec::ChildSpec::Path(path) = &child.spec else {
                 continue;
             };
-            if depth + 1 >= warrant_core::spec::DEPTH_MAX {
+            if depth + 1 > warrant_core::spec::DEPTH_MAX {
                 return Err(AppError::invalid(format!(
                     "{shown}: steps.{id}.delegate.children[{k}]: delegations nest deeper than {} runs (a spec that delegates to itself?)",
                     warrant_core::spec::DEPTH_MAX
@@ -113,6 +113,38 @@ fn freeze_children(spec: &mut Spec, shown: &str, depth: u32) -> Result<bool> {
         }
     }
     Ok(read)
+}
+
+/// Reads the script `arg` names (relative to `base`, else the working directory), checking
+/// that every step it has decisions for is a step of `spec`: the file as shown, and the script.
+fn script(arg: &str, base: Option<&Path>, spec: &Spec) -> Result<(String, Script)> {
+    if arg.is_empty() {
+        return Err(AppError::invalid(
+            "`scripted` needs a path: `scripted:PATH`",
+        ));
+    }
+    let path = match base {
+        Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
+        _ => PathBuf::from(arg),
+    };
+    // Recorded as an absolute path: a resume works from any folder.
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let shown = path.display().to_string();
+    let text = read_text(&path, SCRIPT_BYTES_MAX, "script")?;
+    let script =
+        Script::parse(&text, Format::of_path(&shown), &shown).map_err(AppError::invalid)?;
+    let unknown: Vec<String> = script
+        .steps()
+        .filter(|s| spec.steps.iter().all(|st| &*st.id.0 != *s))
+        .map(|s| format!("`{s}`"))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(AppError::invalid(format!(
+            "{shown}: steps: the spec has no step {}",
+            unknown.join(", ")
+        )));
+    }
+    Ok((shown, script))
 }
 
 /// Builds deciders: scripted ones from files, live ones with the model table (built in, with
@@ -160,6 +192,23 @@ impl Deciders {
         }
     }
 
+    /// The script of `spec`'s default decider, when it is `scripted:PATH`: the file as shown
+    /// and the script.
+    pub fn default_script(
+        &self,
+        spec: &Spec,
+        spec_path: &Path,
+    ) -> Result<Option<(String, Script)>> {
+        match spec
+            .decider
+            .as_deref()
+            .and_then(|d| d.strip_prefix("scripted:"))
+        {
+            Some(arg) => script(arg, spec_path.parent(), spec).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The model table file given, if any.
     pub fn models(&self) -> Option<&Path> {
         self.models.as_deref()
@@ -171,32 +220,7 @@ impl Deciders {
         let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
         match kind {
             "scripted" => {
-                if arg.is_empty() {
-                    return Err(AppError::invalid(
-                        "`scripted` needs a path: `scripted:PATH`",
-                    ));
-                }
-                let path = match base {
-                    Some(dir) if Path::new(arg).is_relative() => dir.join(arg),
-                    _ => PathBuf::from(arg),
-                };
-                // Recorded as an absolute path: a resume works from any folder.
-                let path = std::path::absolute(&path).unwrap_or(path);
-                let shown = path.display().to_string();
-                let text = read_text(&path, SCRIPT_BYTES_MAX, "script")?;
-                let script = Script::parse(&text, Format::of_path(&shown), &shown)
-                    .map_err(AppError::invalid)?;
-                let unknown: Vec<String> = script
-                    .steps()
-                    .filter(|s| spec.steps.iter().all(|st| &*st.id.0 != *s))
-                    .map(|s| format!("`{s}`"))
-                    .collect();
-                if !unknown.is_empty() {
-                    return Err(AppError::invalid(format!(
-                        "{shown}: steps: the spec has no step {}",
-                        unknown.join(", ")
-                    )));
-                }
+                let (shown, script) = script(arg, base, spec)?;
                 Ok(Box::new(ScriptedDecider::new(script, &shown)))
             }
             live if warrant_deciders::live::is_live(live) => {

@@ -589,8 +589,15 @@ impl App {
         driven
     }
 
-    /// The run `text` names: `last`, a full id or a prefix of one.
+    /// The run `text` names: `last`, a full id or a prefix of one. An empty one is refused:
+    /// as a prefix it would match every run.
     pub async fn resolve(&self, text: &str) -> Result<RunId> {
+        if text.trim().is_empty() {
+            return Err(AppError::invalid(
+                "the run id is empty: give a run id, a unique prefix of one, or `last` \
+                 (`warrant runs` lists them)",
+            ));
+        }
         let query = RunQuery {
             id_prefix: (text != "last").then(|| text.to_owned()),
             // Enough to see a root with its children (a prefix of a root names the root).
@@ -604,14 +611,41 @@ impl App {
                 .runs
                 .first()
                 .map(|r| warrant_engine::root_of(&r.run_id))
-                .ok_or_else(|| AppError::invalid("the store has no runs"));
+                .ok_or_else(|| AppError::invalid("no runs yet: the store is empty"));
         }
         resolve_run_prefix(&page.runs, text).map_err(AppError::invalid)
     }
 
+    /// The approval request `text` names, as `<run>-a<n>` where `<run>` is what
+    /// [`App::resolve`] takes (`last`, a full run id or a unique prefix of one): the request's
+    /// full id.
+    pub async fn resolve_request(&self, text: &str) -> Result<String> {
+        let shown = warrant_core::text::echo(text);
+        let not_one = || {
+            AppError::invalid(format!(
+                "`{shown}` is not an approval request id: write `<run>-a<n>` as `warrant approvals` \
+                 lists it, where <run> is a run id, a unique prefix of one, or `last` (e.g. `last-a1`)"
+            ))
+        };
+        let (run, n) = text.rsplit_once("-a").ok_or_else(not_one)?;
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || run.trim().is_empty() {
+            return Err(not_one());
+        }
+        let run = self.resolve(run).await?;
+        Ok(format!("{run}-a{n}"))
+    }
+
     /// `run`'s log.
     pub async fn log(&self, run: &RunId) -> Result<Vec<Arc<Event>>> {
-        let events = self.store.read(run, 1).await.map_err(AppError::failed)?;
+        let events = self.store.read(run, 1).await.map_err(|e| {
+            // Name the run the read was for, unless the store's words already do.
+            let e = e.to_string();
+            if e.contains(&run.0) {
+                AppError::failed(e)
+            } else {
+                AppError::failed(format!("reading run `{run}`: {e}"))
+            }
+        })?;
         if events.is_empty() {
             return Err(AppError::invalid(format!("no run `{run}` in the store")));
         }
@@ -982,6 +1016,11 @@ pub async fn validate(
         warrant_engine::shutdown(&surfaces).await;
         let offered = offered?;
         let mut missing = providers::missing_tools(spec, &offered);
+        if let Some((shown, script)) = deciders.default_script(spec, spec_path)? {
+            missing.extend(providers::script_tools_missing(
+                spec, &shown, &script, &offered,
+            ));
+        }
         let (errors, flagged) = providers::grant_problems(spec, &offered);
         missing.extend(errors);
         warnings = flagged;

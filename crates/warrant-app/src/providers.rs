@@ -97,6 +97,43 @@ pub fn missing_tools(spec: &Spec, offered: &BTreeMap<String, Observation>) -> Ve
     missing
 }
 
+/// The calls `script` (the default decider's, read from `shown`) makes to a tool its step's
+/// provider does not offer: each would only be refused when the run gets there.
+pub fn script_tools_missing(
+    spec: &Spec,
+    shown: &str,
+    script: &warrant_deciders::Script,
+    offered: &BTreeMap<String, Observation>,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (step_id, index, tool) in script.calls() {
+        let Some((i, step)) = spec
+            .steps
+            .iter()
+            .enumerate()
+            .find(|(_, s)| &*s.id.0 == step_id)
+        else {
+            continue;
+        };
+        let Some(o) = offered.get(&step.provider) else {
+            continue;
+        };
+        if !o.actions.iter().any(|a| a.name == tool) {
+            missing.push(format!(
+                "steps[{i}] (`{step_id}`): the default decider's script `{shown}` calls `{tool}` \
+                 (its steps.{step_id}[{index}]), which `{}` does not offer (it offers: {})",
+                step.provider,
+                o.actions
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    missing
+}
+
 /// What the steps' grants say against the tools the providers offer: errors (a grant that
 /// constrains an argument its tool does not take) and warnings (a grant on a commit that
 /// leaves a text argument open: whatever untrusted text it carries is still asked about, so

@@ -368,7 +368,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_self_approval: bool,
     /// Most runs held at once, driving or waiting; more are refused with 503.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=u64::MAX))]
     pub max_runs: usize,
     /// Largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
@@ -379,7 +379,7 @@ pub struct ServeArgs {
     pub grace: u64,
     /// Seconds a client has to send a request's headers, and then its body; a slower one
     /// is disconnected (or answered 408).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub client_timeout: u64,
     /// Print the `sha256:` digest of the token read from stdin (for a principals file), and
     /// exit.
@@ -414,7 +414,7 @@ pub struct LogArgs {
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Most runs this worker drives at once.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub max_runs: u64,
     /// A name for this worker, shown with its process on the leases it holds.
     #[arg(long, value_name = "NAME")]
@@ -543,26 +543,26 @@ pub struct RunArgs {
 #[derive(Debug, Args, Default)]
 pub struct LimitArgs {
     /// Most decisions in the run.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub decisions_max: Option<u32>,
     /// Most tool calls in the run.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub calls_max: Option<u32>,
     /// Most tokens the decider may use (when it reports them).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub tokens_max: Option<u64>,
     /// Most the decisions may cost, in micro-dollars (when the decider reports cost).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub cost_micro_usd_max: Option<u64>,
     /// The run's driving time in milliseconds (deciding, calling, starting providers); time
     /// spent waiting for a person is not counted.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub deadline_ms: Option<u64>,
     /// Longest each wait for a person or an operator may last, in milliseconds.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub wait_max_ms: Option<u64>,
     /// Longest wait for one provider call in milliseconds.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub call_timeout_ms: Option<u64>,
 }
 
@@ -611,10 +611,10 @@ impl LimitArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Tool calls per run (K).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub steps: u32,
     /// Runs executing at once (R).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// Record every commit durably (group commit): to a SQLite file beside the store's, or
     /// to a schema of its own in the `--store` PostgreSQL database (dropped after).
@@ -622,7 +622,7 @@ pub struct BenchArgs {
     pub durable: bool,
     /// Workers sharing the PostgreSQL store (each with its own connections and group
     /// commit); the runs are split between them.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: u32,
     /// Timed repetitions (default: 1 when R >= 1000, else enough for 1,000 steps and at least
     /// 3); the median is reported.
@@ -630,7 +630,7 @@ pub struct BenchArgs {
     pub repeat: Option<u32>,
     /// Delegate: each run is a parent whose one step hands the K-call loop to N child runs
     /// (at most 16 at once): measures what a child costs.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub children: Option<u32>,
     /// Approvals held at once instead: the R runs each ask for an approval of their first
     /// call and wait (memory is measured while all wait); each is then approved and the R

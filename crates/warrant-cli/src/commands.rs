@@ -728,13 +728,16 @@ async fn result_json(app: &App, result: &RunResult, store_path: &StoreAt) -> Res
 
 async fn runs(store_path: &StoreAt, query: RunQuery, json: bool) -> Result<u8> {
     let app = app(store_path.open(Use::Read).await?);
+    let filtered = query.status.is_some() || query.spec_id.is_some();
     let runs = app.runs(query).await?.runs;
     if json {
         print_json(&runs)?;
         return Ok(exit::ATTAINED);
     }
-    if runs.is_empty() {
-        errln!("no runs in `{store_path}`");
+    if runs.is_empty() && filtered {
+        errln!("no runs in `{store_path}` match");
+    } else if runs.is_empty() {
+        errln!("no runs yet in `{store_path}`");
     }
     for r in &runs {
         outln!(
@@ -1038,11 +1041,14 @@ async fn events(
         Ok(())
     };
     if !follow {
-        let events = app
-            .store()
-            .read(&id, from.max(1))
-            .await
-            .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+        let events = app.store().read(&id, from.max(1)).await.map_err(|e| {
+            let e = e.to_string();
+            if e.contains(&id.0) {
+                Failure::failed(anyhow!(e))
+            } else {
+                Failure::failed(anyhow!("reading run `{id}`: {e}"))
+            }
+        })?;
         for e in &events {
             print(e)?;
         }
@@ -1570,6 +1576,9 @@ async fn answer(
     let app = app(store_path.open(Use::Existing).await?);
     let by = operator(by);
     let approving = matches!(answer, Answer::Approve { .. });
+    // `last-a1`, a prefix of a run id: the request's full id.
+    let request = app.resolve_request(request).await?;
+    let request = request.as_str();
     let done = app.answer(request, answer, &by).await?;
     let verb = if approving { "approved" } else { "denied" };
     let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);

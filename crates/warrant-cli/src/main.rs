@@ -125,6 +125,19 @@ fn print_json_error(code: u8, message: &str) {
     write_stdout(&format!("{error}\n"));
 }
 
+/// What the user gave, as text, for [`warrant_core::text::bound_echoes`]: the command line's
+/// arguments and the store named in the environment.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the CLI owns its environment: `WARRANT_STORE` is what the user gave as `--store`"
+)]
+fn given(args: &[std::ffi::OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(std::env::var("WARRANT_STORE").ok())
+        .collect()
+}
+
 fn main() -> ExitCode {
     // `warrant __guard PARENT -- PROGRAM ARGS...`: the guard a stdio MCP server runs under
     // (not a command for people: Warrant starts it).
@@ -150,6 +163,7 @@ fn main() -> ExitCode {
             // the user typed is shown, never obeyed.
             let text = e.render().to_string();
             if e.use_stderr() {
+                let text = warrant_core::text::bound_echoes(&text, &given(&args));
                 write_stderr(&text);
                 if json {
                     print_json_error(exit::INVALID, text.trim_end());
@@ -187,9 +201,12 @@ fn main() -> ExitCode {
     match ended {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            errln!("error: {:#}", f.error);
+            // What the user gave is shown back cut to a bound, however long it was.
+            let whole = format!("{:#}", f.error);
+            let message = warrant_core::text::bound_echoes(&whole, &given(&args));
+            errln!("error: {message}");
             if json {
-                print_json_error(f.code, &format!("{:#}", f.error));
+                print_json_error(f.code, &message);
             }
             ExitCode::from(f.code)
         }

@@ -63,12 +63,23 @@ impl StoreAt {
         match self {
             StoreAt::File(path) => {
                 if usage != Use::Create && !path.exists() {
+                    let folder = path
+                        .parent()
+                        .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+                        .map(|p| format!(": the folder `{}` does not exist", p.display()))
+                        .unwrap_or_default();
                     return Err(Failure::invalid(anyhow!(
-                        "no store at `{}` (run something first, or pass --store / WARRANT_STORE)",
+                        "no store at `{}`{folder} (run something first, or pass --store / WARRANT_STORE)",
                         path.display()
                     )));
                 }
                 if usage == Use::Read {
+                    // An empty file (0 bytes, or a database with nothing in it) is a new
+                    // store with no runs yet: read as one, and left as it is (the first
+                    // command that writes makes it a store).
+                    if SqliteStore::schema_of(path).map_err(invalid)?.is_none() {
+                        return Ok(Arc::new(warrant_store::MemoryStore::new()));
+                    }
                     return Ok(Arc::new(
                         SqliteStore::open_read_only(path).map_err(invalid)?,
                     ));

@@ -820,7 +820,9 @@ fn a_provider_that_never_finishes_its_handshake_is_bounded_by_what_is_left_of_th
     );
     assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
-        stderr(&out).contains("not ready within 700 ms"),
+        stderr(&out).contains(
+            "provider `mute`: the MCP server did not complete the MCP handshake: check what it printed"
+        ) && stderr(&out).contains("within 700 ms"),
         "{}",
         stderr(&out)
     );

@@ -235,3 +235,34 @@ fn two_servers_of_a_fleet_answer_one_idempotency_key_with_one_run() {
     let runs = json(&warrant(at, &["runs", "--json"]));
     assert_eq!(runs.as_array().unwrap().len(), 6, "{runs}");
 }
+
+/// PostgreSQL's failures are told in its own words (never only "db error"), with the store's
+/// URL and no password.
+#[test]
+fn a_databases_failure_is_told_in_its_own_words_with_the_url() {
+    let base = warrant_store::contract::postgres_base();
+    let (head, _) = base.rsplit_once('/').unwrap();
+    let no_db = format!("{head}/warrant_no_such_database");
+    let out = warrant(Path::new(&no_db), &["runs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "cannot connect to `{}`: database \"warrant_no_such_database\" does not exist",
+            warrant_store::url_without_password(&no_db)
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("db error"), "{err}");
+    let refused = "postgres://warrant:hunter2@127.0.0.1:1/x";
+    let out = warrant(Path::new(refused), &["runs"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "cannot connect to `postgres://warrant:***@127.0.0.1:1/x`: error connecting to server"
+        ) && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+}

@@ -374,7 +374,9 @@ steps:
     );
     assert_ne!(run.status.code(), Some(0));
     assert!(
-        stderr(&run).contains("not ready within 1000 ms (the smaller of `limits.call_timeout_ms` and what was left of the deadline)"),
+        stderr(&run).contains(
+            "within 1000 ms (the smaller of `limits.call_timeout_ms` and what was left of the deadline)"
+        ),
         "{}",
         stderr(&run)
     );

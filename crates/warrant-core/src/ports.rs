@@ -630,6 +630,10 @@ pub use crate::store::{
 
 /// The run id that uniquely starts with `prefix`, among `runs`.
 pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, String> {
+    if prefix.is_empty() {
+        // As a prefix it would match every run.
+        return Err("the run id is empty: give a run id or a unique prefix of one".to_owned());
+    }
     if let Some(exact) = runs.iter().find(|r| r.run_id.0 == prefix) {
         return Ok(exact.run_id.clone());
     }
@@ -648,9 +652,13 @@ pub fn resolve_run_prefix(runs: &[RunSummary], prefix: &str) -> Result<RunId, St
         .collect();
     match matches.as_slice() {
         [one] => Ok(one.run_id.clone()),
-        [] => Err(format!("no run `{prefix}` in the store")),
+        [] => Err(format!(
+            "no run `{}` in the store",
+            crate::text::echo(prefix)
+        )),
         many => Err(format!(
-            "`{prefix}` matches {} runs: give more of the id",
+            "`{}` matches {} runs: give more of the id",
+            crate::text::echo(prefix),
             many.len()
         )),
     }

@@ -44,6 +44,87 @@ pub const PROVIDER_MESSAGE_MAX: usize = 4096;
 /// The bound of runs that recorded none (before 4 KiB).
 pub const PROVIDER_MESSAGE_MAX_V1: usize = 300;
 
+/// Most characters of what a person gave (a run id, a path, a value) that a message shows
+/// back: a megabyte of it would otherwise be printed again, four times over once escaped.
+pub const ECHO_MAX: usize = 200;
+
+/// Characters kept from the start and from the end of a cut [`echo`].
+const ECHO_HEAD: usize = 120;
+const ECHO_TAIL: usize = 40;
+
+/// `text` as a message shows back what a person gave: whole when it has at most
+/// [`ECHO_MAX`] characters; else its first and last characters around a mark that says how
+/// many were cut (`abc…[99880 characters cut]…xyz`), so it still shows where it began and
+/// how it ended. Every message that repeats a person's input uses this one helper.
+pub fn echo(text: &str) -> Cow<'_, str> {
+    let n = text.chars().count();
+    if n <= ECHO_MAX {
+        return Cow::Borrowed(text);
+    }
+    let head: String = text.chars().take(ECHO_HEAD).collect();
+    let tail: String = text.chars().skip(n.saturating_sub(ECHO_TAIL)).collect();
+    let cut = n.saturating_sub(ECHO_HEAD + ECHO_TAIL);
+    Cow::Owned(format!("{head}…[{cut} characters cut]…{tail}"))
+}
+
+/// Longer than anything Warrant itself writes without a space (a field path, a digest): a
+/// `quoted` span or a word past it in a message can only be input repeated in part.
+const UNBROKEN_MAX: usize = 5 * ECHO_MAX;
+
+/// An error `message` with everything echoed from input bounded by [`echo`]: each of the
+/// `given` arguments (and the value of a `--flag=VALUE`) that is longer than [`ECHO_MAX`]
+/// wherever it appears, then any `` `quoted` `` span or unbroken word longer than
+/// [`UNBROKEN_MAX`] (a value a message repeats in part). A message of ordinary length is
+/// returned as it is.
+pub fn bound_echoes<'a, S: AsRef<str>>(message: &'a str, given: &[S]) -> Cow<'a, str> {
+    let long = |s: &str| s.chars().count() > UNBROKEN_MAX;
+    let mut out = message.to_owned();
+    for arg in given {
+        let arg = arg.as_ref();
+        let value = arg.split_once('=').map(|(_, v)| v);
+        for whole in std::iter::once(arg).chain(value) {
+            if whole.chars().count() > ECHO_MAX && out.contains(whole) {
+                out = out.replace(whole, &echo(whole));
+            }
+        }
+    }
+    // `quoted` spans, then words.
+    if out.split('`').skip(1).step_by(2).any(long) {
+        out = out
+            .split('`')
+            .enumerate()
+            .map(|(i, part)| {
+                if i % 2 == 1 {
+                    echo(part)
+                } else {
+                    Cow::Borrowed(part)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("`");
+    }
+    if out.split_whitespace().any(long) {
+        let mut cut = String::with_capacity(out.len().min(64 << 10));
+        let mut word = String::new();
+        for c in out.chars() {
+            if c.is_whitespace() {
+                cut.push_str(&echo(&word));
+                word.clear();
+                cut.push(c);
+            } else {
+                word.push(c);
+            }
+        }
+        cut.push_str(&echo(&word));
+        out = cut;
+    }
+    if out == message {
+        Cow::Borrowed(message)
+    } else {
+        Cow::Owned(out)
+    }
+}
+
 /// The provider's own message in an error answer, first: MCP content texts, or the usual
 /// fields of an HTTP error body (`error`, `error.message`, `message`, `detail`, `title`,
 /// `errors[0].message`), cut to [`PROVIDER_MESSAGE_MAX`] characters. An answer with none of
@@ -107,6 +188,40 @@ mod tests {
         clippy::cast_precision_loss,
         reason = "tests"
     )]
+
+    #[test]
+    fn what_a_person_gave_is_shown_back_cut_to_a_bound_and_marked() {
+        assert_eq!(super::echo("r01abc"), "r01abc");
+        let long = format!("a{}z", "x".repeat(1_000_000));
+        let shown = super::echo(&long);
+        assert!(shown.chars().count() <= super::ECHO_MAX + 20, "{shown}");
+        assert!(shown.starts_with("axxx"), "{shown}");
+        assert!(shown.ends_with("xxz"), "{shown}");
+        assert!(shown.contains("…[999842 characters cut]…"), "{shown}");
+        // In a message: the argument wherever it appears, and a quoted part of one.
+        let message = format!("error: no run `{long}` in the store; `{long}` again");
+        let bounded = super::bound_echoes(&message, &[long.as_str()]);
+        assert!(bounded.len() < 700, "{bounded}");
+        assert!(bounded.starts_with("error: no run `axxx"), "{bounded}");
+        assert!(bounded.ends_with("` again"), "{bounded}");
+        let part = format!("error: cannot read `{}`", &long[..5000]);
+        let bounded = super::bound_echoes(&part, &[long.as_str()]);
+        assert!(bounded.len() < 400, "{bounded}");
+        assert!(bounded.contains("characters cut]"), "{bounded}");
+        let spaced = format!("error: `{}`", "a b ".repeat(1000));
+        // What Warrant writes itself, a long field path, is left whole.
+        let path = format!(
+            "error: {}: too deep",
+            "steps[0].delegate.children[0].spec.".repeat(9)
+        );
+        assert_eq!(super::bound_echoes(&path, &[] as &[&str]), path);
+        assert!(super::bound_echoes(&spaced, &[] as &[&str]).len() < 400);
+        let ok = "error: a short message with `quotes` and words";
+        assert!(matches!(
+            super::bound_echoes(ok, &[long.as_str()]),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     use super::sanitize;
 

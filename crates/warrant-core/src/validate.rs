@@ -116,7 +116,8 @@ pub fn load(
         }
         SpecErrors::from(e)
     })?;
-    let issues = validate(&spec, catalog);
+    let mut issues = validate(&spec, catalog);
+    issues.extend(too_deep(&spec, 0));
     if issues.is_empty() {
         return Ok(spec);
     }
@@ -139,6 +140,7 @@ pub fn load(
 pub fn check(spec: &Spec, file: &str, catalog: &dyn ProviderCatalog) -> Result<(), SpecErrors> {
     let issues: Vec<Issue> = validate(spec, catalog)
         .into_iter()
+        .chain(too_deep(spec, 0))
         .map(|(path, message)| Issue {
             line: None,
             field: render_path(&path),
@@ -153,6 +155,49 @@ pub fn check(spec: &Spec, file: &str, catalog: &dyn ProviderCatalog) -> Result<(
             issues,
         })
     }
+}
+
+/// The children of `spec` (a run at `depth`; a root is 0) that would grow the tree of runs
+/// deeper than [`crate::spec::DEPTH_MAX`], each named by its path: the engine would refuse to
+/// start them, so the spec is refused before it runs. Children given as files are counted
+/// once a front door has frozen them inline.
+pub fn too_deep(spec: &Spec, depth: u32) -> Vec<(Vec<Seg>, String)> {
+    use crate::spec::DEPTH_MAX;
+    let mut issues = Vec::new();
+    for (i, step) in spec.steps.iter().enumerate() {
+        let Some(delegate) = &step.delegate else {
+            continue;
+        };
+        for (k, child) in delegate.children.iter().enumerate() {
+            let here = vec![
+                key("steps"),
+                Seg::Index(i),
+                key("delegate"),
+                key("children"),
+                Seg::Index(k),
+            ];
+            if depth + 1 > DEPTH_MAX {
+                issues.push((
+                    here,
+                    format!(
+                        "this child would be a run at depth {} of its tree: delegations may nest \
+                         at most {DEPTH_MAX} deep (the root is depth 0)",
+                        depth + 1
+                    ),
+                ));
+                continue;
+            }
+            if let Some(inner) = child.spec.inline() {
+                for (path, message) in too_deep(inner, depth + 1) {
+                    let mut p = here.clone();
+                    p.push(key("spec"));
+                    p.extend(path);
+                    issues.push((p, message));
+                }
+            }
+        }
+    }
+    issues
 }
 
 /// A path into the spec document: keys and indices.
@@ -233,6 +278,44 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             ));
         }
     }
+    for (name, value) in [
+        ("calls_max", spec.limits.calls_max.map(u64::from)),
+        ("tokens_max", spec.limits.tokens_max),
+        ("cost_micro_usd_max", spec.limits.cost_micro_usd_max),
+    ] {
+        if value == Some(0) {
+            issues.push((
+                vec![key("limits"), key(name)],
+                "must be at least 1 (a zero would exhaust the run before it starts; leave it out for no limit)"
+                    .into(),
+            ));
+        }
+    }
+    for (name, provider) in &spec.providers {
+        let at = |kind: &str, field: &str| vec![key("providers"), key(name), key(kind), key(field)];
+        if let Some(m) = &provider.mcp
+            && m.output_bytes_max == Some(0)
+        {
+            issues.push((
+                at("mcp", "output_bytes_max"),
+                "must be at least 1 (a zero would cut every result to nothing)".into(),
+            ));
+        }
+        if let Some(o) = &provider.openapi {
+            if o.output_bytes_max == Some(0) {
+                issues.push((
+                    at("openapi", "output_bytes_max"),
+                    "must be at least 1 (a zero would cut every result to nothing)".into(),
+                ));
+            }
+            if o.operations_max == Some(0) {
+                issues.push((
+                    at("openapi", "operations_max"),
+                    "must be at least 1 (a zero would offer no operation)".into(),
+                ));
+            }
+        }
+    }
     if let Some(c) = &spec.execution_control
         && c.timeout_ms == 0
     {
@@ -275,6 +358,9 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
                 at("id"),
                 format!("`{}` is not a valid step id (non-empty, no `.`)", step.id),
             ));
+        }
+        if step.decisions_max == Some(0) {
+            issues.push((at("decisions_max"), "must be at least 1".into()));
         }
         if let Some(prev) = first_index.get(&step.id) {
             issues.push((
@@ -546,6 +632,21 @@ fn delegation(
             p.extend_from_slice(rest);
             p
         };
+        let b = &child.budget;
+        for (name, value) in [
+            ("decisions", b.decisions.map(u64::from)),
+            ("calls", b.calls.map(u64::from)),
+            ("tokens", b.tokens),
+            ("cost_micro_usd", b.cost_micro_usd),
+            ("deadline_ms", b.deadline_ms),
+        ] {
+            if value == Some(0) {
+                issues.push((
+                    here(&[key("budget"), key(name)]),
+                    "must be at least 1 (a zero would exhaust the child before it starts)".into(),
+                ));
+            }
+        }
         for (name, input) in &child.inputs {
             let there = here(&[key("inputs"), key(name)]);
             match (&input.carried, &input.value) {

@@ -124,6 +124,19 @@ impl Script {
     pub fn steps(&self) -> impl Iterator<Item = &str> {
         self.steps.keys().map(String::as_str)
     }
+
+    /// The tools the script calls: each call's step, index among the step's entries, and tool.
+    pub fn calls(&self) -> impl Iterator<Item = (&str, usize, &str)> {
+        self.steps.iter().flat_map(|(step, decisions)| {
+            decisions
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, d)| match d {
+                    Decision::Call { tool, .. } => Some((step.as_str(), i, tool.as_str())),
+                    _ => None,
+                })
+        })
+    }
 }
 
 fn entry_to_decision(e: Entry) -> Result<Decision, String> {

@@ -143,15 +143,35 @@ fn io(e: impl std::fmt::Display) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
-/// A database error in words: PostgreSQL's message and, where there is one, its detail.
+/// A database error in words: PostgreSQL's message and, where there are, its detail and hint.
 fn db(e: &tokio_postgres::Error) -> StoreError {
-    match e.as_db_error() {
-        Some(d) => StoreError::Io(match d.detail() {
-            Some(detail) => format!("PostgreSQL: {} ({detail})", d.message()),
-            None => format!("PostgreSQL: {}", d.message()),
-        }),
-        None => StoreError::Io(format!("PostgreSQL: {e}")),
+    StoreError::Io(format!("PostgreSQL: {}", words(e)))
+}
+
+/// What went wrong, in the database's own words (`tokio_postgres` says only "db error" of an
+/// error the server sent): its message, detail and hint; for a connection's failure, the
+/// error with its causes (`error connecting to server: Connection refused (os error 111)`).
+pub(crate) fn words(e: &tokio_postgres::Error) -> String {
+    if let Some(d) = e.as_db_error() {
+        let mut out = d.message().to_owned();
+        if let Some(detail) = d.detail() {
+            out.push_str(&format!(" ({detail})"));
+        }
+        if let Some(hint) = d.hint() {
+            out.push_str(&format!("; hint: {hint}"));
+        }
+        return out;
     }
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !out.contains(&said) {
+            out.push_str(&format!(": {said}"));
+        }
+        source = cause.source();
+    }
+    out
 }
 
 fn sql_int(n: u64) -> Result<i64, StoreError> {
@@ -177,7 +197,7 @@ async fn connect(config: &tokio_postgres::Config, shown: &str) -> Result<Client,
     let (client, connection) = config
         .connect(NoTls)
         .await
-        .map_err(|e| StoreError::Io(format!("cannot connect to `{shown}`: {e}")))?;
+        .map_err(|e| StoreError::Io(format!("cannot connect to `{shown}`: {}", words(&e))))?;
     #[expect(
         clippy::disallowed_methods,
         reason = "the store owns its connections' tasks; each ends when its client drops"
@@ -195,7 +215,12 @@ async fn connect(config: &tokio_postgres::Config, shown: &str) -> Result<Client,
             "SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
         ))
         .await
-        .map_err(|e| StoreError::Io(format!("cannot configure a connection to `{shown}`: {e}")))?;
+        .map_err(|e| {
+            StoreError::Io(format!(
+                "cannot configure a connection to `{shown}`: {}",
+                words(&e)
+            ))
+        })?;
     Ok(client)
 }
 

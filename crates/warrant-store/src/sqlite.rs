@@ -263,6 +263,95 @@ fn io(e: impl std::fmt::Display) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
+/// A directory given where a store file is meant.
+fn not_a_directory(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(StoreError::Io(format!(
+            "`{}` is a directory, not a store file: name a file, e.g. `{}`",
+            path.display(),
+            path.join("warrant.db").display()
+        )));
+    }
+    Ok(())
+}
+
+/// Why SQLite could not open `path` (its own words are only "unable to open database file"):
+/// the folder missing, or the file or its write-ahead log not creatable or writable there,
+/// with the system's reason.
+fn cannot_open(path: &Path, e: &rusqlite::Error) -> StoreError {
+    let shown = path.display();
+    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => p.to_path_buf(),
+        None => std::path::PathBuf::from("."),
+    };
+    let why = if !folder.exists() {
+        Some(format!("the folder `{}` does not exist", folder.display()))
+    } else if !folder.is_dir() {
+        Some(format!("`{}` is not a folder", folder.display()))
+    } else if !path.exists() {
+        probe_create(path).map(|e| format!("it cannot be created in `{}`: {e}", folder.display()))
+    } else if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Some(format!("it cannot be opened to write: {e}"))
+    } else {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = std::path::PathBuf::from(wal);
+        if wal.exists() {
+            None
+        } else {
+            probe_create(&wal).map(|e| {
+                format!(
+                    "its write-ahead log `{}` cannot be created in `{}`: {e}",
+                    wal.display(),
+                    folder.display()
+                )
+            })
+        }
+    };
+    match why {
+        Some(why) => StoreError::Io(format!("cannot open the store `{shown}`: {why}")),
+        None => StoreError::Io(format!("cannot open the store `{shown}`: {e}")),
+    }
+}
+
+/// The system's reason a new file at `path` cannot be created (none: it can; the file made to
+/// find out is removed).
+fn probe_create(path: &Path) -> Option<std::io::Error> {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+            None
+        }
+        Err(e) => Some(e),
+    }
+}
+
+/// A read's error, saying the store is damaged when SQLite found it so (its own words name no
+/// file and no remedy).
+fn damaged(path: &Path, e: StoreError) -> StoreError {
+    let StoreError::Io(message) = &e else {
+        return e;
+    };
+    if message.contains("database disk image is malformed")
+        || message.contains("file is not a database")
+    {
+        return StoreError::Io(format!(
+            "`{}` is damaged ({message}): restore the store from a backup \
+             (`sqlite3 FILE .recover` may save what is left of it)",
+            path.display()
+        ));
+    }
+    e
+}
+
 /// `n` as an SQLite integer: one past `i64::MAX` is refused rather than wrapped.
 fn sql_int(n: u64) -> Result<i64, StoreError> {
     i64::try_from(n).map_err(|_| {
@@ -312,8 +401,7 @@ const WAL_STALL_PAGES: i64 = 4 * WAL_CHECKPOINT_PAGES;
 const WAL_KEEP_BYTES: i64 = 64 * 1024 * 1024;
 
 fn open_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path)
-        .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
+    let conn = Connection::open(path).map_err(|e| cannot_open(path, &e))?;
     settle(&conn)?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(io)?;
@@ -408,16 +496,22 @@ impl SqliteStore {
     /// not a Warrant store is refused and left untouched; an older store is brought up to
     /// this build's schema; a newer one is refused.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteStore, StoreError> {
+        not_a_directory(path)?;
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| StoreError::Io(format!("cannot create `{}`: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Io(format!(
+                    "cannot create the folder `{}` of the store `{}`: {e}",
+                    dir.display(),
+                    path.display()
+                ))
+            })?;
         }
         // Look before writing anything: not even WAL mode is set on a foreign file.
         if path.exists() {
             let probe = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
+                .map_err(|e| cannot_open(path, &e))?;
             probe
                 .busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(io)?;
@@ -508,6 +602,7 @@ impl SqliteStore {
     /// missing or empty file; an error for a file that is not a Warrant store. Opening a store
     /// of an older schema to write upgrades it ([`SCHEMA_VERSION`]).
     pub fn schema_of(path: &Path) -> Result<Option<i64>, StoreError> {
+        not_a_directory(path)?;
         if !path.is_file() {
             return Ok(None);
         }
@@ -521,6 +616,7 @@ impl SqliteStore {
     /// Opens an existing store for reading only: nothing in the file changes, a file that is
     /// not a Warrant store is refused, and a store on read-only media can be read.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore, StoreError> {
+        not_a_directory(path)?;
         if !path.is_file() {
             return Err(StoreError::Io(format!("no store at `{}`", path.display())));
         }
@@ -585,6 +681,7 @@ impl SqliteStore {
             tokio::task::spawn_blocking(move || read(&reading))
                 .await
                 .unwrap_or_else(|e| Err(StoreError::Io(format!("a store read stopped: {e}"))))
+                .map_err(|e| damaged(&inner.path, e))
         })
     }
 
@@ -647,8 +744,16 @@ impl Inner {
 fn read_only_connection(path: &Path) -> Result<(Connection, Identity), StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
     let attempt = |uri: &str| -> Result<(Connection, Identity), StoreError> {
-        let conn = Connection::open_with_flags(uri, flags)
-            .map_err(|e| StoreError::Io(format!("cannot open `{}`: {e}", path.display())))?;
+        let conn =
+            Connection::open_with_flags(uri, flags).map_err(|e| {
+                match std::fs::File::open(path) {
+                    Err(why) => StoreError::Io(format!(
+                        "cannot open the store `{}` to read it: {why}",
+                        path.display()
+                    )),
+                    Ok(_) => StoreError::Io(format!("cannot open `{}`: {e}", path.display())),
+                }
+            })?;
         settle(&conn)?;
         let id = identity(&conn, path)?;
         Ok((conn, id))
@@ -1512,16 +1617,20 @@ fn read_events(
         // not a log with a hole.
         match expected {
             Some(want) if first != want => {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: the row at position {position} begins at event {first}, not {want}"
-                )));
+                return Err(gap(conn, run).unwrap_or_else(|| {
+                    StoreError::Io(format!(
+                        "run `{run}`: the row at position {position} begins at event {first}, not {want}"
+                    ))
+                }));
             }
             // The first row holds `from_seq`, or is the run's first.
             None if first > from_seq.max(1) => {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: its rows end at event {first} (position {position}), before event {}",
-                    from_seq.max(1)
-                )));
+                return Err(gap(conn, run).unwrap_or_else(|| {
+                    StoreError::Io(format!(
+                        "run `{run}`: its rows end at event {first} (position {position}), before event {}",
+                        from_seq.max(1)
+                    ))
+                }));
             }
             _ => {}
         }
@@ -1556,7 +1665,73 @@ fn read_events(
             )));
         }
     }
+    // Nothing read where the run's index says there are events: its last rows are gone. (The
+    // index is asked first, by its key: an empty read, a follower's usual one, costs no scan.)
+    if out.is_empty()
+        && last_seq(conn, run).is_some_and(|last| last >= from_seq.max(1))
+        && let Some(missing) = gap(conn, run)
+    {
+        return Err(missing);
+    }
     Ok(out)
+}
+
+/// The run's last sequence number, as its index row records it.
+fn last_seq(conn: &Connection, run: &RunId) -> Option<u64> {
+    conn.query_row(
+        "SELECT last_seq FROM runs WHERE run_id = ?1",
+        [&run.0],
+        |r| column_u64(r, 0),
+    )
+    .ok()
+}
+
+/// When the events of `run` the store holds leave out some (a row deleted outside Warrant):
+/// the error that says which. Scans the run's rows: only read once a read found a hole.
+fn gap(conn: &Connection, run: &RunId) -> Option<StoreError> {
+    // The index first: rows another process appends meanwhile only add to what the scan sees.
+    let last = last_seq(conn, run);
+    let mut stmt = conn
+        .prepare("SELECT seq, n_events FROM events WHERE run_id = ?1 ORDER BY seq")
+        .ok()?;
+    let rows = stmt
+        .query_map([&run.0], |r| Ok((column_u64(r, 0)?, column_u64(r, 1)?)))
+        .ok()?;
+    let mut missing: Vec<(u64, u64)> = Vec::new();
+    let mut next = 1u64;
+    for row in rows {
+        let (first, n) = row.ok()?;
+        if first > next {
+            missing.push((next, first - 1));
+        }
+        next = next.max(first.saturating_add(n));
+    }
+    if let Some(last) = last
+        && last >= next
+    {
+        missing.push((next, last));
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let count: u64 = missing.iter().map(|(a, b)| b - a + 1).sum();
+    let listed: Vec<String> = missing
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a} to {b}")
+            }
+        })
+        .collect();
+    Some(StoreError::Io(format!(
+        "run `{run}`'s log is missing event{} {} (the store was changed outside Warrant): \
+         its events cannot be read in order, so it cannot be shown, reported or resumed; \
+         restore the store from a backup",
+        if count == 1 { "" } else { "s" },
+        listed.join(", ")
+    )))
 }
 
 fn summary_of(conn: &Connection, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
@@ -2241,6 +2416,56 @@ impl Drop for SqliteStore {
 mod tests {
     use super::*;
     use crate::contract::started;
+
+    /// "unable to open database file" is said with the file and the reason: a folder missing,
+    /// a folder that cannot be written (checked only where the permission holds: not as root).
+    #[test]
+    fn a_store_that_cannot_be_opened_is_named_with_the_reason() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            None,
+        );
+        let gone = dir.path().join("gone").join("w.db");
+        let said = cannot_open(&gone, &sqlite).to_string();
+        assert!(
+            said.contains(&format!("the store `{}`", gone.display())),
+            "{said}"
+        );
+        assert!(
+            said.contains("the folder") && said.contains("does not exist"),
+            "{said}"
+        );
+        let locked = dir.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let path = locked.join("w.db");
+        let err = SqliteStore::open(&path, Durability::Fsync).err();
+        if probe_create(&locked.join("probe")).is_some() {
+            let said = err.unwrap().to_string();
+            assert!(
+                said.contains(&format!("cannot open the store `{}`", path.display())),
+                "{said}"
+            );
+            assert!(said.contains("it cannot be created in"), "{said}");
+            assert!(said.to_lowercase().contains("permission denied"), "{said}");
+        }
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A directory is not a store file.
+        for said in [
+            SqliteStore::open(dir.path(), Durability::Fsync)
+                .err()
+                .unwrap(),
+            SqliteStore::open_read_only(dir.path()).err().unwrap(),
+        ] {
+            assert!(
+                said.to_string()
+                    .contains("is a directory, not a store file"),
+                "{said}"
+            );
+        }
+    }
 
     fn cancel_reads(store: &SqliteStore) -> u64 {
         store.inner.cancels.lock().unwrap().reads

@@ -159,8 +159,20 @@ pub async fn connect(
             )
             .await
             .map_err(|_| {
+                // rmcp skips whatever a server writes that is not JSON-RPC, so a server that
+                // prints anything else on its output is only ever seen not to answer.
+                let what = match &provider.mcp {
+                    Some(m) if !m.command.is_empty() => {
+                        "the MCP server did not complete the MCP handshake: check what it \
+                         printed (its stderr is shown labelled with its name; a server that \
+                         writes anything but MCP JSON-RPC messages on its stdout, or waits for \
+                         something, is never understood)"
+                    }
+                    Some(_) => "the MCP server did not complete the MCP handshake",
+                    None => "not ready",
+                };
                 format!(
-                    "provider `{name}`: not ready within {limit_ms} ms (the smaller of \
+                    "provider `{name}`: {what} within {limit_ms} ms (the smaller of \
                      `limits.call_timeout_ms` and what was left of the deadline)"
                 )
             })?
