@@ -352,6 +352,7 @@ providers:
 steps:
   - id: call
     provider: s
+    tools: [anything]
 ",
     )
     .unwrap();

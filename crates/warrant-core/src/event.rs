@@ -606,7 +606,7 @@ pub enum EventKind {
         /// How many characters of a provider's own message a fault leads with
         /// (`text::PROVIDER_MESSAGE_MAX`; absent: 300, the bound of earlier builds).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        messages: Option<u32>,
+        messages: Option<std::num::NonZeroU16>,
         /// The run that delegated to this one, when it is a child.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent: Option<Box<ParentLink>>,

@@ -500,7 +500,7 @@ pub struct RunState {
     /// The provenance rules from `run_started` (absent: 1).
     pub(crate) provenance: Option<u32>,
     /// The bound of a provider's message in a fault, from `run_started` (absent: 300).
-    pub(crate) messages: Option<u32>,
+    pub(crate) messages: Option<std::num::NonZeroU16>,
     /// The grants the decider proposed (`plan_first`), once it did.
     pub(crate) planned: Option<BTreeMap<String, crate::spec::Grant>>,
     /// The status the last status-changing event left (`status_after`).
@@ -804,7 +804,9 @@ impl RunState {
     /// (`run_started.messages`; 300 for a log that does not say).
     pub fn message_max(&self) -> usize {
         self.messages
-            .map_or(crate::text::PROVIDER_MESSAGE_MAX_V1, |m| m as usize)
+            .map_or(crate::text::PROVIDER_MESSAGE_MAX_V1, |m| {
+                usize::from(m.get())
+            })
     }
 
     /// The rules its arguments' provenance is labelled by (`provenance::RULES`; 1 for a log

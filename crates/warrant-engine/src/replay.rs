@@ -683,7 +683,7 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
     let message_max = match events.first().map(|e| &e.kind) {
         Some(EventKind::RunStarted {
             messages: Some(m), ..
-        }) => *m as usize,
+        }) => usize::from(m.get()),
         _ => warrant_core::text::PROVIDER_MESSAGE_MAX_V1,
     };
     for e in events {

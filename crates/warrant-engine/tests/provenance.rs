@@ -84,7 +84,6 @@ async fn a_value_the_decider_produced_after_reading_untrusted_text_is_tainted() 
             &e.kind,
             EventKind::RunStarted {
                 provenance: Some(3),
-                messages: None,
                 ..
             }
         )),

@@ -88,7 +88,7 @@ impl Run<'_> {
             invocation.tool().to_owned(),
             invocation.effect(),
         );
-        let mut answer = self.invoked(surface, invocation.clone()).await;
+        let mut answer = self.invoked(surface, invocation).await;
         // A provider found stopped with nothing of this call taking effect (not sent, or a
         // read) is started again, and the call sent again.
         let mut restarts = 0;
@@ -99,7 +99,10 @@ impl Run<'_> {
             restarts += 1;
             match self.restart(i, surface, Some(call), e).await? {
                 super::restart::Restarted::Running => {
-                    answer = self.invoked(surface, invocation.clone()).await;
+                    // The same invocation, as its recorded dispatch says (built again only
+                    // here: a step that never finds its provider stopped copies nothing).
+                    let again = self.dispatched(call, self.version_of(call))?;
+                    answer = self.invoked(surface, again).await;
                 }
                 super::restart::Restarted::Cut(cut) => {
                     // Nothing was sent: the call failed as it found the provider.

@@ -82,7 +82,7 @@ pub(crate) struct Run<'a> {
     /// The provenance rules a run it starts records (a replay: the ones the log recorded).
     pub(crate) provenance: Option<u32>,
     /// The bound of a provider's message a run it starts records (a replay: the log's).
-    pub(crate) messages: Option<u32>,
+    pub(crate) messages: Option<std::num::NonZeroU16>,
     /// The epoch of this process's lease on the run (1 for a run it starts).
     pub(crate) epoch: u64,
     /// Its authority and execution control.
@@ -208,7 +208,9 @@ impl<'a> Run<'a> {
             setup_ms: None,
             resumed_by: None,
             provenance: Some(warrant_core::provenance::RULES),
-            messages: u32::try_from(warrant_core::text::PROVIDER_MESSAGE_MAX).ok(),
+            messages: u16::try_from(warrant_core::text::PROVIDER_MESSAGE_MAX)
+                .ok()
+                .and_then(std::num::NonZeroU16::new),
             epoch: 1,
             rules,
             parent: None,

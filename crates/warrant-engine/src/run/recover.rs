@@ -12,11 +12,7 @@ impl Run<'_> {
         let i = record.step;
         let surface = self.find_surface(i)?;
         let provider = step_of(&self.spec, i)?.provider.clone();
-        let version = (record.decision as usize)
-            .checked_sub(1)
-            .and_then(|d| self.state.decision_log().get(d))
-            .map(|d| d.version.clone())
-            .unwrap_or_default();
+        let version = self.version_of(call);
         Ok(Some(Reopened {
             record,
             i,
@@ -24,6 +20,16 @@ impl Run<'_> {
             surface,
             version,
         }))
+    }
+
+    /// The observation version `call` was proposed against (its decision's).
+    pub(super) fn version_of(&self, call: CallId) -> String {
+        self.state
+            .call(call)
+            .and_then(|r| (r.decision as usize).checked_sub(1))
+            .and_then(|d| self.state.decision_log().get(d))
+            .map(|d| d.version.clone())
+            .unwrap_or_default()
     }
 
     /// Whether the run has no driving time left to carry `call` on (judged at the last
