@@ -1409,7 +1409,29 @@ async fn resume(
     // `--all --json`: one array, of what each run came to (empty when none could go on).
     let mut each = Vec::new();
     for id in ids {
-        let result = reenter(&app, &id, quiet).await?;
+        let result = match reenter(&app, &id, quiet).await {
+            Ok(result) => result,
+            // With --all, a run that cannot go on now (driven elsewhere, interrupted) is
+            // told and the others still go on.
+            Err(f) if all => {
+                let message = format!("{:#}", f.error);
+                errln!("{id}: {message}");
+                if json {
+                    each.push(json!({
+                        "run_id": id,
+                        "error": {"exit_code": f.code, "message": message},
+                    }));
+                }
+                worst = match (worst, f.code) {
+                    (exit::WAITING, c) | (c, exit::WAITING) if c <= exit::NOT_ATTAINED => {
+                        exit::WAITING
+                    }
+                    (a, b) => a.max(b),
+                };
+                continue;
+            }
+            Err(f) => return Err(f),
+        };
         let code = if all && json {
             each.push(result_json(&app, &result, store_path).await?);
             result_code(&result)

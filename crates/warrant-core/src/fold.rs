@@ -146,7 +146,8 @@ pub struct CallRecord {
     /// An operator reconciled that it did not happen and asked for it to be sent again.
     pub resend: bool,
     /// Dispatched, and found its provider stopped before it was sent; the provider could
-    /// not be started again (the run stopped, interrupted): safe to send on re-entry.
+    /// not be started again (the run stopped, interrupted): safe to send on the next
+    /// re-entry, and only then (`run_resumed` taking the call over ends it).
     pub unsent: bool,
     /// The call that sent it again, once started.
     pub resent_by: Option<CallId>,
@@ -1442,11 +1443,13 @@ impl RunState {
                 self.setup_ms += setup_ms.unwrap_or(0);
                 if let Some(id) = in_flight {
                     let c = self
-                        .call(*id)
+                        .call_mut(*id)
                         .ok_or_else(|| fail(format!("unknown call {id}")))?;
                     if c.status.is_some() || c.executed.is_none() {
                         return Err(fail(format!("call {id} is not in flight")));
                     }
+                    // The re-entry takes the call over: from here on it may have been sent.
+                    c.unsent = false;
                 }
                 self.resumes += 1;
             }

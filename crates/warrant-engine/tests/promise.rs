@@ -44,6 +44,10 @@ enum Fault {
     PerformThenLose,
     /// Fails before sending anything.
     NotSent,
+    /// The provider has stopped: nothing sent (and `revive` cannot start it).
+    Down,
+    /// Performs the call, then never answers.
+    PerformThenHang,
 }
 
 /// The cafe behind ports that misbehave as told: `invoke` for calls to `tool`, `observe`,
@@ -98,7 +102,24 @@ impl Surface for Faulty {
                     "the connection closed before the answer",
                 ))
             }),
+            Fault::Down => Box::pin(std::future::ready(Err(SurfaceError::new(
+                warrant_core::ports::SurfaceErrorKind::Down,
+                "the server had stopped before the call was sent",
+            )))),
+            Fault::PerformThenHang => Box::pin(async move {
+                let _ = self.inner.invoke(call).await;
+                std::future::pending().await
+            }),
         }
+    }
+
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        let error = (self.invoke == Fault::Down)
+            .then(|| SurfaceError::not_sent("the server cannot be started: no such program"));
+        Box::pin(std::future::ready(warrant_core::ports::Restart {
+            attempts: 3,
+            error,
+        }))
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
@@ -524,4 +545,53 @@ async fn every_recorded_fixture_replays_byte_for_byte() {
         seen += 1;
     }
     assert!(seen >= 3);
+}
+
+/// A commit that found its provider stopped before it was sent leaves the run interrupted;
+/// resumed, it is sent once — and a crash right after that send leaves it in doubt at the
+/// next re-entry, never sent a third time.
+#[tokio::test(start_paused = true)]
+async fn a_commit_never_sent_is_sent_once_on_resume_and_in_doubt_if_that_send_is_lost() {
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TokioClock::new()))
+        .with_ids(Arc::new(SequentialIds::new("run")))
+        .with_authority(Arc::new(AllowAll));
+    let cafe = Arc::new(Cafe::default());
+    let surfaces_with = |fault: Fault| {
+        let mut f = Faulty::new(cafe.clone(), "order_latte");
+        f.invoke = fault;
+        let f = Arc::new(f);
+        let mut s: warrant_engine::Surfaces = std::collections::HashMap::new();
+        s.insert("cafe".into(), f.clone());
+        (s, f)
+    };
+    // The provider is down and cannot be started: interrupted, nothing sent.
+    let (down, _) = surfaces_with(Fault::Down);
+    let err = engine
+        .run(spec(ORDER), &script(ONCE), &down)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Interrupted { .. }), "{err}");
+    let run = warrant_core::ids::RunId("run-1".into());
+    let state = engine.fold(&run).await.unwrap();
+    assert!(state.call(CallId(1)).unwrap().unsent);
+    assert_eq!(cafe.orders().len(), 0);
+    // Resumed: sent, performed, and the process dies before the answer is recorded.
+    let (hanging, _) = surfaces_with(Fault::PerformThenHang);
+    let crashed = tokio::time::timeout(
+        std::time::Duration::from_millis(50),
+        engine.resume(&run, &script(ONCE), &hanging),
+    )
+    .await;
+    assert!(crashed.is_err(), "the resume was cut off mid-call");
+    assert_eq!(cafe.orders().len(), 1);
+    // Resumed again: the call may have happened, so it is in doubt, not sent again.
+    let (healthy, surface) = surfaces_with(Fault::None);
+    let waiting = engine.resume(&run, &script(ONCE), &healthy).await.unwrap();
+    assert_eq!(cafe.orders().len(), 1, "never sent a third time");
+    assert!(surface.invoked.lock().unwrap().is_empty());
+    assert!(waiting.state.call(CallId(1)).unwrap().in_doubt);
+    let events = log(&store, &waiting);
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
 }

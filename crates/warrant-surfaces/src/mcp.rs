@@ -62,6 +62,8 @@ pub struct McpSurface {
     launch: Option<Arc<Launch>>,
     /// Held while the server is started again: one restart at a time.
     reviving: tokio::sync::Mutex<()>,
+    /// Set once the server was shut down: it is not started again.
+    shut: std::sync::atomic::AtomicBool,
     trusted: bool,
     output_bytes_max: usize,
     /// Whether a call's result is the server's whole answer (a front door that forwards it
@@ -617,6 +619,7 @@ impl McpSurface {
             watcher,
             launch: None,
             reviving: tokio::sync::Mutex::new(()),
+            shut: std::sync::atomic::AtomicBool::new(false),
             trusted,
             output_bytes_max: crate::OUTPUT_BYTES_MAX_DEFAULT,
             whole_result: false,
@@ -659,11 +662,10 @@ impl McpSurface {
     /// commit that may have been sent stays as it is (in doubt).
     async fn failed(&self, link: &Link, e: ServiceError, what: &str, read: bool) -> SurfaceError {
         let error = request_error(e, what);
+        // A commit whose answer was lost stays so whatever the server's state: no wait.
         if self.launch.is_none()
-            || !matches!(
-                error.kind,
-                SurfaceErrorKind::NotSent | SurfaceErrorKind::AnswerLost
-            )
+            || !(error.kind == SurfaceErrorKind::NotSent
+                || read && error.kind == SurfaceErrorKind::AnswerLost)
         {
             return error;
         }
@@ -689,6 +691,15 @@ impl McpSurface {
             };
         };
         let _one = self.reviving.lock().await;
+        if self.shut.load(Ordering::SeqCst) {
+            return Restart {
+                attempts: 0,
+                error: Some(SurfaceError::not_sent(format!(
+                    "`{}` was shut down: nothing more is asked of it",
+                    launch.program
+                ))),
+            };
+        }
         if self.link().is_some_and(|l| !l.closed()) {
             return Restart {
                 attempts: 0,
@@ -727,6 +738,7 @@ impl McpSurface {
     /// Closes the server's input and gives its process group time to exit, then SIGTERM and
     /// time again, then SIGKILL (MCP's order for stdio).
     async fn end(&self) {
+        self.shut.store(true, Ordering::SeqCst);
         let Some(link) = self.link() else {
             return;
         };

@@ -237,13 +237,17 @@ impl<'a> Run<'a> {
             return Ok(self.result());
         }
         let (setup_ms, by) = (self.setup_ms.take(), self.resumed_by.take());
+        // Read before `run_resumed`, which takes the call over (it may be sent from now on).
+        let unsent = in_flight
+            .and_then(|c| self.state.call(c))
+            .is_some_and(|c| c.unsent);
         self.stage(EventKind::RunResumed {
             in_flight,
             setup_ms,
             by,
         })?;
         if let Some(call) = in_flight {
-            self.recover(call).await?;
+            self.recover(call, unsent).await?;
         }
         self.resume().await
     }

@@ -56,8 +56,9 @@ impl Run<'_> {
         Ok(true)
     }
 
-    /// Settles a call whose intent is durable but whose result was lost.
-    pub(super) async fn recover(&mut self, call: CallId) -> Result<(), EngineError> {
+    /// Settles a call whose intent is durable but whose result was lost; `unsent` when the
+    /// log said it found its provider stopped before it left (read before `run_resumed`).
+    pub(super) async fn recover(&mut self, call: CallId, unsent: bool) -> Result<(), EngineError> {
         let Some(Reopened {
             record,
             i,
@@ -73,7 +74,7 @@ impl Run<'_> {
         // INVARIANT (no effect repeated, none lost): a read is simply re-invoked; a commit only
         // when repeating it is safe by construction or the surface can tell what happened.
         // A call found its provider stopped before it was sent (`unsent`): nothing happened.
-        let recovery = if effect == Effect::Read || record.unsent {
+        let recovery = if effect == Effect::Read || unsent {
             Recovery::Reinvoke
         } else {
             surface.recovery(&record.tool)
@@ -133,7 +134,15 @@ impl Run<'_> {
             return Ok(());
         }
         match recovery {
-            Recovery::Reinvoke => self.invoke_and_record(i, &surface, invocation).await,
+            Recovery::Reinvoke => {
+                // INVARIANT (no effect repeated): `run_resumed`, which ends the call's
+                // `unsent`, is durable before it is sent: a crash after the send leaves it in
+                // doubt, never sent a third time.
+                if unsent && effect == Effect::Commit {
+                    self.flush().await?;
+                }
+                self.invoke_and_record(i, &surface, invocation).await
+            }
             Recovery::Lookup => {
                 let looked = self.lookup(&surface, invocation.clone()).await;
                 match looked {

@@ -58,6 +58,8 @@ impl Run<'_> {
             return Ok(Restarted::Running);
         };
         self.flush().await?;
+        // Given back at once: `resume` may carry the run on without waiting for it to lapse.
+        self.release().await;
         Err(EngineError::Interrupted {
             run: self.run_id.clone(),
             reason: format!(
