@@ -885,7 +885,7 @@ fn render_event(e: &StoredEvent) -> String {
             "{provider} stopped{} ({}); {}",
             call.map(|c| format!(" under {c}")).unwrap_or_default(),
             cause.message,
-            restart_words(*attempts, fault.as_ref())
+            warrant_core::report::restart_outcome(*attempts, fault.as_ref())
         ),
         EventKind::Decided {
             step,
@@ -1422,12 +1422,7 @@ async fn resume(
                         "error": {"exit_code": f.code, "message": message},
                     }));
                 }
-                worst = match (worst, f.code) {
-                    (exit::WAITING, c) | (c, exit::WAITING) if c <= exit::NOT_ATTAINED => {
-                        exit::WAITING
-                    }
-                    (a, b) => a.max(b),
-                };
+                worst = worse(worst, f.code);
                 continue;
             }
             Err(f) => return Err(f),
@@ -1438,15 +1433,21 @@ async fn resume(
         } else {
             print_result(&app, &result, json, store_path).await?
         };
-        worst = match (worst, code) {
-            (exit::WAITING, _) | (_, exit::WAITING) => exit::WAITING,
-            (a, b) => a.max(b),
-        };
+        worst = worse(worst, code);
     }
     if all && json {
         print_json(&each)?;
     }
     Ok(worst)
+}
+
+/// The exit code of several runs: waiting over a verdict (something is left to do), else
+/// the higher code (a refusal, an interruption).
+fn worse(a: u8, b: u8) -> u8 {
+    match (a, b) {
+        (exit::WAITING, c) | (c, exit::WAITING) if c <= exit::NOT_ATTAINED => exit::WAITING,
+        (a, b) => a.max(b),
+    }
 }
 
 /// Re-enters one run with what it recorded (decider, authority, execution control) and drives
@@ -1719,18 +1720,5 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = term => {}
-    }
-}
-
-/// What came of a provider's restart, in words: `show` and the progress lines say it alike.
-pub(crate) fn restart_words(attempts: u32, fault: Option<&warrant_core::event::Fault>) -> String {
-    let tries = if attempts == 1 {
-        "1 start".to_owned()
-    } else {
-        format!("{attempts} starts")
-    };
-    match fault {
-        None => format!("started again ({tries})"),
-        Some(f) => format!("not started again ({tries}): {}", f.message),
     }
 }

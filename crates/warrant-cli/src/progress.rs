@@ -75,7 +75,7 @@ impl Subscriber for Progress {
                 ..
             } => Some(format!(
                 "  provider {provider} had stopped: {}",
-                crate::commands::restart_words(*attempts, fault.as_ref())
+                warrant_core::report::restart_outcome(*attempts, fault.as_ref())
             )),
             EventKind::RunFinished { outcome } => Some(format!("run {run}: {}", outcome.name())),
             _ => None,

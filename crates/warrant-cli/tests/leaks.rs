@@ -26,24 +26,6 @@ fn marker(n: u32) -> String {
     format!("{}", 4_000_000 + std::process::id() * 20 + n)
 }
 
-/// The processes whose command line has `marker` as a word.
-fn lingering(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if cmdline.split(|b| *b == 0).any(|w| w == marker.as_bytes()) {
-            found.push(format!(
-                "{} {}",
-                entry.file_name().to_string_lossy(),
-                String::from_utf8_lossy(&cmdline).replace('\0', " ")
-            ));
-        }
-    }
-    found
-}
-
 /// Waits (up to `secs`) until some process carries `marker`.
 fn until_started(marker: &str, secs: u64) {
     for _ in 0..secs * 20 {
@@ -115,6 +97,23 @@ fn spawn(dir: &Path, store: &str, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// Starts a run of `spec` through the API of the server at `base` (201 expected).
+fn post_run(base: &str, spec: &str) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let r = reqwest::Client::new()
+                .post(format!("{base}/v1/runs"))
+                .json(&serde_json::json!({"spec_path": spec}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201, "{:?}", r.text().await);
+        });
 }
 
 fn sigkill(child: &mut Child) {
@@ -218,22 +217,8 @@ fn serve_and_gateway_leave_no_process_behind_when_stopped_or_killed() {
     let m = marker(5);
     write_spec(d, &m, "ping");
     let mut serve = start_server(&store, d, &[], None);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let base = serve.base.clone();
-    let started = |spec: &str| {
-        rt.block_on(async {
-            let r = reqwest::Client::new()
-                .post(format!("{base}/v1/runs"))
-                .json(&serde_json::json!({"spec_path": spec}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 201, "{:?}", r.text().await);
-        });
-    };
+    let started = |spec: &str| post_run(&base, spec);
     started("spec.yaml");
     for _ in 0..200 {
         let runs = warrant_in(d, &store, &["runs", "--json"]);
@@ -310,19 +295,7 @@ fn a_worker_leaves_no_process_behind_when_stopped_or_killed() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let served = served(serve.spawn().unwrap());
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let r = reqwest::Client::new()
-                .post(format!("{}/v1/runs", served.base))
-                .json(&serde_json::json!({"spec_path": "spec.yaml"}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 201, "{:?}", r.text().await);
-        });
+    post_run(&served.base, "spec.yaml");
     let mut worker = spawn(d, &url, &["worker", "--name", "leaky"]);
     until_started(&m, 30);
     std::thread::sleep(Duration::from_millis(500));

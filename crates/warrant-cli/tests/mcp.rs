@@ -1139,21 +1139,6 @@ fn providers_proposes_effects_and_a_misspelt_grant_argument_is_an_error() {
     );
 }
 
-/// The processes whose command line has `marker` as one of its words (this machine's /proc).
-fn lingering(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        if words.contains(&marker.as_bytes()) {
-            found.push(entry.file_name().to_string_lossy().into_owned());
-        }
-    }
-    found
-}
-
 /// A stdio server's whole process group ends with the command that started it: a server
 /// behind a wrapper script that left a grandchild running, and one that never finishes its
 /// handshake, leave no process behind once `warrant run` has ended.

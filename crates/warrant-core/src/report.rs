@@ -308,14 +308,7 @@ impl RunReport {
                     call.map(|c| format!(" when {c} was to be sent"))
                         .unwrap_or_default(),
                     cause.message,
-                    match fault {
-                        None => format!("started again after {attempts} start(s)"),
-                        Some(f) => format!(
-                            "not started again after {attempts} start(s), the run stopped \
-                             interrupted: {}",
-                            f.message
-                        ),
-                    }
+                    restart_outcome(*attempts, fault.as_ref())
                 )),
                 _ => {}
             }
@@ -757,6 +750,23 @@ fn unsettled(state: &RunState) -> Vec<UnsettledReport> {
             }
         })
         .collect()
+}
+
+/// What came of a provider's restart (`provider_restarted`), in words: the report, `show`
+/// and the progress lines say it alike.
+pub fn restart_outcome(attempts: u32, fault: Option<&Fault>) -> String {
+    let tries = if attempts == 1 {
+        "1 start".to_owned()
+    } else {
+        format!("{attempts} starts")
+    };
+    match fault {
+        None => format!("started again ({tries})"),
+        Some(f) => format!(
+            "not started again ({tries}), the run stopped interrupted: {}",
+            f.message
+        ),
+    }
 }
 
 /// Whether `call` was reconciled as not done and sent again, and the last of its sendings

@@ -180,3 +180,22 @@ pub fn sse_frames(buf: &mut String) -> Vec<(u64, serde_json::Value)> {
     }
     out
 }
+
+/// The processes whose command line has `marker` as one of its words (this machine's
+/// /proc): each as its id and command line.
+pub fn lingering(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).any(|w| w == marker.as_bytes()) {
+            found.push(format!(
+                "{} {}",
+                entry.file_name().to_string_lossy(),
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}
