@@ -6,7 +6,7 @@ use std::sync::Arc;
 use warrant_core::event::DeciderIdentity;
 use warrant_core::ports::Decider;
 use warrant_core::spec::Format;
-use warrant_core::{Spec, validate};
+use warrant_core::{DeciderKind, DeciderRef, Spec, validate};
 use warrant_deciders::live::models::Table;
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_surfaces::ReferenceCatalog;
@@ -199,13 +199,12 @@ impl Deciders {
         spec: &Spec,
         spec_path: &Path,
     ) -> Result<Option<(String, Script)>> {
-        match spec
-            .decider
-            .as_deref()
-            .and_then(|d| d.strip_prefix("scripted:"))
-        {
-            Some(arg) => script(arg, spec_path.parent(), spec).map(Some),
-            None => Ok(None),
+        match spec.decider.as_deref().map(DeciderRef::parse) {
+            Some(DeciderRef {
+                kind: DeciderKind::Scripted,
+                arg,
+            }) => script(&arg, spec_path.parent(), spec).map(Some),
+            _ => Ok(None),
         }
     }
 
@@ -217,23 +216,24 @@ impl Deciders {
     /// Builds a decider from `kind:argument`. A relative script path is resolved against
     /// `base` (a spec's folder for its default decider), else the working directory.
     pub fn load(&self, text: &str, base: Option<&Path>, spec: &Spec) -> Result<Box<dyn Decider>> {
-        let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
-        match kind {
-            "scripted" => {
-                let (shown, script) = script(arg, base, spec)?;
+        let named = DeciderRef::parse(text);
+        match &named.kind {
+            DeciderKind::Scripted => {
+                let (shown, script) = script(&named.arg, base, spec)?;
                 Ok(Box::new(ScriptedDecider::new(script, &shown)))
             }
-            live if warrant_deciders::live::is_live(live) => {
+            DeciderKind::Other(live) if warrant_deciders::live::is_live(live) => {
                 let decider =
-                    warrant_deciders::live::LiveDecider::parse(text, &self.model_table()?)
+                    warrant_deciders::live::LiveDecider::parse(&named, &self.model_table()?)
                         .map_err(|e| AppError::invalid(format!("decider `{text}`: {e}")))?;
                 Ok(Box::new(decider))
             }
-            crate::operator::MODEL_KIND => self.registry.model(arg, self, spec),
+            DeciderKind::Model => self.registry.model(&named.arg, self, spec),
             other => Err(AppError::invalid(format!(
-                "unknown decider `{other}` (this build knows: scripted:PATH, openai:MODEL, \
+                "unknown decider `{}` (this build knows: scripted:PATH, openai:MODEL, \
                  anthropic:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL, and \
-                 model:NAME for a model the operator registered)"
+                 model:NAME for a model the operator registered)",
+                other.name()
             ))),
         }
     }
@@ -252,26 +252,25 @@ impl Deciders {
     /// The decider recorded in a run's log, built again. It must be configured as it was (a
     /// script unchanged): its decisions would otherwise not be the ones recorded.
     pub fn recorded(&self, identity: &DeciderIdentity, spec: &Spec) -> Result<Box<dyn Decider>> {
-        let decider = match identity.kind.as_str() {
-            "scripted" => self.load(&format!("scripted:{}", identity.name), None, spec)?,
-            live if warrant_deciders::live::is_live(live) => {
-                self.load(&format!("{live}:{}", identity.name), None, spec)?
+        let named = DeciderRef::recorded(identity);
+        let decider = match &named.kind {
+            DeciderKind::Scripted => self.load(&named.to_string(), None, spec)?,
+            DeciderKind::Other(live) if warrant_deciders::live::is_live(live) => {
+                self.load(&named.to_string(), None, spec)?
             }
-            crate::operator::MODEL_KIND => self.registry.model(&identity.name, self, spec)?,
+            DeciderKind::Model => self.registry.model(&named.arg, self, spec)?,
             // A gateway session's client is gone with the process that served it: re-entered,
             // the session ends (`closed`), its calls in doubt reported, none repeated.
-            crate::CLIENT_KIND => Box::new(crate::GoneClient::new(identity.clone())),
-            other => {
+            DeciderKind::Client => Box::new(crate::GoneClient::new(identity.clone())),
+            DeciderKind::Other(_) => {
                 return Err(AppError::invalid(format!(
-                    "this build cannot resume a run decided by `{other}:{}`",
-                    identity.name
+                    "this build cannot resume a run decided by `{named}`"
                 )));
             }
         };
         if decider.identity().digest != identity.digest {
             return Err(AppError::invalid(format!(
-                "the decider `{}:{}` is not configured as when the run started: its decisions would not be the ones recorded",
-                identity.kind, identity.name
+                "the decider `{named}` is not configured as when the run started: its decisions would not be the ones recorded"
             )));
         }
         Ok(decider)

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use warrant_core::spec::{ChildSpec, ProviderSpec, Trust};
-use warrant_core::{Spec, canon, validate};
+use warrant_core::{DeciderKind, DeciderRef, Spec, canon, validate};
 use warrant_surfaces::{ReferenceCatalog, Secrets};
 
 use crate::{AppError, DOCUMENT_BYTES_MAX, Result};
@@ -92,13 +92,7 @@ impl Catalog {
             t.replace(&root, "")
                 .replace(&*self.root.to_string_lossy(), ".")
         };
-        match e {
-            AppError::Invalid(t) => AppError::Invalid(hidden(t)),
-            AppError::Failed(t) => AppError::Failed(hidden(t)),
-            AppError::Forbidden(t) => AppError::Forbidden(hidden(t)),
-            AppError::Held(t) => AppError::Held(hidden(t)),
-            AppError::Interrupted(t) => AppError::Interrupted(hidden(t)),
-        }
+        e.map_message(hidden)
     }
 }
 
@@ -286,11 +280,12 @@ impl Registry {
         for (name, m) in file.models {
             let field = format!("models.{name}");
             let mut m = m;
-            if let Some(path) = m.decider.strip_prefix("scripted:") {
-                if Path::new(path).is_relative() {
-                    m.decider = format!("scripted:{}", folder.join(path).display());
+            let named = DeciderRef::parse(&m.decider);
+            if named.kind == DeciderKind::Scripted {
+                if Path::new(&named.arg).is_relative() {
+                    m.decider = DeciderRef::scripted(folder.join(&named.arg).display()).to_string();
                 }
-            } else if !warrant_deciders::live::is_live(m.decider.split(':').next().unwrap_or("")) {
+            } else if !warrant_deciders::live::is_live(named.kind.name()) {
                 return Err(bad(
                     format!("{field}.decider"),
                     format!("`{}` is not a decider this build knows", m.decider),
@@ -421,13 +416,14 @@ impl Registry {
             ))
         })?;
         let m = &entry.definition;
-        let inner: Box<dyn warrant_core::ports::Decider> = if m.decider.starts_with("scripted:") {
+        let named = DeciderRef::parse(&m.decider);
+        let inner: Box<dyn warrant_core::ports::Decider> = if named.kind == DeciderKind::Scripted {
             deciders.load(&m.decider, None, spec)?
         } else {
             let key = m.key.as_deref().and_then(|k| self.secrets.get(k));
             Box::new(
                 warrant_deciders::live::LiveDecider::parse_keyed(
-                    &m.decider,
+                    &named,
                     &deciders.model_table()?,
                     key,
                 )
@@ -436,7 +432,7 @@ impl Registry {
         };
         Ok(Box::new(RegisteredModel {
             identity: warrant_core::event::DeciderIdentity {
-                kind: MODEL_KIND.to_owned(),
+                kind: DeciderKind::Model.name().to_owned(),
                 name: name.to_owned(),
                 digest: Some(entry.digest.clone()),
             },
@@ -444,9 +440,6 @@ impl Registry {
         }))
     }
 }
-
-/// The decider kind of a model the operator registered (`model:NAME`).
-pub const MODEL_KIND: &str = "model";
 
 /// A model the operator registered, known to the run's log by the name it was registered
 /// under and the digest of its definition, never by its endpoint or key.
@@ -666,8 +659,9 @@ pub fn confine_decider(
     catalog: Option<&Catalog>,
     registry: &Registry,
 ) -> Result<String> {
-    match text.split_once(':') {
-        Some((MODEL_KIND, name)) => {
+    let named = DeciderRef::parse(text);
+    match (&named.kind, named.arg.as_str()) {
+        (DeciderKind::Model, name) => {
             if registry.models.contains_key(name) {
                 Ok(text.to_owned())
             } else {
@@ -677,10 +671,9 @@ pub fn confine_decider(
                 )))
             }
         }
-        Some(("scripted", path)) => Ok(format!(
-            "scripted:{}",
-            confine_file(path, catalog, "script")?
-        )),
+        (DeciderKind::Scripted, path) => {
+            Ok(DeciderRef::scripted(confine_file(path, catalog, "script")?).to_string())
+        }
         _ => Err(AppError::invalid(format!(
             "`{text}`: a caller names a model the operator registered (`model:NAME`; registered: \
              {}) or a script in the operator's specs folder (`scripted:PATH`), never a model \

@@ -9,11 +9,11 @@ use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{Clock, Decider, EventStore, RunPage, RunQuery, resolve_run_prefix};
 use warrant_core::report::RunReport;
 use warrant_core::store::PendingApproval;
-use warrant_core::{RunState, Spec};
+use warrant_core::{ApprovalState, RunKind, RunState, RunStatus, Spec};
 use warrant_engine::{Answer, Answered, Engine, RuleList, RunResult, Surfaces, SystemClock, lease};
 use warrant_policy::Policies;
 
-use crate::rows::{ApprovalRow, RunView, approval_status_name};
+use crate::rows::{ApprovalRow, RunView};
 use crate::{AppError, Deciders, Result, providers};
 
 /// How long execution control has to rule when neither the flag's spec says.
@@ -172,7 +172,7 @@ impl Prepared {
                 setup_ms,
             )
             .await
-            .map_err(AppError::failed)
+            .map_err(AppError::from)
     }
 
     /// Ends the providers' connections in order (a stdio server: its input closed, a wait,
@@ -194,16 +194,34 @@ impl Prepared {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cancelled {
     /// The run had ended already, with this status.
-    AlreadyEnded(String),
+    AlreadyEnded(RunStatus),
     /// It is cancelled now.
     Cancelled,
     /// It ended otherwise (this status) before the cancellation took effect.
-    EndedFirst(String),
+    EndedFirst(RunStatus),
     /// The request is recorded; the process driving it has not acted on it yet.
     Pending {
         /// That process.
         holder: String,
     },
+}
+
+/// Where an approval request stands once it is no longer pending for whoever asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elsewhere {
+    /// Someone else answered it, or it expired or was withdrawn.
+    Settled(ApprovalState),
+    /// The run's log no longer names it.
+    Gone,
+}
+
+impl std::fmt::Display for Elsewhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Elsewhere::Settled(s) => s.fmt(f),
+            Elsewhere::Gone => f.write_str("gone"),
+        }
+    }
 }
 
 /// What an operator found out about a call in doubt.
@@ -486,7 +504,7 @@ impl App {
             .store
             .read(&warrant_engine::root_of(run), 1)
             .await
-            .map_err(AppError::failed)?;
+            .map_err(AppError::from)?;
         let recorded = first.first().and_then(|e| match &e.event.kind {
             warrant_core::event::EventKind::RunStarted { authority, .. } => authority.clone(),
             _ => None,
@@ -526,7 +544,7 @@ impl App {
             .store
             .catalog_add(entry.clone())
             .await
-            .map_err(AppError::failed)?;
+            .map_err(AppError::from)?;
         Ok((entry, new))
     }
 
@@ -537,7 +555,7 @@ impl App {
             .store
             .catalog(Some(id))
             .await
-            .map_err(AppError::failed)?;
+            .map_err(AppError::from)?;
         let chosen = match digest {
             Some(d) => {
                 let matching: Vec<_> = versions
@@ -604,7 +622,7 @@ impl App {
             limit: if text == "last" { 1 } else { 64 },
             ..RunQuery::default()
         };
-        let page = self.store.runs(query).await.map_err(AppError::failed)?;
+        let page = self.store.runs(query).await.map_err(AppError::from)?;
         if text == "last" {
             // The newest run's tree, by its root: a child is shown with its tree.
             return page
@@ -647,7 +665,7 @@ impl App {
             }
         })?;
         if events.is_empty() {
-            return Err(AppError::invalid(format!("no run `{run}` in the store")));
+            return Err(AppError::NotFound(format!("no run `{run}` in the store")));
         }
         Ok(events.into_iter().map(|s| s.event).collect())
     }
@@ -656,49 +674,32 @@ impl App {
     /// `interrupted` for a running one no process drives). Those two are asked for as such:
     /// the running runs no process drives, never taken up or stopped midway.
     pub async fn runs(&self, query: RunQuery) -> Result<RunPage> {
-        const STATUSES: [&str; 10] = [
-            "running",
-            "queued",
-            "interrupted",
-            "waiting",
-            "ready",
-            "attained",
-            "not_attained",
-            "failed",
-            "cancelled",
-            "exhausted",
-        ];
-        if let Some(s) = query.status.as_deref()
-            && !STATUSES.contains(&s)
-        {
-            return Err(AppError::invalid(format!(
-                "no status `{s}` (the statuses: {})",
-                STATUSES.join(", ")
-            )));
-        }
-        // Statuses the store does not hold: derived from `running` and the lease.
-        let derived = query
-            .status
-            .clone()
-            .filter(|s| matches!(s.as_str(), "running" | "queued" | "interrupted"));
+        // `running` runs are shown `queued` or `interrupted` when no process drives them.
+        let derived = query.status.filter(|s| {
+            matches!(
+                s,
+                RunStatus::Running | RunStatus::Queued | RunStatus::Interrupted
+            )
+        });
         let limit = query.limit;
-        let asked = match &derived {
-            Some(s) if s != "running" => RunQuery {
-                status: Some("running".into()),
+        let asked = match derived {
+            // Statuses the store does not hold: derived from `running` and the lease.
+            Some(s) if !s.is_stored() => RunQuery {
+                status: Some(RunStatus::Running),
                 limit: 0,
                 after: None,
                 ..query
             },
             _ => query,
         };
-        let mut page = self.store.runs(asked).await.map_err(AppError::failed)?;
+        let mut page = self.store.runs(asked).await.map_err(AppError::from)?;
         let now = SystemClock.now_ms();
         for r in &mut page.runs {
-            r.status = lease::shown_status(r, now).to_owned();
+            r.status = lease::shown_status(r, now);
         }
-        if let Some(wanted) = &derived {
-            page.runs.retain(|r| r.status == *wanted);
-            if wanted != "running" && limit > 0 {
+        if let Some(wanted) = derived {
+            page.runs.retain(|r| r.status == wanted);
+            if !wanted.is_stored() && limit > 0 {
                 page.runs.truncate(limit);
             }
         }
@@ -718,7 +719,7 @@ impl App {
                 .store
                 .runs(query.clone())
                 .await
-                .map_err(AppError::failed)?;
+                .map_err(AppError::from)?;
             out.extend(
                 page.runs
                     .iter()
@@ -728,7 +729,7 @@ impl App {
                     // A gateway session answered while its gateway waits on it is the
                     // gateway's to carry on (its client waits for the answer there); one
                     // interrupted is anyone's to close.
-                    .filter(|r| !(r.status == "ready" && crate::is_session(&r.decider)))
+                    .filter(|r| !(r.status == RunStatus::Ready && r.kind() == RunKind::Session))
                     .map(|r| r.run_id.clone()),
             );
             match page.next {
@@ -763,17 +764,21 @@ impl App {
     /// The status every reader shows for `run`: its log's, or `queued` / `interrupted` when
     /// it runs and no process drives it; and why a run nobody drives has not been taken up
     /// yet, when a worker said.
-    async fn status_and_note(&self, run: &RunId, state: &RunState) -> (String, Option<String>) {
+    async fn status_and_note(
+        &self,
+        run: &RunId,
+        state: &RunState,
+    ) -> (RunStatus, Option<String>) {
         let folded = state.status();
         let summary = self.store.summary(run).await.ok().flatten();
         let now = SystemClock.now_ms();
         // The log's status stands unless no process drives the run: the summary may already
         // be past the log that was read.
         match summary {
-            Some(s) if folded == "running" && lease::interrupted(&s, now) => {
-                (lease::shown_status(&s, now).to_owned(), s.note)
+            Some(s) if folded == RunStatus::Running && lease::interrupted(&s, now) => {
+                (lease::shown_status(&s, now), s.note)
             }
-            _ => (folded.to_owned(), None),
+            _ => (folded, None),
         }
     }
 
@@ -787,12 +792,12 @@ impl App {
                 .store
                 .pending_approvals(None)
                 .await
-                .map_err(AppError::failed)?;
+                .map_err(AppError::from)?;
             // A child's asks are listed with its tree: grouped by root, then by run.
             let mut rows: Vec<ApprovalRow> = pending
                 .into_iter()
                 .filter(|a| now < a.expires_at_ms)
-                .map(|a| ApprovalRow::new(a, "pending"))
+                .map(|a| ApprovalRow::new(a, ApprovalState::Pending))
                 .collect();
             rows.sort_by(|a, b| {
                 (warrant_engine::root_of(&a.run), &a.run.0)
@@ -809,10 +814,10 @@ impl App {
             self.store
                 .pending_approvals(None)
                 .await
-                .map_err(AppError::failed)?
+                .map_err(AppError::from)?
                 .into_iter()
                 .filter(|a| a.run_id.0.starts_with(&prefix) && now < a.expires_at_ms)
-                .map(|a| ApprovalRow::new(a, "pending"))
+                .map(|a| ApprovalRow::new(a, ApprovalState::Pending))
                 .collect()
         } else {
             Vec::new()
@@ -825,10 +830,10 @@ impl App {
                     Some(warrant_core::fold::ApprovalStatus::Pending)
                         if now >= asked.expires_at_ms =>
                     {
-                        "expired"
+                        ApprovalState::Expired
                     }
-                    Some(s) => approval_status_name(s),
-                    None => "expired",
+                    Some(s) => s.state(),
+                    None => ApprovalState::Expired,
                 };
                 let mut row = ApprovalRow::new(asked, status);
                 if let Some(a) = state.approval(&row.request) {
@@ -842,12 +847,16 @@ impl App {
 
     /// Where approval request `request` of `run` stands, when no longer pending: another
     /// person may have answered it meanwhile. `None` while it is pending.
-    pub async fn answered_elsewhere(&self, run: &RunId, request: &str) -> Result<Option<String>> {
+    pub async fn answered_elsewhere(
+        &self,
+        run: &RunId,
+        request: &str,
+    ) -> Result<Option<Elsewhere>> {
         let state = fold(run, &self.log(run).await?)?;
-        Ok(match state.approval(request).map(|a| &a.status) {
-            Some(warrant_core::fold::ApprovalStatus::Pending) => None,
-            Some(other) => Some(approval_status_name(other).to_owned()),
-            None => Some("gone".to_owned()),
+        Ok(match state.approval(request).map(|a| a.status.state()) {
+            Some(ApprovalState::Pending) => None,
+            Some(other) => Some(Elsewhere::Settled(other)),
+            None => Some(Elsewhere::Gone),
         })
     }
 
@@ -856,10 +865,7 @@ impl App {
         self.engine()
             .answer(request, answer, by)
             .await
-            .map_err(|e| match e {
-                warrant_engine::EngineError::Forbidden(m) => AppError::Forbidden(m),
-                other => AppError::invalid(other),
-            })
+            .map_err(AppError::from)
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.
@@ -874,7 +880,7 @@ impl App {
         self.engine()
             .reconcile(run, call, said.happened, said.resend, by, note)
             .await
-            .map_err(AppError::invalid)
+            .map_err(AppError::from)
     }
 
     /// Cancels `run`, as `by`: the process driving it ends it at its next check (waited for
@@ -888,13 +894,13 @@ impl App {
         wait: Duration,
     ) -> Result<Cancelled> {
         let before = self.summary(run).await?;
-        if !live_status(&before.status) {
+        if !before.status.is_live() {
             return Ok(Cancelled::AlreadyEnded(before.status));
         }
         self.engine()
             .cancel(run, by, reason)
             .await
-            .map_err(AppError::failed)?;
+            .map_err(AppError::from)?;
         let step = Duration::from_millis(100);
         let mut waited = Duration::ZERO;
         while lease::driven(&self.summary(run).await?, SystemClock.now_ms()) && waited < wait {
@@ -902,10 +908,10 @@ impl App {
             waited += step;
         }
         let now = self.summary(run).await?;
-        if now.status == "cancelled" {
+        if now.status == RunStatus::Cancelled {
             return Ok(Cancelled::Cancelled);
         }
-        if !live_status(&now.status) {
+        if !now.status.is_live() {
             return Ok(Cancelled::EndedFirst(now.status));
         }
         if lease::driven(&now, SystemClock.now_ms()) {
@@ -916,26 +922,26 @@ impl App {
         self.reenter(run).await?;
         // (A child is re-entered with its tree: what became of it is its own status.)
         let after = self.summary(run).await?;
-        Ok(match after.status.as_str() {
-            "cancelled" => Cancelled::Cancelled,
-            other if live_status(other) => Cancelled::EndedFirst("waiting".to_owned()),
-            other => Cancelled::EndedFirst(other.to_owned()),
+        Ok(match after.status {
+            RunStatus::Cancelled => Cancelled::Cancelled,
+            other if other.is_live() => Cancelled::EndedFirst(RunStatus::Waiting),
+            other => Cancelled::EndedFirst(other),
         })
     }
 
     /// The status every reader shows for `run`, from the runs index (no log read): the one
     /// `show` derives from the log.
-    pub async fn shown_status(&self, run: &RunId) -> Result<String> {
+    pub async fn shown_status(&self, run: &RunId) -> Result<RunStatus> {
         let summary = self.summary(run).await?;
-        Ok(lease::shown_status(&summary, SystemClock.now_ms()).to_owned())
+        Ok(lease::shown_status(&summary, SystemClock.now_ms()))
     }
 
     async fn summary(&self, run: &RunId) -> Result<warrant_core::ports::RunSummary> {
         self.store
             .summary(run)
             .await
-            .map_err(AppError::failed)?
-            .ok_or_else(|| AppError::invalid(format!("no run `{run}` in the store")))
+            .map_err(AppError::from)?
+            .ok_or_else(|| AppError::NotFound(format!("no run `{run}` in the store")))
     }
 }
 
@@ -957,11 +963,6 @@ fn floor_texts<'a>(d: &'a serde_json::Value, in_floor: bool, out: &mut Vec<&'a s
         serde_json::Value::Array(a) => a.iter().for_each(|v| floor_texts(v, in_floor, out)),
         _ => {}
     }
-}
-
-/// Whether a run with this status has not ended.
-fn live_status(status: &str) -> bool {
-    matches!(status, "running" | "waiting" | "ready")
 }
 
 fn fold(run: &RunId, events: &[Arc<Event>]) -> Result<RunState> {

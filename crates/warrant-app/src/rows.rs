@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use warrant_core::fold::ApprovalStatus;
 use warrant_core::fold::StepAnswer;
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::provenance::ArgLabel;
 use warrant_core::report::{RunReport, SpecRef, UnsettledReport};
 use warrant_core::store::PendingApproval;
-use warrant_core::{Outcome, RunState};
+use warrant_core::{ApprovalState, Outcome, RunState, RunStatus};
 
 /// A call in doubt, as an operator needs it to find out whether it happened.
 #[derive(Clone, Debug, Serialize)]
@@ -49,7 +48,7 @@ pub struct ApprovalRow {
     /// The provider.
     pub provider: String,
     /// `pending`, `approved`, `denied`, `expired` or `withdrawn`.
-    pub status: &'static str,
+    pub status: ApprovalState,
     /// What the authority said needs approving.
     pub reason: String,
     /// The exact arguments an approval lets through.
@@ -70,7 +69,7 @@ pub struct ApprovalRow {
 }
 
 impl ApprovalRow {
-    pub(crate) fn new(asked: PendingApproval, status: &'static str) -> ApprovalRow {
+    pub(crate) fn new(asked: PendingApproval, status: ApprovalState) -> ApprovalRow {
         ApprovalRow {
             request: asked.request,
             parent: asked
@@ -93,17 +92,6 @@ impl ApprovalRow {
             approved_by: Vec::new(),
             proposed_scope: asked.proposed_scope.as_str(),
         }
-    }
-}
-
-/// The name of an approval's status.
-pub fn approval_status_name(status: &ApprovalStatus) -> &'static str {
-    match status {
-        ApprovalStatus::Pending => "pending",
-        ApprovalStatus::Approved { .. } => "approved",
-        ApprovalStatus::Denied { .. } => "denied",
-        ApprovalStatus::Expired => "expired",
-        ApprovalStatus::Withdrawn => "withdrawn",
     }
 }
 
@@ -142,7 +130,7 @@ impl Waiting {
                     .filter_map(|e| PendingApproval::asked(&run, e))
                     .find(|asked| asked.request == a.id)
             })
-            .map(|asked| ApprovalRow::new(asked, "pending"))
+            .map(|asked| ApprovalRow::new(asked, ApprovalState::Pending))
             .collect();
         Waiting {
             waiting_on,
@@ -202,7 +190,7 @@ pub struct RunView {
     pub run_id: RunId,
     /// Where it stands: the status every reader derives the same way (`queued` or
     /// `interrupted` when it runs and no process drives it).
-    pub status: String,
+    pub status: RunStatus,
     /// Why a run nobody drives has not been taken up yet (its tenant is at its fair share).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -244,7 +232,7 @@ impl RunView {
         report: RunReport,
         state: &RunState,
         events: &[Arc<warrant_core::Event>],
-        status: String,
+        status: RunStatus,
     ) -> RunView {
         let steps = report
             .steps

@@ -6,16 +6,6 @@ use warrant_core::event::DeciderIdentity;
 use warrant_core::ports::{BoxFuture, CancelRequest, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
 
-/// The decider kind of a gateway session: the MCP client whose calls it carries.
-pub const CLIENT_KIND: &str = "mcp-client";
-
-/// Whether a run's decider, as a run summary shows it (`kind:name`), is a session's client.
-pub fn is_session(decider: &str) -> bool {
-    decider
-        .strip_prefix(CLIENT_KIND)
-        .is_some_and(|rest| rest.starts_with(':'))
-}
-
 /// The client of a session re-entered by another process (or after a crash): gone. The run
 /// ends `closed` at its next step; it decides nothing.
 #[derive(Debug)]

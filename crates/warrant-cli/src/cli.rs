@@ -81,9 +81,9 @@ pub enum Command {
     /// List the runs in the store, newest first.
     Runs {
         /// Only runs with this status: running, queued, interrupted, waiting, ready, or an outcome
-        /// (attained, not_attained, failed, cancelled, exhausted).
+        /// (attained, not_attained, failed, cancelled, exhausted, closed).
         #[arg(long, value_name = "STATUS")]
-        status: Option<String>,
+        status: Option<warrant_core::RunStatus>,
         /// Only runs of the spec with this id.
         #[arg(long, value_name = "ID")]
         spec: Option<String>,

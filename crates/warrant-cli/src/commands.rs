@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use serde_json::{Value, json};
 use warrant_app::{App, AppError, ApprovalRow, Cancelled, Deciders, DoubtRow, Waiting};
-use warrant_core::Outcome;
+use warrant_core::{ApprovalState, Outcome, RunStatus};
 use warrant_core::Spec;
 use warrant_core::event::{Event, EventKind, StoredEvent};
 use warrant_core::ids::{CallId, RunId};
@@ -33,8 +33,11 @@ impl From<AppError> for Failure {
     fn from(e: AppError) -> Failure {
         match e {
             // Refused before anything was written: exit 2, like invalid input.
-            AppError::Invalid(m) | AppError::Forbidden(m) => Failure::invalid(anyhow!(m)),
-            AppError::Failed(m) => Failure::failed(anyhow!(m)),
+            AppError::Invalid(m)
+            | AppError::NotFound(m)
+            | AppError::Conflict(m)
+            | AppError::Forbidden(m) => Failure::invalid(anyhow!(m)),
+            AppError::Unavailable(m) | AppError::Failed(m) => Failure::failed(anyhow!(m)),
             AppError::Held(m) => Failure::with_code(exit::DRIVEN_ELSEWHERE, anyhow!(m)),
             AppError::Interrupted(m) => Failure::with_code(exit::INTERRUPTED, anyhow!(m)),
         }
@@ -542,7 +545,7 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
     let by = operator(None);
     let mut answered = false;
     for a in app.approvals(Some(&result.run_id)).await? {
-        if a.status != "pending" {
+        if a.status != ApprovalState::Pending {
             continue;
         }
         if let Some(status) = app.answered_elsewhere(&result.run_id, &a.request).await? {
@@ -709,7 +712,7 @@ async fn result_json(app: &App, result: &RunResult, store_path: &StoreAt) -> Res
     {
         Ok(json!({
             "run_id": result.run_id,
-            "outcome": result.outcome.as_ref().map_or("waiting", Outcome::name),
+            "outcome": result.outcome.as_ref().map_or(RunStatus::Waiting.name(), Outcome::name),
             "outcome_detail": result.outcome,
             "answer": report.answer,
             "waiting_on": waiting.waiting_on,
@@ -1092,14 +1095,14 @@ async fn follow_note(app: &App, id: &RunId) -> Result<Option<String>> {
         return Ok(None);
     };
     let now = SystemClock.now_ms();
-    Ok(match summary.status.as_str() {
-        "waiting" => Some(format!(
+    Ok(match summary.status {
+        RunStatus::Waiting => Some(format!(
             "{id} is waiting for a person (`warrant show {id}` says for what); still following"
         )),
-        "ready" => Some(format!(
+        RunStatus::Ready => Some(format!(
             "{id} was answered and waits to be resumed: `warrant resume {id}`; still following"
         )),
-        "running" if !lease::driven(&summary, now) => Some(format!(
+        RunStatus::Running if !lease::driven(&summary, now) => Some(format!(
             "the process driving {id} is gone{}: `warrant resume {id}` carries it on; still following",
             summary
                 .heartbeat_ms
@@ -1603,7 +1606,11 @@ async fn answer(
     let request = app.resolve_request(request).await?;
     let request = request.as_str();
     let done = app.answer(request, answer, &by).await?;
-    let verb = if approving { "approved" } else { "denied" };
+    let verb = if approving {
+        ApprovalState::Approved
+    } else {
+        ApprovalState::Denied
+    };
     let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);
     match done {
         Answered::Recorded => {

@@ -316,7 +316,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     };
     queue(first_half);
     let queued = rt.block_on(store.runs(RunQuery {
-        status: Some("running".into()),
+        status: Some(warrant_core::status::RunStatus::Running),
         ..RunQuery::default()
     }));
     assert_eq!(

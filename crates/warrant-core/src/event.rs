@@ -491,14 +491,7 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome's name: `attained`, `not_attained`, ...
     pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Attained => "attained",
-            Outcome::NotAttained { .. } => "not_attained",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Cancelled { .. } => "cancelled",
-            Outcome::Exhausted { .. } => "exhausted",
-            Outcome::Closed { .. } => "closed",
-        }
+        crate::status::RunStatus::ended(self).name()
     }
 
     /// The layer blamed, when there is one.

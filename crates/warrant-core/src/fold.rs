@@ -18,6 +18,7 @@ use crate::event::{
 use crate::ids::{CallId, HandleId, RunId, StepId};
 use crate::provenance::{ArgLabel, OutputIndex};
 use crate::spec::{CommitRule, Publish, Spec, StepSpec};
+use crate::status::RunStatus;
 
 /// How many recent calls of the current step a projection shows.
 pub const RECENT_CALLS_MAX: usize = 8;
@@ -214,6 +215,20 @@ pub enum ApprovalStatus {
     Withdrawn,
 }
 
+impl ApprovalStatus {
+    /// Its state, by name.
+    pub fn state(&self) -> crate::status::ApprovalState {
+        use crate::status::ApprovalState;
+        match self {
+            ApprovalStatus::Pending => ApprovalState::Pending,
+            ApprovalStatus::Approved { .. } => ApprovalState::Approved,
+            ApprovalStatus::Denied { .. } => ApprovalState::Denied,
+            ApprovalStatus::Expired => ApprovalState::Expired,
+            ApprovalStatus::Withdrawn => ApprovalState::Withdrawn,
+        }
+    }
+}
+
 /// One approval request and its fate.
 #[derive(Clone, Debug)]
 pub struct Approval {
@@ -293,18 +308,20 @@ pub struct FoldError {
 /// `waiting` (for a person: an effect in doubt, a call held for approval), `ready` (a person
 /// answered; resuming carries it on) or the outcome's name — or `None` when it does not. The
 /// fold and every store's runs index derive a run's status with this one function.
-pub fn status_after(kind: &EventKind) -> Option<&'static str> {
+pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
     match kind {
-        EventKind::RunFinished { outcome } => Some(outcome.name()),
+        EventKind::RunFinished { outcome } => Some(RunStatus::ended(outcome)),
         EventKind::CallInDoubt { .. }
         | EventKind::ApprovalRequested { .. }
-        | EventKind::ChildWaiting { .. } => Some("waiting"),
+        | EventKind::ChildWaiting { .. } => Some(RunStatus::Waiting),
         // One of several approvers approved: the request still waits for the others.
         EventKind::ApprovalResolved { awaiting, .. } if *awaiting > 0 => None,
-        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => Some("ready"),
+        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => {
+            Some(RunStatus::Ready)
+        }
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
-        | EventKind::ApprovalExpired { .. } => Some("running"),
+        | EventKind::ApprovalExpired { .. } => Some(RunStatus::Running),
         _ => None,
     }
 }
@@ -353,7 +370,7 @@ impl Clocks {
             }
             // An operator's input, recorded by whichever process took it.
             EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. } => {}
-            k if status_after(k) == Some("waiting") => {
+            k if status_after(k) == Some(RunStatus::Waiting) => {
                 if let Some(start) = self.segment.take() {
                     self.driven_ms += at.saturating_sub(start);
                 }
@@ -505,7 +522,7 @@ pub struct RunState {
     /// The grants the decider proposed (`plan_first`), once it did.
     pub(crate) planned: Option<BTreeMap<String, crate::spec::Grant>>,
     /// The status the last status-changing event left (`status_after`).
-    status: &'static str,
+    status: RunStatus,
     /// Milliseconds spent before the run and each re-entry started (starting providers).
     pub(crate) setup_ms: u64,
     /// Its two clocks: the time it spent driving, and the time it waited for people.
@@ -2095,12 +2112,8 @@ impl RunState {
     /// a person), `ready` (a person answered; resuming carries it on), or the outcome's name.
     /// Derived from the events by [`status_after`], as the store's runs index derives it: every
     /// reader (`runs`, `show`, `resume --all`, a server) agrees.
-    pub fn status(&self) -> &'static str {
-        if self.status.is_empty() {
-            "running"
-        } else {
-            self.status
-        }
+    pub fn status(&self) -> RunStatus {
+        self.status
     }
 
     /// The provider of step `i`.

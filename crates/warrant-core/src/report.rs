@@ -35,8 +35,8 @@ pub struct RunReport {
     /// were named, or by an embedder that names none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildInfo>,
-    /// `running`, `waiting`, or the outcome's name (the vocabulary of `warrant runs`).
-    pub status: String,
+    /// `running`, `waiting`, `ready`, or the outcome's name (the vocabulary of `warrant runs`).
+    pub status: crate::status::RunStatus,
     /// How it ended (absent while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
@@ -471,7 +471,7 @@ impl RunReport {
                 digest: None,
             }),
             build: state.build().cloned(),
-            status: state.status().to_owned(),
+            status: state.status(),
             conformant: state.outcome == Some(Outcome::Attained),
             outcome: state.outcome.clone(),
             route: state.route(),
@@ -534,7 +534,7 @@ impl RunReport {
         let mut out = String::new();
         let outcome: &str = match &self.outcome {
             Some(o) => o.name(),
-            None => &self.status,
+            None => self.status.name(),
         };
         let _ = writeln!(out, "run      {}", self.run_id);
         let _ = writeln!(

@@ -15,6 +15,7 @@ use crate::event::{Event, StoredEvent};
 use crate::ids::{CallId, RunId, StepId};
 use crate::ports::BoxFuture;
 use crate::provenance::ArgLabel;
+use crate::status::{RunKind, RunStatus};
 
 /// A store could not do what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +63,7 @@ pub struct RunSummary {
     /// `running`, `waiting` (for an approval or a reconciliation), `ready` (answered, to be
     /// resumed) or the outcome's name. A `running` run whose driver is gone is interrupted
     /// (`warrant_engine::lease`).
-    pub status: String,
+    pub status: RunStatus,
     /// When it started.
     pub started_at_ms: u64,
     /// Events in its log.
@@ -86,6 +87,11 @@ pub struct RunSummary {
 pub const LEASE_TTL_MS: u64 = 10_000;
 
 impl RunSummary {
+    /// What kind of run it is (a gateway session, by its decider).
+    pub fn kind(&self) -> RunKind {
+        RunKind::of_decider(&self.decider)
+    }
+
     /// Whether a process holds the run's lease and was heard from within [`LEASE_TTL_MS`] of
     /// `now_ms` (`warrant_engine::lease` also knows a local process that is gone).
     pub fn driven(&self, now_ms: u64) -> bool {
@@ -152,8 +158,8 @@ pub struct RunCursor {
 /// Which runs to list, newest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunQuery {
-    /// Only runs with this status (`running`, `waiting`, `ready`, an outcome's name).
-    pub status: Option<String>,
+    /// Only runs with this status (one a store holds: [`RunStatus::is_stored`]).
+    pub status: Option<RunStatus>,
     /// Only runs of this spec.
     pub spec_id: Option<String>,
     /// Only runs whose id starts with this.

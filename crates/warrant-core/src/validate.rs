@@ -10,6 +10,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 
 use crate::ids::StepId;
 use crate::spec::{CarriedRef, Format, ParseError, ProviderSpec, SPEC_VERSION, Spec};
+use crate::status::{DeciderKind, DeciderRef};
 
 /// What validation knows about the providers a spec names.
 pub trait ProviderCatalog {
@@ -832,10 +833,14 @@ pub fn normalise_paths(spec: &mut Spec, base_dir: &Path, catalog: &dyn ProviderC
             base_dir.join(p).display().to_string()
         }
     };
-    if let Some(d) = &spec.decider
-        && let Some(path) = d.strip_prefix("scripted:")
-    {
-        spec.decider = Some(format!("scripted:{}", join(path)));
+    let scripted = |d: &Option<String>| {
+        d.as_deref()
+            .map(DeciderRef::parse)
+            .filter(|r| r.kind == DeciderKind::Scripted)
+            .map(|r| DeciderRef::scripted(join(&r.arg)).to_string())
+    };
+    if let Some(d) = scripted(&spec.decider) {
+        spec.decider = Some(d);
     }
     spec.policy = spec.policy.iter().map(|p| join(p)).collect();
     for provider in spec.providers.values_mut() {
@@ -873,10 +878,8 @@ pub fn normalise_paths(spec: &mut Spec, base_dir: &Path, catalog: &dyn ProviderC
     for step in &mut spec.steps {
         for child in step.delegate.iter_mut().flat_map(|d| d.children.iter_mut()) {
             child.policy = child.policy.iter().map(|p| join(p)).collect();
-            if let Some(d) = &child.decider
-                && let Some(path) = d.strip_prefix("scripted:")
-            {
-                child.decider = Some(format!("scripted:{}", join(path)));
+            if let Some(d) = scripted(&child.decider) {
+                child.decider = Some(d);
             }
             match &mut child.spec {
                 crate::spec::ChildSpec::Path(p) => *p = join(p),

@@ -195,7 +195,7 @@ impl ScriptedDecider {
 impl Decider for ScriptedDecider {
     fn identity(&self) -> DeciderIdentity {
         DeciderIdentity {
-            kind: "scripted".into(),
+            kind: warrant_core::DeciderKind::Scripted.name().into(),
             name: self.name.clone(),
             digest: Some(self.script.digest.clone()),
         }

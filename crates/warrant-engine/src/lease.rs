@@ -5,6 +5,8 @@
 //! a process on this machine and no longer exists is known to be gone at once, so a run whose
 //! process was killed is re-entered without waiting for its lease to lapse.
 
+use warrant_core::status::RunStatus;
+
 /// This machine's name (`/proc/sys/kernel/hostname`, `/etc/hostname`, else `localhost`).
 pub fn host() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -40,26 +42,26 @@ pub fn driven(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
 /// Whether the run is `running` but no process drives it (its process died): resuming it
 /// carries it on.
 pub fn interrupted(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
-    summary.status == "running" && !driven(summary, now_ms)
+    summary.status == RunStatus::Running && !driven(summary, now_ms)
 }
 
 /// Whether resuming the run carries it on: it is interrupted, or a person's answer made it
 /// ready.
 pub fn resumable(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
-    summary.status == "ready" || interrupted(summary, now_ms)
+    summary.status == RunStatus::Ready || interrupted(summary, now_ms)
 }
 
 /// The status as a person needs it: `queued` for a run recorded and never taken up (a
 /// fleet's server queued it for a worker), `interrupted` for a running run no process drives.
-pub fn shown_status(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> &str {
+pub fn shown_status(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> RunStatus {
     if interrupted(summary, now_ms) {
         if summary.events <= 1 {
-            "queued"
+            RunStatus::Queued
         } else {
-            "interrupted"
+            RunStatus::Interrupted
         }
     } else {
-        &summary.status
+        summary.status
     }
 }
 

@@ -121,14 +121,14 @@ impl Gateway {
             tenant: tenant.to_owned(),
             user: user.to_owned(),
             // As the session's run names its decider.
-            agent: format!(
-                "{}:{}",
-                warrant_app::CLIENT_KIND,
+            agent: warrant_core::DeciderRef::new(
+                warrant_core::DeciderKind::Client,
                 warrant_core::text::sanitize(client)
                     .chars()
                     .take(120)
-                    .collect::<String>()
-            ),
+                    .collect::<String>(),
+            )
+            .to_string(),
         };
         let provider = self.config.step_provider();
         let trusted = offer.spec.trusts(&provider);
@@ -276,7 +276,7 @@ impl Gateway {
             let Ok(Some(summary)) = self.app.store().summary(&run).await else {
                 continue;
             };
-            if summary.spec_id != self.config.id || !warrant_app::is_session(&summary.decider) {
+            if summary.spec_id != self.config.id || summary.kind() != warrant_core::RunKind::Session {
                 continue;
             }
             let result = self.app.reenter(&run).await.map_err(|e| e.to_string())?;

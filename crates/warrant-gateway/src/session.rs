@@ -299,7 +299,7 @@ pub(crate) fn start(
     let (alive, gone) = oneshot::channel();
     let ended = Arc::new(Mutex::new(None));
     let identity = DeciderIdentity {
-        kind: warrant_app::CLIENT_KIND.to_owned(),
+        kind: warrant_core::DeciderKind::Client.name().to_owned(),
         name: warrant_core::text::sanitize(client)
             .chars()
             .take(120)
@@ -487,7 +487,7 @@ async fn wait_for_answer(
     };
     let Some(row) = rows
         .into_iter()
-        .find(|r| r.run == run.run_id && r.status == "pending")
+        .find(|r| r.run == run.run_id && r.status == warrant_core::ApprovalState::Pending)
     else {
         // Answered meanwhile: the run goes on.
         return true;

@@ -22,6 +22,7 @@ use warrant_core::event::{ApprovalScope, EventKind};
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{IdempotencyRecord, RunCursor, RunQuery};
 use warrant_core::spec::Format;
+use warrant_core::{ApprovalState, RunStatus};
 use warrant_engine::Answer;
 
 use crate::Shared;
@@ -250,7 +251,8 @@ pub struct RunRef {
     /// The run.
     pub run_id: String,
     /// Where it stands.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: RunStatus,
 }
 
 impl Shared {
@@ -450,7 +452,7 @@ pub async fn start_run(
             {
                 return Ok(answer);
             }
-            warrant_fault::hit("after-idempotency-key");
+            warrant_fault::hit(warrant_fault::FaultPoint::AfterIdempotencyKey);
             held.run_id
         }
     };
@@ -561,16 +563,16 @@ impl Shared {
         tenant: &str,
     ) -> Result<std::collections::HashSet<RunId>, Problem> {
         let mut out = std::collections::HashSet::new();
-        for status in ["running", "waiting", "ready"] {
+        for status in RunStatus::LIVE_STORED {
             let page = self
                 .app
                 .store()
                 .runs(RunQuery {
-                    status: Some(status.to_owned()),
+                    status: Some(status),
                     ..RunQuery::default()
                 })
                 .await
-                .map_err(|e| Problem::internal(e.to_string()))?;
+                .map_err(warrant_app::AppError::from)?;
             for r in page.runs {
                 if self.tenant_of(&r.run_id).await?.as_deref() == Some(tenant) {
                     out.insert(r.run_id);
@@ -580,7 +582,7 @@ impl Shared {
         Ok(out)
     }
 
-    async fn status_of(&self, run: &RunId) -> Result<String, Problem> {
+    async fn status_of(&self, run: &RunId) -> Result<RunStatus, Problem> {
         Ok(self.app.shown_status(run).await?)
     }
 }
@@ -645,8 +647,14 @@ impl Shared {
         if q.status.is_some() && q.outcome.is_some() {
             return Err(Problem::bad_request("give `status` or `outcome`, not both"));
         }
+        let status = q
+            .status
+            .or(q.outcome)
+            .map(|s| s.parse::<RunStatus>())
+            .transpose()
+            .map_err(|e| Problem::invalid(e.to_string()))?;
         let mut query = RunQuery {
-            status: q.status.or(q.outcome),
+            status,
             spec_id: q.spec,
             since_ms: q.since,
             after: q.cursor.as_deref().map(parse_cursor).transpose()?,
@@ -772,10 +780,7 @@ pub async fn events(
     let finished = stored.len() <= limit
         && match stored.last() {
             Some(e) => matches!(e.event.kind, EventKind::RunFinished { .. }),
-            None => !matches!(
-                shared.status_of(&run).await?.as_str(),
-                "running" | "queued" | "interrupted" | "waiting" | "ready"
-            ),
+            None => !shared.status_of(&run).await?.is_live(),
         };
     stored.truncate(limit);
     let next = stored
@@ -874,7 +879,7 @@ impl Shared {
                 .engine()
                 .cancel(run, &by, reason)
                 .await
-                .map_err(|e| Problem::internal(e.to_string()))?;
+                .map_err(warrant_app::AppError::from)?;
             self.runner.wake(run);
             let mut waited = Duration::ZERO;
             let step = Duration::from_millis(50);
@@ -891,12 +896,12 @@ impl Shared {
                         format!("run `{run}` had ended already: {s}"),
                     ));
                 }
-                warrant_app::Cancelled::Cancelled => "cancelled".to_owned(),
+                warrant_app::Cancelled::Cancelled => RunStatus::Cancelled,
                 warrant_app::Cancelled::EndedFirst(s) => s,
-                warrant_app::Cancelled::Pending { .. } => "running".to_owned(),
+                warrant_app::Cancelled::Pending { .. } => RunStatus::Running,
             }
         };
-        let code = if status == "cancelled" {
+        let code = if status == RunStatus::Cancelled {
             StatusCode::OK
         } else {
             StatusCode::ACCEPTED
@@ -927,16 +932,13 @@ impl Shared {
     /// Re-enters `run` here for `caller` (or wakes it when held here).
     pub async fn resume_run(&self, caller: &Caller, run: &RunId) -> Result<Response, Problem> {
         let status = self.status_of(run).await?;
-        if !matches!(
-            status.as_str(),
-            "running" | "queued" | "interrupted" | "waiting" | "ready"
-        ) {
+        if !status.is_live() {
             return Err(Problem::conflict(
                 "run-ended",
                 format!("run `{run}` has ended: {status}"),
             ));
         }
-        if status == "running" && !self.runner.holds(run) {
+        if status == RunStatus::Running && !self.runner.holds(run) {
             return Err(Problem::conflict(
                 "run-driven",
                 format!("run `{run}` is driven by another process"),
@@ -999,8 +1001,7 @@ pub async fn reconcile(
             &caller.principal.by(),
             &body.note,
         )
-        .await
-        .map_err(|e| Problem::conflict("not-reconcilable", e.to_string()))?;
+        .await?;
     shared.runner.wake(&run);
     if !shared.runner.holds(&run) {
         let _ = shared.runner.reenter(&run, None).await;
@@ -1104,7 +1105,8 @@ pub struct AnswerResult {
     /// The request.
     pub request: String,
     /// `approved` or `denied`.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: ApprovalState,
     /// `false` when the same answer was recorded before (nothing changed).
     pub recorded: bool,
 }
@@ -1178,17 +1180,13 @@ impl Shared {
             ));
         }
         let status = match &answer {
-            Answer::Approve { .. } => "approved",
-            Answer::Deny { .. } => "denied",
+            Answer::Approve { .. } => ApprovalState::Approved,
+            Answer::Deny { .. } => ApprovalState::Denied,
         };
         let answered = self
             .app
             .answer(request, answer, &caller.principal.by())
-            .await
-            .map_err(|e| match e {
-                warrant_app::AppError::Forbidden(m) => Problem::forbidden(m),
-                other => Problem::conflict("not-answerable", other.to_string()),
-            })?;
+            .await?;
         if self.runner.holds(&row.run) {
             self.runner.wake(&row.run);
         } else if let Err(p) = self.runner.reenter(&row.run, None).await {
@@ -1196,7 +1194,7 @@ impl Shared {
         }
         Ok(AnswerResult {
             request: request.to_owned(),
-            status: status.to_owned(),
+            status,
             recorded: answered == warrant_engine::Answered::Recorded,
         })
     }

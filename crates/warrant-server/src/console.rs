@@ -198,10 +198,11 @@ async fn logout() -> Response {
     r
 }
 
-fn status_badge(status: &str) -> String {
+/// A run's or a step's status as a badge.
+fn status_badge(status: impl std::fmt::Display) -> String {
     format!(
         "<span class=\"status s-{0}\" data-status>{0}</span>",
-        esc(status)
+        esc(&status.to_string())
     )
 }
 
@@ -223,7 +224,7 @@ async fn runs_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Res
             body,
             "<tr data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.spec_id),
-            status_badge(&r.status),
+            status_badge(r.status),
             r.events,
             id = esc(&r.run_id.0)
         );
@@ -549,14 +550,11 @@ async fn run_page(
         id = esc(&run.0),
         spec = esc(&view.spec.id),
         objective = esc(&view.spec.objective),
-        status = esc(&view.status),
+        status = view.status,
         route = esc(&report.route.join(" → ")),
     );
     if caller.principal.may(crate::Role::Operator)
-        && matches!(
-            view.status.as_str(),
-            "running" | "queued" | "waiting" | "ready" | "interrupted"
-        )
+        && view.status.is_live()
     {
         let _ = write!(
             body,
@@ -652,14 +650,14 @@ async fn report_page(
     let outcome = report
         .outcome
         .as_ref()
-        .map_or_else(|| report.status.clone(), |o| o.name().to_owned());
+        .map_or_else(|| report.status.name(), |o| o.name());
     let mut body = format!(
         "<h2>Report of <a href=\"/runs/{id}\"><code>{id}</code></a></h2>\
          <p class=\"outcome s-{o}\">Outcome: <b>{o}</b>{conf}</p><p>{objective}</p>\
          <p>Route: {route}</p><p>Took {elapsed} ms ({setup} ms starting providers), \
          {decisions} decisions, {calls} calls, {events} events.</p>",
         id = esc(&run.0),
-        o = esc(&outcome),
+        o = esc(outcome),
         conf = if report.conformant {
             ""
         } else {

@@ -113,10 +113,10 @@ impl Shared {
         let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
         let since = now.saturating_sub(warrant_app::quota::WINDOW_MS_DEFAULT);
         let mut seen = std::collections::HashSet::new();
-        let mut queries: Vec<warrant_core::ports::RunQuery> = ["running", "waiting", "ready"]
+        let mut queries: Vec<warrant_core::ports::RunQuery> = warrant_core::RunStatus::LIVE_STORED
             .into_iter()
             .map(|s| warrant_core::ports::RunQuery {
-                status: Some(s.to_owned()),
+                status: Some(s),
                 ..Default::default()
             })
             .collect();

@@ -268,7 +268,7 @@ impl warrant_engine::Subscriber for Tracer {
                     attr("warrant.run.id", &run.0),
                     attr("warrant.outcome", name),
                 ];
-                let failed = (name != "attained").then(|| name.to_owned());
+                let failed = (*outcome != warrant_core::Outcome::Attained).then(|| name.to_owned());
                 let root = t.root.clone();
                 let mut s = span(
                     t,

@@ -104,13 +104,18 @@ impl Problem {
 }
 
 impl From<warrant_app::AppError> for Problem {
+    /// The one place an application error becomes an HTTP status: by its kind, never by the
+    /// handler it came from.
     fn from(e: warrant_app::AppError) -> Problem {
+        use warrant_app::AppError;
         match e {
-            warrant_app::AppError::Invalid(d) => Problem::invalid(d),
-            warrant_app::AppError::Failed(d) => Problem::internal(d),
-            warrant_app::AppError::Forbidden(d) => Problem::forbidden(d),
-            warrant_app::AppError::Held(d) => Problem::conflict("driven-elsewhere", d),
-            warrant_app::AppError::Interrupted(d) => Problem::unavailable(d),
+            AppError::Invalid(d) => Problem::invalid(d),
+            AppError::NotFound(d) => Problem::not_found(d),
+            AppError::Conflict(d) => Problem::conflict("conflict", d),
+            AppError::Held(d) => Problem::conflict("driven-elsewhere", d),
+            AppError::Unavailable(d) | AppError::Interrupted(d) => Problem::unavailable(d),
+            AppError::Forbidden(d) => Problem::forbidden(d),
+            AppError::Failed(d) => Problem::internal(d),
         }
     }
 }

@@ -363,14 +363,14 @@ impl Runner {
             return Ok(());
         }
         let mut query = warrant_core::ports::RunQuery {
-            status: Some("ready".to_owned()),
+            status: Some(warrant_core::RunStatus::Ready),
             limit: 500,
             ..Default::default()
         };
         loop {
             let page = self.app.runs(query.clone()).await?;
             for r in &page.runs {
-                if r.status != "ready" {
+                if r.status != warrant_core::RunStatus::Ready {
                     continue;
                 }
                 if let Err(p) = self.reenter(&r.run_id, None).await {

@@ -490,7 +490,7 @@ pub async fn listing_is_newest_first_filtered_and_paged(store: &dyn EventStore) 
     };
     assert_eq!(
         only(RunQuery {
-            status: Some("attained".into()),
+            status: Some(warrant_core::status::RunStatus::Attained),
             ..RunQuery::default()
         })
         .await,

@@ -15,6 +15,7 @@ pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
 
 use warrant_core::event::{Event, EventKind};
+use warrant_core::status::RunStatus;
 
 /// The answer to an append handed to a store's writer: an error if it could not be handed
 /// over (`sent` false) or the writer stopped before answering, else the writer's reply.
@@ -174,7 +175,7 @@ pub(crate) struct Started {
 pub(crate) struct RunFacts {
     /// From `run_started`, when the batch holds it.
     pub(crate) started: Option<Started>,
-    pub(crate) status: Option<String>,
+    pub(crate) status: Option<RunStatus>,
     /// Changes to the run's pending approvals, in order.
     pub(crate) approvals: Vec<ApprovalChange>,
 }
@@ -237,7 +238,7 @@ pub(crate) fn run_facts(
         }
         // The one derivation every reader shares (`warrant_core::fold::status_after`).
         if let Some(status) = warrant_core::fold::status_after(&e.kind) {
-            facts.status = Some(status.to_owned());
+            facts.status = Some(status);
         }
     }
     facts
@@ -248,13 +249,13 @@ pub(crate) fn run_facts(
 /// operator's input (no driver) lets it go on. Updated in place: a holder that stays is not
 /// copied again.
 pub(crate) fn renew_lease(
-    status: &str,
+    status: RunStatus,
     driver: Option<&warrant_core::ports::Driver>,
     holder: &mut Option<String>,
     heartbeat_ms: &mut Option<u64>,
 ) {
     match driver {
-        _ if status != "running" => {
+        _ if status != RunStatus::Running => {
             *holder = None;
             *heartbeat_ms = None;
         }
@@ -287,10 +288,6 @@ pub(crate) fn appended_facts(
     Ok(run_facts(run, events))
 }
 
-/// Whether a run with this status has ended.
-pub(crate) fn ended(status: &str) -> bool {
-    !matches!(status, "running" | "waiting" | "ready")
-}
 
 /// The page of `all` that `query` asks for; `all` is in listing order (newest first, runs
 /// started in the same millisecond in the reverse of the order they were recorded), and
@@ -382,14 +379,14 @@ impl Followed {
     /// (`false`: the run ended before the sequence asked for).
     pub(crate) fn more_can_come(
         &self,
-        status: Option<&str>,
+        status: Option<RunStatus>,
     ) -> Result<bool, warrant_core::store::StoreError> {
         match status {
             None => Err(warrant_core::store::StoreError::Io(format!(
                 "no run `{}`",
                 self.run
             ))),
-            Some(s) => Ok(!ended(s)),
+            Some(s) => Ok(s.is_live()),
         }
     }
 }

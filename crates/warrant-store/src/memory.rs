@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
+use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
@@ -144,7 +145,7 @@ impl MemoryStore {
                     run_id: run.clone(),
                     spec_id,
                     decider,
-                    status: "running".into(),
+                    status: RunStatus::Running,
                     started_at_ms: at_ms,
                     events: 0,
                     holder: None,
@@ -159,9 +160,9 @@ impl MemoryStore {
         // A child answered makes its root ready: the root's driver carries the tree on.
         if let Some(root) = woken
             && let Some(log) = logs.get_mut(&root)
-            && log.summary.status == "waiting"
+            && log.summary.status == RunStatus::Waiting
         {
-            log.summary.status = "ready".into();
+            log.summary.status = RunStatus::Ready;
         }
         Ok(())
     }
@@ -187,8 +188,7 @@ fn extend(
     log.summary.events = log.events.len() as u64;
     let woken = facts
         .status
-        .as_deref()
-        .filter(|s| *s == "ready")
+        .filter(|s| *s == RunStatus::Ready)
         .and_then(|_| run.0.split_once('.'))
         .map(|(root, _)| RunId(root.to_owned()));
     if let Some(status) = facts.status {
@@ -196,7 +196,7 @@ fn extend(
     }
     let summary = &mut log.summary;
     crate::renew_lease(
-        &summary.status,
+        summary.status,
         driver,
         &mut summary.holder,
         &mut summary.heartbeat_ms,
@@ -510,8 +510,8 @@ impl EventFeed for Feed {
                 let status = lock(&self.inner)?
                     .logs
                     .get(&self.followed.run)
-                    .map(|l| l.summary.status.clone());
-                if !self.followed.more_can_come(status.as_deref())?
+                    .map(|l| l.summary.status);
+                if !self.followed.more_can_come(status)?
                     || self.appended.changed().await.is_err()
                 {
                     return Ok(None);

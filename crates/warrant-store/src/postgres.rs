@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::{Client, NoTls};
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
+use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
@@ -133,7 +134,7 @@ struct Request {
     expected: u64,
     rows: Vec<(u64, String)>,
     started: Option<crate::Started>,
-    status: Option<String>,
+    status: Option<RunStatus>,
     approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
@@ -628,7 +629,7 @@ struct Locked {
     epoch: u64,
     holder: Option<String>,
     heartbeat_ms: Option<u64>,
-    status: String,
+    status: RunStatus,
     tenant: String,
     /// Whether this batch changed it.
     touched: bool,
@@ -787,12 +788,12 @@ async fn commit_batch(
             events.2.push(body);
         }
         row.last_seq = req.expected + req.rows.len() as u64;
-        if let Some(s) = &req.status {
-            row.status.clone_from(s);
+        if let Some(s) = req.status {
+            row.status = s;
         }
         if req.driver.is_some() || req.status.is_some() {
             crate::renew_lease(
-                &row.status,
+                row.status,
                 req.driver.as_ref(),
                 &mut row.holder,
                 &mut row.heartbeat_ms,
@@ -815,7 +816,7 @@ async fn commit_batch(
     for (id, r) in &touched {
         update.ids.push(id);
         update.last_seq.push(sql_int(r.last_seq)?);
-        update.status.push(&r.status);
+        update.status.push(r.status.name());
         update.holder.push(r.holder.as_deref());
         update
             .heartbeat
@@ -857,14 +858,18 @@ async fn commit_batch(
     // A child answered makes its root ready: the root's driver carries the whole tree on.
     let woken: Vec<&str> = touched
         .iter()
-        .filter(|(id, r)| r.status == "ready" && id.contains('.'))
+        .filter(|(id, r)| r.status == RunStatus::Ready && id.contains('.'))
         .filter_map(|(id, _)| id.split('.').next())
         .collect();
     let woken_params: [Param<'_>; 1] = [&woken];
     let claimable = !woken.is_empty()
         || touched
             .iter()
-            .any(|(_, r)| r.status == "ready" || (r.status == "running" && r.holder.is_none()));
+            .any(|(_, r)| match r.status {
+                RunStatus::Ready => true,
+                RunStatus::Running => r.holder.is_none(),
+                _ => false,
+            });
     let mut writes: Vec<Write<'_>> = Vec::new();
     if !events.0.is_empty() {
         writes.push(Box::pin(tx.execute(&st.insert_events, &events_params)));
@@ -895,7 +900,7 @@ async fn commit_batch(
     for done in crate::together(writes).await {
         done.map_err(|e| db(&e))?;
     }
-    warrant_fault::hit("mid-append");
+    warrant_fault::hit(warrant_fault::FaultPoint::MidAppend);
     tx.commit().await.map_err(|e| db(&e))?;
     Ok(results)
 }
@@ -924,7 +929,7 @@ fn locked(row: &tokio_postgres::Row) -> Result<Locked, StoreError> {
         epoch: unsigned(row.get(2))?,
         holder: row.get(3),
         heartbeat_ms: row.get::<_, Option<i64>>(4).map(unsigned).transpose()?,
-        status: row.get(5),
+        status: status_named(row.get(5))?,
         tenant: row.get(6),
         touched: false,
     })
@@ -1000,12 +1005,18 @@ async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) 
     }
 }
 
+/// A run's status as the `status` column holds it.
+fn status_named(name: &str) -> Result<RunStatus, StoreError> {
+    name.parse()
+        .map_err(|e| StoreError::Io(format!("the runs table holds a status this build does not know: {e}")))
+}
+
 fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
     Ok(RunSummary {
         run_id: RunId(r.get(0)),
         spec_id: r.get(1),
         decider: r.get(2),
-        status: r.get(3),
+        status: status_named(r.get(3))?,
         started_at_ms: unsigned(r.get(4))?,
         events: unsigned(r.get(5))?,
         holder: r.get(6),
@@ -1127,7 +1138,7 @@ impl EventStore for PostgresStore {
                          ORDER BY started_at_ms DESC, recorded DESC LIMIT $7"
                     ),
                     &[
-                        &query.status,
+                        &query.status.map(RunStatus::name),
                         &query.spec_id,
                         &query.id_prefix,
                         &since,
@@ -1654,7 +1665,7 @@ impl EventFeed for Feed {
                 if self.followed.fetched(events) {
                     continue;
                 }
-                if !self.followed.more_can_come(status.as_deref())? {
+                if !self.followed.more_can_come(status)? {
                     return Ok(None);
                 }
                 let bound = if *self.pg.listening.borrow() {

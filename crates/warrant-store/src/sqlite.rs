@@ -34,6 +34,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::{broadcast, oneshot, watch};
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
+use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
@@ -107,7 +108,7 @@ struct Request {
     /// followers once committed.
     events: Vec<Arc<Event>>,
     started: Option<crate::Started>,
-    status: Option<String>,
+    status: Option<RunStatus>,
     approvals: Vec<ApprovalChange>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
@@ -1337,7 +1338,7 @@ fn commit_batch(
                     body.push(b'\n');
                 }
                 event::encode_append(e, &mut body);
-                warrant_fault::hit("mid-append");
+                warrant_fault::hit(warrant_fault::FaultPoint::MidAppend);
             }
             let mut last_position = last_position;
             if n > 0 {
@@ -1358,11 +1359,13 @@ fn commit_batch(
             }
             let new_last = req.expected + n;
             let position = last_position.map(sql_int).transpose()?;
-            if let Some(status) = &req.status {
-                set_status.execute(params![req.run.0, status]).map_err(io)?;
+            if let Some(status) = req.status {
+                set_status
+                    .execute(params![req.run.0, status.name()])
+                    .map_err(io)?;
                 // A child answered makes its root ready: the root's driver carries the tree.
                 if let Some((root, _)) = req.run.0.split_once('.')
-                    && status == "ready"
+                    && status == RunStatus::Ready
                 {
                     tx.prepare_cached(
                         "UPDATE runs SET status = 'ready', holder = NULL, heartbeat_ms = NULL
@@ -1388,8 +1391,8 @@ fn commit_batch(
                         ])
                         .map_err(io)?;
                     // Ending the run or making it wait gave the lease back.
-                    beat = match req.status.as_deref() {
-                        None | Some("running") => Some((d.holder.clone(), d.now_ms)),
+                    beat = match req.status {
+                        None | Some(RunStatus::Running) => Some((d.holder.clone(), d.now_ms)),
                         Some(_) => None,
                     };
                 }
@@ -1551,7 +1554,12 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         run_id: RunId(r.get(0)?),
         spec_id: r.get(1)?,
         decider: r.get(2)?,
-        status: r.get(3)?,
+        status: {
+            let name: String = r.get(3)?;
+            name.parse().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+            })?
+        },
         started_at_ms: column_u64(r, 4)?,
         events: column_u64(r, 5)?,
         holder: r.get(6)?,
@@ -1767,7 +1775,7 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, StoreError>
     let rows = stmt
         .query_map(
             params![
-                query.status,
+                query.status.map(RunStatus::name),
                 query.spec_id,
                 query.id_prefix,
                 query.since_ms.map(sql_int).transpose()?,
@@ -2282,7 +2290,7 @@ impl Local {
 
 /// What one look at the file found: the run's new events (when something was committed since
 /// `seen`), the `data_version`, and the run's status.
-type Look = (Option<Vec<StoredEvent>>, i64, Option<String>);
+type Look = (Option<Vec<StoredEvent>>, i64, Option<RunStatus>);
 
 fn look(
     path: &Path,
@@ -2329,7 +2337,7 @@ impl Feed {
         }
         Ok(self
             .followed
-            .more_can_come(status.as_deref())?
+            .more_can_come(status)?
             .then_some(false))
     }
 }

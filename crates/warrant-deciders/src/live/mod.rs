@@ -34,6 +34,7 @@ use warrant_core::codes::Code;
 use warrant_core::event::{DeciderIdentity, Decision};
 use warrant_core::ports::{BoxFuture, DecideError, Decided, Decider};
 use warrant_core::projection::Projection;
+use warrant_core::status::DeciderRef;
 
 use conversation::Reply;
 use models::{Api, Price, Requested, Table};
@@ -97,20 +98,22 @@ impl LiveDecider {
     /// Builds the decider `text` names (`openai:gpt-4.1?max_output_tokens=800`), checked
     /// against `table`. A missing key, an unknown model or a limit the model cannot express is
     /// an error here, before any run starts.
-    pub fn parse(text: &str, table: &Table) -> Result<LiveDecider, String> {
-        LiveDecider::parse_keyed(text, table, None)
+    pub fn parse(named: &DeciderRef, table: &Table) -> Result<LiveDecider, String> {
+        LiveDecider::parse_keyed(named, table, None)
     }
 
     /// The same, with the API key given here (an operator's secret, paired with this decider
     /// and so with its endpoint) instead of read from the environment.
     pub fn parse_keyed(
-        text: &str,
+        named: &DeciderRef,
         table: &Table,
         key: Option<&str>,
     ) -> Result<LiveDecider, String> {
-        let (kind, rest) = text
-            .split_once(':')
-            .ok_or_else(|| format!("`{text}` is not `provider:model`"))?;
+        let text = named.to_string();
+        let (kind, rest) = (named.kind.name(), named.arg.as_str());
+        if rest.is_empty() {
+            return Err(format!("`{}` is not `provider:model`", kind));
+        }
         let (target, options) = match rest.rsplit_once('?') {
             Some((t, o)) => (t, o),
             None => (rest, ""),

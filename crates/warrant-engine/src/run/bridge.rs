@@ -167,9 +167,9 @@ impl Run<'_> {
         })?;
         // INVARIANT (log first): the intent is durable before the provider is called.
         self.flush().await?;
-        warrant_fault::hit("after-intent");
+        warrant_fault::hit(warrant_fault::FaultPoint::AfterIntent);
         if consumed {
-            warrant_fault::hit("approval-consumed");
+            warrant_fault::hit(warrant_fault::FaultPoint::ApprovalConsumed);
         }
         if let Some(h) = handle {
             surface.retire(&[h]);

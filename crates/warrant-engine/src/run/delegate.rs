@@ -17,6 +17,7 @@ use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::BoxFuture;
 use warrant_core::spec::{CarriedRef, Child, Spec, StepSpec};
+use warrant_core::status::RunStatus;
 
 use super::{Run, step_of};
 use crate::authority::{Allowance, Delegated};
@@ -95,7 +96,7 @@ impl Run<'_> {
             })?;
         }
         self.flush().await?;
-        warrant_fault::hit("after-spawn");
+        warrant_fault::hit(warrant_fault::FaultPoint::AfterSpawn);
         let waiting = self.drive_children(i).await?;
         if !waiting.is_empty() {
             self.stage(EventKind::ChildWaiting {
@@ -139,7 +140,7 @@ impl Run<'_> {
                 .collect();
             this.renewing(join_bounded(work, fan_out)).await
         };
-        warrant_fault::hit("before-join");
+        warrant_fault::hit(warrant_fault::FaultPoint::BeforeJoin);
 
         // 3. Record what ended; wait with those that wait.
         let mut waiting = Vec::new();
@@ -660,7 +661,7 @@ pub(super) fn children_idle<'e>(
             let Ok(child) = engine.fold(&c.run).await else {
                 return false;
             };
-            if child.status() != "waiting"
+            if child.status() != RunStatus::Waiting
                 || !matches!(engine.store.cancel_request(&c.run).await, Ok(None))
             {
                 return false;

@@ -111,7 +111,7 @@ impl Run<'_> {
                 }
             }
         }
-        warrant_fault::hit("after-invoke");
+        warrant_fault::hit(warrant_fault::FaultPoint::AfterInvoke);
         if effect == Effect::Commit
             && let Err(e) = &answer
             && e.kind.may_have_happened()

@@ -345,7 +345,7 @@ impl<'a> Run<'a> {
             .await?;
         self.durable_seq = last;
         if holds_result {
-            warrant_fault::hit("after-result");
+            warrant_fault::hit(warrant_fault::FaultPoint::AfterResult);
         }
         Ok(())
     }

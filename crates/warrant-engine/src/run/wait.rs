@@ -2,6 +2,7 @@
 
 use super::*;
 use warrant_core::spec::Limits;
+use warrant_core::status::RunStatus;
 
 /// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
 /// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
@@ -76,7 +77,7 @@ impl Run<'_> {
         let next = self.state.next();
         let delegating = matches!(next, Next::Continue(i)
             if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
-                && self.state.status() == "waiting");
+                && self.state.status() == RunStatus::Waiting);
         if !delegating && !matches!(next, Next::Wait(_)) {
             return false;
         }
