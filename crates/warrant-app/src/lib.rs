@@ -20,20 +20,19 @@ mod session;
 
 pub use load::{Deciders, load_spec, parse_spec, read_text};
 pub use operator::{
-    Catalog, ModelEntry, PROVIDERS_VERSION, ProvidersFile, Registry, SecretSource,
-    confine, confine_decider, inline_spec,
+    Catalog, ModelEntry, PROVIDERS_VERSION, ProvidersFile, Registry, SecretSource, confine,
+    confine_decider, inline_spec,
 };
 pub use ops::{
-    App, Cancelled, Elsewhere, Prepared, Reconciled, RunOptions, check_policies, check_policy_files, validate,
+    App, Cancelled, Elsewhere, Prepared, Reconciled, RunOptions, check_policies,
+    check_policy_files, validate,
 };
 pub use providers::{
     check_rule_tools, connect, connect_with, grant_problems, missing_tools, observe_all,
     start_bound,
 };
 pub use quota::{Exceeded, Meter, Quota, TenantUse};
-pub use rows::{
-    ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting,
-};
+pub use rows::{ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting};
 pub use session::GoneClient;
 pub use warrant_surfaces::Secrets;
 

@@ -551,11 +551,7 @@ impl App {
     /// The spec the store's catalog holds as `id`: version `digest` (a full digest or a
     /// prefix of one), else the newest; never a retired version.
     pub async fn catalog_spec(&self, id: &str, digest: Option<&str>) -> Result<Spec> {
-        let versions = self
-            .store
-            .catalog(Some(id))
-            .await
-            .map_err(AppError::from)?;
+        let versions = self.store.catalog(Some(id)).await.map_err(AppError::from)?;
         let chosen = match digest {
             Some(d) => {
                 let matching: Vec<_> = versions
@@ -764,11 +760,7 @@ impl App {
     /// The status every reader shows for `run`: its log's, or `queued` / `interrupted` when
     /// it runs and no process drives it; and why a run nobody drives has not been taken up
     /// yet, when a worker said.
-    async fn status_and_note(
-        &self,
-        run: &RunId,
-        state: &RunState,
-    ) -> (RunStatus, Option<String>) {
+    async fn status_and_note(&self, run: &RunId, state: &RunState) -> (RunStatus, Option<String>) {
         let folded = state.status();
         let summary = self.store.summary(run).await.ok().flatten();
         let now = SystemClock.now_ms();

@@ -65,7 +65,9 @@ impl Comparison {
                     decider: r.decider.to_string(),
                     run_id: r.run_id.0.clone(),
                     route_key: r.route_key.clone(),
-                    outcome: outcome.map_or(crate::status::RunStatus::Running.name(), |o| o.name()).to_owned(),
+                    outcome: outcome
+                        .map_or(crate::status::RunStatus::Running.name(), |o| o.name())
+                        .to_owned(),
                     conformant: r.conformant,
                     attribution: layer,
                     attribution_code: code,

@@ -361,7 +361,10 @@ mod tests {
             assert_eq!(s.is_stored(), RunStatus::STORED.contains(&s));
         }
         let e = "runing".parse::<RunStatus>().unwrap_err().to_string();
-        assert!(e.contains("`runing`") && e.contains("not_attained, failed"), "{e}");
+        assert!(
+            e.contains("`runing`") && e.contains("not_attained, failed"),
+            "{e}"
+        );
         assert!(RunStatus::LIVE_STORED.iter().all(|s| s.is_live()));
         assert!(!RunStatus::Closed.is_live() && RunStatus::Queued.is_resumable());
     }
@@ -374,7 +377,13 @@ mod tests {
 
     #[test]
     fn a_decider_reference_reads_and_shows_the_same() {
-        for text in ["scripted:a/b.json", "model:m", "mcp-client:x:y", "openai:gpt?t=1", "bench"] {
+        for text in [
+            "scripted:a/b.json",
+            "model:m",
+            "mcp-client:x:y",
+            "openai:gpt?t=1",
+            "bench",
+        ] {
             let r = DeciderRef::parse(text);
             let shown = r.to_string();
             assert_eq!(shown.trim_end_matches(':'), text);

@@ -33,7 +33,8 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The product code of a source file: what comes before its test module.
 fn product_code(text: &str) -> &str {
-    text.find("#[cfg(test)]\nmod tests").map_or(text, |i| &text[..i])
+    text.find("#[cfg(test)]\nmod tests")
+        .map_or(text, |i| &text[..i])
 }
 
 /// Product source files of every crate (a crate's `tests/` and `benches/` are not product).
@@ -44,7 +45,11 @@ fn product_sources() -> Vec<(String, String)> {
     all.into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
         .filter_map(|p| {
-            let rel = p.strip_prefix(&root).ok()?.to_string_lossy().replace('\\', "/");
+            let rel = p
+                .strip_prefix(&root)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
             rel.contains("/src/").then_some(rel)
         })
         .map(|rel| {
@@ -182,17 +187,13 @@ impl Citable {
                 .filter(|w| !w.is_empty())
                 .collect();
             for pair in words.windows(2) {
-                if pair[0] == "fn" {
-                    fns.insert(pair[1].to_owned());
+                if let ["fn", name] = pair {
+                    fns.insert((*name).to_owned());
                 }
             }
             idents.extend(words.into_iter().map(str::to_owned));
         }
-        Citable {
-            files,
-            idents,
-            fns,
-        }
+        Citable { files, idents, fns }
     }
 
     /// Why `token` (a code span of the document) names nothing that exists, if it does not.
@@ -279,13 +280,21 @@ fn the_checks_find_what_is_missing() {
     let citable = Citable::read();
     assert_eq!(citable.missing("crates/warrant-core/src/status.rs"), None);
     assert_eq!(citable.missing("run/bridge.rs"), None);
-    assert!(citable.missing("crates/warrant-engine/src/run.rs").is_some());
+    assert!(
+        citable
+            .missing("crates/warrant-engine/src/run.rs")
+            .is_some()
+    );
     // Names spelled here only in pieces, so that this file does not make them exist.
     let never = |parts: &[&str], sep: &str| parts.join(sep);
     let gone = format!("Run::{}()", never(&["answer", "or", "flush"], "_"));
     assert!(citable.missing(&gone).is_some());
     assert_eq!(citable.missing("RunState::status()"), None);
-    assert!(citable.missing(&never(&["RunState", "OfMind"], "")).is_some());
+    assert!(
+        citable
+            .missing(&never(&["RunState", "OfMind"], ""))
+            .is_some()
+    );
     let test = never(&["a", "test", "never", "written", "here"], "_");
     assert!(citable.missing(&test).is_some());
     assert_eq!(

@@ -276,7 +276,8 @@ impl Gateway {
             let Ok(Some(summary)) = self.app.store().summary(&run).await else {
                 continue;
             };
-            if summary.spec_id != self.config.id || summary.kind() != warrant_core::RunKind::Session {
+            if summary.spec_id != self.config.id || summary.kind() != warrant_core::RunKind::Session
+            {
                 continue;
             }
             let result = self.app.reenter(&run).await.map_err(|e| e.to_string())?;

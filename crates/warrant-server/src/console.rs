@@ -553,9 +553,7 @@ async fn run_page(
         status = view.status,
         route = esc(&report.route.join(" → ")),
     );
-    if caller.principal.may(crate::Role::Operator)
-        && view.status.is_live()
-    {
+    if caller.principal.may(crate::Role::Operator) && view.status.is_live() {
         let _ = write!(
             body,
             "<form method=\"post\" action=\"/console/runs/{id}/cancel\" class=\"inline\">\

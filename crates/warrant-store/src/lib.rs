@@ -288,7 +288,6 @@ pub(crate) fn appended_facts(
     Ok(run_facts(run, events))
 }
 
-
 /// The page of `all` that `query` asks for; `all` is in listing order (newest first, runs
 /// started in the same millisecond in the reverse of the order they were recorded), and
 /// `listed_after_cursor` says whether a run comes after the query's cursor in that order.

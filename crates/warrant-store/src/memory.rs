@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
+use warrant_core::status::RunStatus;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
     IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
@@ -511,9 +511,7 @@ impl EventFeed for Feed {
                     .logs
                     .get(&self.followed.run)
                     .map(|l| l.summary.status);
-                if !self.followed.more_can_come(status)?
-                    || self.appended.changed().await.is_err()
-                {
+                if !self.followed.more_can_come(status)? || self.appended.changed().await.is_err() {
                     return Ok(None);
                 }
             }

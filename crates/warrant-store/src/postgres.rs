@@ -28,8 +28,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::{Client, NoTls};
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
+use warrant_core::status::RunStatus;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
     IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
@@ -863,13 +863,11 @@ async fn commit_batch(
         .collect();
     let woken_params: [Param<'_>; 1] = [&woken];
     let claimable = !woken.is_empty()
-        || touched
-            .iter()
-            .any(|(_, r)| match r.status {
-                RunStatus::Ready => true,
-                RunStatus::Running => r.holder.is_none(),
-                _ => false,
-            });
+        || touched.iter().any(|(_, r)| match r.status {
+            RunStatus::Ready => true,
+            RunStatus::Running => r.holder.is_none(),
+            _ => false,
+        });
     let mut writes: Vec<Write<'_>> = Vec::new();
     if !events.0.is_empty() {
         writes.push(Box::pin(tx.execute(&st.insert_events, &events_params)));
@@ -1007,8 +1005,11 @@ async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) 
 
 /// A run's status as the `status` column holds it.
 fn status_named(name: &str) -> Result<RunStatus, StoreError> {
-    name.parse()
-        .map_err(|e| StoreError::Io(format!("the runs table holds a status this build does not know: {e}")))
+    name.parse().map_err(|e| {
+        StoreError::Io(format!(
+            "the runs table holds a status this build does not know: {e}"
+        ))
+    })
 }
 
 fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {

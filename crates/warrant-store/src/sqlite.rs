@@ -34,8 +34,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::{broadcast, oneshot, watch};
 use warrant_core::event::{self, Event, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::status::RunStatus;
 use warrant_core::ports::BoxFuture;
+use warrant_core::status::RunStatus;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
     IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
@@ -130,10 +130,6 @@ enum Job {
 /// A reply of the writer thread, left in the store's outbox. An append's reply carries its
 /// request back, so that its events are freed on the thread that allocated them (cheaper for
 /// the allocator than a free from another thread).
-#[expect(
-    clippy::large_enum_variant,
-    reason = "replies live in one vector per commit; boxing the request would allocate per append"
-)]
 enum Reply {
     Append(Request, Result<(), StoreError>),
     Claim(
@@ -1557,7 +1553,11 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         status: {
             let name: String = r.get(3)?;
             name.parse().map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+                rusqlite::Error::FromSqlConversionFailure(
+                    3,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
             })?
         },
         started_at_ms: column_u64(r, 4)?,
@@ -2335,10 +2335,7 @@ impl Feed {
         if self.followed.fetched(events) {
             return Ok(Some(true));
         }
-        Ok(self
-            .followed
-            .more_can_come(status)?
-            .then_some(false))
+        Ok(self.followed.more_can_come(status)?.then_some(false))
     }
 }
 

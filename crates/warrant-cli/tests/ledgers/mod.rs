@@ -117,7 +117,7 @@ pub async fn logs(
         .unwrap()
         .runs;
     let mut out = Vec::new();
-    for r in runs.into_iter().filter(|r| keep(&r.status)) {
+    for r in runs.into_iter().filter(|r| keep(r.status.name())) {
         let events = store
             .read(&r.run_id, 1)
             .await
@@ -125,7 +125,7 @@ pub async fn logs(
             .into_iter()
             .map(|s| s.event)
             .collect();
-        out.push((r.run_id.0, r.status, events));
+        out.push((r.run_id.0, r.status.name().to_owned(), events));
     }
     out
 }

@@ -70,36 +70,12 @@ impl Run<'_> {
     /// INVARIANT (fail closed): anything but allow stops the call before the provider. An ask
     /// is met only by an approval bound to these arguments and this schema; otherwise a durable
     /// request is made and the call is held. Returns the approval to consume, if one is used.
-    pub(super) async fn authorize(
-        &mut self,
-        step: &StepSpec,
-        call: CallId,
-        action: &warrant_core::event::ActionRecord,
-        args: &Arc<Value>,
-        args_digest: &str,
-        labels: &[provenance::ArgLabel],
-    ) -> Result<Option<String>, Refusal> {
-        let (tool, effect, schema) = (action.name.as_str(), action.effect, &action.input_schema);
+    pub(super) async fn authorize(&mut self, j: &Judged<'_>) -> Result<Option<String>, Refusal> {
+        let (step, tool, effect) = (j.step, j.action.name.as_str(), j.action.effect);
         let (across_tree, across_tree_other) =
-            self.tree_denial(&step.provider, tool, args_digest).await;
-        let args_digest = args_digest.to_owned();
-        let request = CapabilityRequest {
-            hints: action.hints.as_ref(),
-            principal: self.state.principal(),
-            handle_age_ms: self.handle_age(call),
-            run: &self.run_id,
-            step: &step.id,
-            call,
-            provider: &step.provider,
-            tool,
-            effect,
-            args,
-            args_digest: &args_digest,
-            provenance: labels,
-            context_taint: self.state.call_taint(call),
-            grant: self.state.grant_of(&step.id),
-            parent: self.state.parent(),
-        };
+            self.tree_denial(&step.provider, tool, j.args_digest).await;
+        let args_digest = j.args_digest.to_owned();
+        let request = self.capability_request(j);
         // INVARIANT (denied stays denied): a person's denial of this effect — this provider's
         // tool with these arguments — holds whatever the authority says now, and is cited.
         // Another tool called with the same arguments is not refused for it, nor let through
@@ -208,38 +184,40 @@ impl Run<'_> {
                 });
             }
         };
-        self.approval(
-            step,
-            call,
-            tool,
-            effect,
-            args,
-            &args_digest,
-            schema,
-            labels,
-            ask,
-        )
+        self.approval(j, ask)
+    }
+
+    /// The request an authority, an approver's rules and an interceptor rule on, for `j`.
+    pub(super) fn capability_request<'r>(&'r self, j: &'r Judged<'r>) -> CapabilityRequest<'r> {
+        CapabilityRequest {
+            hints: j.action.hints.as_ref(),
+            principal: self.state.principal(),
+            handle_age_ms: self.handle_age(j.call),
+            run: &self.run_id,
+            step: &j.step.id,
+            call: j.call,
+            provider: &j.step.provider,
+            tool: &j.action.name,
+            effect: j.action.effect,
+            args: j.args,
+            args_digest: j.args_digest,
+            provenance: j.labels,
+            context_taint: self.state.call_taint(j.call),
+            grant: self.state.grant_of(&j.step.id),
+            parent: self.state.parent(),
+        }
     }
 
     /// Meets an ask with an approval, or makes a durable request and holds the call.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the parts of one capability request"
-    )]
     pub(super) fn approval(
         &mut self,
-        step: &StepSpec,
-        call: CallId,
-        tool: &str,
-        effect: Effect,
-        args: &Arc<Value>,
-        args_digest: &str,
-        schema: &Arc<Value>,
-        labels: &[provenance::ArgLabel],
+        j: &Judged<'_>,
         (reason, approvers, proposed_scope): (String, u32, ApprovalScope),
     ) -> Result<Option<String>, Refusal> {
+        let (step, call, tool, effect) = (j.step, j.call, j.action.name.as_str(), j.action.effect);
+        let (args, args_digest, labels) = (j.args, j.args_digest, j.labels);
         // Digested only on an ask: the schema the approval binds.
-        let schema_digest = canon::digest(schema);
+        let schema_digest = canon::digest(&j.action.input_schema);
         let schema_digest = schema_digest.as_str();
         let now = self.state.last_at_ms();
         let provider = step.provider.clone();

@@ -70,14 +70,11 @@ impl Run<'_> {
         now_ms: u64,
     ) -> Result<(), EngineError> {
         let (i, sight, tool, handle) = (p.step, &p.sight, p.tool.as_str(), p.handle);
-        let (proposed, claims) = (&p.args, p.claims.as_slice());
         let spec = self.spec.clone();
         let step = step_of(&spec, i)?;
         // INVARIANT (no silent failure): from here every path ends the call with exactly one
         // `call_finished` (or, held for approval, leaves it waiting on a durable request).
-        let checked = self
-            .check_call(i, step, sight, call, tool, handle, proposed, claims, now_ms)
-            .await;
+        let checked = self.check_call(call, p, step, now_ms).await;
         let Checked {
             effect,
             executed,
@@ -188,22 +185,52 @@ impl Run<'_> {
         Some(self.state.last_at_ms().saturating_sub(issued))
     }
 
-    /// The Bridge's checks before the intent, in DESIGN.md's order, for a call in step `step`
-    /// (index `i` in the spec). Returns the effect, the arguments to execute and their
-    /// provenance.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one call decision")]
+    /// The Bridge's checks before the intent, in DESIGN.md's order, for call `call` proposed
+    /// as `p` in `step`: admission (tool, offer, grant, handle), the arguments (carried values
+    /// bound, a person's edit, schema, provenance), authority and approvals, then each
+    /// interceptor. Returns the effect, the arguments to execute and their provenance.
     pub(super) async fn check_call(
         &mut self,
-        i: usize,
-        step: &StepSpec,
-        sight: &Sight,
         call: CallId,
-        tool: &str,
-        handle: Option<HandleId>,
-        proposed: &Arc<Value>,
-        claims: &[Claim],
+        p: &ProposedCall,
+        step: &StepSpec,
         now_ms: u64,
     ) -> Result<Checked, Refusal> {
+        let action = self.admit(call, p, step, now_ms)?;
+        let (executed, bindings, labels, narrowed) = self.arguments(call, p, step, action)?;
+        let args_digest = canon::digest(&executed);
+        let consume = self
+            .authorize(&Judged {
+                step,
+                call,
+                action,
+                args: &executed,
+                args_digest: &args_digest,
+                labels: &labels,
+            })
+            .await?;
+        let checked = Checked {
+            effect: action.effect,
+            executed,
+            args_digest,
+            labels,
+            narrowed,
+            consume,
+        };
+        self.intercept(checked, step, call, action, &bindings).await
+    }
+
+    /// Whether `p` may be called at all in `step`, decided from the run's state alone: the
+    /// step allows the tool, its provider offers it, the step's grant names only arguments it
+    /// takes, and the handle is one the run issued for it. The action it names.
+    fn admit<'p>(
+        &self,
+        call: CallId,
+        p: &'p ProposedCall,
+        step: &StepSpec,
+        now_ms: u64,
+    ) -> Result<&'p warrant_core::event::ActionRecord, Refusal> {
+        let tool = p.tool.as_str();
         if !step.tools.iter().any(|t| t == tool) {
             return Err(refuse(
                 Code::ToolNotAllowed,
@@ -216,9 +243,9 @@ impl Run<'_> {
             ));
         }
         // Resolve the handle in the current observation.
-        let Some(action) = sight.actions.iter().find(|a| a.name == tool) else {
+        let Some(action) = p.sight.actions.iter().find(|a| a.name == tool) else {
             // The step allows it and the provider does not offer it: the spec is wrong.
-            let offered: Vec<&str> = sight.actions.iter().map(|a| a.name.as_str()).collect();
+            let offered: Vec<&str> = p.sight.actions.iter().map(|a| a.name.as_str()).collect();
             return Err(refuse(
                 Code::ToolNotOffered,
                 Layer::Spec,
@@ -264,10 +291,10 @@ impl Run<'_> {
         }
         // A call an operator had sent again uses no handle: no decision proposed it.
         let resent = self.state.call(call).is_some_and(|c| c.resend_of.is_some());
-        match handle {
+        match p.handle {
             Some(handle) => self
                 .state
-                .check_handle(handle, tool, i, now_ms)
+                .check_handle(handle, tool, p.step, now_ms)
                 .map_err(|fault| Refusal {
                     held: false,
                     status: CallStatus::Rejected,
@@ -285,22 +312,47 @@ impl Run<'_> {
                 ));
             }
         }
+        Ok(action)
+    }
 
+    /// The arguments call `call` executes: the proposed ones (or those a person approved with
+    /// edits) with the step's carried inputs and the proposer's claims bound in, checked
+    /// against the action's schema and labelled with where each value came from. Also the
+    /// bindings (argument, carried value) and the narrowing the edit is, if any.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the four parts of a call's arguments, taken apart at once by the one caller"
+    )]
+    fn arguments(
+        &mut self,
+        call: CallId,
+        p: &ProposedCall,
+        step: &StepSpec,
+        action: &warrant_core::event::ActionRecord,
+    ) -> Result<
+        (
+            Arc<Value>,
+            Vec<(String, String)>,
+            Vec<provenance::ArgLabel>,
+            Vec<Narrowing>,
+        ),
+        Refusal,
+    > {
         // Inputs and claims: carried values are checked against evidence, never trusted.
         let mut bindings: Vec<(String, String)> = step
             .inputs
             .iter()
             .map(|(a, r)| (a.clone(), r.clone()))
             .collect();
-        for c in claims {
+        for c in &p.claims {
             if !bindings.iter().any(|(a, _)| a == &c.arg) {
                 bindings.push((c.arg.clone(), c.carried.clone()));
             }
         }
         // A person who approved this call with edited arguments: they run instead, as an
         // interceptor's narrowing would — carried inputs bound into them, validated, labelled
-        // and ruled on again below, the approval binding their digest — and the decider's
-        // next projection shows both.
+        // and ruled on again, the approval binding their digest — and the decider's next
+        // projection shows both.
         let mut narrowed = Vec::new();
         let edit = self
             .state
@@ -320,15 +372,14 @@ impl Run<'_> {
                 });
                 args
             }
-            None => proposed,
+            None => &p.args,
         };
-        let mut executed = if bindings.is_empty() {
+        let executed = if bindings.is_empty() {
             base.clone()
         } else {
             Arc::new(self.bind_carried(&bindings, base)?)
         };
-
-        self.validate_args(&action.input_schema, tool, &executed)
+        self.validate_args(&action.input_schema, &p.tool, &executed)
             .map_err(|r| match &edit {
                 Some((request, _)) => Refusal {
                     status: CallStatus::StoppedByPolicy,
@@ -345,116 +396,106 @@ impl Run<'_> {
                 },
                 None => r,
             })?;
-        let mut labels = provenance::label_for(
-            &executed,
+        let labels = self.labels(&executed, &bindings, call);
+        Ok((executed, bindings, labels, narrowed))
+    }
+
+    /// Where each value of `args` came from, with `bindings` bound into it.
+    fn labels(
+        &self,
+        args: &Value,
+        bindings: &[(String, String)],
+        call: CallId,
+    ) -> Vec<provenance::ArgLabel> {
+        provenance::label_for(
+            args,
             &self.objective,
-            &bindings,
+            bindings,
             self.state.output_index(),
             self.state.provenance_rules(),
             self.state.call_taint(call),
-        );
-        let mut args_digest = canon::digest(&executed);
-        let mut consume = self
-            .authorize(step, call, action, &executed, &args_digest, &labels)
-            .await?;
+        )
+    }
 
-        // Interceptors, in order: each may halt the call or narrow its arguments. Narrowed
-        // arguments are validated and ruled on again: narrowing never widens authority.
+    /// Each interceptor in order, on a call the authority allowed: one may halt it or narrow
+    /// its arguments. Narrowed arguments are validated and ruled on again: narrowing never
+    /// widens authority.
+    async fn intercept(
+        &mut self,
+        mut c: Checked,
+        step: &StepSpec,
+        call: CallId,
+        action: &warrant_core::event::ActionRecord,
+        bindings: &[(String, String)],
+    ) -> Result<Checked, Refusal> {
+        let tool = action.name.as_str();
         let interceptors = self.engine.interceptors.clone();
-        let handle_age_ms = self.handle_age(call);
         for interceptor in interceptors.iter() {
-            let request = CapabilityRequest {
-                principal: self.state.principal(),
-                handle_age_ms,
-                run: &self.run_id,
-                step: &step.id,
+            let judged = Judged {
+                step,
                 call,
-                provider: &step.provider,
-                tool,
-                effect: action.effect,
-                args: &executed,
-                args_digest: &args_digest,
-                provenance: &labels,
-                hints: action.hints.as_ref(),
-                context_taint: self.state.call_taint(call),
-                grant: self.state.grant_of(&step.id),
-                parent: self.state.parent(),
+                action,
+                args: &c.executed,
+                args_digest: &c.args_digest,
+                labels: &c.labels,
             };
-            match interceptor.intercept(&request) {
+            let halt = |narrowed: Vec<Narrowing>, executed: &Arc<Value>, message: String| Refusal {
+                held: false,
+                ruled: None,
+                narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
+                narrowed,
+                status: CallStatus::Halted,
+                fault: Fault::new(Code::Halted, Layer::Policy, message),
+            };
+            match interceptor.intercept(&self.capability_request(&judged)) {
                 Interception::Pass => {}
                 Interception::Halt { reason } => {
-                    return Err(Refusal {
-                        held: false,
-                        ruled: None,
-                        narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
-                        narrowed,
-                        status: CallStatus::Halted,
-                        fault: Fault::new(
-                            Code::Halted,
-                            Layer::Policy,
-                            format!("{}: {reason}", interceptor.name()),
-                        ),
-                    });
+                    let message = format!("{}: {reason}", interceptor.name());
+                    return Err(halt(c.narrowed, &c.executed, message));
                 }
                 Interception::Narrow { args, reason } => {
                     let args = Arc::new(args);
-                    self.validate_args(&action.input_schema, tool, &args)
-                        .map_err(|r| Refusal {
-                            held: false,
-                            ruled: None,
-                            narrowed_args: (!narrowed.is_empty()).then(|| executed.clone()),
-                            narrowed: narrowed.clone(),
-                            status: CallStatus::Halted,
-                            fault: Fault::new(
-                                Code::Halted,
-                                Layer::Policy,
-                                format!(
-                                    "{}: its narrowed arguments are invalid: {}",
-                                    interceptor.name(),
-                                    r.fault.message
-                                ),
-                            ),
-                        })?;
-                    labels = provenance::label_for(
-                        &args,
-                        &self.objective,
-                        &bindings,
-                        self.state.output_index(),
-                        self.state.provenance_rules(),
-                        self.state.call_taint(call),
-                    );
-                    narrowed.push(Narrowing {
+                    if let Err(r) = self.validate_args(&action.input_schema, tool, &args) {
+                        let message = format!(
+                            "{}: its narrowed arguments are invalid: {}",
+                            interceptor.name(),
+                            r.fault.message
+                        );
+                        return Err(halt(c.narrowed, &c.executed, message));
+                    }
+                    c.labels = self.labels(&args, bindings, call);
+                    c.narrowed.push(Narrowing {
                         by: interceptor.name().to_owned(),
                         reason,
                     });
                     let narrowed_digest = canon::digest(&args);
-                    match self
-                        .authorize(step, call, action, &args, &narrowed_digest, &labels)
-                        .await
-                    {
-                        Ok(used) => consume = used,
+                    let ruled = self
+                        .authorize(&Judged {
+                            step,
+                            call,
+                            action,
+                            args: &args,
+                            args_digest: &narrowed_digest,
+                            labels: &c.labels,
+                        })
+                        .await;
+                    match ruled {
+                        Ok(used) => c.consume = used,
                         Err(refused) => {
                             return Err(Refusal {
                                 held: refused.held,
-                                narrowed,
+                                narrowed: c.narrowed,
                                 narrowed_args: Some(args),
                                 ..refused
                             });
                         }
                     }
-                    args_digest = narrowed_digest;
-                    executed = args;
+                    c.args_digest = narrowed_digest;
+                    c.executed = args;
                 }
             }
         }
-        Ok(Checked {
-            effect: action.effect,
-            executed,
-            args_digest,
-            labels,
-            narrowed,
-            consume,
-        })
+        Ok(c)
     }
 
     /// Validates arguments against an action's input schema.

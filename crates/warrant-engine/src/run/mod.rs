@@ -112,6 +112,17 @@ struct Checked {
     consume: Option<String>,
 }
 
+/// A call as the Bridge judges it: in which step, which action, with which arguments (and
+/// their digest), and where each argument value came from.
+struct Judged<'a> {
+    step: &'a StepSpec,
+    call: CallId,
+    action: &'a warrant_core::event::ActionRecord,
+    args: &'a Arc<Value>,
+    args_digest: &'a str,
+    labels: &'a [provenance::ArgLabel],
+}
+
 /// A call started earlier, reopened to be carried on (`Run::reopen`).
 struct Reopened {
     record: warrant_core::fold::CallRecord,

@@ -109,14 +109,14 @@ impl Run<'_> {
             Ok(None)
         } else {
             let spec = self.spec.clone();
-            self.authorize(
-                step_of(&spec, i)?,
+            self.authorize(&Judged {
+                step: step_of(&spec, i)?,
                 call,
-                &action,
-                invocation.args(),
-                &args_digest,
-                &record.provenance,
-            )
+                action: &action,
+                args: invocation.args(),
+                args_digest: &args_digest,
+                labels: &record.provenance,
+            })
             .await
         };
         let tool = &record.tool;
