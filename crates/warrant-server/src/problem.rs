@@ -141,3 +141,26 @@ impl IntoResponse for Problem {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use warrant_app::AppError;
+
+    use super::Problem;
+
+    #[test]
+    fn each_kind_of_error_has_one_status_wherever_it_comes_from() {
+        let status = |e: AppError| Problem::from(e).status;
+        assert_eq!(status(AppError::Invalid("x".into())), 422);
+        assert_eq!(status(AppError::NotFound("x".into())), 404);
+        assert_eq!(status(AppError::Conflict("x".into())), 409);
+        assert_eq!(status(AppError::Held("x".into())), 409);
+        assert_eq!(status(AppError::Forbidden("x".into())), 403);
+        assert_eq!(status(AppError::Failed("x".into())), 500);
+        assert_eq!(status(AppError::Interrupted("x".into())), 503);
+        // A store outage, met answering an approval or anywhere else: 503, not the answer's
+        // fault.
+        let outage = warrant_core::store::StoreError::Io("the disk is gone".into());
+        assert_eq!(status(outage.into()), 503);
+    }
+}

@@ -1,0 +1,214 @@
+//! The application layer's own rules, through its API: the kind every error keeps (what a
+//! front door maps to an exit code or an HTTP status), the statuses every reader derives, and
+//! what a cancellation of an ended run says.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warrant_app::{App, AppError, Cancelled, Deciders, ErrorKind, Prepared, RunOptions};
+use warrant_core::event::{Event, StoredEvent};
+use warrant_core::ids::RunId;
+use warrant_core::ports::{BoxFuture, EventStore, RunQuery};
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, PendingApproval, RunPage, RunSummary, StoreError,
+};
+use warrant_core::{RunKind, RunStatus};
+use warrant_engine::Answer;
+use warrant_store::MemoryStore;
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cafe-gallery/spec.yaml")
+}
+
+/// Runs the cafe example to its end through `app`: its id.
+async fn attained(app: &App) -> RunId {
+    let path = example();
+    let spec = warrant_app::load_spec(&path).unwrap();
+    let prepared = Prepared::new(&Deciders::new(None), spec, &path, RunOptions::default())
+        .await
+        .unwrap();
+    let result = prepared.drive(&app.engine_for(&prepared)).await.unwrap();
+    prepared.shutdown().await;
+    result.run_id
+}
+
+fn app_over(store: Arc<dyn EventStore>) -> App {
+    App::new(store, Deciders::new(None))
+}
+
+#[tokio::test]
+async fn a_run_is_listed_by_its_status_and_a_cancellation_of_an_ended_run_says_how_it_ended() {
+    let app = app_over(Arc::new(MemoryStore::new()));
+    let run = attained(&app).await;
+    let only = |status| RunQuery {
+        status: Some(status),
+        ..RunQuery::default()
+    };
+    let listed = app.runs(only(RunStatus::Attained)).await.unwrap().runs;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].run_id, run);
+    assert_eq!(listed[0].kind(), RunKind::Run);
+    for other in [
+        RunStatus::Running,
+        RunStatus::Queued,
+        RunStatus::Interrupted,
+        RunStatus::Waiting,
+    ] {
+        assert!(app.runs(only(other)).await.unwrap().runs.is_empty(), "{other}");
+    }
+    assert_eq!(app.shown_status(&run).await.unwrap(), RunStatus::Attained);
+    let view = app.show(&run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Attained);
+    let cancelled = app
+        .cancel(&run, "op", "too late", std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, Cancelled::AlreadyEnded(RunStatus::Attained));
+}
+
+#[tokio::test]
+async fn what_is_not_there_is_not_found_and_an_answer_nobody_asked_for_is_a_conflict() {
+    let app = app_over(Arc::new(MemoryStore::new()));
+    let run = attained(&app).await;
+    let nowhere = RunId("r-nowhere".to_owned());
+    assert_eq!(app.show(&nowhere).await.unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        app.shown_status(&nowhere).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    let deny = || Answer::Deny {
+        reason: "no".to_owned(),
+    };
+    let e = app.answer(&format!("{run}-a9"), deny(), "op").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let e = app.answer("r-nowhere-a1", deny(), "op").await.unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Conflict),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_be_reached_is_unavailable_wherever_it_is_met() {
+    let app = app_over(Arc::new(Outage));
+    let run = RunId("r-1".to_owned());
+    let e = app.runs(RunQuery::default()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.to_string().contains("the disk is gone"), "{e}");
+    let deny = Answer::Deny {
+        reason: "no".to_owned(),
+    };
+    // Answering an approval while the store is out: not the answer's fault.
+    let e = app.answer("r-1-a1", deny, "op").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    let e = app.shown_status(&run).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    let e = app
+        .cancel(&run, "op", "why", std::time::Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+}
+
+#[test]
+fn an_engines_and_a_stores_errors_keep_their_kind() {
+    use warrant_engine::EngineError;
+    let run = RunId("r".to_owned());
+    let cases: [(AppError, ErrorKind); 7] = [
+        (StoreError::Io("x".into()).into(), ErrorKind::Unavailable),
+        (
+            StoreError::Conflict {
+                run: run.clone(),
+                expected: 1,
+                actual: 2,
+            }
+            .into(),
+            ErrorKind::Conflict,
+        ),
+        (EngineError::UnknownRun(run.clone()).into(), ErrorKind::NotFound),
+        (EngineError::Answer("answered".into()).into(), ErrorKind::Conflict),
+        (EngineError::Refused("not in doubt".into()).into(), ErrorKind::Conflict),
+        (EngineError::Forbidden("self".into()).into(), ErrorKind::Forbidden),
+        (
+            EngineError::Held {
+                run,
+                holder: "pid 1@h".into(),
+                age_ms: 1,
+            }
+            .into(),
+            ErrorKind::Conflict,
+        ),
+    ];
+    for (e, kind) in cases {
+        assert_eq!(e.kind(), kind, "{e}");
+    }
+    let kept = AppError::NotFound("no run".into()).map_message(|m| format!("{m}!"));
+    assert!(matches!(kept, AppError::NotFound(ref m) if m == "no run!"));
+}
+
+/// A store whose every operation fails as a store does when its disk or server is gone.
+struct Outage;
+
+fn gone<T: Send + 'static>() -> BoxFuture<'static, Result<T, StoreError>> {
+    Box::pin(std::future::ready(Err(StoreError::Io(
+        "the disk is gone".into(),
+    ))))
+}
+
+struct NoFeed;
+
+impl EventFeed for NoFeed {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+        gone()
+    }
+}
+
+impl EventStore for Outage {
+    fn append(
+        &self,
+        _: &RunId,
+        _: u64,
+        _: Vec<Arc<Event>>,
+        _: Option<&Driver>,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        gone()
+    }
+    fn read(&self, _: &RunId, _: u64) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        gone()
+    }
+    fn runs(&self, _: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        gone()
+    }
+    fn summary(&self, _: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+        gone()
+    }
+    fn pending_approvals(
+        &self,
+        _: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+        gone()
+    }
+    fn request_cancel(&self, _: &RunId, _: CancelRequest) -> BoxFuture<'_, Result<(), StoreError>> {
+        gone()
+    }
+    fn cancel_request(
+        &self,
+        _: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        gone()
+    }
+    fn claim(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        gone()
+    }
+    fn heartbeat(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        gone()
+    }
+    fn release(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        gone()
+    }
+    fn subscribe(&self, _: &RunId, _: u64) -> Box<dyn EventFeed> {
+        Box::new(NoFeed)
+    }
+}
