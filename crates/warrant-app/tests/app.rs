@@ -56,7 +56,10 @@ async fn a_run_is_listed_by_its_status_and_a_cancellation_of_an_ended_run_says_h
         RunStatus::Interrupted,
         RunStatus::Waiting,
     ] {
-        assert!(app.runs(only(other)).await.unwrap().runs.is_empty(), "{other}");
+        assert!(
+            app.runs(only(other)).await.unwrap().runs.is_empty(),
+            "{other}"
+        );
     }
     assert_eq!(app.shown_status(&run).await.unwrap(), RunStatus::Attained);
     let view = app.show(&run).await.unwrap();
@@ -73,7 +76,10 @@ async fn what_is_not_there_is_not_found_and_an_answer_nobody_asked_for_is_a_conf
     let app = app_over(Arc::new(MemoryStore::new()));
     let run = attained(&app).await;
     let nowhere = RunId("r-nowhere".to_owned());
-    assert_eq!(app.show(&nowhere).await.unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        app.show(&nowhere).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
     assert_eq!(
         app.shown_status(&nowhere).await.unwrap_err().kind(),
         ErrorKind::NotFound
@@ -81,7 +87,10 @@ async fn what_is_not_there_is_not_found_and_an_answer_nobody_asked_for_is_a_conf
     let deny = || Answer::Deny {
         reason: "no".to_owned(),
     };
-    let e = app.answer(&format!("{run}-a9"), deny(), "op").await.unwrap_err();
+    let e = app
+        .answer(&format!("{run}-a9"), deny(), "op")
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
     let e = app.answer("r-nowhere-a1", deny(), "op").await.unwrap_err();
     assert!(
@@ -127,10 +136,22 @@ fn an_engines_and_a_stores_errors_keep_their_kind() {
             .into(),
             ErrorKind::Conflict,
         ),
-        (EngineError::UnknownRun(run.clone()).into(), ErrorKind::NotFound),
-        (EngineError::Answer("answered".into()).into(), ErrorKind::Conflict),
-        (EngineError::Refused("not in doubt".into()).into(), ErrorKind::Conflict),
-        (EngineError::Forbidden("self".into()).into(), ErrorKind::Forbidden),
+        (
+            EngineError::UnknownRun(run.clone()).into(),
+            ErrorKind::NotFound,
+        ),
+        (
+            EngineError::Answer("answered".into()).into(),
+            ErrorKind::Conflict,
+        ),
+        (
+            EngineError::Refused("not in doubt".into()).into(),
+            ErrorKind::Conflict,
+        ),
+        (
+            EngineError::Forbidden("self".into()).into(),
+            ErrorKind::Forbidden,
+        ),
         (
             EngineError::Held {
                 run,

@@ -88,7 +88,7 @@ const OTHER_VOCABULARIES: &[(&str, &str, &str)] = &[
         "a step's status",
     ),
     (
-        "crates/warrant-core/src/fold.rs",
+        "crates/warrant-core/src/fold/mod.rs",
         "attained",
         "a judgment's requirement",
     ),
