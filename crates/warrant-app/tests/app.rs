@@ -2,7 +2,12 @@
 //! front door maps to an exit code or an HTTP status), the statuses every reader derives, and
 //! what a cancellation of an ended run says.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    reason = "tests"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +16,10 @@ use warrant_app::{App, AppError, Cancelled, Deciders, ErrorKind, Prepared, RunOp
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{BoxFuture, EventStore, RunQuery};
+use warrant_core::store::{
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, PendingApproval, RunPage, RunSummary, StoreError,
 };
@@ -186,7 +195,7 @@ impl EventFeed for NoFeed {
     }
 }
 
-impl EventStore for Outage {
+impl LogWriter for Outage {
     fn append(
         &self,
         _: &RunId,
@@ -196,21 +205,36 @@ impl EventStore for Outage {
     ) -> BoxFuture<'static, Result<(), StoreError>> {
         gone()
     }
+}
+
+impl LogReader for Outage {
     fn read(&self, _: &RunId, _: u64) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
         gone()
     }
+    fn subscribe(&self, _: &RunId, _: u64) -> Box<dyn EventFeed> {
+        Box::new(NoFeed)
+    }
+}
+
+impl RunsIndex for Outage {
     fn runs(&self, _: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
         gone()
     }
     fn summary(&self, _: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
         gone()
     }
+}
+
+impl ApprovalsIndex for Outage {
     fn pending_approvals(
         &self,
         _: Option<&RunId>,
     ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
         gone()
     }
+}
+
+impl Leases for Outage {
     fn request_cancel(&self, _: &RunId, _: CancelRequest) -> BoxFuture<'_, Result<(), StoreError>> {
         gone()
     }
@@ -229,7 +253,10 @@ impl EventStore for Outage {
     fn release(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
         gone()
     }
-    fn subscribe(&self, _: &RunId, _: u64) -> Box<dyn EventFeed> {
-        Box::new(NoFeed)
-    }
 }
+
+impl SpecCatalog for Outage {}
+
+impl IdempotencyKeys for Outage {}
+
+impl StoreHealth for Outage {}

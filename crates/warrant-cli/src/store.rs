@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use warrant_core::ports::EventStore;
+use warrant_core::ports::{EventStore, StoreHealth};
 use warrant_store::{Durability, SqliteStore};
 
 use crate::Failure;

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use warrant_core::event::{Event, EventKind};
-use warrant_core::ports::{EventStore, LEASE_TTL_MS, RunQuery};
+use warrant_core::ports::{LEASE_TTL_MS, RunQuery};
+use warrant_core::store::{LogReader, RunsIndex};
 use warrant_store::PostgresStore;
 
 mod ledgers;

@@ -313,7 +313,7 @@ async fn a_commit_carries_its_idempotency_key_and_the_hosts_inputs_and_no_creden
     assert_eq!(get.target, "/things/t-1");
     assert!(!get.headers.contains_key("idempotency-key"));
     // The credential went on the wire and nowhere into the log.
-    let log = warrant_core::ports::EventStore::read(&*store, &result.run_id, 0)
+    let log = warrant_core::ports::LogReader::read(&*store, &result.run_id, 0)
         .await
         .unwrap();
     let text = serde_json::to_string(&log).unwrap();

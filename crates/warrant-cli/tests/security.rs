@@ -29,8 +29,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use warrant_core::event::{ApprovalScope, Effect, Event, EventKind};
-use warrant_core::ports::{Authority, EventStore};
+use warrant_core::ports::Authority;
 use warrant_core::spec::Format;
+use warrant_core::store::LogReader;
 use warrant_core::{Outcome, validate};
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_engine::{AllowAll, Answer, Engine, SequentialIds};

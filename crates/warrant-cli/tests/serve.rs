@@ -15,6 +15,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use warrant_core::store::{IdempotencyKeys, RunsIndex};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -660,7 +661,6 @@ async fn an_idempotency_key_outlives_a_restart_and_is_its_tenants_own() {
 /// run under that id (201) rather than being refused, and a retry after it gets that run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_cut_short_after_its_key_was_kept_is_taken_up_by_the_retry() {
-    use warrant_core::ports::EventStore as _;
     let (_dir, store) = scratch();
     let url = |s: &Served| format!("{}/v1/runs", s.base);
     let mut dying = start_server(

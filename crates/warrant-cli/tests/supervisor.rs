@@ -18,6 +18,7 @@ use std::path::Path;
 
 use support::*;
 use warrant_core::event::EventKind;
+use warrant_core::store::{LogReader, RunsIndex};
 
 /// A spec over the ledger server in `dir`, started by `command` (a shell line; `$SERVER` is
 /// the server's script), which exits after the first `count` it answers.
@@ -62,7 +63,6 @@ fn events(store: &Path) -> Vec<std::sync::Arc<warrant_core::event::Event>> {
         .build()
         .unwrap()
         .block_on(async {
-            use warrant_core::ports::EventStore as _;
             let runs = store.runs(Default::default()).await.unwrap().runs;
             store
                 .read(&runs[0].run_id, 1)

@@ -623,9 +623,10 @@ pub trait Interceptor: Send + Sync {
 }
 
 pub use crate::store::{
-    CancelRequest, CatalogEntry, CheckpointFailures, Claim, Driver, EventFeed, EventStore,
-    FairShare, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord, LEASE_TTL_MS, PendingApproval,
-    RunCursor, RunPage, RunQuery, RunSummary, StoreError,
+    ApprovalsIndex, CancelRequest, CatalogEntry, CheckpointFailures, Claim, Driver, EventFeed,
+    EventStore, FairShare, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyKeys, IdempotencyRecord,
+    LEASE_TTL_MS, Leases, LogReader, LogWriter, PendingApproval, RunCursor, RunPage, RunQuery,
+    RunSummary, RunsIndex, SpecCatalog, StoreError, StoreHealth,
 };
 
 /// The run id that uniquely starts with `prefix`, among `runs`.

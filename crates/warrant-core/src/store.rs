@@ -136,7 +136,7 @@ pub enum Claim {
 }
 
 /// How a store shares workers between tenants when it hands them runs
-/// ([`EventStore::claim_ready`]): 0 is no limit.
+/// ([`Leases::claim_ready`]): 0 is no limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FairShare {
     /// Most runs of one tenant driven at once (by every worker together).
@@ -339,13 +339,13 @@ impl IdempotencyRecord {
     }
 }
 
-/// Most expired idempotency records a store removes on one [`EventStore::idempotency_put`]:
+/// Most expired idempotency records a store removes on one [`IdempotencyKeys::idempotency_put`]:
 /// the purge is opportunistic and bounded, so a put never waits on a large cleanup (each put
 /// removes more than it adds until none is left).
 pub const IDEMPOTENCY_PURGE_MAX: usize = 64;
 
-/// The port to durable storage of run logs.
-pub trait EventStore: Send + Sync {
+/// Writes runs' logs: the one append path, checked and fenced in the store's own transaction.
+pub trait LogWriter: Send + Sync {
     /// Appends `events` atomically after sequence `expected_seq`, checked against what the
     /// store holds inside its transaction (never a cache another process could have outdated):
     /// a conflict fails only this append. Resolves once they are as durable as the store
@@ -359,21 +359,51 @@ pub trait EventStore: Send + Sync {
         events: Vec<Arc<Event>>,
         driver: Option<&Driver>,
     ) -> BoxFuture<'static, Result<(), StoreError>>;
+}
+
+/// Reads a run's log, and follows it as any process appends.
+pub trait LogReader: Send + Sync {
     /// The run's events with `seq >= from_seq`, in order.
     fn read(
         &self,
         run: &RunId,
         from_seq: u64,
     ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>>;
+    /// Follows `run` from `from_seq`: every event once, in order, as any process appends it.
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed>;
+}
+
+/// The runs index: which runs there are and where each stands.
+pub trait RunsIndex: Send + Sync {
     /// The runs `query` asks for, newest first, a page at a time.
     fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>>;
     /// The run's summary.
     fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>>;
+    /// What `tenant`'s runs spent since `since_ms` — calls started, and model tokens (input
+    /// and output) — as the store's logs say, when the store can tell (a fleet's store, whose
+    /// workers spend it). `None`: it cannot; the process that drives the runs counts.
+    fn tenant_spend(
+        &self,
+        tenant: &str,
+        since_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
+        let _ = (tenant, since_ms);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// The approval requests nobody has answered.
+pub trait ApprovalsIndex: Send + Sync {
     /// Approval requests nobody has answered: of one run, or of every run that has not ended.
     fn pending_approvals(
         &self,
         run: Option<&RunId>,
     ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>>;
+}
+
+/// Who drives a run: its lease, claimed, renewed and given back; the runs ready to be taken up;
+/// and an operator's request to cancel, which the driver honours.
+pub trait Leases: Send + Sync {
     /// Records an operator's request to cancel `run` (the first request stands). The process
     /// running it sees the request at its next check and ends the run `cancelled`.
     fn request_cancel(
@@ -393,8 +423,6 @@ pub trait EventStore: Send + Sync {
     fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Gives the lease on `run` back, if `driver` holds it.
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
-    /// Follows `run` from `from_seq`: every event once, in order, as any process appends it.
-    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed>;
     /// Takes the leases of up to `want` runs that are ready to be driven (new runs nobody has
     /// taken up, runs answered or reconciled, runs whose driver's lease lapsed) for `driver`,
     /// oldest first and round-robin between tenants within `share`; each with its new epoch.
@@ -417,6 +445,10 @@ pub trait EventStore: Send + Sync {
     fn work_ready(&self) -> BoxFuture<'_, ()> {
         Box::pin(std::future::pending())
     }
+}
+
+/// An operator's catalog of frozen specs, kept in the store (a fleet's).
+pub trait SpecCatalog: Send + Sync {
     /// Adds `entry` to the catalog; `false` when that id and digest were there already (a
     /// retired one comes back). A store without a catalog refuses.
     fn catalog_add(&self, entry: CatalogEntry) -> BoxFuture<'_, Result<bool, StoreError>> {
@@ -442,6 +474,10 @@ pub trait EventStore: Send + Sync {
             "this store keeps no catalog".into(),
         ))))
     }
+}
+
+/// Requests' idempotency keys, shared by every process of a fleet.
+pub trait IdempotencyKeys: Send + Sync {
     /// The record of `tenant`'s idempotency key `key` that has not expired at `now_ms`, if
     /// any (an expired one is as good as absent). A store without idempotency keys refuses.
     fn idempotency_get(
@@ -471,17 +507,11 @@ pub trait EventStore: Send + Sync {
             "this store keeps no idempotency keys".into(),
         ))))
     }
-    /// What `tenant`'s runs spent since `since_ms` — calls started, and model tokens (input
-    /// and output) — as the store's logs say, when the store can tell (a fleet's store, whose
-    /// workers spend it). `None`: it cannot; the process that drives the runs counts.
-    fn tenant_spend(
-        &self,
-        tenant: &str,
-        since_ms: u64,
-    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
-        let _ = (tenant, since_ms);
-        Box::pin(std::future::ready(Ok(None)))
-    }
+}
+
+/// What the adapter measures of itself, when it does (its commits' latency, its log's copies
+/// back).
+pub trait StoreHealth: Send + Sync {
     /// How long this store's commits took (begin to durable), if it measures them.
     fn commit_latency(&self) -> Option<crate::metrics::HistogramSnapshot> {
         None
@@ -493,8 +523,36 @@ pub trait EventStore: Send + Sync {
     }
 }
 
+/// The port to durable storage of run logs: every role a store plays. A front door that needs
+/// only some asks for those ([`LogReader`], [`RunsIndex`], ...); an adapter implements each
+/// role, and is an `EventStore` by that alone.
+pub trait EventStore:
+    LogWriter
+    + LogReader
+    + RunsIndex
+    + ApprovalsIndex
+    + Leases
+    + SpecCatalog
+    + IdempotencyKeys
+    + StoreHealth
+{
+}
+
+impl<T> EventStore for T where
+    T: LogWriter
+        + LogReader
+        + RunsIndex
+        + ApprovalsIndex
+        + Leases
+        + SpecCatalog
+        + IdempotencyKeys
+        + StoreHealth
+        + ?Sized
+{
+}
+
 /// Copies of a store's write-ahead log back into its file that failed
-/// ([`EventStore::checkpoint_failures`]).
+/// ([`StoreHealth::checkpoint_failures`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckpointFailures {
     /// How many failed.

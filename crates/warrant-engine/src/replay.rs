@@ -1049,8 +1049,12 @@ mod memory {
     use warrant_core::ids::RunId;
     use warrant_core::ports::BoxFuture;
     use warrant_core::store::{
-        CancelRequest, Claim, Driver, EventFeed, EventStore, PendingApproval, RunPage, RunQuery,
-        RunSummary, StoreError,
+        ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+        StoreHealth,
+    };
+    use warrant_core::store::{
+        CancelRequest, Claim, Driver, EventFeed, PendingApproval, RunPage, RunQuery, RunSummary,
+        StoreError,
     };
 
     #[derive(Default)]
@@ -1083,7 +1087,7 @@ mod memory {
         }
     }
 
-    impl EventStore for Log {
+    impl LogWriter for Log {
         fn append(
             &self,
             _run: &RunId,
@@ -1096,6 +1100,9 @@ mod memory {
             }
             ready(Ok(()))
         }
+    }
+
+    impl LogReader for Log {
         fn read(
             &self,
             _run: &RunId,
@@ -1103,18 +1110,30 @@ mod memory {
         ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
             ready(Ok(Vec::new()))
         }
+        fn subscribe(&self, _run: &RunId, _from_seq: u64) -> Box<dyn EventFeed> {
+            Box::new(Empty)
+        }
+    }
+
+    impl RunsIndex for Log {
         fn runs(&self, _query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
             ready(Ok(RunPage::default()))
         }
         fn summary(&self, _run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
             ready(Ok(None))
         }
+    }
+
+    impl ApprovalsIndex for Log {
         fn pending_approvals(
             &self,
             _run: Option<&RunId>,
         ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
             ready(Ok(Vec::new()))
         }
+    }
+
+    impl Leases for Log {
         fn request_cancel(
             &self,
             _run: &RunId,
@@ -1145,8 +1164,11 @@ mod memory {
         fn release(&self, _run: &RunId, _driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
             ready(Ok(()))
         }
-        fn subscribe(&self, _run: &RunId, _from_seq: u64) -> Box<dyn EventFeed> {
-            Box::new(Empty)
-        }
     }
+
+    impl SpecCatalog for Log {}
+
+    impl IdempotencyKeys for Log {}
+
+    impl StoreHealth for Log {}
 }

@@ -575,7 +575,7 @@ async fn an_answer_reaches_subscribers_and_followers_before_the_run_moves() {
     let w = world(&format!("{}    - done: paid\n", transfer(950)));
     let waiting = w.start().await;
     let request = waiting.state.approvals()[0].id.clone();
-    let mut feed = warrant_core::ports::EventStore::subscribe(
+    let mut feed = warrant_core::ports::LogReader::subscribe(
         &*w.store,
         &waiting.run_id,
         waiting.state.last_seq() + 1,
@@ -608,7 +608,7 @@ async fn the_runs_index_and_the_fold_agree_on_a_run_s_status() {
         let folded = warrant_core::RunState::from_events(w.events(run).iter().map(|e| &**e))
             .unwrap()
             .status();
-        let summary = common::at_once(warrant_core::ports::EventStore::summary(&*w.store, run))
+        let summary = common::at_once(warrant_core::ports::RunsIndex::summary(&*w.store, run))
             .unwrap()
             .unwrap();
         assert_eq!(summary.status, folded);

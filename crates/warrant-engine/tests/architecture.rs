@@ -143,7 +143,7 @@ mod every_path {
     use warrant_core::event::ApprovalScope;
     use warrant_core::ids::{CallId, RunId};
     use warrant_core::ports::{
-        Authority, BoxFuture, CallOutput, CapabilityRequest, EventStore, Invocation, Observation,
+        Authority, BoxFuture, CallOutput, CapabilityRequest, Invocation, LogReader, Observation,
         Surface, SurfaceError, Verdict,
     };
     use warrant_core::spec::Format;

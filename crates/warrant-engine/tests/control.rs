@@ -21,10 +21,9 @@ use std::time::Duration;
 use common::*;
 use warrant_core::check::check_log;
 use warrant_core::event::CallStatus;
-use warrant_core::ports::{
-    BoxFuture, CapabilityRequest, ControlVerdict, EventStore, ExecutionControl,
-};
+use warrant_core::ports::{BoxFuture, CapabilityRequest, ControlVerdict, ExecutionControl};
 use warrant_core::report::RunReport;
+use warrant_core::store::LogReader;
 use warrant_core::{Layer, Outcome};
 use warrant_engine::replay::replay;
 use warrant_engine::{Engine, SequentialIds};

@@ -22,6 +22,7 @@ use warrant_core::ports::{
     Authority, BoxFuture, ChildParts, ChildRuns, DecideError, Decided, Decider, Surface,
 };
 use warrant_core::projection::Projection;
+use warrant_core::store::{ApprovalsIndex, LogReader};
 use warrant_engine::{AllowAll, Answer, Engine, RuleList, SequentialIds, TickingClock};
 use warrant_store::MemoryStore;
 use warrant_surfaces::ReferenceCatalog;
@@ -292,7 +293,6 @@ async fn a_child_attains_and_what_it_returns_is_carried_with_lineage_across_runs
         "the color came from carried state: {labels:?}"
     );
     // Log first: the spawn is durable before the child's log begins.
-    use warrant_core::ports::EventStore;
     let parent_log = t.store.read(&RunId("run-1".into()), 1).await.unwrap();
     let spawned = parent_log
         .iter()
@@ -545,7 +545,6 @@ async fn a_parents_rule_rules_its_child_and_the_childs_ask_waits_in_the_tree() {
         .unwrap();
     assert_eq!(result.outcome, None, "the tree waits for a person");
     assert_eq!(result.state.status(), "waiting");
-    use warrant_core::ports::EventStore;
     let pending = t.store.pending_approvals(None).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(
@@ -624,7 +623,6 @@ async fn a_denial_in_one_child_holds_for_the_same_effect_in_its_sibling() {
         .run(parent, &script(LOOK), &t.surfaces)
         .await
         .unwrap();
-    use warrant_core::ports::EventStore;
     let pending = t.store.pending_approvals(None).await.unwrap();
     let ids: Vec<&str> = pending.iter().map(|p| p.run_id.0.as_str()).collect();
     assert_eq!(ids, ["run-1.1", "run-1.2"]);
@@ -661,7 +659,6 @@ async fn a_parents_denial_holds_for_the_same_effect_in_its_child() {
         .run(parent, &script(look), &t.surfaces)
         .await
         .unwrap();
-    use warrant_core::ports::EventStore;
     let pending = t.store.pending_approvals(None).await.unwrap();
     assert_eq!(pending[0].run_id.0, "run-1");
     answer(&t, &pending[0].request, deny()).await;

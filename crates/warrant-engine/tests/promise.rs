@@ -22,10 +22,9 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use warrant_core::event::{CallStatus, DoubtStage, EventKind, Layer};
 use warrant_core::ids::CallId;
-use warrant_core::ports::{
-    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
 use warrant_core::report::RunReport;
+use warrant_core::store::{LogWriter, RunsIndex};
 use warrant_core::{Outcome, Spec};
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, Engine, EngineError, SequentialIds};

@@ -27,9 +27,8 @@ use tokio::sync::Notify;
 use warrant_core::check::check_log;
 use warrant_core::event::{CallStatus, Event, EventKind};
 use warrant_core::ids::CallId;
-use warrant_core::ports::{
-    BoxFuture, CallOutput, EventStore, Invocation, Observation, Surface, SurfaceError,
-};
+use warrant_core::ports::{BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError};
+use warrant_core::store::{LogWriter, RunsIndex};
 use warrant_core::{Layer, Outcome};
 use warrant_engine::replay::replay;
 use warrant_engine::{AllowAll, Engine, SequentialIds, Surfaces, TickingClock};

@@ -44,6 +44,10 @@ use warrant_core::ports::{
     Invocation, Observation, Recovery, Surface, SurfaceError, Verdict,
 };
 use warrant_core::projection::Projection;
+use warrant_core::store::{
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
 use warrant_core::{Outcome, RunState};
 use warrant_engine::replay::replay;
 use warrant_engine::{Answer, Engine, SequentialIds};
@@ -647,7 +651,7 @@ impl OnRealTime {
     }
 }
 
-impl EventStore for OnRealTime {
+impl LogWriter for OnRealTime {
     fn append(
         &self,
         run: &RunId,
@@ -658,6 +662,9 @@ impl EventStore for OnRealTime {
         let (run, driver) = (run.clone(), driver.cloned());
         self.on(move |s| async move { s.append(&run, expected_seq, events, driver.as_ref()).await })
     }
+}
+
+impl LogReader for OnRealTime {
     fn read(
         &self,
         run: &RunId,
@@ -667,6 +674,12 @@ impl EventStore for OnRealTime {
         let run = run.clone();
         self.on(move |s| async move { s.read(&run, from_seq).await })
     }
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn warrant_core::ports::EventFeed> {
+        self.store.subscribe(run, from_seq)
+    }
+}
+
+impl RunsIndex for OnRealTime {
     fn runs(
         &self,
         query: warrant_core::ports::RunQuery,
@@ -683,6 +696,9 @@ impl EventStore for OnRealTime {
         let run = run.clone();
         self.on(move |s| async move { s.summary(&run).await })
     }
+}
+
+impl ApprovalsIndex for OnRealTime {
     fn pending_approvals(
         &self,
         run: Option<&RunId>,
@@ -693,6 +709,9 @@ impl EventStore for OnRealTime {
         let run = run.cloned();
         self.on(move |s| async move { s.pending_approvals(run.as_ref()).await })
     }
+}
+
+impl Leases for OnRealTime {
     fn request_cancel(
         &self,
         run: &RunId,
@@ -735,7 +754,10 @@ impl EventStore for OnRealTime {
         let (run, driver) = (run.clone(), driver.clone());
         self.on(move |s| async move { s.release(&run, &driver).await })
     }
-    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn warrant_core::ports::EventFeed> {
-        self.store.subscribe(run, from_seq)
-    }
 }
+
+impl SpecCatalog for OnRealTime {}
+
+impl IdempotencyKeys for OnRealTime {}
+
+impl StoreHealth for OnRealTime {}

@@ -15,9 +15,8 @@
 )]
 
 use std::sync::Arc;
-
-use warrant_core::ports::EventStore as _;
 use warrant_core::spec::Format;
+use warrant_core::store::{LogReader, RunsIndex};
 use warrant_core::{Outcome, Spec, validate};
 use warrant_deciders::{Script, ScriptedDecider};
 use warrant_engine::{Answer, Engine, EngineError};

@@ -3,7 +3,7 @@
 //! drives each with the same engine as every other front door, and lets it go when it waits
 //! or ends.
 //!
-//! The store hands each ready run to one claimant (`EventStore::claim_ready`, `FOR UPDATE
+//! The store hands each ready run to one claimant (`Leases::claim_ready`, `FOR UPDATE
 //! SKIP LOCKED` on PostgreSQL) with a new lease epoch; every append the worker makes names
 //! that epoch, so a worker that stalled past its lease and comes back can write nothing (its
 //! appends are `Fenced`). What it had sent to a provider before it stalled is, for the new

@@ -23,8 +23,8 @@ use warrant_core::event::{
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::spec::{Format, Spec};
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventStore, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
-    LEASE_TTL_MS, RunQuery, StoreError,
+    CancelRequest, Claim, Driver, EventStore, IDEMPOTENCY_PURGE_MAX, IdempotencyKeys,
+    IdempotencyRecord, LEASE_TTL_MS, RunQuery, SpecCatalog, StoreError,
 };
 
 /// A spec for the runs the suite writes.
@@ -184,7 +184,9 @@ pub fn idempotency(
 
 /// A key is kept once: a second put finds the first record (its run), not its own; a key of
 /// another tenant is another key; an expired record is not found and a put replaces it.
-pub async fn an_idempotency_key_is_kept_once_per_tenant_until_it_expires(store: &dyn EventStore) {
+pub async fn an_idempotency_key_is_kept_once_per_tenant_until_it_expires(
+    store: &dyn IdempotencyKeys,
+) {
     assert_eq!(store.idempotency_get("t1", "k", 100).await.unwrap(), None);
     let first = idempotency("t1", "k", "r1", 100, 1_000);
     assert_eq!(
@@ -242,7 +244,7 @@ pub async fn an_idempotency_key_is_kept_once_per_tenant_until_it_expires(store: 
 
 /// Requests that put one key at once, each with a run of its own, all find the same record:
 /// exactly one of them won, and every other one is told its run.
-pub async fn concurrent_puts_of_one_idempotency_key_all_find_one_run(store: &dyn EventStore) {
+pub async fn concurrent_puts_of_one_idempotency_key_all_find_one_run(store: &dyn IdempotencyKeys) {
     let put = |run: &str| store.idempotency_put(idempotency("t", "k", run, 100, 10_000), 100);
     let (a, b, c, d) = within(Duration::from_secs(30), async {
         tokio::join!(put("r1"), put("r2"), put("r3"), put("r4"))
@@ -261,7 +263,7 @@ pub async fn concurrent_puts_of_one_idempotency_key_all_find_one_run(store: &dyn
 
 /// The catalog keeps each version of a spec by its digest, newest first; retiring one keeps
 /// it listed as retired; adding it again brings it back.
-pub async fn a_catalog_keeps_every_version_and_retires_them(store: &dyn EventStore) {
+pub async fn a_catalog_keeps_every_version_and_retires_them(store: &dyn SpecCatalog) {
     use warrant_core::store::CatalogEntry;
     let entry = |objective: &str, at: u64| {
         let mut s = (*spec()).clone();

@@ -9,8 +9,12 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
-    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
+    LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 use crate::{ApprovalChange, FollowStep, Followed};
@@ -215,7 +219,209 @@ fn extend(
     woken
 }
 
-impl EventStore for MemoryStore {
+impl LogWriter for MemoryStore {
+    fn append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<Arc<Event>>,
+        driver: Option<&Driver>,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let result = self.append_now(run, expected_seq, events, driver);
+        // Followers are woken only when there are any: a feed subscribes before its first read,
+        // so none misses an append.
+        if result.is_ok() && self.appended.receiver_count() > 0 {
+            self.appended.send_modify(|n| *n += 1);
+        }
+        ready(result)
+    }
+}
+
+impl LogReader for MemoryStore {
+    fn read(
+        &self,
+        run: &RunId,
+        from_seq: u64,
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        ready(read_now(&self.inner, run, from_seq))
+    }
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        Box::new(Feed {
+            inner: self.inner.clone(),
+            appended: self.appended.subscribe(),
+            followed: Followed::new(run, from_seq),
+        })
+    }
+}
+
+impl RunsIndex for MemoryStore {
+    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
+        let page = lock(&self.inner).map(|inner| {
+            let mut all: Vec<RunSummary> = inner
+                .order
+                .iter()
+                .rev()
+                .filter_map(|id| inner.logs.get(id))
+                .map(|l| l.summary.clone())
+                .collect();
+            // Newest first; a stable sort keeps the later-recorded first among equals.
+            all.sort_by_key(|r| std::cmp::Reverse(r.started_at_ms));
+            let ordinal = |id: &RunId| inner.order.iter().position(|o| o == id).unwrap_or(0);
+            let cursor = query
+                .after
+                .as_ref()
+                .map(|c| (c.started_at_ms, ordinal(&c.run_id)));
+            crate::page(all, &query, |r| {
+                cursor.is_some_and(|c| (r.started_at_ms, ordinal(&r.run_id)) < c)
+            })
+        });
+        ready(page)
+    }
+    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
+        ready(lock(&self.inner).map(|inner| inner.logs.get(run).map(|l| l.summary.clone())))
+    }
+}
+
+impl ApprovalsIndex for MemoryStore {
+    fn pending_approvals(
+        &self,
+        run: Option<&RunId>,
+    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
+        let rows = lock(&self.inner).map(|inner| {
+            let mut rows: Vec<PendingApproval> = inner
+                .pending
+                .values()
+                .filter(|p| run.is_none_or(|r| p.run_id == *r))
+                .cloned()
+                .collect();
+            rows.sort_by_key(|p| p.requested_at_ms);
+            rows
+        });
+        ready(rows)
+    }
+}
+
+impl Leases for MemoryStore {
+    fn request_cancel(
+        &self,
+        run: &RunId,
+        request: CancelRequest,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            inner.cancels.entry(run.clone()).or_insert(request);
+        });
+        ready(done)
+    }
+    fn cancel_request(
+        &self,
+        run: &RunId,
+    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        ready(lock(&self.inner).map(|inner| inner.cancels.get(run).cloned()))
+    }
+    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        let claimed = lock(&self.inner).and_then(|mut inner| {
+            let Some(log) = inner.logs.get_mut(run) else {
+                return Err(StoreError::Io(format!("no run `{run}` in the store")));
+            };
+            let s = &mut log.summary;
+            if let (Some(holder), Some(at)) = (&s.holder, s.heartbeat_ms)
+                && **holder != *driver.holder
+                && driver.now_ms.saturating_sub(at) < LEASE_TTL_MS
+            {
+                return Ok(Claim::Held(Held {
+                    holder: holder.clone(),
+                    heartbeat_ms: at,
+                }));
+            }
+            s.holder = Some(driver.holder.to_string());
+            s.heartbeat_ms = Some(driver.now_ms);
+            s.epoch += 1;
+            Ok(Claim::Taken { epoch: s.epoch })
+        });
+        ready(claimed)
+    }
+    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            if let Some(log) = inner.logs.get_mut(run)
+                && log.summary.holder.as_deref() == Some(&*driver.holder)
+                && log.summary.epoch == driver.epoch
+            {
+                log.summary.heartbeat_ms = Some(driver.now_ms);
+            }
+        });
+        ready(done)
+    }
+    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            if let Some(log) = inner.logs.get_mut(run)
+                && log.summary.holder.as_deref() == Some(&*driver.holder)
+            {
+                log.summary.holder = None;
+                log.summary.heartbeat_ms = None;
+            }
+        });
+        ready(done)
+    }
+}
+
+impl SpecCatalog for MemoryStore {
+    fn catalog_add(
+        &self,
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        ready(lock(&self.inner).map(|mut inner| {
+            match inner
+                .catalog
+                .iter_mut()
+                .find(|e| e.id == entry.id && e.digest == entry.digest)
+            {
+                Some(there) => {
+                    there.retired_at_ms = None;
+                    false
+                }
+                None => {
+                    inner.catalog.push(entry);
+                    true
+                }
+            }
+        }))
+    }
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        ready(lock(&self.inner).map(|inner| {
+            let mut out: Vec<_> = inner
+                .catalog
+                .iter()
+                .filter(|e| id.as_ref().is_none_or(|i| *i == e.id))
+                .cloned()
+                .collect();
+            out.reverse();
+            out
+        }))
+    }
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        ready(lock(&self.inner).map(|mut inner| {
+            let mut n = 0;
+            for e in inner.catalog.iter_mut().filter(|e| {
+                e.id == id && digest.is_none_or(|d| d == e.digest) && e.retired_at_ms.is_none()
+            }) {
+                e.retired_at_ms = Some(at_ms);
+                n += 1;
+            }
+            n
+        }))
+    }
+}
+
+impl IdempotencyKeys for MemoryStore {
     fn idempotency_get(
         &self,
         tenant: &str,
@@ -231,7 +437,6 @@ impl EventStore for MemoryStore {
         });
         ready(found)
     }
-
     fn idempotency_put(
         &self,
         record: IdempotencyRecord,
@@ -259,205 +464,9 @@ impl EventStore for MemoryStore {
         });
         ready(held)
     }
-
-    fn catalog_add(
-        &self,
-        entry: warrant_core::ports::CatalogEntry,
-    ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        ready(lock(&self.inner).map(|mut inner| {
-            match inner
-                .catalog
-                .iter_mut()
-                .find(|e| e.id == entry.id && e.digest == entry.digest)
-            {
-                Some(there) => {
-                    there.retired_at_ms = None;
-                    false
-                }
-                None => {
-                    inner.catalog.push(entry);
-                    true
-                }
-            }
-        }))
-    }
-
-    fn catalog(
-        &self,
-        id: Option<&str>,
-    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
-        let id = id.map(str::to_owned);
-        ready(lock(&self.inner).map(|inner| {
-            let mut out: Vec<_> = inner
-                .catalog
-                .iter()
-                .filter(|e| id.as_ref().is_none_or(|i| *i == e.id))
-                .cloned()
-                .collect();
-            out.reverse();
-            out
-        }))
-    }
-
-    fn catalog_retire(
-        &self,
-        id: &str,
-        digest: Option<&str>,
-        at_ms: u64,
-    ) -> BoxFuture<'_, Result<u64, StoreError>> {
-        ready(lock(&self.inner).map(|mut inner| {
-            let mut n = 0;
-            for e in inner.catalog.iter_mut().filter(|e| {
-                e.id == id && digest.is_none_or(|d| d == e.digest) && e.retired_at_ms.is_none()
-            }) {
-                e.retired_at_ms = Some(at_ms);
-                n += 1;
-            }
-            n
-        }))
-    }
-
-    fn append(
-        &self,
-        run: &RunId,
-        expected_seq: u64,
-        events: Vec<Arc<Event>>,
-        driver: Option<&Driver>,
-    ) -> BoxFuture<'static, Result<(), StoreError>> {
-        let result = self.append_now(run, expected_seq, events, driver);
-        // Followers are woken only when there are any: a feed subscribes before its first read,
-        // so none misses an append.
-        if result.is_ok() && self.appended.receiver_count() > 0 {
-            self.appended.send_modify(|n| *n += 1);
-        }
-        ready(result)
-    }
-
-    fn read(
-        &self,
-        run: &RunId,
-        from_seq: u64,
-    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
-        ready(read_now(&self.inner, run, from_seq))
-    }
-
-    fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
-        let page = lock(&self.inner).map(|inner| {
-            let mut all: Vec<RunSummary> = inner
-                .order
-                .iter()
-                .rev()
-                .filter_map(|id| inner.logs.get(id))
-                .map(|l| l.summary.clone())
-                .collect();
-            // Newest first; a stable sort keeps the later-recorded first among equals.
-            all.sort_by_key(|r| std::cmp::Reverse(r.started_at_ms));
-            let ordinal = |id: &RunId| inner.order.iter().position(|o| o == id).unwrap_or(0);
-            let cursor = query
-                .after
-                .as_ref()
-                .map(|c| (c.started_at_ms, ordinal(&c.run_id)));
-            crate::page(all, &query, |r| {
-                cursor.is_some_and(|c| (r.started_at_ms, ordinal(&r.run_id)) < c)
-            })
-        });
-        ready(page)
-    }
-
-    fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
-        ready(lock(&self.inner).map(|inner| inner.logs.get(run).map(|l| l.summary.clone())))
-    }
-
-    fn pending_approvals(
-        &self,
-        run: Option<&RunId>,
-    ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
-        let rows = lock(&self.inner).map(|inner| {
-            let mut rows: Vec<PendingApproval> = inner
-                .pending
-                .values()
-                .filter(|p| run.is_none_or(|r| p.run_id == *r))
-                .cloned()
-                .collect();
-            rows.sort_by_key(|p| p.requested_at_ms);
-            rows
-        });
-        ready(rows)
-    }
-
-    fn request_cancel(
-        &self,
-        run: &RunId,
-        request: CancelRequest,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        let done = lock(&self.inner).map(|mut inner| {
-            inner.cancels.entry(run.clone()).or_insert(request);
-        });
-        ready(done)
-    }
-
-    fn cancel_request(
-        &self,
-        run: &RunId,
-    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
-        ready(lock(&self.inner).map(|inner| inner.cancels.get(run).cloned()))
-    }
-
-    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
-        let claimed = lock(&self.inner).and_then(|mut inner| {
-            let Some(log) = inner.logs.get_mut(run) else {
-                return Err(StoreError::Io(format!("no run `{run}` in the store")));
-            };
-            let s = &mut log.summary;
-            if let (Some(holder), Some(at)) = (&s.holder, s.heartbeat_ms)
-                && **holder != *driver.holder
-                && driver.now_ms.saturating_sub(at) < LEASE_TTL_MS
-            {
-                return Ok(Claim::Held(Held {
-                    holder: holder.clone(),
-                    heartbeat_ms: at,
-                }));
-            }
-            s.holder = Some(driver.holder.to_string());
-            s.heartbeat_ms = Some(driver.now_ms);
-            s.epoch += 1;
-            Ok(Claim::Taken { epoch: s.epoch })
-        });
-        ready(claimed)
-    }
-
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let done = lock(&self.inner).map(|mut inner| {
-            if let Some(log) = inner.logs.get_mut(run)
-                && log.summary.holder.as_deref() == Some(&*driver.holder)
-                && log.summary.epoch == driver.epoch
-            {
-                log.summary.heartbeat_ms = Some(driver.now_ms);
-            }
-        });
-        ready(done)
-    }
-
-    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let done = lock(&self.inner).map(|mut inner| {
-            if let Some(log) = inner.logs.get_mut(run)
-                && log.summary.holder.as_deref() == Some(&*driver.holder)
-            {
-                log.summary.holder = None;
-                log.summary.heartbeat_ms = None;
-            }
-        });
-        ready(done)
-    }
-
-    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
-        Box::new(Feed {
-            inner: self.inner.clone(),
-            appended: self.appended.subscribe(),
-            followed: Followed::new(run, from_seq),
-        })
-    }
 }
+
+impl StoreHealth for MemoryStore {}
 
 fn read_now(
     inner: &Mutex<Inner>,

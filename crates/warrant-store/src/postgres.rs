@@ -13,7 +13,7 @@
 //! A process keeps one listening connection and reconnects it when it drops; while it is
 //! down, followers and cancellation checks fall back to polling at a bound.
 //!
-//! Workers take runs with `FOR UPDATE SKIP LOCKED` ([`EventStore::claim_ready`]): a run is
+//! Workers take runs with `FOR UPDATE SKIP LOCKED` ([`Leases::claim_ready`](warrant_core::store::Leases::claim_ready)): a run is
 //! taken by one claimant, and two claimants never wait for each other.
 //!
 //! The schema is versioned in `warrant_meta` and changed only by [`PostgresStore::migrate`]
@@ -31,7 +31,11 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
     IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
@@ -1073,7 +1077,7 @@ impl Pg {
     }
 }
 
-impl EventStore for PostgresStore {
+impl LogWriter for PostgresStore {
     fn append(
         &self,
         run: &RunId,
@@ -1102,7 +1106,9 @@ impl EventStore for PostgresStore {
             .is_ok();
         crate::writer_reply(sent, done)
     }
+}
 
+impl LogReader for PostgresStore {
     fn read(
         &self,
         run: &RunId,
@@ -1111,7 +1117,23 @@ impl EventStore for PostgresStore {
         let run = run.clone();
         Box::pin(async move { self.inner.read(&run, from_seq).await })
     }
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        // Subscribed before the first read, so nothing committed in between is missed.
+        let moved = self
+            .inner
+            .moved()
+            .entry(run.clone())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe();
+        Box::new(Feed {
+            pg: self.inner.clone(),
+            followed: Followed::new(run, from_seq),
+            moved,
+        })
+    }
+}
 
+impl RunsIndex for PostgresStore {
     fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
         Box::pin(async move {
             // One more than asked, to tell whether there is a next page.
@@ -1160,12 +1182,48 @@ impl EventStore for PostgresStore {
             Ok(crate::page(all, &unfiltered, |_| true))
         })
     }
-
     fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
         let run = run.clone();
         Box::pin(async move { self.inner.summary(&run).await })
     }
+    fn tenant_spend(
+        &self,
+        tenant: &str,
+        since_ms: u64,
+    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
+        let tenant = tenant.to_owned();
+        Box::pin(async move {
+            let since = i64::try_from(since_ms).map_err(io)?;
+            // The runs not ended, and those started in the last day: a run that ran longer
+            // and ended within the window is not counted.
+            let rows = self
+                .inner
+                .query(
+                    "SELECT COUNT(*) FILTER (WHERE b->>'type' = 'call_started'),
+                            COALESCE(SUM(COALESCE((b #>> '{usage,input_tokens}')::BIGINT, 0)
+                                       + COALESCE((b #>> '{usage,output_tokens}')::BIGINT, 0))
+                                     FILTER (WHERE b->>'type' = 'decided'), 0)::BIGINT
+                     FROM warrant_runs r JOIN warrant_events e ON e.run_id = r.run_id,
+                          LATERAL (SELECT e.body::JSONB AS b) j
+                     WHERE r.tenant = $1
+                       AND (r.status IN ('running', 'waiting', 'ready')
+                            OR r.started_at_ms >= $2::BIGINT - 86400000)
+                       AND (b->>'at_ms')::BIGINT >= $2::BIGINT",
+                    &[&tenant, &since],
+                )
+                .await?;
+            let row = rows.first().ok_or_else(|| io("no answer"))?;
+            let calls: i64 = row.get(0);
+            let tokens: i64 = row.get(1);
+            Ok(Some((
+                u64::try_from(calls).unwrap_or(0),
+                u64::try_from(tokens).unwrap_or(0),
+            )))
+        })
+    }
+}
 
+impl ApprovalsIndex for PostgresStore {
     fn pending_approvals(
         &self,
         run: Option<&RunId>,
@@ -1189,7 +1247,9 @@ impl EventStore for PostgresStore {
                 .collect()
         })
     }
+}
 
+impl Leases for PostgresStore {
     fn request_cancel(
         &self,
         run: &RunId,
@@ -1209,7 +1269,6 @@ impl EventStore for PostgresStore {
             Ok(())
         })
     }
-
     fn cancel_request(
         &self,
         run: &RunId,
@@ -1252,7 +1311,6 @@ impl EventStore for PostgresStore {
             Ok(answer)
         })
     }
-
     fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
         let (run, driver) = (run.clone(), driver.clone());
         Box::pin(async move {
@@ -1287,7 +1345,6 @@ impl EventStore for PostgresStore {
             }
         })
     }
-
     fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
         let (run, driver) = (run.clone(), driver.clone());
         Box::pin(async move {
@@ -1305,7 +1362,6 @@ impl EventStore for PostgresStore {
             Ok(())
         })
     }
-
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
         let (run, driver) = (run.clone(), driver.clone());
         Box::pin(async move {
@@ -1320,7 +1376,6 @@ impl EventStore for PostgresStore {
             Ok(())
         })
     }
-
     fn claim_ready(
         &self,
         driver: &Driver,
@@ -1396,50 +1451,85 @@ impl EventStore for PostgresStore {
                 .collect()
         })
     }
-
     fn work_ready(&self) -> BoxFuture<'_, ()> {
         let mut ready = self.inner.ready.subscribe();
         Box::pin(async move {
             let _ = ready.changed().await;
         })
     }
+}
 
-    fn tenant_spend(
+impl SpecCatalog for PostgresStore {
+    fn catalog_add(
         &self,
-        tenant: &str,
-        since_ms: u64,
-    ) -> BoxFuture<'_, Result<Option<(u64, u64)>, StoreError>> {
-        let tenant = tenant.to_owned();
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
         Box::pin(async move {
-            let since = i64::try_from(since_ms).map_err(io)?;
-            // The runs not ended, and those started in the last day: a run that ran longer
-            // and ended within the window is not counted.
+            let body = serde_json::to_string(&entry).map_err(io)?;
+            let added = i64::try_from(entry.added_at_ms).map_err(io)?;
             let rows = self
                 .inner
                 .query(
-                    "SELECT COUNT(*) FILTER (WHERE b->>'type' = 'call_started'),
-                            COALESCE(SUM(COALESCE((b #>> '{usage,input_tokens}')::BIGINT, 0)
-                                       + COALESCE((b #>> '{usage,output_tokens}')::BIGINT, 0))
-                                     FILTER (WHERE b->>'type' = 'decided'), 0)::BIGINT
-                     FROM warrant_runs r JOIN warrant_events e ON e.run_id = r.run_id,
-                          LATERAL (SELECT e.body::JSONB AS b) j
-                     WHERE r.tenant = $1
-                       AND (r.status IN ('running', 'waiting', 'ready')
-                            OR r.started_at_ms >= $2::BIGINT - 86400000)
-                       AND (b->>'at_ms')::BIGINT >= $2::BIGINT",
-                    &[&tenant, &since],
+                    "INSERT INTO warrant_catalog (id, digest, added_at_ms, body)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (id, digest) DO UPDATE SET retired_at_ms = NULL
+                     RETURNING (xmax = 0)",
+                    &[&entry.id, &entry.digest, &added, &body],
                 )
                 .await?;
-            let row = rows.first().ok_or_else(|| io("no answer"))?;
-            let calls: i64 = row.get(0);
-            let tokens: i64 = row.get(1);
-            Ok(Some((
-                u64::try_from(calls).unwrap_or(0),
-                u64::try_from(tokens).unwrap_or(0),
-            )))
+            Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
         })
     }
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .query(
+                    "SELECT body, retired_at_ms FROM warrant_catalog
+                     WHERE $1::TEXT IS NULL OR id = $1 ORDER BY added_at_ms DESC, digest",
+                    &[&id],
+                )
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    let mut entry: warrant_core::ports::CatalogEntry =
+                        serde_json::from_str(r.get::<_, &str>(0)).map_err(io)?;
+                    entry.retired_at_ms = r
+                        .get::<_, Option<i64>>(1)
+                        .map(|t| u64::try_from(t).unwrap_or(0));
+                    Ok(entry)
+                })
+                .collect()
+        })
+    }
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
+        Box::pin(async move {
+            let at = i64::try_from(at_ms).map_err(io)?;
+            let rows = self
+                .inner
+                .query(
+                    "UPDATE warrant_catalog SET retired_at_ms = $3
+                     WHERE id = $1 AND ($2::TEXT IS NULL OR digest = $2) AND retired_at_ms IS NULL
+                     RETURNING id",
+                    &[&id, &digest, &at],
+                )
+                .await?;
+            Ok(u64::try_from(rows.len()).unwrap_or(u64::MAX))
+        })
+    }
+}
 
+impl IdempotencyKeys for PostgresStore {
     fn idempotency_get(
         &self,
         tenant: &str,
@@ -1462,7 +1552,6 @@ impl EventStore for PostgresStore {
                 .transpose()
         })
     }
-
     fn idempotency_put(
         &self,
         record: IdempotencyRecord,
@@ -1534,94 +1623,11 @@ impl EventStore for PostgresStore {
             )))
         })
     }
+}
 
-    fn catalog_add(
-        &self,
-        entry: warrant_core::ports::CatalogEntry,
-    ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        Box::pin(async move {
-            let body = serde_json::to_string(&entry).map_err(io)?;
-            let added = i64::try_from(entry.added_at_ms).map_err(io)?;
-            let rows = self
-                .inner
-                .query(
-                    "INSERT INTO warrant_catalog (id, digest, added_at_ms, body)
-                     VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (id, digest) DO UPDATE SET retired_at_ms = NULL
-                     RETURNING (xmax = 0)",
-                    &[&entry.id, &entry.digest, &added, &body],
-                )
-                .await?;
-            Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
-        })
-    }
-
-    fn catalog(
-        &self,
-        id: Option<&str>,
-    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
-        let id = id.map(str::to_owned);
-        Box::pin(async move {
-            let rows = self
-                .inner
-                .query(
-                    "SELECT body, retired_at_ms FROM warrant_catalog
-                     WHERE $1::TEXT IS NULL OR id = $1 ORDER BY added_at_ms DESC, digest",
-                    &[&id],
-                )
-                .await?;
-            rows.iter()
-                .map(|r| {
-                    let mut entry: warrant_core::ports::CatalogEntry =
-                        serde_json::from_str(r.get::<_, &str>(0)).map_err(io)?;
-                    entry.retired_at_ms = r
-                        .get::<_, Option<i64>>(1)
-                        .map(|t| u64::try_from(t).unwrap_or(0));
-                    Ok(entry)
-                })
-                .collect()
-        })
-    }
-
-    fn catalog_retire(
-        &self,
-        id: &str,
-        digest: Option<&str>,
-        at_ms: u64,
-    ) -> BoxFuture<'_, Result<u64, StoreError>> {
-        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
-        Box::pin(async move {
-            let at = i64::try_from(at_ms).map_err(io)?;
-            let rows = self
-                .inner
-                .query(
-                    "UPDATE warrant_catalog SET retired_at_ms = $3
-                     WHERE id = $1 AND ($2::TEXT IS NULL OR digest = $2) AND retired_at_ms IS NULL
-                     RETURNING id",
-                    &[&id, &digest, &at],
-                )
-                .await?;
-            Ok(u64::try_from(rows.len()).unwrap_or(u64::MAX))
-        })
-    }
-
+impl StoreHealth for PostgresStore {
     fn commit_latency(&self) -> Option<warrant_core::metrics::HistogramSnapshot> {
         Some(self.inner.commits.snapshot())
-    }
-
-    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
-        // Subscribed before the first read, so nothing committed in between is missed.
-        let moved = self
-            .inner
-            .moved()
-            .entry(run.clone())
-            .or_insert_with(|| watch::Sender::new(0))
-            .subscribe();
-        Box::new(Feed {
-            pg: self.inner.clone(),
-            followed: Followed::new(run, from_seq),
-            moved,
-        })
     }
 }
 

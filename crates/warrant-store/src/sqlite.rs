@@ -11,7 +11,7 @@
 //! made before it was set, Warrant's `meta` table). Anything else is refused by name and left
 //! untouched. Read commands open the file read-only ([`SqliteStore::open_read_only`]).
 //!
-//! Reads run on tokio's blocking pool. A follower ([`EventStore::subscribe`]) of a store open
+//! Reads run on tokio's blocking pool. A follower ([`LogReader::subscribe`](warrant_core::store::LogReader::subscribe)) of a store open
 //! for writing is handed this store's commits of its run by the writer, as they commit, without
 //! reading the file; it reads the file only at its start, after a gap, and when the writer saw
 //! another connection commit (SQLite's `data_version`, looked at in every commit and every
@@ -37,8 +37,12 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, EventStore, Held, IDEMPOTENCY_PURGE_MAX,
-    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, EventFeed, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
+    LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
 use crate::{ApprovalChange, FollowStep, Followed};
@@ -64,7 +68,7 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// turns, every append of a group commit dirtied a page of its own there (4 KiB written and
 /// fsynced for an append of a few hundred bytes).
 /// 6: the `idempotency` table, a tenant's `Idempotency-Key`s and the runs they start
-/// (`EventStore::idempotency_put`), so a restarted server still knows them.
+/// (`IdempotencyKeys::idempotency_put`), so a restarted server still knows them.
 pub const SCHEMA_VERSION: i64 = 6;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (the append
@@ -1037,7 +1041,7 @@ impl Sequences {
 /// rate of commits. Neither ever waits for a reader: a WAL a reader still reads is not started
 /// again until it is done, as with SQLite's own. A checkpoint that fails leaves every commit in
 /// the WAL, where it was already durable; the next one tries again, and the failure is counted
-/// in `failures` (`EventStore::checkpoint_failures`, for `/metrics`): a WAL never copied back
+/// in `failures` (`StoreHealth::checkpoint_failures`, for `/metrics`): a WAL never copied back
 /// grows. The thread ends when the writer's connection (which holds its bell) closes.
 fn start_checkpointer(
     path: &Path,
@@ -1825,7 +1829,7 @@ fn pending_of(conn: &Connection, run: Option<&RunId>) -> Result<Vec<PendingAppro
     Ok(out)
 }
 
-impl EventStore for SqliteStore {
+impl LogWriter for SqliteStore {
     fn append(
         &self,
         run: &RunId,
@@ -1853,7 +1857,9 @@ impl EventStore for SqliteStore {
         };
         self.outbox.reply(self.send(Job::Append(request)), done)
     }
+}
 
+impl LogReader for SqliteStore {
     fn read(
         &self,
         run: &RunId,
@@ -1862,16 +1868,45 @@ impl EventStore for SqliteStore {
         let run = run.clone();
         self.reading(move |inner| read_events(&*inner.reader()?, &run, from_seq))
     }
+    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
+        // Subscribed before the first read of the file, so nothing committed in between is
+        // missed (what both hold is given once, by sequence).
+        let local = self.taps.as_ref().map(|taps| {
+            let pushed = taps
+                .runs()
+                .entry(run.clone())
+                .or_insert_with(|| broadcast::channel(TAP_CAPACITY).0)
+                .subscribe();
+            Local {
+                pushed,
+                foreign: taps.foreign.subscribe(),
+                received: None,
+                must_read: true,
+                committed: VecDeque::new(),
+            }
+        });
+        Box::new(Feed {
+            path: self.inner.path.clone(),
+            conn: Arc::new(Mutex::new(None)),
+            followed: Followed::new(run, from_seq),
+            seen_version: None,
+            local,
+            since_commit: None,
+        })
+    }
+}
 
+impl RunsIndex for SqliteStore {
     fn runs(&self, query: RunQuery) -> BoxFuture<'_, Result<RunPage, StoreError>> {
         self.reading(move |inner| list_runs(&*inner.reader()?, &query))
     }
-
     fn summary(&self, run: &RunId) -> BoxFuture<'_, Result<Option<RunSummary>, StoreError>> {
         let run = run.clone();
         self.reading(move |inner| summary_of(&*inner.reader()?, &run))
     }
+}
 
+impl ApprovalsIndex for SqliteStore {
     fn pending_approvals(
         &self,
         run: Option<&RunId>,
@@ -1879,7 +1914,9 @@ impl EventStore for SqliteStore {
         let run = run.cloned();
         self.reading(move |inner| pending_of(&*inner.reader()?, run.as_ref()))
     }
+}
 
+impl Leases for SqliteStore {
     fn request_cancel(
         &self,
         run: &RunId,
@@ -1900,7 +1937,6 @@ impl EventStore for SqliteStore {
             Ok(())
         })
     }
-
     fn cancel_request(
         &self,
         run: &RunId,
@@ -1957,7 +1993,6 @@ impl EventStore for SqliteStore {
             Ok(found)
         })
     }
-
     fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
         if let Err(e) = self.inner.writable() {
             return Box::pin(std::future::ready(Err(e)));
@@ -1970,7 +2005,6 @@ impl EventStore for SqliteStore {
         };
         self.outbox.reply(self.send(job), answer)
     }
-
     fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
         let (run, driver) = (run.clone(), driver.clone());
         self.writing(move |inner| {
@@ -1989,7 +2023,6 @@ impl EventStore for SqliteStore {
             Ok(())
         })
     }
-
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
         let (run, driver) = (run.clone(), driver.clone());
         self.writing(move |inner| {
@@ -2003,7 +2036,95 @@ impl EventStore for SqliteStore {
             Ok(())
         })
     }
+}
 
+impl SpecCatalog for SqliteStore {
+    fn catalog_add(
+        &self,
+        entry: warrant_core::ports::CatalogEntry,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.writing(move |inner| {
+            let body = serde_json::to_string(&entry).map_err(io)?;
+            let conn = inner.reader()?;
+            let added = conn
+                .execute(
+                    "INSERT OR IGNORE INTO catalog (id, digest, added_at_ms, body)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![entry.id, entry.digest, sql_int(entry.added_at_ms)?, body],
+                )
+                .map_err(io)?;
+            if added == 0 {
+                conn.execute(
+                    "UPDATE catalog SET retired_at_ms = NULL WHERE id = ?1 AND digest = ?2",
+                    params![entry.id, entry.digest],
+                )
+                .map_err(io)?;
+            }
+            Ok(added > 0)
+        })
+    }
+    fn catalog(
+        &self,
+        id: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
+        let id = id.map(str::to_owned);
+        self.reading(move |inner| {
+            let conn = inner.reader()?;
+            // A store no build of this catalog has written to has none.
+            let present: bool = conn
+                .query_row(
+                    "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'catalog'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(io)?;
+            if !present {
+                return Ok(Vec::new());
+            }
+            let mut stmt = conn
+                .prepare(
+                    "SELECT body, retired_at_ms FROM catalog WHERE ?1 IS NULL OR id = ?1
+                     ORDER BY added_at_ms DESC, rowid DESC",
+                )
+                .map_err(io)?;
+            let rows = stmt
+                .query_map(params![id], |r| {
+                    Ok((r.get::<_, String>(0)?, column_u64_opt(r, 1)?))
+                })
+                .map_err(io)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (body, retired) = row.map_err(io)?;
+                let mut entry: warrant_core::ports::CatalogEntry =
+                    serde_json::from_str(&body).map_err(io)?;
+                entry.retired_at_ms = retired;
+                out.push(entry);
+            }
+            Ok(out)
+        })
+    }
+    fn catalog_retire(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        at_ms: u64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
+        self.writing(move |inner| {
+            let n = inner
+                .reader()?
+                .execute(
+                    "UPDATE catalog SET retired_at_ms = ?3
+                     WHERE id = ?1 AND (?2 IS NULL OR digest = ?2) AND retired_at_ms IS NULL",
+                    params![id, digest, sql_int(at_ms)?],
+                )
+                .map_err(io)?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
+        })
+    }
+}
+
+impl IdempotencyKeys for SqliteStore {
     fn idempotency_get(
         &self,
         tenant: &str,
@@ -2020,7 +2141,6 @@ impl EventStore for SqliteStore {
             Ok(idempotency_of(&conn, &tenant, &key)?.filter(|r| !r.expired(now_ms)))
         })
     }
-
     fn idempotency_put(
         &self,
         record: IdempotencyRecord,
@@ -2082,126 +2202,14 @@ impl EventStore for SqliteStore {
             Ok(held)
         })
     }
+}
 
-    fn catalog_add(
-        &self,
-        entry: warrant_core::ports::CatalogEntry,
-    ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.writing(move |inner| {
-            let body = serde_json::to_string(&entry).map_err(io)?;
-            let conn = inner.reader()?;
-            let added = conn
-                .execute(
-                    "INSERT OR IGNORE INTO catalog (id, digest, added_at_ms, body)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![entry.id, entry.digest, sql_int(entry.added_at_ms)?, body],
-                )
-                .map_err(io)?;
-            if added == 0 {
-                conn.execute(
-                    "UPDATE catalog SET retired_at_ms = NULL WHERE id = ?1 AND digest = ?2",
-                    params![entry.id, entry.digest],
-                )
-                .map_err(io)?;
-            }
-            Ok(added > 0)
-        })
-    }
-
-    fn catalog(
-        &self,
-        id: Option<&str>,
-    ) -> BoxFuture<'_, Result<Vec<warrant_core::ports::CatalogEntry>, StoreError>> {
-        let id = id.map(str::to_owned);
-        self.reading(move |inner| {
-            let conn = inner.reader()?;
-            // A store no build of this catalog has written to has none.
-            let present: bool = conn
-                .query_row(
-                    "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'catalog'",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(io)?;
-            if !present {
-                return Ok(Vec::new());
-            }
-            let mut stmt = conn
-                .prepare(
-                    "SELECT body, retired_at_ms FROM catalog WHERE ?1 IS NULL OR id = ?1
-                     ORDER BY added_at_ms DESC, rowid DESC",
-                )
-                .map_err(io)?;
-            let rows = stmt
-                .query_map(params![id], |r| {
-                    Ok((r.get::<_, String>(0)?, column_u64_opt(r, 1)?))
-                })
-                .map_err(io)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (body, retired) = row.map_err(io)?;
-                let mut entry: warrant_core::ports::CatalogEntry =
-                    serde_json::from_str(&body).map_err(io)?;
-                entry.retired_at_ms = retired;
-                out.push(entry);
-            }
-            Ok(out)
-        })
-    }
-
-    fn catalog_retire(
-        &self,
-        id: &str,
-        digest: Option<&str>,
-        at_ms: u64,
-    ) -> BoxFuture<'_, Result<u64, StoreError>> {
-        let (id, digest) = (id.to_owned(), digest.map(str::to_owned));
-        self.writing(move |inner| {
-            let n = inner
-                .reader()?
-                .execute(
-                    "UPDATE catalog SET retired_at_ms = ?3
-                     WHERE id = ?1 AND (?2 IS NULL OR digest = ?2) AND retired_at_ms IS NULL",
-                    params![id, digest, sql_int(at_ms)?],
-                )
-                .map_err(io)?;
-            Ok(u64::try_from(n).unwrap_or(u64::MAX))
-        })
-    }
-
+impl StoreHealth for SqliteStore {
     fn commit_latency(&self) -> Option<warrant_core::metrics::HistogramSnapshot> {
         self.taps.as_ref().map(|t| t.commits.snapshot())
     }
-
     fn checkpoint_failures(&self) -> Option<warrant_core::ports::CheckpointFailures> {
         self.taps.as_ref().map(|t| t.checkpoint_failures.snapshot())
-    }
-
-    fn subscribe(&self, run: &RunId, from_seq: u64) -> Box<dyn EventFeed> {
-        // Subscribed before the first read of the file, so nothing committed in between is
-        // missed (what both hold is given once, by sequence).
-        let local = self.taps.as_ref().map(|taps| {
-            let pushed = taps
-                .runs()
-                .entry(run.clone())
-                .or_insert_with(|| broadcast::channel(TAP_CAPACITY).0)
-                .subscribe();
-            Local {
-                pushed,
-                foreign: taps.foreign.subscribe(),
-                received: None,
-                must_read: true,
-                committed: VecDeque::new(),
-            }
-        });
-        Box::new(Feed {
-            path: self.inner.path.clone(),
-            conn: Arc::new(Mutex::new(None)),
-            followed: Followed::new(run, from_seq),
-            seen_version: None,
-            local,
-            since_commit: None,
-        })
     }
 }
 

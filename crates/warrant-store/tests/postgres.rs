@@ -20,6 +20,7 @@ use std::time::Duration;
 use warrant_core::event::{Event, EventKind, Principal};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{Driver, EventStore, FairShare, LEASE_TTL_MS, StoreError};
+use warrant_core::store::{IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog};
 use warrant_store::PostgresStore;
 use warrant_store::contract::{self, postgres_scratch, step};
 

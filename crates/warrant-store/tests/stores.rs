@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 use warrant_core::ids::RunId;
 use warrant_core::ports::{EventStore, RunQuery, StoreError};
+use warrant_core::store::{
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex,
+};
 use warrant_store::{Durability, MemoryStore, SqliteStore};
 
 use warrant_store::contract::{self, asked, started, step};

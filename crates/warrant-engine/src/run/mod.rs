@@ -401,7 +401,7 @@ impl<'a> Run<'a> {
     }
 
     /// Records the run's start and nothing else, driven by nobody: it waits for a worker to
-    /// claim it (`EventStore::claim_ready`) and carry it on as a re-entry.
+    /// claim it (`Leases::claim_ready`) and carry it on as a re-entry.
     pub(crate) async fn queue(&mut self) -> Result<(), EngineError> {
         self.stage_start()?;
         let events = std::mem::take(&mut self.pending);
