@@ -91,16 +91,19 @@ pub enum ErrorKind {
 }
 
 impl From<warrant_engine::EngineError> for AppError {
-    /// An engine's error, by what the caller can do about it.
+    /// An engine's error, by what the caller can do about it. While a run is driven, a
+    /// refusal or another writer first is a failure of the drive (events may have been
+    /// written before it): only an operator's input is refused as a conflict
+    /// ([`AppError::input_refused`]).
     fn from(e: warrant_engine::EngineError) -> AppError {
+        use warrant_core::store::StoreError;
         use warrant_engine::EngineError;
         match e {
             EngineError::Held { .. } => AppError::Held(e.to_string()),
             EngineError::Interrupted { .. } => AppError::Interrupted(e.to_string()),
             EngineError::Forbidden(m) => AppError::Forbidden(m),
-            EngineError::Store(s) => s.into(),
+            EngineError::Store(s @ StoreError::Io(_)) => s.into(),
             EngineError::UnknownRun(_) => AppError::NotFound(e.to_string()),
-            EngineError::Answer(m) | EngineError::Refused(m) => AppError::Conflict(m),
             other => AppError::Failed(other.to_string()),
         }
     }
@@ -121,6 +124,20 @@ impl From<warrant_core::store::StoreError> for AppError {
 }
 
 impl AppError {
+    /// An engine's refusal of an operator's input (an answer, a reconciliation): the run's
+    /// state did not allow it, or another writer went first — nothing was written.
+    pub(crate) fn input_refused(e: warrant_engine::EngineError) -> AppError {
+        use warrant_core::store::StoreError;
+        use warrant_engine::EngineError;
+        match e {
+            EngineError::Answer(m) | EngineError::Refused(m) => AppError::Conflict(m),
+            EngineError::Store(s @ (StoreError::Conflict { .. } | StoreError::Fenced { .. })) => {
+                s.into()
+            }
+            other => other.into(),
+        }
+    }
+
     /// Its kind.
     pub fn kind(&self) -> ErrorKind {
         match self {

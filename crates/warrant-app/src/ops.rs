@@ -653,12 +653,13 @@ impl App {
     pub async fn log(&self, run: &RunId) -> Result<Vec<Arc<Event>>> {
         let events = self.store.read(run, 1).await.map_err(|e| {
             // Name the run the read was for, unless the store's words already do.
-            let e = e.to_string();
-            if e.contains(&run.0) {
-                AppError::failed(e)
-            } else {
-                AppError::failed(format!("reading run `{run}`: {e}"))
-            }
+            AppError::from(e).map_message(|m| {
+                if m.contains(&run.0) {
+                    m
+                } else {
+                    format!("reading run `{run}`: {m}")
+                }
+            })
         })?;
         if events.is_empty() {
             return Err(AppError::NotFound(format!("no run `{run}` in the store")));
@@ -852,12 +853,49 @@ impl App {
         })
     }
 
+    /// Waits for a person: until approval request `request` of `run` is no longer pending
+    /// (answered here or by any process, withdrawn with its run's end) or until `until_ms`
+    /// (its expiry, at the latest). Woken by the store as the run's log grows — a follower of
+    /// the log, never a poll of the approvals. Whether the request is settled; a request
+    /// past `until_ms` unanswered is not.
+    pub async fn wait_for_answer(&self, run: &RunId, request: &str, until_ms: u64) -> Result<bool> {
+        let events = self.log(run).await?;
+        let settled = |state: &RunState| {
+            state
+                .approval(request)
+                .is_none_or(|a| a.status.state() != ApprovalState::Pending)
+        };
+        let mut state = fold(run, &events)?;
+        if settled(&state) {
+            return Ok(true);
+        }
+        let mut feed = self.store.subscribe(run, state.last_seq() + 1);
+        let left = until_ms.saturating_sub(SystemClock.now_ms());
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(left);
+        loop {
+            let next = tokio::select! {
+                next = feed.next() => next.map_err(AppError::from)?,
+                () = tokio::time::sleep_until(deadline) => return Ok(false),
+            };
+            let Some(stored) = next else {
+                // The run ended: whatever was pending is withdrawn.
+                return Ok(true);
+            };
+            state
+                .apply(&stored.event)
+                .map_err(|e| AppError::failed(format!("run `{run}`: {e}")))?;
+            if settled(&state) {
+                return Ok(true);
+            }
+        }
+    }
+
     /// Answers approval request `request`, as `by`.
     pub async fn answer(&self, request: &str, answer: Answer, by: &str) -> Result<Answered> {
         self.engine()
             .answer(request, answer, by)
             .await
-            .map_err(AppError::from)
+            .map_err(AppError::input_refused)
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.
@@ -872,7 +910,7 @@ impl App {
         self.engine()
             .reconcile(run, call, said.happened, said.resend, by, note)
             .await
-            .map_err(AppError::from)
+            .map_err(AppError::input_refused)
     }
 
     /// Cancels `run`, as `by`: the process driving it ends it at its next check (waited for

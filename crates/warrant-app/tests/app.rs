@@ -81,6 +81,53 @@ async fn a_run_is_listed_by_its_status_and_a_cancellation_of_an_ended_run_says_h
 }
 
 #[tokio::test]
+async fn a_wait_for_a_person_ends_when_anyone_answers_and_not_before_its_time() {
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let app = app_over(store.clone());
+    let path = example();
+    let spec = warrant_app::load_spec(&path).unwrap();
+    let options = RunOptions {
+        ask_tools: vec!["order_latte".to_owned()],
+        ..RunOptions::default()
+    };
+    let prepared = Prepared::new(&Deciders::new(None), spec, &path, options)
+        .await
+        .unwrap();
+    let held = prepared.drive(&app.engine_for(&prepared)).await.unwrap();
+    prepared.shutdown().await;
+    assert!(held.outcome.is_none(), "the run waits for a person");
+    let asked = app.approvals(Some(&held.run_id)).await.unwrap();
+    let request = asked[0].request.clone();
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    // Nobody answers: the wait ends at its time, unsettled.
+    let settled = app
+        .wait_for_answer(&held.run_id, &request, now + 30)
+        .await
+        .unwrap();
+    assert!(!settled);
+    // Another process's answer (another App over the same store) ends it.
+    let waiting = {
+        let app = app_over(store.clone());
+        let (run, request) = (held.run_id.clone(), request.clone());
+        tokio::spawn(async move { app.wait_for_answer(&run, &request, now + 60_000).await })
+    };
+    let deny = Answer::Deny {
+        reason: "not today".to_owned(),
+    };
+    app_over(store.clone())
+        .answer(&request, deny, "someone")
+        .await
+        .unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    // Settled already: at once.
+    assert!(
+        app.wait_for_answer(&held.run_id, &request, 0)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
 async fn what_is_not_there_is_not_found_and_an_answer_nobody_asked_for_is_a_conflict() {
     let app = app_over(Arc::new(MemoryStore::new()));
     let run = attained(&app).await;
@@ -134,7 +181,7 @@ async fn a_store_that_cannot_be_reached_is_unavailable_wherever_it_is_met() {
 fn an_engines_and_a_stores_errors_keep_their_kind() {
     use warrant_engine::EngineError;
     let run = RunId("r".to_owned());
-    let cases: [(AppError, ErrorKind); 7] = [
+    let cases: [(AppError, ErrorKind); 8] = [
         (StoreError::Io("x".into()).into(), ErrorKind::Unavailable),
         (
             StoreError::Conflict {
@@ -149,13 +196,24 @@ fn an_engines_and_a_stores_errors_keep_their_kind() {
             EngineError::UnknownRun(run.clone()).into(),
             ErrorKind::NotFound,
         ),
+        // While a run is driven, a refusal or a lost lease is the drive's failure (events may
+        // have been written before it); only an operator's input is refused as a conflict.
         (
-            EngineError::Answer("answered".into()).into(),
-            ErrorKind::Conflict,
+            EngineError::Refused("a child".into()).into(),
+            ErrorKind::Failed,
         ),
         (
-            EngineError::Refused("not in doubt".into()).into(),
-            ErrorKind::Conflict,
+            EngineError::Store(StoreError::Fenced {
+                run: run.clone(),
+                holder: String::new(),
+                epoch: 2,
+            })
+            .into(),
+            ErrorKind::Failed,
+        ),
+        (
+            EngineError::Store(StoreError::Io("x".into())).into(),
+            ErrorKind::Unavailable,
         ),
         (
             EngineError::Forbidden("self".into()).into(),

@@ -36,6 +36,7 @@ pub struct RunReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildInfo>,
     /// `running`, `waiting`, `ready`, or the outcome's name (the vocabulary of `warrant runs`).
+    #[schemars(with = "String")]
     pub status: crate::status::RunStatus,
     /// How it ended (absent while it runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -146,7 +146,7 @@ impl RunStatus {
 
 impl fmt::Display for RunStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -233,7 +233,7 @@ impl ApprovalState {
 
 impl fmt::Display for ApprovalState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -313,12 +313,18 @@ pub struct DeciderRef {
 }
 
 impl DeciderRef {
-    /// Reads `kind:argument` (the argument may hold further `:`).
+    /// Reads `kind:argument` (the argument may hold further `:`). Text with no `:` names no
+    /// kind this build knows: it is [`DeciderKind::Other`], whatever it says.
     pub fn parse(text: &str) -> DeciderRef {
-        let (kind, arg) = text.split_once(':').unwrap_or((text, ""));
-        DeciderRef {
-            kind: DeciderKind::parse(kind),
-            arg: arg.to_owned(),
+        match text.split_once(':') {
+            Some((kind, arg)) => DeciderRef {
+                kind: DeciderKind::parse(kind),
+                arg: arg.to_owned(),
+            },
+            None => DeciderRef {
+                kind: DeciderKind::Other(text.to_owned()),
+                arg: String::new(),
+            },
         }
     }
 
@@ -391,5 +397,13 @@ mod tests {
         assert_eq!(RunKind::of_decider("mcp-client:claude"), RunKind::Session);
         assert_eq!(RunKind::of_decider("mcp-clientx:claude"), RunKind::Run);
         assert_eq!(RunKind::of_decider("scripted:mcp-client:x"), RunKind::Run);
+        // No `:`, no kind: not a script with an empty path, not a session.
+        assert_eq!(RunKind::of_decider("mcp-client"), RunKind::Run);
+        assert_eq!(
+            DeciderRef::parse("scripted").kind,
+            DeciderKind::Other("scripted".into())
+        );
+        // A status pads like the word it is, in a table.
+        assert_eq!(format!("[{:<9}]", RunStatus::Ready), "[ready    ]");
     }
 }

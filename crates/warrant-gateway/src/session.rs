@@ -19,8 +19,9 @@ use crate::{Gateway, reply};
 /// Calls a client may have queued before the session takes them up.
 const QUEUED_MAX: usize = 64;
 
-/// How often a call held for approval looks for an answer given elsewhere.
-const ANSWER_POLL: Duration = Duration::from_millis(200);
+/// How soon a call held for approval follows its run's log again after the store failed to
+/// answer.
+const ANSWER_RETRY: Duration = Duration::from_millis(200);
 
 /// Most idempotency keys a session remembers (the oldest is forgotten first).
 const KEYS_MAX: usize = 4_096;
@@ -530,23 +531,20 @@ async fn wait_for_answer(
                 .await;
             return true;
         }
-        let now = warrant_engine::SystemClock.now_ms();
-        if now >= row.expires_at_ms {
+        if warrant_engine::SystemClock.now_ms() >= row.expires_at_ms {
             return true;
         }
-        let pending = gateway
+        // Woken by the run's log (an answer, from any process), a change of the tools, or the
+        // client leaving; asked again after a store that failed to answer, a moment later.
+        let answered = gateway
             .app
-            .store()
-            .pending_approvals(Some(&run.run_id))
-            .await
-            .map(|p| p.iter().any(|a| a.request == row.request))
-            .unwrap_or(true);
-        if !pending {
-            return true;
-        }
-        let left = Duration::from_millis(row.expires_at_ms.saturating_sub(now));
+            .wait_for_answer(&run.run_id, &row.request, row.expires_at_ms);
         tokio::select! {
-            () = tokio::time::sleep(ANSWER_POLL.min(left)) => {}
+            settled = answered => match settled {
+                Ok(_) => return true,
+                // Tried again until the request expires, as a store coming back answers.
+                Err(_) => tokio::time::sleep(ANSWER_RETRY).await,
+            },
             _ = changes.changed() => {}
             _ = &mut *gone => return false,
         }

@@ -140,7 +140,7 @@ impl Shared {
             .store()
             .read(run, 1)
             .await
-            .map_err(|e| Problem::internal(e.to_string()))?;
+            .map_err(warrant_app::AppError::from)?;
         let Some(tenant) = first.first().and_then(|e| match &e.event.kind {
             EventKind::RunStarted { principal, .. } => Some(
                 principal
@@ -186,7 +186,7 @@ pub async fn specs(
         .store()
         .catalog(None)
         .await
-        .map_err(|e| Problem::internal(e.to_string()))?;
+        .map_err(warrant_app::AppError::from)?;
     let mut seen = std::collections::BTreeSet::new();
     Ok(Json(
         entries
@@ -485,7 +485,7 @@ impl Shared {
             .store()
             .summary(&held.run_id)
             .await
-            .map_err(|e| Problem::internal(e.to_string()))?;
+            .map_err(warrant_app::AppError::from)?;
         match started {
             Some(_) => self.same_run(&held.run_id).await.map(Some),
             None => Ok(None),
@@ -546,7 +546,7 @@ impl Shared {
                 .store()
                 .tenant_spend(tenant, since)
                 .await
-                .map_err(|e| Problem::internal(e.to_string()))?
+                .map_err(warrant_app::AppError::from)?
             {
                 self.runner.meter.set_spend(tenant, now, calls, tokens);
             }
@@ -774,7 +774,7 @@ pub async fn events(
         .store()
         .read(&run, from)
         .await
-        .map_err(|e| Problem::internal(e.to_string()))?;
+        .map_err(warrant_app::AppError::from)?;
     // Read whole, the page ends the log: finished when that end is the run's last event (or,
     // asked past it, when the run has ended).
     let finished = stored.len() <= limit

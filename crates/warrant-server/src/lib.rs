@@ -130,7 +130,7 @@ impl Shared {
                 .store()
                 .runs(query)
                 .await
-                .map_err(|e| Problem::internal(e.to_string()))?;
+                .map_err(warrant_app::AppError::from)?;
             for r in page.runs {
                 if !seen.insert(r.run_id.clone()) {
                     continue;
@@ -143,7 +143,7 @@ impl Shared {
                     .store()
                     .read(&r.run_id, 1)
                     .await
-                    .map_err(|e| Problem::internal(e.to_string()))?
+                    .map_err(warrant_app::AppError::from)?
                     .into_iter()
                     .map(|s| s.event)
                     .collect();

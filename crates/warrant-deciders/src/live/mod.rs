@@ -111,9 +111,6 @@ impl LiveDecider {
     ) -> Result<LiveDecider, String> {
         let text = named.to_string();
         let (kind, rest) = (named.kind.name(), named.arg.as_str());
-        if rest.is_empty() {
-            return Err(format!("`{}` is not `provider:model`", kind));
-        }
         let (target, options) = match rest.rsplit_once('?') {
             Some((t, o)) => (t, o),
             None => (rest, ""),
