@@ -543,7 +543,6 @@ impl Engine {
         by: &str,
     ) -> Result<Answered, EngineError> {
         use warrant_core::event::{ApprovalScope, Event, EventKind};
-        use warrant_core::fold::ApprovalStatus;
         let refuse = |m: String| EngineError::Answer(m);
         let run = request
             .rsplit_once("-a")
@@ -565,79 +564,11 @@ impl Engine {
                 outcome.name()
             )));
         }
-        let same = match (&approval.status, answer) {
-            // One of several approvers approving again: nothing changes.
-            (ApprovalStatus::Pending, Answer::Approve { .. })
-                if approval.approved_by.iter().any(|(who, ..)| who == by) =>
-            {
-                return Err(refuse(format!(
-                    "`{by}` approved `{request}` already: it needs {} different people",
-                    approval.approvers
-                )));
-            }
-            (ApprovalStatus::Pending, _) => None,
-            (
-                ApprovalStatus::Approved { scope, until_ms },
-                Answer::Approve {
-                    scope: s,
-                    until_ms: u,
-                    edited: e,
-                },
-            ) => Some(
-                scope == s
-                    && until_ms == u
-                    && approval.edited.as_ref().map(|(v, _)| v) == e.as_ref(),
-            ),
-            (ApprovalStatus::Denied { .. }, Answer::Deny { .. }) => Some(true),
-            (ApprovalStatus::Expired, _) => {
-                return Err(refuse(format!("`{request}` expired unanswered")));
-            }
-            _ => Some(false),
-        };
-        match same {
-            Some(true) => return Ok(Answered::AlreadyAnswered),
-            Some(false) => {
-                return Err(refuse(format!(
-                    "`{request}` was already answered differently"
-                )));
-            }
-            None => {}
+        if let Some(done) = answered_already(approval, answer, request, by)? {
+            return Ok(done);
         }
         let now = self.clock.now_ms();
-        if let Answer::Approve {
-            until_ms: Some(until),
-            ..
-        } = answer
-            && *until <= now
-        {
-            return Err(refuse(format!(
-                "an approval until {until} ms since the epoch would hold for no time: that is not later than now ({now})"
-            )));
-        }
-        if now >= approval.expires_at_ms {
-            // The run's own process records the expiry when it carries on.
-            return Err(refuse(format!("`{request}` expired unanswered")));
-        }
-        if let Answer::Approve {
-            scope: ApprovalScope::Plan,
-            ..
-        } = answer
-            && approval.proposed_scope != ApprovalScope::Plan
-        {
-            return Err(refuse(format!(
-                "`{request}` did not propose the run's plan: approve it with scope `once` or `run`"
-            )));
-        }
-        if let Answer::Approve {
-            scope: ApprovalScope::Run | ApprovalScope::Plan,
-            edited: Some(_),
-            ..
-        } = answer
-        {
-            return Err(refuse(
-                "edited arguments approve this one call: answer with scope `once`".to_owned(),
-            ));
-        }
+        answer_fits(approval, answer, request, now)?;
         let kind = match answer {
             Answer::Approve {
                 scope,
@@ -874,6 +805,102 @@ impl Engine {
             .await?;
         Ok(())
     }
+}
+
+/// Whether `approval` was answered already: the same answer again is
+/// [`Answered::AlreadyAnswered`], another one is refused; `None` while it waits for this one.
+fn answered_already(
+    approval: &warrant_core::fold::Approval,
+    answer: &Answer,
+    request: &str,
+    by: &str,
+) -> Result<Option<Answered>, EngineError> {
+    use warrant_core::fold::ApprovalStatus;
+    let refuse = |m: String| EngineError::Answer(m);
+    let same = match (&approval.status, answer) {
+        // One of several approvers approving again: nothing changes.
+        (ApprovalStatus::Pending, Answer::Approve { .. })
+            if approval.approved_by.iter().any(|(who, ..)| who == by) =>
+        {
+            return Err(refuse(format!(
+                "`{by}` approved `{request}` already: it needs {} different people",
+                approval.approvers
+            )));
+        }
+        (ApprovalStatus::Pending, _) => None,
+        (
+            ApprovalStatus::Approved { scope, until_ms },
+            Answer::Approve {
+                scope: s,
+                until_ms: u,
+                edited: e,
+            },
+        ) => Some(
+            scope == s && until_ms == u && approval.edited.as_ref().map(|(v, _)| v) == e.as_ref(),
+        ),
+        (ApprovalStatus::Denied { .. }, Answer::Deny { .. }) => Some(true),
+        (ApprovalStatus::Expired, _) => {
+            return Err(refuse(format!("`{request}` expired unanswered")));
+        }
+        _ => Some(false),
+    };
+    match same {
+        Some(true) => return Ok(Some(Answered::AlreadyAnswered)),
+        Some(false) => {
+            return Err(refuse(format!(
+                "`{request}` was already answered differently"
+            )));
+        }
+        None => {}
+    }
+    Ok(None)
+}
+
+/// Whether `answer` can be given to `approval` at `now`: an approval that holds for some
+/// time, before the request expires, with a scope it proposed, edits for one call only.
+fn answer_fits(
+    approval: &warrant_core::fold::Approval,
+    answer: &Answer,
+    request: &str,
+    now: u64,
+) -> Result<(), EngineError> {
+    use warrant_core::event::ApprovalScope;
+    let refuse = |m: String| EngineError::Answer(m);
+    if let Answer::Approve {
+        until_ms: Some(until),
+        ..
+    } = answer
+        && *until <= now
+    {
+        return Err(refuse(format!(
+            "an approval until {until} ms since the epoch would hold for no time: that is not later than now ({now})"
+        )));
+    }
+    if now >= approval.expires_at_ms {
+        // The run's own process records the expiry when it carries on.
+        return Err(refuse(format!("`{request}` expired unanswered")));
+    }
+    if let Answer::Approve {
+        scope: ApprovalScope::Plan,
+        ..
+    } = answer
+        && approval.proposed_scope != ApprovalScope::Plan
+    {
+        return Err(refuse(format!(
+            "`{request}` did not propose the run's plan: approve it with scope `once` or `run`"
+        )));
+    }
+    if let Answer::Approve {
+        scope: ApprovalScope::Run | ApprovalScope::Plan,
+        edited: Some(_),
+        ..
+    } = answer
+    {
+        return Err(refuse(
+            "edited arguments approve this one call: answer with scope `once`".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// Records an operator's input (`attempt` reads the log, judges and appends). Another process

@@ -1,6 +1,7 @@
 //! Deciding: observe the step's provider, project what the decider may see, ask it, and record its decision (a call goes on to the Bridge).
 
 use super::*;
+use warrant_core::ports::Decided;
 
 /// The fault of a failed observation.
 pub(super) fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {
@@ -165,7 +166,7 @@ impl Run<'_> {
         let Some(observation) = self.observe(i, &surface).await? else {
             return Ok(());
         };
-        let projection = Projection::build(
+        let mut projection = Projection::build(
             &self.state,
             self.spec.clone(),
             i,
@@ -173,7 +174,6 @@ impl Run<'_> {
             observation.actions.clone(),
         )
         .ok_or(EngineError::NoStep(i))?;
-        let mut projection = projection;
         projection.hidden = self.never_allowed(i, &observation);
         // `plan_first`: the run's first decision is its plan, made from the spec alone.
         let planning = self.state.needs_plan();
@@ -187,96 +187,19 @@ impl Run<'_> {
             return Ok(());
         }
         let decision_no = projection.decision_no;
-        // The integrity of the decider's context (rules 2): every untrusted provider whose
-        // text it has been shown in this run, this projection included.
-        let tainted_by: Arc<[String]> = if self.state.provenance_rules() >= 2 {
-            let mut shown = projection.shows_untrusted(&self.state);
-            // Rules 3: an untrusted provider's tool descriptions are text it wrote, read by
-            // the decider from its first decision on.
-            if self.state.provenance_rules() >= 3
-                && let Some(p) = projection.describes_untrusted(&self.state)
-                && !shown.contains(&p)
-            {
-                shown.push(p);
-            }
-            let before = self.state.context_taint();
-            if shown.iter().all(|t| before.iter().any(|b| b == t)) {
-                // Nothing new: the same taint, shared.
-                self.state.context_taint_shared()
-            } else {
-                let taint: std::collections::BTreeSet<String> = before
-                    .iter()
-                    .cloned()
-                    .chain(shown.iter().map(|p| (*p).to_owned()))
-                    .collect();
-                taint.into_iter().collect()
-            }
-        } else {
-            Arc::default()
-        };
+        let tainted_by = self.context_taint(&projection);
         let sight = Sight {
             version: observation.version.clone(),
             actions: observation.actions.clone(),
         };
-        // The decider is waited on until the run's deadline at most (a live model retrying, a
-        // stalled stream): past it, the run is exhausted.
-        // Deciders that answer at once (scripts, replays) are polled once, with no timers.
-        let decider = self.decider;
-        let decided = match self
-            .bounded_durably(Bound::Deadline, decider.decide(projection))
+        let Some(decided) = self
+            .ask_decider(projection, &step_id, &observation.version)
             .await?
-        {
-            Ok(answer) => Ok(answer),
-            Err(Cut::Cancelled(c)) => Err(c),
-            Err(Cut::Timeout(_) | Cut::Deadline(_)) => Ok(Err(DecideError::new(
-                Code::DeadlineExceeded,
-                "the decider had not decided when the run's deadline came",
-            ))),
-        };
-        let decided = match decided {
-            Err(c) => {
-                // Cancelled while the decider thought: nothing it decides is acted on.
-                self.cancel = Some(c);
-                return Ok(());
-            }
-            Ok(Ok(d)) => d,
-            // The decider left (a gateway session's client): the loop closes the run.
-            Ok(Err(_)) if self.decider.closed().is_some() => return Ok(()),
-            Ok(Err(e)) => {
-                let deadline = e.code == Code::DeadlineExceeded;
-                let fault = Fault::of(e.code, e.message);
-                self.stage(EventKind::DecideFailed {
-                    step: step_id,
-                    version: Some(observation.version),
-                    fault: fault.clone(),
-                    exchange: e.exchange,
-                })?;
-                if deadline {
-                    return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
-                }
-                self.stage(EventKind::RunFinished {
-                    outcome: Outcome::Failed { fault },
-                })?;
-                return Ok(());
-            }
+        else {
+            return Ok(());
         };
         let decision = decided.decision;
-        let plan = match &decision {
-            Decision::Plan { grants } => Some(grants),
-            _ => None,
-        };
-        let wrong_plan = match (planning, plan) {
-            (true, Some(grants)) => warrant_core::scope::check_plan(&self.spec, grants).err(),
-            (true, None) => Some(
-                "a plan was asked for (`plan_first`), and the decider did not propose one"
-                    .to_owned(),
-            ),
-            (false, Some(_)) => {
-                Some("the decider proposed a plan when none was asked for".to_owned())
-            }
-            (false, None) => None,
-        };
-        if let Some(why) = wrong_plan {
+        if let Some(why) = plan_problem(&self.spec, planning, &decision) {
             let fault = Fault::of(Code::InvalidPlan, why);
             self.stage(EventKind::DecideFailed {
                 step: step_id,
@@ -302,23 +225,122 @@ impl Run<'_> {
             return self.exhausted("deadline_ms", self.spec.limits.deadline_ms);
         }
         // Budgets the decider spends: checked once the decision that spent them is recorded.
+        if let Some((limit, max)) = self.budget_spent(&decision) {
+            return self.exhausted(limit, max);
+        }
+        self.act(i, step_id, decision, decision_no, sight).await
+    }
+
+    /// The integrity of the decider's context (rules 2): every untrusted provider whose text
+    /// it has been shown in this run, `projection` included.
+    fn context_taint(&self, projection: &Projection) -> Arc<[String]> {
+        if self.state.provenance_rules() < 2 {
+            return Arc::default();
+        }
+        let mut shown = projection.shows_untrusted(&self.state);
+        // Rules 3: an untrusted provider's tool descriptions are text it wrote, read by the
+        // decider from its first decision on.
+        if self.state.provenance_rules() >= 3
+            && let Some(p) = projection.describes_untrusted(&self.state)
+            && !shown.contains(&p)
+        {
+            shown.push(p);
+        }
+        let before = self.state.context_taint();
+        if shown.iter().all(|t| before.iter().any(|b| b == t)) {
+            // Nothing new: the same taint, shared.
+            self.state.context_taint_shared()
+        } else {
+            let taint: std::collections::BTreeSet<String> = before
+                .iter()
+                .cloned()
+                .chain(shown.iter().map(|p| (*p).to_owned()))
+                .collect();
+            taint.into_iter().collect()
+        }
+    }
+
+    /// Asks the decider, waited on until the run's deadline at most (a live model retrying, a
+    /// stalled stream): past it, the run is exhausted. Deciders that answer at once (scripts,
+    /// replays) are polled once, with no timers. `None` when the run stops here: cancelled
+    /// while the decider thought (nothing it decides is acted on), its decider gone, or its
+    /// failure recorded.
+    async fn ask_decider(
+        &mut self,
+        projection: Projection,
+        step_id: &StepId,
+        version: &str,
+    ) -> Result<Option<Decided>, EngineError> {
+        let decider = self.decider;
+        let decided = match self
+            .bounded_durably(Bound::Deadline, decider.decide(projection))
+            .await?
+        {
+            Ok(Ok(d)) => return Ok(Some(d)),
+            Ok(Err(e)) => e,
+            Err(Cut::Cancelled(c)) => {
+                self.cancel = Some(c);
+                return Ok(None);
+            }
+            Err(Cut::Timeout(_) | Cut::Deadline(_)) => DecideError::new(
+                Code::DeadlineExceeded,
+                "the decider had not decided when the run's deadline came",
+            ),
+        };
+        // The decider left (a gateway session's client): the loop closes the run.
+        if self.decider.closed().is_some() {
+            return Ok(None);
+        }
+        let deadline = decided.code == Code::DeadlineExceeded;
+        let fault = Fault::of(decided.code, decided.message);
+        self.stage(EventKind::DecideFailed {
+            step: step_id.clone(),
+            version: Some(version.to_owned()),
+            fault: fault.clone(),
+            exchange: decided.exchange,
+        })?;
+        if deadline {
+            self.exhausted("deadline_ms", self.spec.limits.deadline_ms)?;
+        } else {
+            self.stage(EventKind::RunFinished {
+                outcome: Outcome::Failed { fault },
+            })?;
+        }
+        Ok(None)
+    }
+
+    /// The budget the decisions so far have spent, if one is: its name and bound.
+    fn budget_spent(&self, decision: &Decision) -> Option<(&'static str, u64)> {
         let limits = &self.spec.limits;
         let spent = self.state.spent();
         if let Some(max) = limits.tokens_max
             && spent.tokens > max
         {
-            return self.exhausted("tokens_max", max);
+            return Some(("tokens_max", max));
         }
         if let Some(max) = limits.cost_micro_usd_max
             && spent.cost_micro_usd > max
         {
-            return self.exhausted("cost_micro_usd_max", max);
+            return Some(("cost_micro_usd_max", max));
         }
-        if let (Some(max), Decision::Call { .. }) = (limits.calls_max, &decision)
+        if let (Some(max), Decision::Call { .. }) = (limits.calls_max, decision)
             && u64::from(spent.calls) >= u64::from(max)
         {
-            return self.exhausted("calls_max", u64::from(max));
+            return Some(("calls_max", u64::from(max)));
         }
+        None
+    }
+
+    /// Carries out a recorded decision of step `i`: a step's end judged from evidence, or a
+    /// call proposed to the Bridge.
+    async fn act(
+        &mut self,
+        i: usize,
+        step_id: StepId,
+        decision: Decision,
+        decision_no: u32,
+        sight: Sight,
+    ) -> Result<(), EngineError> {
         match decision {
             // The plan rules the run from here: the step is decided next.
             Decision::Plan { .. } => {}
@@ -350,5 +372,21 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// What is wrong with `decision` as a plan, when a plan was asked for (`planning`) or given.
+fn plan_problem(spec: &Spec, planning: bool, decision: &Decision) -> Option<String> {
+    let plan = match decision {
+        Decision::Plan { grants } => Some(grants),
+        _ => None,
+    };
+    match (planning, plan) {
+        (true, Some(grants)) => warrant_core::scope::check_plan(spec, grants).err(),
+        (true, None) => Some(
+            "a plan was asked for (`plan_first`), and the decider did not propose one".to_owned(),
+        ),
+        (false, Some(_)) => Some("the decider proposed a plan when none was asked for".to_owned()),
+        (false, None) => None,
     }
 }

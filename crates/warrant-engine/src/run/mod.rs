@@ -455,97 +455,16 @@ impl<'a> Run<'a> {
             if self.state.outcome().is_none()
                 && let Some(c) = self.cancel_due().await
             {
-                // Children end first: each sees its ancestor's cancellation and ends
-                // cancelled (an effect of theirs in doubt stays in their report).
-                if let Some(i) = self.state.current()
-                    && self
-                        .state
-                        .step(i)
-                        .children
-                        .iter()
-                        .any(|c| c.outcome.is_none())
-                {
-                    self.cancel = Some(c.clone());
-                    self.drive_children(i).await?;
-                }
-                // A call still held for approval was never dispatched: it ends with the run.
-                // (One dispatched after its approval is past holding: if its answer was lost
-                // it stays in doubt, for a reconciliation.)
-                if let Some(held) = self.state.calls().last().filter(|c| {
-                    c.awaiting.is_some()
-                        && c.status.is_none()
-                        && c.idempotency_key.is_none()
-                        && !c.in_doubt
-                }) {
-                    let why = if c.close {
-                        "the session closed"
-                    } else {
-                        "the run was cancelled"
-                    };
-                    let fault = Fault::new(
-                        Code::Cancelled,
-                        Layer::Runtime,
-                        format!(
-                            "`{}` cancelled: {why} while it waited for approval",
-                            held.tool
-                        ),
-                    );
-                    let id = held.id;
-                    self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
-                }
-                if !self.can_end(&c) {
+                if !self.end_cancelled(c).await? {
                     break;
                 }
-                let outcome = if c.close {
-                    Outcome::Closed {
-                        by: c.by,
-                        reason: c.reason,
-                    }
-                } else {
-                    Outcome::Cancelled {
-                        by: c.by,
-                        reason: c.reason,
-                    }
-                };
-                self.stage(EventKind::RunFinished { outcome })?;
                 continue;
             }
             match self.state.next() {
                 Next::Ended => break,
                 Next::Wait(call) => {
-                    // An approval request unanswered past its time expires; the call is then
-                    // refused when it is carried on. Judged at the last event's time (a
-                    // re-entry's `run_resumed`), so a replay judges it the same way.
-                    let expired = self
-                        .state
-                        .calls()
-                        .iter()
-                        .find(|c| c.id == call)
-                        .and_then(|c| c.awaiting.clone())
-                        .filter(|r| {
-                            self.state.approval(r).is_some_and(|a| {
-                                a.status == ApprovalStatus::Pending
-                                    && self.state.last_at_ms() >= a.expires_at_ms
-                            })
-                        });
-                    match expired {
-                        Some(request) => {
-                            self.stage(EventKind::ApprovalExpired { request })?;
-                        }
-                        // A call in doubt no operator reconciled within `wait_max_ms`: the
-                        // run ends, the effect left unsettled in its report.
-                        None if self.state.in_doubt().any(|c| c.id == call)
-                            && wait::expired(
-                                &self.state,
-                                &self.spec.limits,
-                                call,
-                                self.state.last_at_ms(),
-                            ) =>
-                        {
-                            let w = self.spec.limits.wait_max_ms.unwrap_or_default();
-                            self.exhausted("wait_max_ms", w)?;
-                        }
-                        None => break,
+                    if !self.wait_on(call)? {
+                        break;
                     }
                 }
                 Next::Finish(outcome) => {
@@ -582,6 +501,104 @@ impl<'a> Run<'a> {
         }
         self.flush().await?;
         Ok(self.result())
+    }
+
+    /// Ends the run on cancellation request `c`: its children first (each sees its
+    /// ancestor's cancellation and ends cancelled, an effect of theirs in doubt kept in their
+    /// report), then a call still held for approval, then the run. `false` when the run
+    /// cannot end yet ([`Run::can_end`]).
+    async fn end_cancelled(&mut self, c: CancelRequest) -> Result<bool, EngineError> {
+        // Children end first: each sees its ancestor's cancellation and ends
+        // cancelled (an effect of theirs in doubt stays in their report).
+        if let Some(i) = self.state.current()
+            && self
+                .state
+                .step(i)
+                .children
+                .iter()
+                .any(|c| c.outcome.is_none())
+        {
+            self.cancel = Some(c.clone());
+            self.drive_children(i).await?;
+        }
+        // A call still held for approval was never dispatched: it ends with the run.
+        // (One dispatched after its approval is past holding: if its answer was lost
+        // it stays in doubt, for a reconciliation.)
+        if let Some(held) = self.state.calls().last().filter(|c| {
+            c.awaiting.is_some() && c.status.is_none() && c.idempotency_key.is_none() && !c.in_doubt
+        }) {
+            let why = if c.close {
+                "the session closed"
+            } else {
+                "the run was cancelled"
+            };
+            let fault = Fault::new(
+                Code::Cancelled,
+                Layer::Runtime,
+                format!(
+                    "`{}` cancelled: {why} while it waited for approval",
+                    held.tool
+                ),
+            );
+            let id = held.id;
+            self.finish_call(id, CallStatus::Cancelled, None, Some(fault))?;
+        }
+        if !self.can_end(&c) {
+            return Ok(false);
+        }
+        let outcome = if c.close {
+            Outcome::Closed {
+                by: c.by,
+                reason: c.reason,
+            }
+        } else {
+            Outcome::Cancelled {
+                by: c.by,
+                reason: c.reason,
+            }
+        };
+        self.stage(EventKind::RunFinished { outcome })?;
+        Ok(true)
+    }
+
+    /// Waits on call `call` (held for approval, or in doubt): its request expired, or its
+    /// doubt left past `wait_max_ms`, is recorded; `false` while it is still for a person.
+    fn wait_on(&mut self, call: CallId) -> Result<bool, EngineError> {
+        // An approval request unanswered past its time expires; the call is then
+        // refused when it is carried on. Judged at the last event's time (a
+        // re-entry's `run_resumed`), so a replay judges it the same way.
+        let expired = self
+            .state
+            .calls()
+            .iter()
+            .find(|c| c.id == call)
+            .and_then(|c| c.awaiting.clone())
+            .filter(|r| {
+                self.state.approval(r).is_some_and(|a| {
+                    a.status == ApprovalStatus::Pending
+                        && self.state.last_at_ms() >= a.expires_at_ms
+                })
+            });
+        match expired {
+            Some(request) => {
+                self.stage(EventKind::ApprovalExpired { request })?;
+            }
+            // A call in doubt no operator reconciled within `wait_max_ms`: the
+            // run ends, the effect left unsettled in its report.
+            None if self.state.in_doubt().any(|c| c.id == call)
+                && wait::expired(
+                    &self.state,
+                    &self.spec.limits,
+                    call,
+                    self.state.last_at_ms(),
+                ) =>
+            {
+                let w = self.spec.limits.wait_max_ms.unwrap_or_default();
+                self.exhausted("wait_max_ms", w)?;
+            }
+            None => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Whether `c` ends the run now. A session whose client left with an effect in doubt
