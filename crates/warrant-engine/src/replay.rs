@@ -97,27 +97,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
             error = Some(format!("the log has no events {start}..{end} to replay"));
             break;
         };
-        let mut engine = Engine::new(store.clone())
-            .with_ids(Arc::new(FixedRunId(run_id.clone())))
-            .with_authority(Arc::new(ReplayAuthority::from_log(segment, events)));
-        for interceptor in &interceptors {
-            engine = engine.with_interceptor(interceptor.clone());
-        }
-        if let Some((control, timeout_ms)) = &control {
-            engine = engine.with_execution_control(control.clone(), *timeout_ms);
-        }
-        if let Some(EventKind::RunStarted {
-            principal: Some(p), ..
-        }) = events.first().map(|e| &e.kind)
-        {
-            engine = engine.acting_for(&p.tenant, &p.user);
-        }
-        // The build that recorded the run, as recorded: the build replaying it may be another
-        // (a newer warrant reading an older log), and that is no divergence.
-        if let Some(EventKind::RunStarted { build: Some(b), .. }) = events.first().map(|e| &e.kind)
-        {
-            engine = engine.with_build((**b).clone());
-        }
+        let engine = segment_engine(&store, run_id, events, segment, &interceptors, &control);
         let surfaces = replay_surfaces(spec, events, segment);
         let replay_decider = ReplayDecider::from_log(decider.clone(), segment);
         let time = TimeSource::replaying(events);
@@ -192,24 +172,58 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         }
     }
     let regenerated = store.events();
-    let mut divergence = None;
-    for i in 0..events.len().max(regenerated.len()) {
-        let a = events.get(i).map(|e| encode(e));
-        let b = regenerated.get(i).map(|e| encode(e));
-        if a != b {
-            divergence = Some(Divergence {
-                seq: i as u64 + 1,
-                recorded: a,
-                regenerated: b,
-            });
-            break;
-        }
-    }
+    let divergence = first_divergence(events, &regenerated);
     Ok(ReplayCheck {
         recorded: events.len(),
         regenerated: regenerated.len(),
         divergence,
         error,
+    })
+}
+
+/// The engine that replays `segment` of `events` into `store`: the run's recorded id,
+/// authority, interceptors, execution control, principal and build.
+fn segment_engine(
+    store: &Arc<crate::replay::memory::Log>,
+    run_id: &RunId,
+    events: &[Arc<Event>],
+    segment: &[Arc<Event>],
+    interceptors: &[Arc<dyn Interceptor>],
+    control: &Option<(Option<Arc<dyn ExecutionControl>>, u64)>,
+) -> Engine {
+    let mut engine = Engine::new(store.clone())
+        .with_ids(Arc::new(FixedRunId(run_id.clone())))
+        .with_authority(Arc::new(ReplayAuthority::from_log(segment, events)));
+    for interceptor in interceptors {
+        engine = engine.with_interceptor(interceptor.clone());
+    }
+    if let Some((control, timeout_ms)) = control {
+        engine = engine.with_execution_control(control.clone(), *timeout_ms);
+    }
+    if let Some(EventKind::RunStarted {
+        principal: Some(p), ..
+    }) = events.first().map(|e| &e.kind)
+    {
+        engine = engine.acting_for(&p.tenant, &p.user);
+    }
+    // The build that recorded the run, as recorded: the build replaying it may be another (a
+    // newer warrant reading an older log), and that is no divergence.
+    if let Some(EventKind::RunStarted { build: Some(b), .. }) = events.first().map(|e| &e.kind) {
+        engine = engine.with_build((**b).clone());
+    }
+    engine
+}
+
+/// The first event where the regenerated log differs from the recorded one, byte for byte.
+fn first_divergence(events: &[Arc<Event>], regenerated: &[Arc<Event>]) -> Option<Divergence> {
+    (0..events.len().max(regenerated.len())).find_map(|i| {
+        let a = events.get(i).map(|e| encode(e));
+        let b = regenerated.get(i).map(|e| encode(e));
+        (a != b).then(|| Divergence {
+            seq: i as u64 + 1,
+            recorded: a,
+            regenerated: b,
+        })
     })
 }
 
@@ -666,143 +680,211 @@ struct ReplaySurface {
 }
 
 fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -> Surfaces {
-    let provider_of_step = |step: &str| {
-        spec.steps
-            .iter()
-            .find(|s| &*s.id.0 == step)
-            .map(|s| s.provider.clone())
-            .unwrap_or_default()
-    };
-    // From the whole log: what each observation offered, each call's provider and result.
-    let mut actions: HashMap<(String, String), Arc<[ActionRecord]>> = HashMap::new();
-    let mut results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>> =
-        HashMap::new();
-    let mut call_provider: HashMap<CallId, String> = HashMap::new();
-    let mut call_tool: HashMap<CallId, String> = HashMap::new();
-    let mut dispatched: HashSet<CallId> = HashSet::new();
-    let message_max = match events.first().map(|e| &e.kind) {
-        Some(EventKind::RunStarted {
-            messages: Some(m), ..
-        }) => usize::from(m.get()),
-        _ => warrant_core::text::PROVIDER_MESSAGE_MAX_V1,
-    };
-    for e in events {
-        match &e.kind {
-            EventKind::Observed {
-                provider,
-                version,
-                actions: a,
-                ..
-            } => {
-                actions.insert((provider.clone(), version.clone()), a.clone());
-            }
-            EventKind::CallStarted {
-                call, step, tool, ..
-            } => {
-                call_provider.insert(*call, provider_of_step(&step.0));
-                call_tool.insert(*call, tool.clone());
-            }
-            EventKind::CallDispatched { call, .. } => {
-                dispatched.insert(*call);
-            }
-            EventKind::CallInDoubt {
-                call,
-                cause: Some(f),
-                ..
-            } => {
-                let Some(p) = call_provider.get(call).cloned() else {
-                    continue;
-                };
-                results
-                    .entry(p)
-                    .or_default()
-                    .insert(*call, Err(recorded_error(f, strip_call(&f.message))));
-            }
-            EventKind::CallFinished {
-                call,
-                status,
-                output,
-                fault,
-                ..
-            } if dispatched.contains(call) => {
-                let Some(p) = call_provider.get(call).cloned() else {
-                    continue;
-                };
-                let answer = match (status, output, fault) {
-                    (CallStatus::Ok, Some(o), _) => Ok(CallOutput {
-                        output: (**o).clone(),
-                        is_error: false,
-                    }),
-                    // An error result the provider returned, or an error that came with the
-                    // provider's answer: the recorded message tells which.
-                    (CallStatus::ProviderError, Some(o), f)
-                        if f.as_ref().is_none_or(|f| {
-                            let tool = call_tool.get(call).map_or("", String::as_str);
-                            f.message
-                                == format!(
-                                    "`{tool}` failed: {}",
-                                    warrant_core::text::provider_message_within(o, message_max)
-                                )
-                        }) =>
-                    {
-                        Ok(CallOutput {
-                            output: (**o).clone(),
-                            is_error: true,
-                        })
-                    }
-                    (_, Some(o), Some(f)) => {
-                        Err(recorded_error(f, strip_call(&f.message)).with_output((**o).clone()))
-                    }
-                    (_, _, Some(f)) => Err(recorded_error(f, strip_call(&f.message))),
-                    _ => Err(SurfaceError {
-                        code: Some(Code::ReplayGap),
-                        ..SurfaceError::rejected("the log records no result for this call")
-                    }),
-                };
-                results.entry(p).or_default().insert(*call, answer);
-            }
-            _ => {}
-        }
-    }
-    // A call sent again was observed afresh first: at the latest version recorded before it.
-    let mut latest: HashMap<String, String> = HashMap::new();
-    let mut resent_at: HashMap<u64, (String, String)> = HashMap::new();
-    for e in events {
-        match &e.kind {
-            EventKind::Observed {
-                provider, version, ..
-            } => {
-                latest.insert(provider.clone(), version.clone());
-            }
-            EventKind::CallStarted {
-                step,
-                resend_of: Some(_),
-                ..
-            } => {
-                let p = provider_of_step(&step.0);
-                if let Some(v) = latest.get(&p) {
-                    resent_at.insert(e.seq, (p, v.clone()));
-                }
-            }
-            _ => {}
-        }
-    }
-    // From this segment: the order of observations and freshness answers, and what was put in
-    // doubt.
-    let observation = |p: &str, v: &str| Observation {
-        version: v.to_owned(),
-        actions: actions
-            .get(&(p.to_owned(), v.to_owned()))
-            .cloned()
-            .unwrap_or_else(|| Arc::from(Vec::new())),
-    };
-    let mut observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>> =
-        HashMap::new();
-    let mut fresh: HashMap<String, VecDeque<Option<bool>>> = HashMap::new();
-    let mut doubted: HashMap<String, HashSet<String>> = HashMap::new();
-    let mut stopped: HashMap<String, HashMap<CallId, VecDeque<SurfaceError>>> = HashMap::new();
-    let mut restarts: HashMap<String, VecDeque<warrant_core::ports::Restart>> = HashMap::new();
+    let mut recorded = Recorded::read(spec, events);
+    let mut asked = Asked::default();
     for (i, e) in segment.iter().enumerate() {
+        asked.note(spec, &recorded, segment, i, e);
+    }
+    let mut surfaces: Surfaces = HashMap::new();
+    for name in spec.providers.keys() {
+        let surface = ReplaySurface {
+            observations: Mutex::new(asked.observations.remove(name).unwrap_or_default()),
+            fresh: Mutex::new(asked.fresh.remove(name).unwrap_or_default()),
+            results: recorded.results.remove(name).unwrap_or_default(),
+            doubted: asked.doubted.remove(name).unwrap_or_default(),
+            stopped: Mutex::new(asked.stopped.remove(name).unwrap_or_default()),
+            restarts: Mutex::new(asked.restarts.remove(name).unwrap_or_default()),
+        };
+        surfaces.insert(name.clone(), Arc::new(surface));
+    }
+    surfaces
+}
+
+/// The provider of the step named `step` (empty when the spec has no such step).
+fn provider_of(spec: &Spec, step: &str) -> String {
+    spec.steps
+        .iter()
+        .find(|s| &*s.id.0 == step)
+        .map(|s| s.provider.clone())
+        .unwrap_or_default()
+}
+
+/// What the whole log recorded of the providers: what each observation offered, each call's
+/// provider and answer, and the observation a call sent again was made at.
+struct Recorded {
+    actions: HashMap<(String, String), Arc<[ActionRecord]>>,
+    results: HashMap<String, HashMap<CallId, Result<CallOutput, SurfaceError>>>,
+    call_provider: HashMap<CallId, String>,
+    dispatched: HashSet<CallId>,
+    /// A call sent again was observed afresh first: at the latest version recorded before it
+    /// (by the sequence of its `call_started`).
+    resent_at: HashMap<u64, (String, String)>,
+}
+
+impl Recorded {
+    fn read(spec: &Spec, events: &[Arc<Event>]) -> Recorded {
+        let mut r = Recorded {
+            actions: HashMap::new(),
+            results: HashMap::new(),
+            call_provider: HashMap::new(),
+            dispatched: HashSet::new(),
+            resent_at: HashMap::new(),
+        };
+        let mut call_tool: HashMap<CallId, String> = HashMap::new();
+        let mut latest: HashMap<String, String> = HashMap::new();
+        let message_max = match events.first().map(|e| &e.kind) {
+            Some(EventKind::RunStarted {
+                messages: Some(m), ..
+            }) => usize::from(m.get()),
+            _ => warrant_core::text::PROVIDER_MESSAGE_MAX_V1,
+        };
+        for e in events {
+            match &e.kind {
+                EventKind::Observed {
+                    provider,
+                    version,
+                    actions: a,
+                    ..
+                } => {
+                    r.actions
+                        .insert((provider.clone(), version.clone()), a.clone());
+                    latest.insert(provider.clone(), version.clone());
+                }
+                EventKind::CallStarted {
+                    call,
+                    step,
+                    tool,
+                    resend_of,
+                    ..
+                } => {
+                    let p = provider_of(spec, &step.0);
+                    if resend_of.is_some()
+                        && let Some(v) = latest.get(&p)
+                    {
+                        r.resent_at.insert(e.seq, (p.clone(), v.clone()));
+                    }
+                    r.call_provider.insert(*call, p);
+                    call_tool.insert(*call, tool.clone());
+                }
+                EventKind::CallDispatched { call, .. } => {
+                    r.dispatched.insert(*call);
+                }
+                EventKind::CallInDoubt {
+                    call,
+                    cause: Some(f),
+                    ..
+                } => {
+                    let Some(p) = r.call_provider.get(call).cloned() else {
+                        continue;
+                    };
+                    r.results
+                        .entry(p)
+                        .or_default()
+                        .insert(*call, Err(recorded_error(f, strip_call(&f.message))));
+                }
+                EventKind::CallFinished {
+                    call,
+                    status,
+                    output,
+                    fault,
+                    ..
+                } if r.dispatched.contains(call) => {
+                    let Some(p) = r.call_provider.get(call).cloned() else {
+                        continue;
+                    };
+                    let tool = call_tool.get(call).map_or("", String::as_str);
+                    let answer = recorded_answer(
+                        *status,
+                        output.as_ref(),
+                        fault.as_ref(),
+                        tool,
+                        message_max,
+                    );
+                    r.results.entry(p).or_default().insert(*call, answer);
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// What provider `p` offered at observation `v`.
+    fn observation(&self, p: &str, v: &str) -> Observation {
+        Observation {
+            version: v.to_owned(),
+            actions: self
+                .actions
+                .get(&(p.to_owned(), v.to_owned()))
+                .cloned()
+                .unwrap_or_else(|| Arc::from(Vec::new())),
+        }
+    }
+}
+
+/// What a dispatched call of `tool` answered, as its `call_finished` recorded it.
+fn recorded_answer(
+    status: CallStatus,
+    output: Option<&Arc<Value>>,
+    fault: Option<&Fault>,
+    tool: &str,
+    message_max: usize,
+) -> Result<CallOutput, SurfaceError> {
+    match (status, output, fault) {
+        (CallStatus::Ok, Some(o), _) => Ok(CallOutput {
+            output: (**o).clone(),
+            is_error: false,
+        }),
+        // An error result the provider returned, or an error that came with the provider's
+        // answer: the recorded message tells which.
+        (CallStatus::ProviderError, Some(o), f)
+            if f.is_none_or(|f| {
+                f.message
+                    == format!(
+                        "`{tool}` failed: {}",
+                        warrant_core::text::provider_message_within(o, message_max)
+                    )
+            }) =>
+        {
+            Ok(CallOutput {
+                output: (**o).clone(),
+                is_error: true,
+            })
+        }
+        (_, Some(o), Some(f)) => {
+            Err(recorded_error(f, strip_call(&f.message)).with_output((**o).clone()))
+        }
+        (_, _, Some(f)) => Err(recorded_error(f, strip_call(&f.message))),
+        _ => Err(SurfaceError {
+            code: Some(Code::ReplayGap),
+            ..SurfaceError::rejected("the log records no result for this call")
+        }),
+    }
+}
+
+/// What one segment of the log asked of each provider, in order: observations, freshness
+/// answers, calls found stopped and the restarts that followed, and what was put in doubt.
+#[derive(Default)]
+struct Asked {
+    observations: HashMap<String, VecDeque<Result<Observation, SurfaceError>>>,
+    fresh: HashMap<String, VecDeque<Option<bool>>>,
+    doubted: HashMap<String, HashSet<String>>,
+    stopped: HashMap<String, HashMap<CallId, VecDeque<SurfaceError>>>,
+    restarts: HashMap<String, VecDeque<warrant_core::ports::Restart>>,
+}
+
+impl Asked {
+    /// Notes what event `e` (the `i`-th of `segment`) asked of a provider.
+    fn note(
+        &mut self,
+        spec: &Spec,
+        recorded: &Recorded,
+        segment: &[Arc<Event>],
+        i: usize,
+        e: &Event,
+    ) {
+        let mut observed = |p: String, o: Result<Observation, SurfaceError>| {
+            self.observations.entry(p).or_default().push_back(o);
+        };
         match &e.kind {
             // A restart follows the request that found the provider stopped.
             EventKind::ProviderRestarted {
@@ -815,25 +897,24 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             } => {
                 let down = SurfaceError::new(SurfaceErrorKind::Down, cause.message.clone());
                 match call {
-                    Some(call) => stopped
+                    Some(call) => self
+                        .stopped
                         .entry(provider.clone())
                         .or_default()
                         .entry(*call)
                         .or_default()
                         .push_back(down),
-                    None => observations
-                        .entry(provider.clone())
-                        .or_default()
-                        .push_back(Err(down)),
+                    None => observed(provider.clone(), Err(down)),
                 }
-                restarts.entry(provider.clone()).or_default().push_back(
-                    warrant_core::ports::Restart {
+                self.restarts
+                    .entry(provider.clone())
+                    .or_default()
+                    .push_back(warrant_core::ports::Restart {
                         attempts: *attempts,
                         error: fault
                             .as_ref()
                             .map(|f| SurfaceError::not_sent(f.message.clone())),
-                    },
-                );
+                    });
             }
             // An observation no decision followed: the process stopped while its decider
             // thought (what it had staged was appended as the wait began), or a session's
@@ -849,21 +930,16 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 )
             }) =>
             {
-                observations
-                    .entry(provider.clone())
-                    .or_default()
-                    .push_back(Ok(observation(provider, version)));
+                observed(
+                    provider.clone(),
+                    Ok(recorded.observation(provider, version)),
+                );
             }
             EventKind::ObserveFailed {
                 provider, fault, ..
             } => {
-                observations
-                    .entry(provider.clone())
-                    .or_default()
-                    .push_back(Err(recorded_error(
-                        fault,
-                        strip_observe(&fault.message, provider),
-                    )));
+                let error = recorded_error(fault, strip_observe(&fault.message, provider));
+                observed(provider.clone(), Err(error));
             }
             EventKind::Decided { step, version, .. }
             | EventKind::DecideFailed {
@@ -871,40 +947,42 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
                 version: Some(version),
                 ..
             } => {
-                let p = provider_of_step(&step.0);
-                let o = observation(&p, version);
-                observations.entry(p).or_default().push_back(Ok(o));
+                let p = provider_of(spec, &step.0);
+                let o = recorded.observation(&p, version);
+                observed(p, Ok(o));
             }
             EventKind::CallStarted {
                 resend_of: Some(_), ..
             } => {
-                if let Some((p, v)) = resent_at.get(&e.seq) {
-                    let o = observation(p, v);
-                    observations.entry(p.clone()).or_default().push_back(Ok(o));
+                if let Some((p, v)) = recorded.resent_at.get(&e.seq) {
+                    observed(p.clone(), Ok(recorded.observation(p, v)));
                 }
             }
             EventKind::CallDispatched { call, .. } => {
-                if let Some(p) = call_provider.get(call) {
-                    fresh.entry(p.clone()).or_default().push_back(Some(true));
+                if let Some(p) = recorded.call_provider.get(call) {
+                    self.fresh
+                        .entry(p.clone())
+                        .or_default()
+                        .push_back(Some(true));
                 }
             }
             EventKind::CallFinished {
                 call,
                 fault: Some(f),
                 ..
-            } if !dispatched.contains(call)
+            } if !recorded.dispatched.contains(call)
                 && matches!(
                     f.known_code(),
                     Some(Code::StaleObservation | Code::FreshnessTimeout)
                 ) =>
             {
-                if let Some(p) = call_provider.get(call) {
+                if let Some(p) = recorded.call_provider.get(call) {
                     let answer = (f.code == Code::StaleObservation.as_str()).then_some(false);
-                    fresh.entry(p.clone()).or_default().push_back(answer);
+                    self.fresh.entry(p.clone()).or_default().push_back(answer);
                 }
             }
             EventKind::CallInDoubt { provider, tool, .. } => {
-                doubted
+                self.doubted
                     .entry(provider.clone())
                     .or_default()
                     .insert(tool.clone());
@@ -912,19 +990,6 @@ fn replay_surfaces(spec: &Spec, events: &[Arc<Event>], segment: &[Arc<Event>]) -
             _ => {}
         }
     }
-    let mut surfaces: Surfaces = HashMap::new();
-    for name in spec.providers.keys() {
-        let surface = ReplaySurface {
-            observations: Mutex::new(observations.remove(name).unwrap_or_default()),
-            fresh: Mutex::new(fresh.remove(name).unwrap_or_default()),
-            results: results.remove(name).unwrap_or_default(),
-            doubted: doubted.remove(name).unwrap_or_default(),
-            stopped: Mutex::new(stopped.remove(name).unwrap_or_default()),
-            restarts: Mutex::new(restarts.remove(name).unwrap_or_default()),
-        };
-        surfaces.insert(name.clone(), Arc::new(surface));
-    }
-    surfaces
 }
 
 /// The error a surface gave, as the log recorded it: the kind its code stands for, and the
