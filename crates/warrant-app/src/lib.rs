@@ -24,7 +24,7 @@ pub use operator::{
     confine_decider, inline_spec,
 };
 pub use ops::{
-    App, Cancelled, Elsewhere, Prepared, Reconciled, RunOptions, check_policies,
+    App, Cancelled, Elsewhere, LOCAL_TENANT, Prepared, Reconciled, RunOptions, check_policies,
     check_policy_files, validate,
 };
 pub use providers::{

@@ -19,6 +19,9 @@ use crate::{AppError, Deciders, Result, providers};
 /// How long execution control has to rule when neither the flag's spec says.
 const CONTROL_TIMEOUT_MS: u64 = 2_000;
 
+/// The tenant of a run that recorded none (started by the CLI, or before tenants).
+pub const LOCAL_TENANT: &str = "local";
+
 /// What a person adds to a new run beyond its spec.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -313,6 +316,8 @@ pub struct App {
     holder: Arc<str>,
     /// The build new runs name in their `run_started`, if the front door said.
     build: Option<warrant_core::event::BuildInfo>,
+    /// The tenant each run acts for, as read once (it never changes).
+    tenants: Arc<std::sync::Mutex<std::collections::HashMap<RunId, String>>>,
 }
 
 impl App {
@@ -329,6 +334,49 @@ impl App {
                 warrant_engine::lease::host()
             )),
             build: None,
+            tenants: Arc::default(),
+        }
+    }
+
+    /// The tenant `run` acts for (`local` for a run that recorded none); `None` when no such
+    /// run is in the store. Read once from its `run_started`, then remembered.
+    pub async fn tenant_of(&self, run: &RunId) -> Result<Option<String>> {
+        if let Some(t) = self.tenants.lock().ok().and_then(|t| t.get(run).cloned()) {
+            return Ok(Some(t));
+        }
+        let first = self.store.read(run, 1).await.map_err(AppError::from)?;
+        let Some(tenant) = first.first().and_then(|e| match &e.event.kind {
+            warrant_core::EventKind::RunStarted { principal, .. } => Some(
+                principal
+                    .as_ref()
+                    .map_or_else(|| LOCAL_TENANT.to_owned(), |p| p.tenant.clone()),
+            ),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        self.knows_tenant(run, &tenant);
+        Ok(Some(tenant))
+    }
+
+    /// Remembers that `run` (just started here) acts for `tenant`.
+    pub fn knows_tenant(&self, run: &RunId, tenant: &str) {
+        if let Ok(mut t) = self.tenants.lock() {
+            t.insert(run.clone(), tenant.to_owned());
+        }
+    }
+
+    /// The run `id` names, when `tenant` may see it: a tenant sees its own runs only, and
+    /// another's is not found (as if absent: ids do not leak).
+    pub async fn visible(&self, id: &str, tenant: &str) -> Result<RunId> {
+        let run = RunId(id.to_owned());
+        let not_found = || AppError::NotFound(format!("no run `{}`", warrant_core::text::echo(id)));
+        if id.is_empty() || id.len() > 128 {
+            return Err(not_found());
+        }
+        match self.tenant_of(&run).await? {
+            Some(t) if t == tenant => Ok(run),
+            _ => Err(not_found()),
         }
     }
 

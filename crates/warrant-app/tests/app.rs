@@ -33,9 +33,14 @@ fn example() -> PathBuf {
 
 /// Runs the cafe example to its end through `app`: its id.
 async fn attained(app: &App) -> RunId {
+    attained_with(app, RunOptions::default()).await
+}
+
+/// The same, with `options`.
+async fn attained_with(app: &App, options: RunOptions) -> RunId {
     let path = example();
     let spec = warrant_app::load_spec(&path).unwrap();
-    let prepared = Prepared::new(&Deciders::new(None), spec, &path, RunOptions::default())
+    let prepared = Prepared::new(&Deciders::new(None), spec, &path, options)
         .await
         .unwrap();
     let result = prepared.drive(&app.engine_for(&prepared)).await.unwrap();
@@ -105,20 +110,21 @@ async fn a_wait_for_a_person_ends_when_anyone_answers_and_not_before_its_time() 
         .await
         .unwrap();
     assert!(!settled);
-    // Another process's answer (another App over the same store) ends it.
-    let waiting = {
-        let app = app_over(store.clone());
-        let (run, request) = (held.run_id.clone(), request.clone());
-        tokio::spawn(async move { app.wait_for_answer(&run, &request, now + 60_000).await })
+    // Another process's answer (another App over the same store) ends a wait begun before it.
+    let waiter = app_over(store.clone());
+    let waiting = waiter.wait_for_answer(&held.run_id, &request, now + 60_000);
+    let answering = async {
+        tokio::task::yield_now().await;
+        let deny = Answer::Deny {
+            reason: "not today".to_owned(),
+        };
+        app_over(store.clone())
+            .answer(&request, deny, "someone")
+            .await
     };
-    let deny = Answer::Deny {
-        reason: "not today".to_owned(),
-    };
-    app_over(store.clone())
-        .answer(&request, deny, "someone")
-        .await
-        .unwrap();
-    assert!(waiting.await.unwrap().unwrap());
+    let (settled, answered) = tokio::join!(waiting, answering);
+    answered.unwrap();
+    assert!(settled.unwrap());
     // Settled already: at once.
     assert!(
         app.wait_for_answer(&held.run_id, &request, 0)
@@ -318,3 +324,37 @@ impl SpecCatalog for Outage {}
 impl IdempotencyKeys for Outage {}
 
 impl StoreHealth for Outage {}
+
+#[tokio::test]
+async fn a_tenant_sees_its_own_runs_only_and_anothers_is_not_found() {
+    let app = app_over(Arc::new(MemoryStore::new()));
+    let acme = RunOptions {
+        tenant: "acme".to_owned(),
+        user: "ann".to_owned(),
+        ..RunOptions::default()
+    };
+    let run = attained_with(&app, acme).await;
+    // Read from the run's log by a process that did not start it.
+    let other = app_over(app.store().clone());
+    assert_eq!(
+        other.tenant_of(&run).await.unwrap().as_deref(),
+        Some("acme")
+    );
+    assert_eq!(other.visible(&run.0, "acme").await.unwrap(), run);
+    let hidden = other.visible(&run.0, "globex").await.unwrap_err();
+    let absent = other.visible("r-nowhere", "globex").await.unwrap_err();
+    assert_eq!(hidden.kind(), ErrorKind::NotFound);
+    // Another tenant's run reads exactly as an absent one, but for the id it names.
+    assert_eq!(
+        hidden.to_string().replace(&run.0, "ID"),
+        absent.to_string().replace("r-nowhere", "ID")
+    );
+    assert_eq!(
+        other.tenant_of(&RunId("r-nowhere".into())).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        other.visible("", "acme").await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}

@@ -118,43 +118,13 @@ where
 impl Shared {
     /// The run `id` names, when the caller's tenant may see it; else 404 (as if absent).
     pub async fn visible(&self, caller: &Caller, id: &str) -> Result<RunId, Problem> {
-        let run = RunId(id.to_owned());
-        let not_found = || Problem::not_found(format!("no run `{id}`"));
-        if id.is_empty() || id.len() > 128 {
-            return Err(not_found());
-        }
-        match self.tenant_of(&run).await? {
-            Some(t) if t == caller.principal.tenant => Ok(run),
-            _ => Err(not_found()),
-        }
+        Ok(self.app.visible(id, &caller.principal.tenant).await?)
     }
 
     /// The tenant `run` acts for (`local` for a run that recorded none); `None` when no
     /// such run is in the store. Cached: it never changes.
     pub async fn tenant_of(&self, run: &RunId) -> Result<Option<String>, Problem> {
-        if let Some(t) = self.tenants.lock().ok().and_then(|t| t.get(run).cloned()) {
-            return Ok(Some(t));
-        }
-        let first = self
-            .app
-            .store()
-            .read(run, 1)
-            .await
-            .map_err(warrant_app::AppError::from)?;
-        let Some(tenant) = first.first().and_then(|e| match &e.event.kind {
-            EventKind::RunStarted { principal, .. } => Some(
-                principal
-                    .as_ref()
-                    .map_or_else(|| "local".to_owned(), |p| p.tenant.clone()),
-            ),
-            _ => None,
-        }) else {
-            return Ok(None);
-        };
-        if let Ok(mut t) = self.tenants.lock() {
-            t.insert(run.clone(), tenant.clone());
-        }
-        Ok(Some(tenant))
+        Ok(self.app.tenant_of(run).await?)
     }
 }
 
@@ -507,9 +477,7 @@ impl Shared {
 
     /// 201 with `run`, just started for `caller`, and where it is.
     async fn created(&self, caller: &Caller, run: RunId) -> Result<Response, Problem> {
-        if let Ok(mut t) = self.tenants.lock() {
-            t.insert(run.clone(), caller.principal.tenant.clone());
-        }
+        self.app.knows_tenant(&run, &caller.principal.tenant);
         let status = self.status_of(&run).await?;
         let mut response = (
             StatusCode::CREATED,

@@ -32,7 +32,6 @@ use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use warrant_app::{App, Deciders};
-use warrant_core::ids::RunId;
 use warrant_core::ports::EventStore;
 
 pub use auth::{Principal, Principals, Role, token_digest};
@@ -98,8 +97,6 @@ pub(crate) struct Shared {
     /// Keys the console's CSRF tokens.
     pub(crate) secret: [u8; 32],
     pub(crate) ready: AtomicBool,
-    /// Run id to tenant (it never changes).
-    pub(crate) tenants: Mutex<HashMap<RunId, String>>,
     /// Held while a run with an `Idempotency-Key` is being started (from the key's look-up
     /// in the store to the run's first event), so two of this server's requests never race
     /// for one key; between servers the store decides (`api::start_run`).
@@ -253,7 +250,6 @@ impl Server {
             client_timeout: config.client_timeout,
             secret,
             ready: AtomicBool::new(false),
-            tenants: Mutex::new(HashMap::new()),
             starting: tokio::sync::Mutex::new(()),
         });
         Ok(Server {
