@@ -431,7 +431,7 @@ pub async fn start_run(
         // Another process's start of this run appended its first event first: it is theirs.
         Err(problem) => match store.summary(&run).await {
             Ok(Some(_)) => shared.same_run(&run).await,
-            _ => Err(problem),
+            _ => Err(problem.into()),
         },
     }
 }
@@ -1158,7 +1158,7 @@ impl Shared {
         if self.runner.holds(&row.run) {
             self.runner.wake(&row.run);
         } else if let Err(p) = self.runner.reenter(&row.run, None).await {
-            tracing::warn!(run = %row.run, problem = %p.detail, "not re-entering");
+            tracing::warn!(run = %row.run, problem = %p, "not re-entering");
         }
         Ok(AnswerResult {
             request: request.to_owned(),

@@ -286,14 +286,14 @@ impl Server {
             match shared.runner.reenter_all().await {
                 Ok(n) if n > 0 => tracing::info!(runs = n, "re-entered the runs that can go on"),
                 Ok(_) => {}
-                Err(p) => tracing::error!(problem = %p.detail, "re-entering runs failed"),
+                Err(p) => tracing::error!(problem = %p, "re-entering runs failed"),
             }
             shared.ready.store(true, Ordering::SeqCst);
             let mut copies_failed = 0;
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if let Err(p) = shared.runner.sweep().await {
-                    tracing::warn!(problem = %p.detail, "looking for answered runs failed");
+                    tracing::warn!(problem = %p, "looking for answered runs failed");
                 }
                 let failures = shared.app.store().checkpoint_failures();
                 if let Some(failed) = newly_failed(&mut copies_failed, failures) {

@@ -22,7 +22,7 @@ use warrant_core::ports::IdGen;
 use warrant_engine::time::TimeOrderedIds;
 use warrant_engine::{Engine, SystemClock};
 
-use crate::problem::Problem;
+use warrant_app::AppError;
 
 /// The longest a waiting run goes without a look at its log when nothing wakes it.
 const WAIT_LOOK: Duration = Duration::from_secs(3600);
@@ -253,12 +253,14 @@ impl Runner {
         }
     }
 
-    fn permit(&self) -> Result<OwnedSemaphorePermit, Problem> {
+    fn permit(&self) -> Result<OwnedSemaphorePermit, AppError> {
         if *self.stopping.borrow() {
-            return Err(Problem::unavailable("the server is shutting down"));
+            return Err(AppError::Unavailable(
+                "the server is shutting down".to_owned(),
+            ));
         }
         self.permits.clone().try_acquire_owned().map_err(|_| {
-            Problem::unavailable(format!(
+            AppError::Unavailable(format!(
                 "the server holds {} runs, its limit (--max-runs): try again when some end",
                 self.max_runs
             ))
@@ -273,7 +275,11 @@ impl Runner {
     /// Starts `prepared` (a new run) as `run` and answers once its first event is recorded:
     /// its id. Refused when `run` has a log already: its first append fails, before anything
     /// else is done (another process started it).
-    pub async fn start(self: &Arc<Self>, prepared: Prepared, run: RunId) -> Result<RunId, Problem> {
+    pub async fn start(
+        self: &Arc<Self>,
+        prepared: Prepared,
+        run: RunId,
+    ) -> Result<RunId, AppError> {
         if self.queueing {
             let engine = self
                 .app
@@ -304,7 +310,7 @@ impl Runner {
                 Ok(run)
             }
             failed = failed_rx => Err(failed.unwrap_or_else(|_| {
-                Problem::internal("the run stopped before it started")
+                AppError::Failed("the run stopped before it started".to_owned())
             })),
         }
     }
@@ -317,7 +323,7 @@ impl Runner {
         self: &Arc<Self>,
         run: &RunId,
         by: Option<String>,
-    ) -> Result<bool, Problem> {
+    ) -> Result<bool, AppError> {
         if self.holds(run) {
             self.wake(run);
             return Ok(false);
@@ -341,7 +347,7 @@ impl Runner {
 
     /// Re-enters every run no process drives that can go on (the `resume --all` set), in
     /// the background of the caller; returns how many were taken up.
-    pub async fn reenter_all(self: &Arc<Self>) -> Result<usize, Problem> {
+    pub async fn reenter_all(self: &Arc<Self>) -> Result<usize, AppError> {
         if self.queueing {
             return Ok(0);
         }
@@ -350,7 +356,7 @@ impl Runner {
             match self.reenter(&run, None).await {
                 Ok(true) => taken += 1,
                 Ok(false) => {}
-                Err(p) => tracing::warn!(run = %run, problem = %p.detail, "not re-entering"),
+                Err(p) => tracing::warn!(run = %run, problem = %p, "not re-entering"),
             }
         }
         Ok(taken)
@@ -358,7 +364,7 @@ impl Runner {
 
     /// Takes up the runs answered while no task of this server was waiting on them, or
     /// wakes the one that is: answers recorded by another process (`warrant approve`).
-    pub async fn sweep(self: &Arc<Self>) -> Result<(), Problem> {
+    pub async fn sweep(self: &Arc<Self>) -> Result<(), AppError> {
         if self.queueing || self.letting_go {
             return Ok(());
         }
@@ -374,7 +380,7 @@ impl Runner {
                     continue;
                 }
                 if let Err(p) = self.reenter(&r.run_id, None).await {
-                    tracing::warn!(run = %r.run_id, problem = %p.detail, "not re-entering");
+                    tracing::warn!(run = %r.run_id, problem = %p, "not re-entering");
                 }
             }
             match page.next {
@@ -390,7 +396,7 @@ impl Runner {
         prepared: Prepared,
         engine: Engine,
         permit: OwnedSemaphorePermit,
-        failed: Option<oneshot::Sender<Problem>>,
+        failed: Option<oneshot::Sender<AppError>>,
     ) {
         let wake = Arc::new(Notify::new());
         if let Ok(mut h) = self.held.lock() {
@@ -422,7 +428,7 @@ impl Runner {
         prepared: Prepared,
         engine: Engine,
         wake: &Notify,
-        failed: Option<oneshot::Sender<Problem>>,
+        failed: Option<oneshot::Sender<AppError>>,
     ) {
         self.drive_while(run, &prepared, engine, wake, failed).await;
         prepared.shutdown().await;
@@ -434,7 +440,7 @@ impl Runner {
         prepared: &Prepared,
         engine: Engine,
         wake: &Notify,
-        mut failed: Option<oneshot::Sender<Problem>>,
+        mut failed: Option<oneshot::Sender<AppError>>,
     ) {
         let mut stopping = self.stopping.subscribe();
         let mut result = prepared.drive(&engine).await;

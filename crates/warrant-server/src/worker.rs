@@ -66,7 +66,7 @@ pub async fn work(
                         // A run that cannot be prepared here keeps its lease until it lapses
                         // (it stops being renewed): then any worker may try it again.
                         if let Err(p) = runner.reenter(&run, None).await {
-                            tracing::warn!(run = %run, problem = %p.detail, "cannot drive the run here");
+                            tracing::warn!(run = %run, problem = %p, "cannot drive the run here");
                         }
                     }
                 }
