@@ -450,7 +450,7 @@ impl Runner {
                 Err(e) => {
                     match failed.take() {
                         Some(tx) => {
-                            let _ = tx.send(e.into());
+                            let _ = tx.send(e);
                         }
                         None => tracing::error!(run = %run, error = %e, "the run stopped"),
                     }
