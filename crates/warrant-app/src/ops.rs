@@ -979,12 +979,7 @@ impl App {
             .cancel(run, by, reason)
             .await
             .map_err(AppError::from)?;
-        let step = Duration::from_millis(100);
-        let mut waited = Duration::ZERO;
-        while lease::driven(&self.summary(run).await?, SystemClock.now_ms()) && waited < wait {
-            tokio::time::sleep(step).await;
-            waited += step;
-        }
+        self.let_go(run, wait).await?;
         let now = self.summary(run).await?;
         if now.status == RunStatus::Cancelled {
             return Ok(Cancelled::Cancelled);
@@ -1005,6 +1000,33 @@ impl App {
             other if other.is_live() => Cancelled::EndedFirst(RunStatus::Waiting),
             other => Cancelled::EndedFirst(other),
         })
+    }
+
+    /// Waits until no process drives `run` (it ended, waits for a person, or its driver is
+    /// gone), for `wait` at most. Woken as the run's log grows, by whichever process appends:
+    /// a driver that lets a run go appends as it does; one that dies is seen gone when its
+    /// lease lapses, or at once when it was a process of this machine.
+    async fn let_go(&self, run: &RunId, wait: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let summary = self.summary(run).await?;
+        let mut feed = self.store.subscribe(run, summary.events + 1);
+        let mut driven = lease::driven(&summary, SystemClock.now_ms());
+        while driven {
+            // A lapse shows in no event: looked for again after a lease's third at most.
+            let look = Duration::from_millis(warrant_core::ports::LEASE_TTL_MS / 3);
+            tokio::select! {
+                next = feed.next() => match next {
+                    Ok(Some(_)) => {}
+                    // The run ended: nobody drives it.
+                    Ok(None) => return Ok(()),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                },
+                () = tokio::time::sleep(look) => {}
+                () = tokio::time::sleep_until(deadline) => return Ok(()),
+            }
+            driven = lease::driven(&self.summary(run).await?, SystemClock.now_ms());
+        }
+        Ok(())
     }
 
     /// The status every reader shows for `run`, from the runs index (no log read): the one

@@ -849,12 +849,7 @@ impl Shared {
                 .await
                 .map_err(warrant_app::AppError::from)?;
             self.runner.wake(run);
-            let mut waited = Duration::ZERO;
-            let step = Duration::from_millis(50);
-            while self.runner.holds(run) && waited < CANCEL_WAIT {
-                tokio::time::sleep(step).await;
-                waited += step;
-            }
+            self.runner.released(run, CANCEL_WAIT).await;
             self.status_of(run).await?
         } else {
             match self.app.cancel(run, &by, reason, CANCEL_WAIT).await? {

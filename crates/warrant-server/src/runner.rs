@@ -73,6 +73,8 @@ pub struct Runner {
     letting_go: bool,
     /// Told each time a run held here is let go.
     freed: Notify,
+    /// Told (every waiter) each time a run held here is let go.
+    released: Notify,
 }
 
 /// Makes a subscriber for one run's engine.
@@ -171,6 +173,7 @@ impl Runner {
             queueing: false,
             letting_go: false,
             freed: Notify::new(),
+            released: Notify::new(),
         }
     }
 
@@ -244,6 +247,24 @@ impl Runner {
     /// Whether this server holds `run`.
     pub fn holds(&self, run: &RunId) -> bool {
         self.held.lock().is_ok_and(|h| h.contains_key(run))
+    }
+
+    /// Waits until no task here holds `run` (it ended, or waits and was let go), for `within`
+    /// at most: whether it was let go. Woken as each task here ends, never by a poll.
+    pub async fn released(&self, run: &RunId, within: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.released.notified();
+            tokio::pin!(notified);
+            // Registered before the look, so a task ending in between still wakes this one.
+            notified.as_mut().enable();
+            if !self.holds(run) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return !self.holds(run);
+            }
+        }
     }
 
     /// Wakes the task holding `run` to look at its log again (an answer, a cancellation).
@@ -414,6 +435,7 @@ impl Runner {
             }
             drop(permit);
             self.freed.notify_one();
+            self.released.notify_waiters();
             if self.tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
                 self.idle.notify_waiters();
             }
