@@ -9,7 +9,9 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 
 use crate::ids::StepId;
-use crate::spec::{CarriedRef, Format, ParseError, ProviderSpec, SPEC_VERSION, Spec};
+use crate::spec::{
+    CarriedRef, Child, Delegate, Format, ParseError, ProviderSpec, SPEC_VERSION, Spec, StepSpec,
+};
 use crate::status::{DeciderKind, DeciderRef};
 
 /// What validation knows about the providers a spec names.
@@ -234,9 +236,31 @@ fn render_path(path: &[Seg]) -> String {
     s
 }
 
+/// A problem found: the field's path and what is wrong with it.
+type Problem = (Vec<Seg>, String);
+
+/// The path `steps[i].field`.
+fn step_field(i: usize, field: &str) -> Vec<Seg> {
+    vec![key("steps"), Seg::Index(i), key(field)]
+}
+
 /// Checks everything the types cannot: returns (field path, message) for each problem.
 pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, String)> {
-    let mut issues: Vec<(Vec<Seg>, String)> = Vec::new();
+    let mut issues: Vec<Problem> = Vec::new();
+    check_top_level(spec, &mut issues);
+    check_limits(spec, &mut issues);
+    check_provider_limits(spec, &mut issues);
+    check_execution_control(spec, &mut issues);
+    check_joins(spec, &mut issues);
+    let tools_of = offered_tools(spec, catalog, &mut issues);
+    let first_index = check_steps(spec, catalog, &tools_of, &mut issues);
+    check_dependencies(spec, &first_index, &mut issues);
+    check_step_inputs(spec, &mut issues);
+    issues
+}
+
+/// The checks of the spec's version, its id and that it has steps.
+fn check_top_level(spec: &Spec, issues: &mut Vec<Problem>) {
     if spec.version != SPEC_VERSION {
         issues.push((
             vec![key("version")],
@@ -252,6 +276,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
     if spec.steps.is_empty() {
         issues.push((vec![key("steps")], "a spec needs at least one step".into()));
     }
+}
+
+/// The checks of the run's `limits`: none that is given is zero.
+fn check_limits(spec: &Spec, issues: &mut Vec<Problem>) {
     if spec.limits.decisions_max == 0 {
         issues.push((
             vec![key("limits"), key("decisions_max")],
@@ -292,6 +320,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             ));
         }
     }
+}
+
+/// The checks of the providers' own limits (MCP and OpenAPI): none that is given is zero.
+fn check_provider_limits(spec: &Spec, issues: &mut Vec<Problem>) {
     for (name, provider) in &spec.providers {
         let at = |kind: &str, field: &str| vec![key("providers"), key(name), key(kind), key(field)];
         if let Some(m) = &provider.mcp
@@ -317,6 +349,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             }
         }
     }
+}
+
+/// The check of `execution_control`: its timeout is not zero.
+fn check_execution_control(spec: &Spec, issues: &mut Vec<Problem>) {
     if let Some(c) = &spec.execution_control
         && c.timeout_ms == 0
     {
@@ -325,6 +361,10 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             "must be at least 1".into(),
         ));
     }
+}
+
+/// The checks of each provider's `join`: its members are declared plain providers, not itself.
+fn check_joins(spec: &Spec, issues: &mut Vec<Problem>) {
     for (name, provider) in &spec.providers {
         let at = || vec![key("providers"), key(name), key("join")];
         for member in &provider.join {
@@ -341,6 +381,15 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             }
         }
     }
+}
+
+/// The tools each usable provider offers, as the catalog knows them (`None` when known only at
+/// run time); each provider the catalog finds unusable is a problem.
+fn offered_tools<'a>(
+    spec: &'a Spec,
+    catalog: &dyn ProviderCatalog,
+    issues: &mut Vec<Problem>,
+) -> HashMap<&'a str, Option<Vec<String>>> {
     let mut tools_of: HashMap<&str, Option<Vec<String>>> = HashMap::new();
     for (name, provider) in &spec.providers {
         match catalog.tools(name, provider) {
@@ -350,159 +399,227 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             Err(message) => issues.push((vec![key("providers"), key(name)], message)),
         }
     }
+    tools_of
+}
 
+/// The checks of each step on its own; gives the index of the first step with each id.
+fn check_steps<'a>(
+    spec: &'a Spec,
+    catalog: &dyn ProviderCatalog,
+    tools_of: &HashMap<&str, Option<Vec<String>>>,
+    issues: &mut Vec<Problem>,
+) -> HashMap<&'a StepId, usize> {
     let mut first_index: HashMap<&StepId, usize> = HashMap::new();
     for (i, step) in spec.steps.iter().enumerate() {
-        let at = |field: &str| vec![key("steps"), Seg::Index(i), key(field)];
-        if step.id.0.is_empty() || step.id.0.contains('.') {
-            issues.push((
-                at("id"),
-                format!("`{}` is not a valid step id (non-empty, no `.`)", step.id),
-            ));
-        }
-        if step.decisions_max == Some(0) {
-            issues.push((at("decisions_max"), "must be at least 1".into()));
-        }
-        if let Some(prev) = first_index.get(&step.id) {
-            issues.push((
-                at("id"),
-                format!(
-                    "duplicate step id `{}` (first used by steps[{prev}])",
-                    step.id
-                ),
-            ));
-        } else {
-            first_index.insert(&step.id, i);
-        }
+        check_step_id(i, step, &mut first_index, issues);
         if let Some(delegate) = &step.delegate {
             issues.extend(delegation(spec, i, step, delegate, catalog));
-        } else if !spec.providers.contains_key(&step.provider) {
-            let known: Vec<&str> = spec.providers.keys().map(String::as_str).collect();
-            issues.push((
-                at("provider"),
-                format!(
-                    "unknown provider `{}` (the spec declares: {})",
-                    step.provider,
-                    list(&known)
-                ),
-            ));
-        } else if let Some(Some(offered)) = tools_of.get(step.provider.as_str()) {
-            for (t, tool) in step.tools.iter().enumerate() {
-                if !offered.iter().any(|o| o == tool) {
-                    issues.push((
-                        vec![key("steps"), Seg::Index(i), key("tools"), Seg::Index(t)],
-                        format!(
-                            "provider `{}` does not offer tool `{tool}` (it offers: {})",
-                            step.provider,
-                            list(&offered.iter().map(String::as_str).collect::<Vec<_>>())
-                        ),
-                    ));
-                }
-            }
+        } else {
+            check_step_provider(spec, i, step, tools_of, issues);
         }
         if step.open {
-            let why = if spec.steps.len() != 1 {
-                Some("an open step (a gateway session's) must be its spec's only step")
-            } else if step.required || step.commit == crate::spec::CommitRule::Required {
-                Some("an open step has no objective: it cannot be `required` or require a commit")
-            } else if step.delegate.is_some() {
-                Some("an open step cannot delegate")
-            } else if spec.plan_first {
-                Some("an open step has no plan: `plan_first` cannot be set")
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                issues.push((at("open"), why.into()));
-            }
+            check_open_step(spec, i, step, issues);
         }
         if step.tools.is_empty() && step.delegate.is_none() {
-            issues.push((at("tools"), "a step needs at least one allowed tool".into()));
+            issues.push((
+                step_field(i, "tools"),
+                "a step needs at least one allowed tool".into(),
+            ));
         }
         if &*step.id.0 == INPUT_STEP {
             issues.push((
-                at("id"),
+                step_field(i, "id"),
                 format!("`{INPUT_STEP}` names a run's inputs (`input.<name>`): choose another id"),
             ));
         }
         if step.decisions_max == Some(0) {
-            issues.push((at("decisions_max"), "must be at least 1".into()));
+            issues.push((step_field(i, "decisions_max"), "must be at least 1".into()));
         }
-        for (tool, fields) in &step.quarantine {
-            let here = vec![key("steps"), Seg::Index(i), key("quarantine"), key(tool)];
-            if !step.tools.iter().any(|t| t == tool) {
+        check_quarantine(i, step, issues);
+        check_grant(i, step, issues);
+        check_publishes(i, step, issues);
+    }
+    first_index
+}
+
+/// The checks of step `i`'s id (well formed, not used by an earlier step, whose index it
+/// records when it is the first) and of its `decisions_max`.
+fn check_step_id<'a>(
+    i: usize,
+    step: &'a StepSpec,
+    first_index: &mut HashMap<&'a StepId, usize>,
+    issues: &mut Vec<Problem>,
+) {
+    if step.id.0.is_empty() || step.id.0.contains('.') {
+        issues.push((
+            step_field(i, "id"),
+            format!("`{}` is not a valid step id (non-empty, no `.`)", step.id),
+        ));
+    }
+    if step.decisions_max == Some(0) {
+        issues.push((step_field(i, "decisions_max"), "must be at least 1".into()));
+    }
+    if let Some(prev) = first_index.get(&step.id) {
+        issues.push((
+            step_field(i, "id"),
+            format!(
+                "duplicate step id `{}` (first used by steps[{prev}])",
+                step.id
+            ),
+        ));
+    } else {
+        first_index.insert(&step.id, i);
+    }
+}
+
+/// The checks of a step that does not delegate against its provider: the spec declares it,
+/// and it offers each of the step's tools (when its tools are known before the run).
+fn check_step_provider(
+    spec: &Spec,
+    i: usize,
+    step: &StepSpec,
+    tools_of: &HashMap<&str, Option<Vec<String>>>,
+    issues: &mut Vec<Problem>,
+) {
+    if !spec.providers.contains_key(&step.provider) {
+        let known: Vec<&str> = spec.providers.keys().map(String::as_str).collect();
+        issues.push((
+            step_field(i, "provider"),
+            format!(
+                "unknown provider `{}` (the spec declares: {})",
+                step.provider,
+                list(&known)
+            ),
+        ));
+    } else if let Some(Some(offered)) = tools_of.get(step.provider.as_str()) {
+        for (t, tool) in step.tools.iter().enumerate() {
+            if !offered.iter().any(|o| o == tool) {
                 issues.push((
-                    here.clone(),
-                    format!("quarantines `{tool}`, which is not one of the step's tools"),
-                ));
-            }
-            for (name, x) in fields {
-                let mut at = here.clone();
-                at.push(key(name));
-                if x.kind.is_some() != x.one_of.is_empty() {
-                    issues.push((at.clone(), "give either `type` or `one_of`".into()));
-                }
-                if !x.path.is_empty() && !x.path.starts_with('/') {
-                    issues.push((
-                        at,
-                        format!(
-                            "path `{}` is not a JSON pointer (start it with `/`)",
-                            x.path
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(grant) = &step.grant {
-            for (tool, constraints) in &grant.tools {
-                let here = vec![
-                    key("steps"),
-                    Seg::Index(i),
-                    key("grant"),
-                    key("tools"),
-                    key(tool),
-                ];
-                if !step.tools.iter().any(|t| t == tool) {
-                    issues.push((
-                        here.clone(),
-                        format!("grants `{tool}`, which is not one of the step's tools"),
-                    ));
-                }
-                for (arg, c) in constraints {
-                    if let (Some(min), Some(max)) = (c.min, c.max)
-                        && min > max
-                    {
-                        let mut at = here.clone();
-                        at.push(key(arg));
-                        issues.push((at, format!("`min` ({min}) is above `max` ({max})")));
-                    }
-                }
-            }
-        }
-        for (name, publish) in &step.publishes {
-            let here = vec![key("steps"), Seg::Index(i), key("publishes"), key(name)];
-            if !step.tools.iter().any(|t| t == &publish.from) {
-                issues.push((
-                    here.clone(),
+                    vec![key("steps"), Seg::Index(i), key("tools"), Seg::Index(t)],
                     format!(
-                        "publishes from `{}`, which is not one of the step's tools",
-                        publish.from
-                    ),
-                ));
-            }
-            if !publish.path.is_empty() && !publish.path.starts_with('/') {
-                issues.push((
-                    here,
-                    format!(
-                        "path `{}` is not a JSON pointer (start it with `/`)",
-                        publish.path
+                        "provider `{}` does not offer tool `{tool}` (it offers: {})",
+                        step.provider,
+                        list(&offered.iter().map(String::as_str).collect::<Vec<_>>())
                     ),
                 ));
             }
         }
     }
+}
 
-    // Dependencies: known, not self, no cycle.
+/// The check of an open step (a gateway session's): it is its spec's only step, with no
+/// objective, no delegation and no plan.
+fn check_open_step(spec: &Spec, i: usize, step: &StepSpec, issues: &mut Vec<Problem>) {
+    let why = if spec.steps.len() != 1 {
+        Some("an open step (a gateway session's) must be its spec's only step")
+    } else if step.required || step.commit == crate::spec::CommitRule::Required {
+        Some("an open step has no objective: it cannot be `required` or require a commit")
+    } else if step.delegate.is_some() {
+        Some("an open step cannot delegate")
+    } else if spec.plan_first {
+        Some("an open step has no plan: `plan_first` cannot be set")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        issues.push((step_field(i, "open"), why.into()));
+    }
+}
+
+/// The checks of a step's `quarantine`: each tool is one of the step's, and each field gives
+/// a type or a list and a JSON pointer.
+fn check_quarantine(i: usize, step: &StepSpec, issues: &mut Vec<Problem>) {
+    for (tool, fields) in &step.quarantine {
+        let here = vec![key("steps"), Seg::Index(i), key("quarantine"), key(tool)];
+        if !step.tools.iter().any(|t| t == tool) {
+            issues.push((
+                here.clone(),
+                format!("quarantines `{tool}`, which is not one of the step's tools"),
+            ));
+        }
+        for (name, x) in fields {
+            let mut at = here.clone();
+            at.push(key(name));
+            if x.kind.is_some() != x.one_of.is_empty() {
+                issues.push((at.clone(), "give either `type` or `one_of`".into()));
+            }
+            if !x.path.is_empty() && !x.path.starts_with('/') {
+                issues.push((
+                    at,
+                    format!(
+                        "path `{}` is not a JSON pointer (start it with `/`)",
+                        x.path
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The checks of a step's `grant`: each tool is one of the step's, and no bound's `min` is
+/// above its `max`.
+fn check_grant(i: usize, step: &StepSpec, issues: &mut Vec<Problem>) {
+    let Some(grant) = &step.grant else {
+        return;
+    };
+    for (tool, constraints) in &grant.tools {
+        let here = vec![
+            key("steps"),
+            Seg::Index(i),
+            key("grant"),
+            key("tools"),
+            key(tool),
+        ];
+        if !step.tools.iter().any(|t| t == tool) {
+            issues.push((
+                here.clone(),
+                format!("grants `{tool}`, which is not one of the step's tools"),
+            ));
+        }
+        for (arg, c) in constraints {
+            if let (Some(min), Some(max)) = (c.min, c.max)
+                && min > max
+            {
+                let mut at = here.clone();
+                at.push(key(arg));
+                issues.push((at, format!("`min` ({min}) is above `max` ({max})")));
+            }
+        }
+    }
+}
+
+/// The checks of a step's `publishes`: each comes from one of the step's tools, at a JSON
+/// pointer.
+fn check_publishes(i: usize, step: &StepSpec, issues: &mut Vec<Problem>) {
+    for (name, publish) in &step.publishes {
+        let here = vec![key("steps"), Seg::Index(i), key("publishes"), key(name)];
+        if !step.tools.iter().any(|t| t == &publish.from) {
+            issues.push((
+                here.clone(),
+                format!(
+                    "publishes from `{}`, which is not one of the step's tools",
+                    publish.from
+                ),
+            ));
+        }
+        if !publish.path.is_empty() && !publish.path.starts_with('/') {
+            issues.push((
+                here,
+                format!(
+                    "path `{}` is not a JSON pointer (start it with `/`)",
+                    publish.path
+                ),
+            ));
+        }
+    }
+}
+
+/// The checks of the steps' dependencies: known, not self, no cycle.
+fn check_dependencies(
+    spec: &Spec,
+    first_index: &HashMap<&StepId, usize>,
+    issues: &mut Vec<Problem>,
+) {
     for (i, step) in spec.steps.iter().enumerate() {
         for (a, dep) in step.after.iter().enumerate() {
             let here = vec![key("steps"), Seg::Index(i), key("after"), Seg::Index(a)];
@@ -524,8 +641,11 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             format!("dependency cycle: {}", names.join(" -> ")),
         ));
     }
+}
 
-    // Inputs bind to outputs published by a step this one (transitively) comes after.
+/// The checks of the steps' `inputs`: each binds to a declared input of the run or to an
+/// output published by a step this one (transitively) comes after.
+fn check_step_inputs(spec: &Spec, issues: &mut Vec<Problem>) {
     for (i, step) in spec.steps.iter().enumerate() {
         let before = ancestors(spec, &step.id);
         for (arg, source) in &step.inputs {
@@ -571,7 +691,6 @@ pub fn validate(spec: &Spec, catalog: &dyn ProviderCatalog) -> Vec<(Vec<Seg>, St
             }
         }
     }
-    issues
 }
 
 /// The step id under which a run's inputs are carried (`input.<name>`).
@@ -582,103 +701,35 @@ pub const INPUT_STEP: &str = "input";
 fn delegation(
     spec: &Spec,
     i: usize,
-    step: &crate::spec::StepSpec,
-    delegate: &crate::spec::Delegate,
+    step: &StepSpec,
+    delegate: &Delegate,
     catalog: &dyn ProviderCatalog,
 ) -> Vec<(Vec<Seg>, String)> {
-    use crate::spec::{CHILDREN_MAX, FAN_OUT_MAX};
     let mut issues = Vec::new();
-    let at = |rest: &[Seg]| {
-        let mut p = vec![key("steps"), Seg::Index(i)];
-        p.extend_from_slice(rest);
-        p
-    };
-    if !step.provider.is_empty() || !step.tools.is_empty() {
-        issues.push((
-            at(&[key("delegate")]),
-            "a step that delegates names no `provider` or `tools`: its children act".into(),
-        ));
-    }
-    if step.commit == crate::spec::CommitRule::Required {
-        issues.push((
-            at(&[key("commit")]),
-            "a step that delegates cannot require a commit of its own: mark it `required` \
-             (attained when every child attained, and each child judges its own commits)"
-                .into(),
-        ));
-    }
-    if !step.publishes.is_empty() {
-        issues.push((
-            at(&[key("publishes")]),
-            "a step that delegates publishes what its children return (`returns`)".into(),
-        ));
-    }
-    if delegate.children.is_empty() || delegate.children.len() > CHILDREN_MAX {
-        issues.push((
-            at(&[key("delegate"), key("children")]),
-            format!("give 1 to {CHILDREN_MAX} children"),
-        ));
-    }
-    if delegate.fan_out == 0 || delegate.fan_out > FAN_OUT_MAX {
-        issues.push((
-            at(&[key("delegate"), key("fan_out")]),
-            format!("must be 1 to {FAN_OUT_MAX}"),
-        ));
-    }
+    check_delegating_step(i, step, delegate, &mut issues);
     let before = ancestors(spec, &step.id);
     let mut returned: HashMap<&str, usize> = HashMap::new();
     for (k, child) in delegate.children.iter().enumerate() {
         let here = |rest: &[Seg]| {
-            let mut p = at(&[key("delegate"), key("children"), Seg::Index(k)]);
+            let mut p = vec![
+                key("steps"),
+                Seg::Index(i),
+                key("delegate"),
+                key("children"),
+                Seg::Index(k),
+            ];
             p.extend_from_slice(rest);
             p
         };
-        let b = &child.budget;
-        for (name, value) in [
-            ("decisions", b.decisions.map(u64::from)),
-            ("calls", b.calls.map(u64::from)),
-            ("tokens", b.tokens),
-            ("cost_micro_usd", b.cost_micro_usd),
-            ("deadline_ms", b.deadline_ms),
-        ] {
-            if value == Some(0) {
-                issues.push((
-                    here(&[key("budget"), key(name)]),
-                    "must be at least 1 (a zero would exhaust the child before it starts)".into(),
-                ));
-            }
-        }
+        check_child_budget(child, &here, &mut issues);
         for (name, input) in &child.inputs {
             let there = here(&[key("inputs"), key(name)]);
             match (&input.carried, &input.value) {
-                (Some(source), None) => match CarriedRef::parse(source) {
-                    None => issues.push((
-                        there,
-                        format!("`{source}` is not a carried output (write `step.output`)"),
-                    )),
-                    Some(r) if &*r.step.0 == INPUT_STEP => {
-                        if !spec.inputs.contains(&r.output) {
-                            issues.push((
-                                there,
-                                format!("`{source}`: the spec declares no input `{}`", r.output),
-                            ));
-                        }
+                (Some(source), None) => {
+                    if let Some(message) = not_carried_to_child(spec, &step.id, &before, source) {
+                        issues.push((there, message));
                     }
-                    Some(r) => match spec.step(&r.step) {
-                        Some(p) if p.outputs().any(|o| o == &r.output) => {
-                            if !before.contains(&r.step) {
-                                issues.push((
-                                    there,
-                                    format!(
-                                        "`{source}`: step `{}` is not an earlier step of `{}` (add it to `after`)",
-                                        r.step, step.id
-                                    ),
-                                ));
-                            }
-                        }
-                        _ => issues.push((there, format!("`{source}`: no step publishes it"))),
-                    },
-                },
+                }
                 (None, Some(_)) => {}
                 _ => issues.push((there, "give exactly one of `carried` and `value`".into())),
             }
@@ -712,12 +763,102 @@ fn delegation(
     issues
 }
 
+/// The checks of step `i`, which delegates, on its own: it names no provider, tools, commit
+/// or publishes of its own, and has 1 to [`CHILDREN_MAX`](crate::spec::CHILDREN_MAX) children
+/// run 1 to [`FAN_OUT_MAX`](crate::spec::FAN_OUT_MAX) at a time.
+fn check_delegating_step(
+    i: usize,
+    step: &StepSpec,
+    delegate: &Delegate,
+    issues: &mut Vec<Problem>,
+) {
+    use crate::spec::{CHILDREN_MAX, FAN_OUT_MAX};
+    if !step.provider.is_empty() || !step.tools.is_empty() {
+        issues.push((
+            step_field(i, "delegate"),
+            "a step that delegates names no `provider` or `tools`: its children act".into(),
+        ));
+    }
+    if step.commit == crate::spec::CommitRule::Required {
+        issues.push((
+            step_field(i, "commit"),
+            "a step that delegates cannot require a commit of its own: mark it `required` \
+             (attained when every child attained, and each child judges its own commits)"
+                .into(),
+        ));
+    }
+    if !step.publishes.is_empty() {
+        issues.push((
+            step_field(i, "publishes"),
+            "a step that delegates publishes what its children return (`returns`)".into(),
+        ));
+    }
+    if delegate.children.is_empty() || delegate.children.len() > CHILDREN_MAX {
+        let mut at = step_field(i, "delegate");
+        at.push(key("children"));
+        issues.push((at, format!("give 1 to {CHILDREN_MAX} children")));
+    }
+    if delegate.fan_out == 0 || delegate.fan_out > FAN_OUT_MAX {
+        let mut at = step_field(i, "delegate");
+        at.push(key("fan_out"));
+        issues.push((at, format!("must be 1 to {FAN_OUT_MAX}")));
+    }
+}
+
+/// The check of a child's `budget`: none of its limits that is given is zero.
+fn check_child_budget(child: &Child, here: &dyn Fn(&[Seg]) -> Vec<Seg>, issues: &mut Vec<Problem>) {
+    let b = &child.budget;
+    for (name, value) in [
+        ("decisions", b.decisions.map(u64::from)),
+        ("calls", b.calls.map(u64::from)),
+        ("tokens", b.tokens),
+        ("cost_micro_usd", b.cost_micro_usd),
+        ("deadline_ms", b.deadline_ms),
+    ] {
+        if value == Some(0) {
+            issues.push((
+                here(&[key("budget"), key(name)]),
+                "must be at least 1 (a zero would exhaust the child before it starts)".into(),
+            ));
+        }
+    }
+}
+
+/// Why `source` cannot be carried into a child of step `step` (which comes after the steps
+/// `before`), if it cannot: it is a declared input of the run, or an output published by an
+/// earlier step.
+fn not_carried_to_child(
+    spec: &Spec,
+    step: &StepId,
+    before: &BTreeSet<StepId>,
+    source: &str,
+) -> Option<String> {
+    match CarriedRef::parse(source) {
+        None => Some(format!(
+            "`{source}` is not a carried output (write `step.output`)"
+        )),
+        Some(r) if &*r.step.0 == INPUT_STEP => (!spec.inputs.contains(&r.output))
+            .then(|| format!("`{source}`: the spec declares no input `{}`", r.output)),
+        Some(r) => match spec.step(&r.step) {
+            Some(p) if p.outputs().any(|o| o == &r.output) => {
+                (!before.contains(&r.step)).then(|| {
+                    format!(
+                        "`{source}`: step `{}` is not an earlier step of `{step}` (add it to `after`)",
+                        r.step
+                    )
+                })
+            }
+            _ => Some(format!("`{source}`: no step publishes it")),
+        },
+    }
+}
+
 /// A child spec against its delegation: it declares exactly the inputs it is given, has the
 /// providers shared with it, calls no tool beyond the delegation's `tools` nor, on a shared
 /// provider, beyond the parent's, and publishes what it is asked to return.
 fn child_fits(
     parent: &Spec,
-    child: &crate::spec::Child,
+    child: &Child,
     spec: &Spec,
     here: &dyn Fn(&[Seg]) -> Vec<Seg>,
 ) -> Vec<(Vec<Seg>, String)> {
@@ -746,14 +887,43 @@ fn child_fits(
             ));
         }
     }
-    let parent_tools = |provider: &str| -> BTreeSet<&str> {
-        parent
-            .steps
-            .iter()
-            .filter(|s| s.provider == provider)
-            .flat_map(|s| s.tools.iter().map(String::as_str))
-            .collect()
-    };
+    check_child_tools(parent, child, spec, here, &mut issues);
+    for (name, source) in &child.returns {
+        let there = here(&[key("returns"), key(name)]);
+        match CarriedRef::parse(source) {
+            Some(r)
+                if spec
+                    .step(&r.step)
+                    .is_some_and(|p| p.outputs().any(|o| o == &r.output)) => {}
+            _ => issues.push((
+                there,
+                format!("`{source}` is not an output the child spec publishes (`step.output`)"),
+            )),
+        }
+    }
+    issues
+}
+
+/// The tools the steps of `parent` may call on `provider`.
+fn parent_tools<'a>(parent: &'a Spec, provider: &str) -> BTreeSet<&'a str> {
+    parent
+        .steps
+        .iter()
+        .filter(|s| s.provider == provider)
+        .flat_map(|s| s.tools.iter().map(String::as_str))
+        .collect()
+}
+
+/// The checks of a child's tools: the delegation's `tools` name the child spec's providers
+/// and, on a shared provider, only tools the parent may call; the child spec's steps call
+/// nothing beyond them.
+fn check_child_tools(
+    parent: &Spec,
+    child: &Child,
+    spec: &Spec,
+    here: &dyn Fn(&[Seg]) -> Vec<Seg>,
+    issues: &mut Vec<Problem>,
+) {
     if let Some(tools) = &child.tools {
         for (provider, listed) in tools {
             if !spec.providers.contains_key(provider) {
@@ -763,7 +933,7 @@ fn child_fits(
                 ));
             }
             if child.share.contains(provider) {
-                let allowed = parent_tools(provider);
+                let allowed = parent_tools(parent, provider);
                 for tool in listed {
                     if !allowed.contains(tool.as_str()) {
                         issues.push((
@@ -788,7 +958,9 @@ fn child_fits(
                     .map(|t| t.iter().map(String::as_str).collect())
                     .unwrap_or_default(),
             ),
-            None if child.share.contains(&step.provider) => Some(parent_tools(&step.provider)),
+            None if child.share.contains(&step.provider) => {
+                Some(parent_tools(parent, &step.provider))
+            }
             None => None,
         };
         let Some(allowed) = allowed else { continue };
@@ -804,20 +976,6 @@ fn child_fits(
             }
         }
     }
-    for (name, source) in &child.returns {
-        let there = here(&[key("returns"), key(name)]);
-        match CarriedRef::parse(source) {
-            Some(r)
-                if spec
-                    .step(&r.step)
-                    .is_some_and(|p| p.outputs().any(|o| o == &r.output)) => {}
-            _ => issues.push((
-                there,
-                format!("`{source}` is not an output the child spec publishes (`step.output`)"),
-            )),
-        }
-    }
-    issues
 }
 
 /// Makes every relative path in `spec` absolute against `base_dir` (the spec's folder, itself
