@@ -13,9 +13,9 @@ use crate::event::{
     BuildInfo, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage,
     Outcome, StepEnd,
 };
-use crate::fold::{RunState, StepAnswer, StepStatus};
+use crate::fold::{RunState, StepAnswer, StepState, StepStatus};
 use crate::ids::{CallId, RunId, StepId};
-use crate::spec::CommitRule;
+use crate::spec::{CommitRule, Spec, StepSpec};
 
 /// The report's format version.
 pub const REPORT_FORMAT: &str = "warrant.run-report/1";
@@ -334,127 +334,18 @@ impl RunReport {
     /// Builds the report from folded state.
     pub fn from_state(state: &RunState) -> RunReport {
         let spec = state.spec.clone();
-        let mut steps = Vec::new();
         let mut failures = Vec::new();
-        if let Some(spec) = spec.as_ref() {
-            for (i, step) in spec.steps.iter().enumerate() {
-                let s = state.step(i);
-                let (status, fault, blocked_by) = match &s.status {
-                    StepStatus::Pending => ("pending", None, None),
-                    // A gateway session's open step ends with its session.
-                    StepStatus::Running
-                        if step.open && matches!(state.outcome(), Some(Outcome::Closed { .. })) =>
-                    {
-                        ("closed", None, None)
-                    }
-                    StepStatus::Running => ("running", None, None),
-                    StepStatus::Finished(StepEnd::Attained) => ("attained", None, None),
-                    StepStatus::Finished(StepEnd::NotAttained { fault }) => {
-                        ("not_attained", Some(fault.clone()), None)
-                    }
-                    StepStatus::Skipped { blocked_by, fault } => {
-                        ("skipped", Some(fault.clone()), Some(blocked_by.clone()))
-                    }
-                };
-                let calls = s
-                    .calls
-                    .iter()
-                    .filter_map(|id| state.call(*id))
-                    .map(|c| {
-                        if let Some(f) = &c.fault
-                            && !resent_and_done(state, c)
-                        {
-                            failures.push(FailureReport {
-                                layer: f.layer,
-                                code: f.code.clone(),
-                                message: f.message.clone(),
-                                step: Some(step.id.clone()),
-                                call: Some(c.id),
-                            });
-                        }
-                        CallReport {
-                            call: c.id,
-                            tool: c.tool.clone(),
-                            effect: c.effect,
-                            status: c.status,
-                            proposed_digest: canon::digest(&c.proposed),
-                            executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
-                            provenance: c.provenance.clone(),
-                            context_taint: state.call_taint(c.id).to_vec(),
-                            fault: c.fault.as_deref().cloned(),
-                            elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
-                        }
-                    })
-                    .collect();
-                if let (Some(f), "not_attained") = (&fault, status) {
-                    failures.push(FailureReport {
-                        layer: f.layer,
-                        code: f.code.clone(),
-                        message: f.message.clone(),
-                        step: Some(step.id.clone()),
-                        call: None,
-                    });
-                }
-                steps.push(StepReport {
-                    id: step.id.clone(),
-                    provider: step.provider.clone(),
-                    required: step.required,
-                    commit_required: step.commit == CommitRule::Required,
-                    status: status.to_owned(),
-                    fault,
-                    blocked_by,
-                    decisions: s.decisions,
-                    calls,
-                    elapsed_ms: match (s.started_at_ms, s.finished_at_ms) {
-                        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-                        _ => None,
-                    },
-                    answer: s.answer.clone(),
-                });
-            }
-        }
+        let steps = spec
+            .as_ref()
+            .map(|spec| step_reports(state, spec, &mut failures))
+            .unwrap_or_default();
         let terminal = spec
             .as_ref()
-            .map(|spec| {
-                let missing = match state.terminal() {
-                    Outcome::NotAttained { missing } => missing,
-                    _ => Vec::new(),
-                };
-                // One row per requirement, each judged from what was found.
-                let mut rows = Vec::new();
-                for (i, s) in spec.steps.iter().enumerate() {
-                    let st = state.step(i);
-                    let mut judged = |requirement: &str, met: bool| {
-                        let m = missing
-                            .iter()
-                            .find(|m| m.step == s.id && m.requirement == requirement);
-                        rows.push(RequirementReport {
-                            step: s.id.clone(),
-                            requirement: requirement.to_owned(),
-                            satisfied: met && m.is_none(),
-                            fault: m.map(|m| m.fault.clone()),
-                        });
-                    };
-                    if s.commit == CommitRule::Required {
-                        judged("commit", st.committed);
-                    }
-                    if s.required {
-                        judged("attained", st.attained());
-                    }
-                }
-                rows
-            })
+            .map(|spec| terminal(state, spec))
             .unwrap_or_default();
         if let Some(Outcome::Failed { fault }) = &state.outcome {
-            failures.push(FailureReport {
-                layer: fault.layer,
-                code: fault.code.clone(),
-                message: fault.message.clone(),
-                step: None,
-                call: None,
-            });
+            failures.push(failure(fault, None, None));
         }
-        let end = state.finished_at_ms.unwrap_or(state.last_at_ms);
         RunReport {
             format: REPORT_FORMAT.to_owned(),
             run_id: state.run_id.clone().unwrap_or_else(|| RunId(String::new())),
@@ -478,31 +369,13 @@ impl RunReport {
             route: state.route(),
             route_key: state.route_key(),
             steps,
-            carried: state
-                .carried
-                .iter()
-                .map(|(name, c)| CarriedReport {
-                    name: name.clone(),
-                    value: c.value.clone(),
-                    lineage: c.lineage.clone(),
-                })
-                .collect(),
+            carried: carried(state),
             terminal,
             failures,
             unsettled: unsettled(state),
             answer: state.final_answer().cloned(),
             warnings: warnings(state),
-            timings: Timings {
-                started_at_ms: state.started_at_ms,
-                finished_at_ms: state.finished_at_ms,
-                elapsed_ms: end.saturating_sub(state.started_at_ms) + state.setup_ms,
-                setup_ms: state.setup_ms,
-                driving_ms: state.driven_ms(end),
-                waiting_ms: state.waited_ms(end),
-                decisions: state.decisions,
-                calls: u32::try_from(state.calls.len()).unwrap_or(u32::MAX),
-                events: state.last_seq,
-            },
+            timings: timings(state),
             parent: state.parent.as_ref().map(|p| ParentReport {
                 run: p.run.clone(),
                 step: p.step.clone(),
@@ -511,21 +384,7 @@ impl RunReport {
             }),
             children: spec
                 .as_ref()
-                .map(|spec| {
-                    state
-                        .children()
-                        .map(|(i, c)| ChildReport {
-                            run: c.run.clone(),
-                            step: spec
-                                .steps
-                                .get(i)
-                                .map_or_else(|| StepId("".into()), |s| s.id.clone()),
-                            outcome: c.outcome.clone(),
-                            granted: c.granted.clone(),
-                            spent: c.spent.clone(),
-                        })
-                        .collect()
-                })
+                .map(|spec| children(state, spec))
                 .unwrap_or_default(),
         }
     }
@@ -533,10 +392,22 @@ impl RunReport {
     /// The report for people: one screen.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let outcome: &str = match &self.outcome {
-            Some(o) => o.name(),
-            None => self.status.name(),
-        };
+        self.write_summary(&mut out);
+        self.write_steps(&mut out);
+        self.write_children(&mut out);
+        self.write_carried(&mut out);
+        self.write_terminal(&mut out);
+        self.write_unsettled(&mut out);
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning  {w}");
+        }
+        self.write_call_failures(&mut out);
+        out
+    }
+
+    /// The lines about the whole run: what ran, how it ended, where it sits in its tree, its
+    /// route, its time and the decider's final answer.
+    fn write_summary(&self, out: &mut String) {
         let _ = writeln!(out, "run      {}", self.run_id);
         let _ = writeln!(
             out,
@@ -548,6 +419,27 @@ impl RunReport {
         if let Some(b) = &self.build {
             let _ = writeln!(out, "build    {b}");
         }
+        self.write_outcome(out);
+        if let Some(p) = &self.parent {
+            let _ = writeln!(
+                out,
+                "parent   {} step {} (depth {})",
+                p.run, p.step, p.depth
+            );
+        }
+        let _ = writeln!(out, "route    {}", self.route_key);
+        self.write_elapsed(out);
+        if let Some(a) = &self.answer {
+            let _ = writeln!(out, "answer   {} ({})", one_line(&a.text), a.kind);
+        }
+    }
+
+    /// The `outcome` line: the outcome's name (or the status while it runs) and its detail.
+    fn write_outcome(&self, out: &mut String) {
+        let outcome: &str = match &self.outcome {
+            Some(o) => o.name(),
+            None => self.status.name(),
+        };
         let _ = write!(out, "outcome  {outcome}");
         match &self.outcome {
             Some(Outcome::Failed { fault }) => {
@@ -568,14 +460,11 @@ impl RunReport {
             _ => {}
         }
         let _ = writeln!(out);
-        if let Some(p) = &self.parent {
-            let _ = writeln!(
-                out,
-                "parent   {} step {} (depth {})",
-                p.run, p.step, p.depth
-            );
-        }
-        let _ = writeln!(out, "route    {}", self.route_key);
+    }
+
+    /// The `elapsed` line: the time taken (of it, starting providers, driving and waiting for
+    /// people), the decisions and the calls.
+    fn write_elapsed(&self, out: &mut String) {
         let mut setup = if self.timings.setup_ms > 0 {
             format!(" ({} ms starting providers)", self.timings.setup_ms)
         } else {
@@ -593,9 +482,10 @@ impl RunReport {
             "elapsed  {} ms{setup}, {} decisions, {} calls",
             self.timings.elapsed_ms, self.timings.decisions, self.timings.calls
         );
-        if let Some(a) = &self.answer {
-            let _ = writeln!(out, "answer   {} ({})", one_line(&a.text), a.kind);
-        }
+    }
+
+    /// The `steps` section: one line per step.
+    fn write_steps(&self, out: &mut String) {
         let _ = writeln!(out, "steps");
         for s in &self.steps {
             let _ = write!(
@@ -615,80 +505,101 @@ impl RunReport {
             }
             let _ = writeln!(out);
         }
-        if !self.children.is_empty() {
-            let _ = writeln!(out, "children");
-            for c in &self.children {
-                let how = c.outcome.as_ref().map_or("unfinished", Outcome::name);
-                let _ = write!(
-                    out,
-                    "  {:<12} {:<13} step {}: {} decisions, {} calls",
-                    c.run.0, how, c.step.0, c.spent.decisions, c.spent.calls
-                );
-                if let Some(layer) = c.outcome.as_ref().and_then(Outcome::layer) {
-                    let _ = write!(out, "  [{layer}]");
+    }
+
+    /// The `children` section, when the run delegated: one line per child run.
+    fn write_children(&self, out: &mut String) {
+        if self.children.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "children");
+        for c in &self.children {
+            let how = c.outcome.as_ref().map_or("unfinished", Outcome::name);
+            let _ = write!(
+                out,
+                "  {:<12} {:<13} step {}: {} decisions, {} calls",
+                c.run.0, how, c.step.0, c.spent.decisions, c.spent.calls
+            );
+            if let Some(layer) = c.outcome.as_ref().and_then(Outcome::layer) {
+                let _ = write!(out, "  [{layer}]");
+            }
+            let _ = writeln!(out);
+        }
+    }
+
+    /// The `carried` section, when values were carried: each one and where it came from.
+    fn write_carried(&self, out: &mut String) {
+        if self.carried.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "carried");
+        for c in &self.carried {
+            let _ = writeln!(
+                out,
+                "  {} = {}  <- {}{}/{} {}{}",
+                c.name,
+                compact(&c.value),
+                // A value a child returned names the child's run.
+                if c.lineage.run == self.run_id {
+                    String::new()
+                } else {
+                    format!("{}:", c.lineage.run)
+                },
+                c.lineage.step,
+                c.lineage.call,
+                c.lineage.tool,
+                if c.lineage.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", c.lineage.path)
                 }
-                let _ = writeln!(out);
+            );
+        }
+    }
+
+    /// The `terminal` section, when there are requirements: each one met or missing.
+    fn write_terminal(&self, out: &mut String) {
+        if self.terminal.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "terminal");
+        for r in &self.terminal {
+            let mark = if r.satisfied { "met    " } else { "MISSING" };
+            let _ = write!(out, "  {mark} {} {}", r.step, r.requirement);
+            if let Some(f) = &r.fault {
+                let _ = write!(out, "  [{}] {}", f.layer, f.message);
             }
+            let _ = writeln!(out);
         }
-        if !self.carried.is_empty() {
-            let _ = writeln!(out, "carried");
-            for c in &self.carried {
-                let _ = writeln!(
-                    out,
-                    "  {} = {}  <- {}{}/{} {}{}",
-                    c.name,
-                    compact(&c.value),
-                    // A value a child returned names the child's run.
-                    if c.lineage.run == self.run_id {
-                        String::new()
-                    } else {
-                        format!("{}:", c.lineage.run)
-                    },
-                    c.lineage.step,
-                    c.lineage.call,
-                    c.lineage.tool,
-                    if c.lineage.path.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {}", c.lineage.path)
-                    }
-                );
-            }
+    }
+
+    /// The `unsettled` section, when commits are unsettled: each one and what is known of it.
+    fn write_unsettled(&self, out: &mut String) {
+        if self.unsettled.is_empty() {
+            return;
         }
-        if !self.terminal.is_empty() {
-            let _ = writeln!(out, "terminal");
-            for r in &self.terminal {
-                let mark = if r.satisfied { "met    " } else { "MISSING" };
-                let _ = write!(out, "  {mark} {} {}", r.step, r.requirement);
-                if let Some(f) = &r.fault {
-                    let _ = write!(out, "  [{}] {}", f.layer, f.message);
-                }
-                let _ = writeln!(out);
-            }
+        let _ = writeln!(out, "unsettled");
+        for u in &self.unsettled {
+            let detail = match (u.state.as_str(), &u.known, u.resent_by) {
+                ("in_doubt", Some(k), _) => format!("in doubt: {k}"),
+                ("in_doubt", None, _) => "in doubt".to_owned(),
+                (_, _, Some(by)) => format!("did not happen; sent again as {by}"),
+                _ => "did not happen; never sent again".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} `{}` on {} {}  {}",
+                u.call,
+                u.tool,
+                u.provider,
+                compact(&u.args),
+                detail
+            );
         }
-        if !self.unsettled.is_empty() {
-            let _ = writeln!(out, "unsettled");
-            for u in &self.unsettled {
-                let detail = match (u.state.as_str(), &u.known, u.resent_by) {
-                    ("in_doubt", Some(k), _) => format!("in doubt: {k}"),
-                    ("in_doubt", None, _) => "in doubt".to_owned(),
-                    (_, _, Some(by)) => format!("did not happen; sent again as {by}"),
-                    _ => "did not happen; never sent again".to_owned(),
-                };
-                let _ = writeln!(
-                    out,
-                    "  {} `{}` on {} {}  {}",
-                    u.call,
-                    u.tool,
-                    u.provider,
-                    compact(&u.args),
-                    detail
-                );
-            }
-        }
-        for w in &self.warnings {
-            let _ = writeln!(out, "warning  {w}");
-        }
+    }
+
+    /// The `failures` section, when calls failed: one line per failed call.
+    fn write_call_failures(&self, out: &mut String) {
         let call_failures: Vec<&FailureReport> =
             self.failures.iter().filter(|f| f.call.is_some()).collect();
         if !call_failures.is_empty() {
@@ -698,8 +609,188 @@ impl RunReport {
                 let _ = writeln!(out, "  {call} [{}] {}: {}", f.layer, f.code, f.message);
             }
         }
-        out
     }
+}
+
+/// A failure attributed as `fault` says, to `step` and `call` when given.
+fn failure(fault: &Fault, step: Option<StepId>, call: Option<CallId>) -> FailureReport {
+    FailureReport {
+        layer: fault.layer,
+        code: fault.code.clone(),
+        message: fault.message.clone(),
+        step,
+        call,
+    }
+}
+
+/// Each step's evidence, in the spec's order; each failed call not sent again with success,
+/// and each step not attained, is added to `failures`.
+fn step_reports(
+    state: &RunState,
+    spec: &Spec,
+    failures: &mut Vec<FailureReport>,
+) -> Vec<StepReport> {
+    let mut steps = Vec::new();
+    for (i, step) in spec.steps.iter().enumerate() {
+        let s = state.step(i);
+        let (status, fault, blocked_by) = step_status(state, step, s);
+        let calls = call_reports(state, &step.id, s, failures);
+        if let (Some(f), "not_attained") = (&fault, status) {
+            failures.push(failure(f, Some(step.id.clone()), None));
+        }
+        steps.push(StepReport {
+            id: step.id.clone(),
+            provider: step.provider.clone(),
+            required: step.required,
+            commit_required: step.commit == CommitRule::Required,
+            status: status.to_owned(),
+            fault,
+            blocked_by,
+            decisions: s.decisions,
+            calls,
+            elapsed_ms: match (s.started_at_ms, s.finished_at_ms) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            },
+            answer: s.answer.clone(),
+        });
+    }
+    steps
+}
+
+/// A step's status as the report names it, with why it was not attained or was skipped and,
+/// when skipped, the dependency not attained.
+fn step_status(
+    state: &RunState,
+    step: &StepSpec,
+    s: &StepState,
+) -> (&'static str, Option<Fault>, Option<StepId>) {
+    match &s.status {
+        StepStatus::Pending => ("pending", None, None),
+        // A gateway session's open step ends with its session.
+        StepStatus::Running
+            if step.open && matches!(state.outcome(), Some(Outcome::Closed { .. })) =>
+        {
+            ("closed", None, None)
+        }
+        StepStatus::Running => ("running", None, None),
+        StepStatus::Finished(StepEnd::Attained) => ("attained", None, None),
+        StepStatus::Finished(StepEnd::NotAttained { fault }) => {
+            ("not_attained", Some(fault.clone()), None)
+        }
+        StepStatus::Skipped { blocked_by, fault } => {
+            ("skipped", Some(fault.clone()), Some(blocked_by.clone()))
+        }
+    }
+}
+
+/// The evidence of step `step`'s calls, in order; each that failed, unless it was sent again
+/// with success, is added to `failures`.
+fn call_reports(
+    state: &RunState,
+    step: &StepId,
+    s: &StepState,
+    failures: &mut Vec<FailureReport>,
+) -> Vec<CallReport> {
+    s.calls
+        .iter()
+        .filter_map(|id| state.call(*id))
+        .map(|c| {
+            if let Some(f) = &c.fault
+                && !resent_and_done(state, c)
+            {
+                failures.push(failure(f, Some(step.clone()), Some(c.id)));
+            }
+            CallReport {
+                call: c.id,
+                tool: c.tool.clone(),
+                effect: c.effect,
+                status: c.status,
+                proposed_digest: canon::digest(&c.proposed),
+                executed_digest: c.executed.as_ref().map(|v| canon::digest(v)),
+                provenance: c.provenance.clone(),
+                context_taint: state.call_taint(c.id).to_vec(),
+                fault: c.fault.as_deref().cloned(),
+                elapsed_ms: c.finished_at_ms.map(|f| f.saturating_sub(c.started_at_ms)),
+            }
+        })
+        .collect()
+}
+
+/// The terminal predicate: one row per requirement, each judged from what was found.
+fn terminal(state: &RunState, spec: &Spec) -> Vec<RequirementReport> {
+    let missing = match state.terminal() {
+        Outcome::NotAttained { missing } => missing,
+        _ => Vec::new(),
+    };
+    let mut rows = Vec::new();
+    for (i, s) in spec.steps.iter().enumerate() {
+        let st = state.step(i);
+        let mut judged = |requirement: &str, met: bool| {
+            let m = missing
+                .iter()
+                .find(|m| m.step == s.id && m.requirement == requirement);
+            rows.push(RequirementReport {
+                step: s.id.clone(),
+                requirement: requirement.to_owned(),
+                satisfied: met && m.is_none(),
+                fault: m.map(|m| m.fault.clone()),
+            });
+        };
+        if s.commit == CommitRule::Required {
+            judged("commit", st.committed);
+        }
+        if s.required {
+            judged("attained", st.attained());
+        }
+    }
+    rows
+}
+
+/// The carried values, each with its lineage.
+fn carried(state: &RunState) -> Vec<CarriedReport> {
+    state
+        .carried
+        .iter()
+        .map(|(name, c)| CarriedReport {
+            name: name.clone(),
+            value: c.value.clone(),
+            lineage: c.lineage.clone(),
+        })
+        .collect()
+}
+
+/// The run's timings and counts, up to its end (or its last event while it runs).
+fn timings(state: &RunState) -> Timings {
+    let end = state.finished_at_ms.unwrap_or(state.last_at_ms);
+    Timings {
+        started_at_ms: state.started_at_ms,
+        finished_at_ms: state.finished_at_ms,
+        elapsed_ms: end.saturating_sub(state.started_at_ms) + state.setup_ms,
+        setup_ms: state.setup_ms,
+        driving_ms: state.driven_ms(end),
+        waiting_ms: state.waited_ms(end),
+        decisions: state.decisions,
+        calls: u32::try_from(state.calls.len()).unwrap_or(u32::MAX),
+        events: state.last_seq,
+    }
+}
+
+/// The child runs the run delegated to, each named with its delegating step.
+fn children(state: &RunState, spec: &Spec) -> Vec<ChildReport> {
+    state
+        .children()
+        .map(|(i, c)| ChildReport {
+            run: c.run.clone(),
+            step: spec
+                .steps
+                .get(i)
+                .map_or_else(|| StepId("".into()), |s| s.id.clone()),
+            outcome: c.outcome.clone(),
+            granted: c.granted.clone(),
+            spent: c.spent.clone(),
+        })
+        .collect()
 }
 
 /// What this build cannot show of the log: a format it does not write, events it does not know.
