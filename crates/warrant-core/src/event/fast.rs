@@ -18,8 +18,29 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
     w.number(event.seq);
     w.key("at_ms");
     w.number(event.at_ms);
-    match &event.kind {
-        EventKind::Decided {
+    let kind = &event.kind;
+    let known = w.decided_call(kind)
+        || w.call_started(kind)
+        || w.call_dispatched(kind)
+        || w.call_finished(kind);
+    if !known {
+        return false;
+    }
+    w.out.push(b'}');
+    !w.failed
+}
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+    /// A value serde could not write: the text is to be discarded.
+    failed: bool,
+}
+
+impl Writer<'_> {
+    /// The fields of a `decided` event for a call, when `kind` is one, and says so; nothing
+    /// otherwise.
+    fn decided_call(&mut self, kind: &EventKind) -> bool {
+        let EventKind::Decided {
             step,
             decision_no,
             version,
@@ -33,52 +54,68 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             usage,
             exchange,
             tainted_by,
-        } => {
-            w.key("type");
-            w.string("decided");
-            w.key("step");
-            w.string(&step.0);
-            w.key("decision_no");
-            w.number(u64::from(*decision_no));
-            w.key("version");
-            w.string(version);
-            w.key("decision");
-            w.string("call");
-            w.target(tool, *handle, args);
-            if !claims.is_empty() {
-                w.field("claims", claims);
-            }
-            if let Some(u) = usage {
-                w.field("usage", u);
-            }
-            if let Some(x) = exchange {
-                w.value_field("exchange", x);
-            }
-            if !tainted_by.is_empty() {
-                w.field("tainted_by", &**tainted_by);
-            }
+        } = kind
+        else {
+            return false;
+        };
+        self.key("type");
+        self.string("decided");
+        self.key("step");
+        self.string(&step.0);
+        self.key("decision_no");
+        self.number(u64::from(*decision_no));
+        self.key("version");
+        self.string(version);
+        self.key("decision");
+        self.string("call");
+        self.target(tool, *handle, args);
+        if !claims.is_empty() {
+            self.field("claims", claims);
         }
-        EventKind::CallStarted {
+        if let Some(u) = usage {
+            self.field("usage", u);
+        }
+        if let Some(x) = exchange {
+            self.value_field("exchange", x);
+        }
+        if !tainted_by.is_empty() {
+            self.field("tainted_by", &**tainted_by);
+        }
+        true
+    }
+
+    /// The fields of a `call_started` event, when `kind` is one, and says so; nothing
+    /// otherwise.
+    fn call_started(&mut self, kind: &EventKind) -> bool {
+        let EventKind::CallStarted {
             call,
             step,
             tool,
             handle,
             args,
             resend_of,
-        } => {
-            w.key("type");
-            w.string("call_started");
-            w.key("call");
-            w.call(*call);
-            w.key("step");
-            w.string(&step.0);
-            w.target(tool, *handle, args);
-            if let Some(r) = resend_of {
-                w.key("resend_of");
-                w.call(*r);
-            }
+        } = kind
+        else {
+            return false;
+        };
+        self.key("type");
+        self.string("call_started");
+        self.key("call");
+        self.call(*call);
+        self.key("step");
+        self.string(&step.0);
+        self.target(tool, *handle, args);
+        if let Some(r) = resend_of {
+            self.key("resend_of");
+            self.call(*r);
         }
-        EventKind::CallDispatched {
+        true
+    }
+
+    /// The fields of a `call_dispatched` event, when `kind` is one, and says so; nothing
+    /// otherwise.
+    fn call_dispatched(&mut self, kind: &EventKind) -> bool {
+        let EventKind::CallDispatched {
             call,
             effect,
             args,
@@ -86,26 +123,34 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             idempotency_key,
             provenance,
             narrowed,
-        } => {
-            w.key("type");
-            w.string("call_dispatched");
-            w.key("call");
-            w.call(*call);
-            w.key("effect");
-            w.string(effect.as_str());
-            w.value_field("args", args);
-            w.key("args_digest");
-            w.string(args_digest);
-            w.key("idempotency_key");
-            w.string(idempotency_key);
-            if !provenance.is_empty() {
-                w.field("provenance", provenance);
-            }
-            if !narrowed.is_empty() {
-                w.field("narrowed", narrowed);
-            }
+        } = kind
+        else {
+            return false;
+        };
+        self.key("type");
+        self.string("call_dispatched");
+        self.key("call");
+        self.call(*call);
+        self.key("effect");
+        self.string(effect.as_str());
+        self.value_field("args", args);
+        self.key("args_digest");
+        self.string(args_digest);
+        self.key("idempotency_key");
+        self.string(idempotency_key);
+        if !provenance.is_empty() {
+            self.field("provenance", provenance);
         }
-        EventKind::CallFinished {
+        if !narrowed.is_empty() {
+            self.field("narrowed", narrowed);
+        }
+        true
+    }
+
+    /// The fields of a `call_finished` event, when `kind` is one, and says so; nothing
+    /// otherwise.
+    fn call_finished(&mut self, kind: &EventKind) -> bool {
+        let EventKind::CallFinished {
             call,
             status,
             ruled_args_digest,
@@ -113,43 +158,35 @@ pub(super) fn encode(event: &Event, out: &mut Vec<u8>) -> bool {
             narrowed_args,
             output,
             fault,
-        } => {
-            w.key("type");
-            w.string("call_finished");
-            w.key("call");
-            w.call(*call);
-            w.key("status");
-            w.string(status.as_str());
-            if let Some(d) = ruled_args_digest {
-                w.key("ruled_args_digest");
-                w.string(d);
-            }
-            if !narrowed.is_empty() {
-                w.field("narrowed", narrowed);
-            }
-            if let Some(a) = narrowed_args {
-                w.value_field("narrowed_args", a);
-            }
-            if let Some(o) = output {
-                w.value_field("output", o);
-            }
-            if let Some(f) = fault {
-                w.field("fault", f);
-            }
+        } = kind
+        else {
+            return false;
+        };
+        self.key("type");
+        self.string("call_finished");
+        self.key("call");
+        self.call(*call);
+        self.key("status");
+        self.string(status.as_str());
+        if let Some(d) = ruled_args_digest {
+            self.key("ruled_args_digest");
+            self.string(d);
         }
-        _ => return false,
+        if !narrowed.is_empty() {
+            self.field("narrowed", narrowed);
+        }
+        if let Some(a) = narrowed_args {
+            self.value_field("narrowed_args", a);
+        }
+        if let Some(o) = output {
+            self.value_field("output", o);
+        }
+        if let Some(f) = fault {
+            self.field("fault", f);
+        }
+        true
     }
-    w.out.push(b'}');
-    !w.failed
-}
 
-struct Writer<'a> {
-    out: &'a mut Vec<u8>,
-    /// A value serde could not write: the text is to be discarded.
-    failed: bool,
-}
-
-impl Writer<'_> {
     /// `,"name":` (names are plain ASCII).
     fn key(&mut self, name: &str) {
         self.out.extend_from_slice(b",\"");
