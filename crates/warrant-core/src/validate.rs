@@ -432,9 +432,6 @@ fn check_steps<'a>(
                 format!("`{INPUT_STEP}` names a run's inputs (`input.<name>`): choose another id"),
             ));
         }
-        if step.decisions_max == Some(0) {
-            issues.push((step_field(i, "decisions_max"), "must be at least 1".into()));
-        }
         check_quarantine(i, step, issues);
         check_grant(i, step, issues);
         check_publishes(i, step, issues);

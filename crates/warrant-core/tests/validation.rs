@@ -339,3 +339,20 @@ steps:
         assert!(e.contains(fragment), "{fragment}: {e}");
     }
 }
+
+#[test]
+fn a_steps_decisions_max_of_zero_is_reported_once() {
+    let bad = VALID.replacen(
+        "    tools: [order_latte]",
+        "    tools: [order_latte]\n    decisions_max: 0",
+        1,
+    );
+    assert_ne!(bad, VALID);
+    let e = errors(&bad);
+    let about: Vec<_> = e
+        .issues
+        .iter()
+        .filter(|i| i.field.ends_with("decisions_max"))
+        .collect();
+    assert_eq!(about.len(), 1, "{e}");
+}
