@@ -87,6 +87,7 @@ macro_rules! log_last_seq {
 
 // After the macro above: the parts of the store use it.
 mod follow;
+mod leases;
 mod read;
 mod schema;
 mod writer;
@@ -720,128 +721,6 @@ impl ApprovalsIndex for SqliteStore {
     ) -> BoxFuture<'_, Result<Vec<PendingApproval>, StoreError>> {
         let run = run.cloned();
         self.reading(move |inner| pending_of(&*inner.reader()?, run.as_ref()))
-    }
-}
-
-impl Leases for SqliteStore {
-    fn request_cancel(
-        &self,
-        run: &RunId,
-        request: CancelRequest,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        let run = run.clone();
-        self.writing(move |inner| {
-            inner
-                .reader()?
-                .execute(
-                    "INSERT OR IGNORE INTO cancels (run_id, by, reason) VALUES (?1, ?2, ?3)",
-                    params![run.0, request.by, request.reason],
-                )
-                .map_err(io)?;
-            if let Ok(mut snap) = inner.cancels.lock() {
-                snap.read_at = None;
-            }
-            Ok(())
-        })
-    }
-    fn cancel_request(
-        &self,
-        run: &RunId,
-    ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
-        // Answered from memory while the snapshot is fresh: a thousand runs checking cost one
-        // query per interval.
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "rate-limits a poll; never recorded"
-        )]
-        let now = std::time::Instant::now();
-        let fresh_since = now
-            .checked_sub(std::time::Duration::from_millis(CANCEL_POLL_MS))
-            .unwrap_or(now);
-        if let Some(answer) = self.inner.cancel_answer(fresh_since, run) {
-            return Box::pin(std::future::ready(Ok(answer)));
-        }
-        let run = run.clone();
-        let looked = run.clone();
-        // A table read begun after this question was asked answers it (a thousand runs finding
-        // the snapshot stale at once cost one or two queries, not one each).
-        let answered = move |inner: &Inner| inner.cancel_answer(now, &looked);
-        self.reading_unless(answered, move |inner| {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "rate-limits a poll; never recorded"
-            )]
-            let began = std::time::Instant::now();
-            let requests = {
-                let conn = inner.reader()?;
-                let mut stmt = conn
-                    .prepare_cached("SELECT run_id, by, reason FROM cancels")
-                    .map_err(io)?;
-                let rows = stmt
-                    .query_map([], |r| {
-                        Ok((
-                            RunId(r.get(0)?),
-                            CancelRequest {
-                                by: r.get(1)?,
-                                reason: r.get(2)?,
-                                close: false,
-                            },
-                        ))
-                    })
-                    .map_err(io)?;
-                rows.collect::<Result<HashMap<_, _>, _>>().map_err(io)?
-            };
-            let found = requests.get(&run).cloned();
-            if let Ok(mut snap) = inner.cancels.lock() {
-                snap.requests = requests;
-                snap.read_at = Some(began);
-                snap.reads += 1;
-            }
-            Ok(found)
-        })
-    }
-    fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
-        if let Err(e) = self.inner.writable() {
-            return Box::pin(std::future::ready(Err(e)));
-        }
-        let (reply, answer) = oneshot::channel();
-        let job = Job::Claim {
-            run: run.clone(),
-            driver: driver.clone(),
-            reply,
-        };
-        self.outbox.reply(self.send(job), answer)
-    }
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
-        self.writing(move |inner| {
-            inner
-                .reader()?
-                .execute(
-                    "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2 AND epoch = ?4",
-                    params![
-                        run.0,
-                        &*driver.holder,
-                        sql_int(driver.now_ms)?,
-                        sql_int(driver.epoch)?
-                    ],
-                )
-                .map_err(io)?;
-            Ok(())
-        })
-    }
-    fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
-        self.writing(move |inner| {
-            inner
-                .reader()?
-                .execute(
-                    "UPDATE runs SET holder = NULL, heartbeat_ms = NULL WHERE run_id = ?1 AND holder = ?2",
-                    params![run.0, &*driver.holder],
-                )
-                .map_err(io)?;
-            Ok(())
-        })
     }
 }
 

@@ -1,0 +1,124 @@
+//! Following: one connection listening for the writers' notices, and the feeds that follow a run's log with them.
+
+use super::*;
+
+/// Keeps one connection listening, reconnecting it when it drops, and turns notifications
+/// into wake-ups; ends when the store is dropped.
+pub(super) async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) {
+    loop {
+        let Some(store) = pg.upgrade() else { return };
+        let config = store.config.clone();
+        drop(store);
+        let connected = tokio::select! {
+            c = config.connect(NoTls) => c,
+            _ = stopped.changed() => return,
+        };
+        let Ok((client, mut connection)) = connected else {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                _ = stopped.changed() => return,
+            }
+        };
+        let listen =
+            format!("LISTEN {EVENTS_CHANNEL}; LISTEN {READY_CHANNEL}; LISTEN {CANCELS_CHANNEL};");
+        let (notes_tx, mut notes) = mpsc::unbounded_channel();
+        // The connection must be polled for the LISTEN to be answered: it is driven here, its
+        // notifications forwarded.
+        let drive = async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
+                        let _ = notes_tx.send(n);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return,
+                }
+            }
+        };
+        let work = async {
+            if client.batch_execute(&listen).await.is_err() {
+                return;
+            }
+            if let Some(store) = pg.upgrade() {
+                store.listening.send_replace(true);
+                // What was notified while nobody listened is unknown: everyone looks.
+                store.ready.send_modify(|n| *n = n.wrapping_add(1));
+                store.cancels.send_modify(|n| *n = n.wrapping_add(1));
+                for tx in store.moved().values() {
+                    tx.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            }
+            while let Some(n) = notes.recv().await {
+                let Some(store) = pg.upgrade() else { return };
+                match n.channel() {
+                    EVENTS_CHANNEL => n.payload().split(' ').for_each(|run| store.wake(run)),
+                    READY_CHANNEL => store.ready.send_modify(|v| *v = v.wrapping_add(1)),
+                    CANCELS_CHANNEL => store.cancels.send_modify(|v| *v = v.wrapping_add(1)),
+                    _ => {}
+                }
+            }
+        };
+        tokio::select! {
+            () = drive => {}
+            () = work => {}
+            _ = stopped.changed() => return,
+        }
+        drop(client);
+        if let Some(store) = pg.upgrade() {
+            store.listening.send_replace(false);
+        }
+        // A short pause before listening again (the database may be restarting).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A follower of one run: it reads the run's log when the run moved (a notification, or this
+/// process's own commit), and at [`POLL_BOUND`] when notifications may be lost.
+pub(super) struct Feed {
+    pub(super) pg: Arc<Pg>,
+    pub(super) followed: Followed,
+    pub(super) moved: watch::Receiver<u64>,
+}
+
+impl EventFeed for Feed {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<StoredEvent>, StoreError>> {
+        Box::pin(async move {
+            loop {
+                match self.followed.step() {
+                    FollowStep::Give(e) => return Ok(Some(e)),
+                    FollowStep::End => return Ok(None),
+                    FollowStep::Fetch => {}
+                }
+                self.moved.borrow_and_update();
+                // The status first: a run seen ended has all its events committed (in the
+                // same transaction), so the read after it finds them.
+                let status = self.pg.summary(&self.followed.run).await?.map(|s| s.status);
+                let events = self.pg.read(&self.followed.run, self.followed.next).await?;
+                if self.followed.fetched(events) {
+                    continue;
+                }
+                if !self.followed.more_can_come(status)? {
+                    return Ok(None);
+                }
+                let bound = if *self.pg.listening.borrow() {
+                    POLL_BOUND * 10
+                } else {
+                    POLL_BOUND
+                };
+                let _ = tokio::time::timeout(bound, self.moved.changed()).await;
+            }
+        })
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        let mut moved = self.pg.moved();
+        if moved
+            .get(&self.followed.run)
+            .is_some_and(|tx| tx.receiver_count() <= 1)
+        {
+            moved.remove(&self.followed.run);
+        }
+    }
+}
