@@ -144,12 +144,6 @@ impl RunStatus {
     }
 }
 
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
 /// A word that names no status (what a flag, a query or a store row said).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("no {what} `{given}` (the {what}es: {known})")]
@@ -177,18 +171,6 @@ impl FromStr for RunStatus {
             .into_iter()
             .find(|r| r.name() == s)
             .ok_or_else(|| UnknownName::new("status", s, RunStatus::ALL.iter().map(|r| r.name())))
-    }
-}
-
-impl PartialEq<str> for RunStatus {
-    fn eq(&self, other: &str) -> bool {
-        self.name() == other
-    }
-}
-
-impl PartialEq<&str> for RunStatus {
-    fn eq(&self, other: &&str) -> bool {
-        self.name() == *other
     }
 }
 
@@ -231,23 +213,32 @@ impl ApprovalState {
     }
 }
 
-impl fmt::Display for ApprovalState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
+/// A word of the vocabulary: shown as its wire name (padded like any text in a table), and
+/// equal to that name.
+macro_rules! wire_word {
+    ($word:ty) => {
+        impl fmt::Display for $word {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(self.name())
+            }
+        }
+
+        impl PartialEq<str> for $word {
+            fn eq(&self, other: &str) -> bool {
+                self.name() == other
+            }
+        }
+
+        impl PartialEq<&str> for $word {
+            fn eq(&self, other: &&str) -> bool {
+                self.name() == *other
+            }
+        }
+    };
 }
 
-impl PartialEq<str> for ApprovalState {
-    fn eq(&self, other: &str) -> bool {
-        self.name() == other
-    }
-}
-
-impl PartialEq<&str> for ApprovalState {
-    fn eq(&self, other: &&str) -> bool {
-        self.name() == *other
-    }
-}
+wire_word!(RunStatus);
+wire_word!(ApprovalState);
 
 /// What kind of run it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
