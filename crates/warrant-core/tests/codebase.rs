@@ -88,7 +88,7 @@ const OTHER_VOCABULARIES: &[(&str, &str, &str)] = &[
         "a step's status",
     ),
     (
-        "crates/warrant-core/src/fold/mod.rs",
+        "crates/warrant-core/src/fold/judge.rs",
         "attained",
         "a judgment's requirement",
     ),
