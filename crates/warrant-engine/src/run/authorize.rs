@@ -1,6 +1,17 @@
 //! Authority, approvals and execution control: what may run, what a person must approve (bound to the exact arguments, consumed once), and the external control every commit needs when the run requires one.
 
-use super::*;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::codes::Code;
+use warrant_core::event::{ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer};
+use warrant_core::fold::ApprovalStatus;
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{CapabilityRequest, ControlVerdict, Verdict};
+use warrant_core::spec::StepSpec;
+use warrant_core::{canon, provenance};
+
+use super::{Bound, Cut, Judged, Refusal, Run, refuse};
 
 impl Run<'_> {
     /// Asks the required execution control about a commit in `step`; the fault that stops it,

@@ -1,6 +1,18 @@
 //! The Bridge: one proposed call carried through handle, schema, provenance and claims checks, then authority, approval, execution control and interception (`authorize`), freshness and the durable intent, to dispatch (`invoke`).
 
-use super::*;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::codes::Code;
+use warrant_core::event::{CallStatus, Claim, Effect, EventKind, Fault, Layer, Lineage, Narrowing};
+use warrant_core::fold::ApprovalStatus;
+use warrant_core::ids::{CallId, HandleId, StepId};
+use warrant_core::ports::Interception;
+use warrant_core::spec::{CarriedRef, StepSpec};
+use warrant_core::{canon, provenance};
+
+use super::{Bound, Checked, Cut, Judged, Refusal, Run, Sight, VALIDATORS_MAX, step_of};
+use crate::EngineError;
 
 pub(super) fn refuse(code: Code, layer: Layer, message: impl Into<String>) -> Refusal {
     let status = if layer == Layer::Policy {

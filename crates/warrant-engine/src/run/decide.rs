@@ -1,7 +1,18 @@
 //! Deciding: observe the step's provider, project what the decider may see, ask it, and record its decision (a call goes on to the Bridge).
 
-use super::*;
+use std::sync::Arc;
+
+use warrant_core::codes::Code;
+use warrant_core::event::{Decision, EventKind, Fault, Outcome, StepEnd};
+use warrant_core::ids::StepId;
 use warrant_core::ports::Decided;
+use warrant_core::ports::{DecideError, Observation, SurfaceError, SurfaceErrorKind};
+use warrant_core::projection;
+use warrant_core::projection::Projection;
+use warrant_core::spec::Spec;
+
+use super::{Bound, Cut, ProposedCall, Run, Sight, restart, step_of};
+use crate::EngineError;
 
 /// The fault of a failed observation.
 pub(super) fn observe_fault(provider: &str, e: &SurfaceError) -> Fault {

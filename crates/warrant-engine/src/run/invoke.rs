@@ -1,6 +1,16 @@
 //! Dispatch and its answer: the only code that hands a call to a surface (with an `Invocation` built from the recorded dispatch), and the recording of what came back.
 
-use super::*;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::canon;
+use warrant_core::codes::Code;
+use warrant_core::event::{CallStatus, DoubtStage, Effect, EventKind, Fault, Layer};
+use warrant_core::ids::CallId;
+use warrant_core::ports::{CallOutput, Invocation, SurfaceError, SurfaceErrorKind};
+
+use super::{Bound, Cut, Refusal, Run, error_message, step_of};
+use crate::EngineError;
 
 /// How a surface's error is recorded on a call that reached dispatch: its status and fault.
 /// One mapping for live runs and replays.

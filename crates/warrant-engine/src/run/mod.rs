@@ -2,25 +2,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
-use warrant_core::canon;
 use warrant_core::codes::Code;
 use warrant_core::event::{
-    ApprovalScope, CallStatus, Claim, Decision, DoubtStage, EVENTS_FORMAT, Effect, Event,
-    EventKind, Fault, Layer, Lineage, Narrowing, Outcome, StepEnd,
+    CallStatus, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Narrowing, Outcome,
 };
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
-use warrant_core::ids::{CallId, HandleId, RunId, StepId};
-use warrant_core::ports::{
-    BoxFuture, CallOutput, CancelRequest, CapabilityRequest, ControlVerdict, DecideError, Decider,
-    Driver, Interception, Invocation, LEASE_TTL_MS, Observation, Recovery, SurfaceError,
-    SurfaceErrorKind, Verdict,
-};
-use warrant_core::projection::{self, Projection};
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{CancelRequest, Decider, Driver};
 use warrant_core::provenance;
-use warrant_core::spec::{CarriedRef, Spec, StepSpec};
+use warrant_core::spec::{Spec, StepSpec};
 
 use crate::time::TimeSource;
 use crate::{Engine, EngineError, RunResult, Surfaces};

@@ -1,6 +1,16 @@
 //! Re-entry of calls: one in flight when a process stopped (re-invoked, looked up or left in doubt, never blindly repeated), one held for approval, one to be sent again.
 
-use super::*;
+use std::sync::Arc;
+
+use serde_json::Value;
+use warrant_core::canon;
+use warrant_core::codes::Code;
+use warrant_core::event::{CallStatus, DoubtStage, Effect, EventKind, Fault, Layer};
+use warrant_core::ids::CallId;
+use warrant_core::ports::Recovery;
+
+use super::{Judged, ProposedCall, Reopened, Run, Sight, step_of};
+use crate::EngineError;
 
 impl Run<'_> {
     /// A call started earlier, with what carrying it on needs: its record, step, provider,

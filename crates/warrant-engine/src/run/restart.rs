@@ -2,8 +2,16 @@
 //! call that found it so is asked again once), or, when it cannot be, the run stops here,
 //! interrupted, for `resume` to carry on.
 
-use super::*;
+use std::sync::Arc;
+
+use warrant_core::codes::Code;
+use warrant_core::event::{EventKind, Fault};
+use warrant_core::ids::CallId;
 use warrant_core::ports::Restart;
+use warrant_core::ports::SurfaceError;
+
+use super::{Bound, Cut, Run, step_of};
+use crate::EngineError;
 
 /// How often one request (an observation, a call) starts its stopped provider again before
 /// it fails as it found it: a provider that keeps dying is not waited on forever.

@@ -1,8 +1,19 @@
 //! Waiting on ports: every wait is bounded (a call's timeout, the run's deadline) and cut short by a cancellation; a run waiting for a person records nothing while nothing changed.
 
-use super::*;
+use std::time::Duration;
+
+use warrant_core::codes::Code;
+use warrant_core::fold::{ApprovalStatus, Next, RunState};
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{
+    BoxFuture, CancelRequest, Driver, LEASE_TTL_MS, SurfaceError, SurfaceErrorKind,
+};
 use warrant_core::spec::Limits;
 use warrant_core::status::RunStatus;
+
+use super::{CANCEL_POLL_MS, Run};
+use crate::EngineError;
+use crate::time::TimeSource;
 
 /// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
 /// immediately (scripts, rule lists, replays) then cost no timers and no cancel watch.
