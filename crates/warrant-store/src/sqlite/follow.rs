@@ -1,6 +1,19 @@
 //! Following a run's log: the commits this process hands its followers, and the file's `data_version` watched for other processes' commits.
 
-use super::*;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+use tokio::sync::{broadcast, watch};
+use warrant_core::event::StoredEvent;
+use warrant_core::ids::RunId;
+use warrant_core::ports::BoxFuture;
+use warrant_core::status::RunStatus;
+use warrant_core::store::{EventFeed, StoreError};
+
+use super::{FOLLOW_POLL_MS, Handed, data_version, read_events, read_only_connection, summary_of};
+use crate::{FollowStep, Followed};
 
 /// A follower of one run. Of a store open for writing ([`Local`]): handed this store's
 /// commits by the writer, it reads the file only at its start, after a gap, and after another

@@ -1,7 +1,15 @@
 //! Leases and claims: who drives a run, taken and renewed through the writer, and requests
 //! to cancel.
 
-use super::*;
+use std::collections::HashMap;
+
+use rusqlite::params;
+use tokio::sync::oneshot;
+use warrant_core::ids::RunId;
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{CancelRequest, Claim, Driver, Leases, StoreError};
+
+use super::{CANCEL_POLL_MS, Inner, Job, SqliteStore, io, sql_int};
 
 impl Leases for SqliteStore {
     fn request_cancel(

@@ -29,23 +29,21 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 
-use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::{broadcast, oneshot, watch};
-use warrant_core::event::{self, Event, StoredEvent};
+use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-    StoreHealth,
+    ApprovalsIndex, IdempotencyKeys, LogReader, LogWriter, RunsIndex, SpecCatalog, StoreHealth,
 };
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
-    LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, Claim, Driver, EventFeed, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
+    PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
 };
 
-use crate::{ApprovalChange, FollowStep, Followed};
+use crate::{ApprovalChange, Followed};
 
 /// The SQLite library version linked in.
 pub fn sqlite_version() -> &'static str {
@@ -918,6 +916,7 @@ impl Drop for SqliteStore {
 mod tests {
     use super::*;
     use crate::contract::started;
+    use warrant_core::store::Leases;
 
     /// "unable to open database file" is said with the file and the reason: a folder missing,
     /// a folder that cannot be written (checked only where the permission holds: not as root).

@@ -1,6 +1,17 @@
 //! Reads of the file: a run's events, its summary, the runs index and the pending approvals.
 
-use super::*;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use warrant_core::event;
+use warrant_core::event::StoredEvent;
+use warrant_core::ids::RunId;
+use warrant_core::status::RunStatus;
+use warrant_core::store::{PendingApproval, RunPage, RunQuery, RunSummary, StoreError};
+
+use super::{
+    LogLayout, column_u64, column_u64_opt, has_column, io, log_layout, pending_by_folding, sql_int,
+};
 
 /// The columns of a run summary, in `summary_row`'s order; an older store lacks some.
 pub(super) fn summary_columns(conn: &Connection) -> String {

@@ -1,6 +1,18 @@
 //! Opening a store's file: its identity, its schema and the migrations between versions, the connections and their settings.
 
-use super::*;
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use warrant_core::event::Event;
+use warrant_core::ids::RunId;
+use warrant_core::store::{IdempotencyRecord, PendingApproval, StoreError};
+
+use super::{
+    APPLICATION_ID, Durability, SCHEMA_VERSION, cannot_open, column_u64, io, read_events, sql_int,
+};
+use crate::ApprovalChange;
 
 /// What every connection is set to: it waits for a busy file, keeps every statement the store
 /// uses prepared (the writer alone uses ~20), and its statements keep the plan they were

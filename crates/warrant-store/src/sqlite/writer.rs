@@ -1,6 +1,22 @@
 //! The writer thread: every pending append of every run committed in one transaction (group commit), leases taken inside it, and the checkpointer beside it.
 
-use super::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, mpsc};
+use std::thread;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::oneshot;
+use warrant_core::event;
+use warrant_core::ids::RunId;
+use warrant_core::status::RunStatus;
+use warrant_core::store::{CancelRequest, Claim, Driver, Held, LEASE_TTL_MS, StoreError};
+
+use super::{
+    Durability, FOLLOW_POLL_MS, FailedCopies, GROUP_COMMIT_MAX, HEARTBEAT_EVERY_MS, Job, Reply,
+    Request, Taps, column_u64, column_u64_opt, insert_pending, io, open_connection, sql_int,
+};
+use crate::ApprovalChange;
 
 /// How often the cancellation table is re-read: checks in between are answered from memory,
 /// so a thousand runs checking cost one query per interval.
