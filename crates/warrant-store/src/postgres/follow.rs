@@ -1,6 +1,16 @@
 //! Following: one connection listening for the writers' notices, and the feeds that follow a run's log with them.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio_postgres::NoTls;
+use warrant_core::event::StoredEvent;
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{EventFeed, StoreError};
+
+use super::{CANCELS_CHANNEL, EVENTS_CHANNEL, POLL_BOUND, Pg, READY_CHANNEL};
+use crate::{FollowStep, Followed};
 
 /// Keeps one connection listening, reconnecting it when it drops, and turns notifications
 /// into wake-ups; ends when the store is dropped.

@@ -1,6 +1,12 @@
 //! Leases and claims: who drives a run, the runs ready to be taken up (`FOR UPDATE SKIP LOCKED`), and requests to cancel.
 
-use super::*;
+use warrant_core::ids::RunId;
+use warrant_core::ports::BoxFuture;
+use warrant_core::store::{
+    CancelRequest, Claim, Driver, FairShare, Held, LEASE_TTL_MS, Leases, StoreError,
+};
+
+use super::{CANCELS_CHANNEL, POLL_BOUND, PostgresStore, READY_CHANNEL, sql_int, unsigned};
 
 impl Leases for PostgresStore {
     fn request_cancel(

@@ -31,15 +31,14 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-    StoreHealth,
+    ApprovalsIndex, IdempotencyKeys, LogReader, LogWriter, RunsIndex, SpecCatalog, StoreHealth,
 };
 use warrant_core::store::{
-    CancelRequest, Claim, Driver, EventFeed, FairShare, Held, IDEMPOTENCY_PURGE_MAX,
-    IdempotencyRecord, LEASE_TTL_MS, PendingApproval, RunPage, RunQuery, RunSummary, StoreError,
+    CancelRequest, Driver, EventFeed, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord, PendingApproval,
+    RunPage, RunQuery, RunSummary, StoreError,
 };
 
-use crate::{ApprovalChange, FollowStep, Followed, url_without_password as shown};
+use crate::{ApprovalChange, Followed, url_without_password as shown};
 
 /// The columns of a run's summary, in `summary_row`'s order.
 macro_rules! summary {

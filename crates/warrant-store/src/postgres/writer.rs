@@ -1,6 +1,17 @@
 //! The writers: every pending append of many runs committed in one transaction (group commit), checked against the rows they lock, with the notices that wake followers and workers.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use warrant_core::status::RunStatus;
+use warrant_core::store::{PendingApproval, StoreError};
+
+use super::{
+    Conn, EVENTS_CHANNEL, GROUP_COMMIT_MAX, Pg, READY_CHANNEL, Request, db, io, reconnect, sql_int,
+    status_named, unsigned,
+};
+use crate::ApprovalChange;
 
 /// The writer connections: while one commits a batch, the next gathers and commits another
 /// (two batches touching one run serialise on its row lock, in order).
