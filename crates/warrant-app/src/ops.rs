@@ -1009,11 +1009,14 @@ impl App {
     async fn let_go(&self, run: &RunId, wait: Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + wait;
         let summary = self.summary(run).await?;
+        if !lease::driven(&summary, SystemClock.now_ms()) {
+            return Ok(());
+        }
         let mut feed = self.store.subscribe(run, summary.events + 1);
-        let mut driven = lease::driven(&summary, SystemClock.now_ms());
+        // A lapse shows in no event: looked for again after a lease's third at most.
+        let look = Duration::from_millis(warrant_core::ports::LEASE_TTL_MS / 3);
+        let mut driven = true;
         while driven {
-            // A lapse shows in no event: looked for again after a lease's third at most.
-            let look = Duration::from_millis(warrant_core::ports::LEASE_TTL_MS / 3);
             tokio::select! {
                 next = feed.next() => match next {
                     Ok(Some(_)) => {}
