@@ -7,7 +7,7 @@ use warrant_core::codes::Code;
 use warrant_core::event::{ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer};
 use warrant_core::fold::ApprovalStatus;
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{CapabilityRequest, ControlVerdict, Verdict};
+use warrant_core::ports::{CancelRequest, CapabilityRequest, ControlVerdict, Verdict};
 use warrant_core::spec::StepSpec;
 use warrant_core::{canon, provenance};
 
@@ -63,36 +63,73 @@ impl Run<'_> {
                 },
             },
         };
-        match verdict {
-            ControlVerdict::Allow => None,
-            ControlVerdict::Block { reason } => Some(Fault::new(
-                Code::ExecutionControlBlock,
-                Layer::Policy,
-                reason,
-            )),
-            ControlVerdict::Indeterminate { reason } => Some(Fault::new(
-                Code::ExecutionControlIndeterminate,
-                Layer::Policy,
-                reason,
-            )),
-        }
+        control_fault(verdict)
     }
 
     /// INVARIANT (fail closed): anything but allow stops the call before the provider. An ask
     /// is met only by an approval bound to these arguments and this schema; otherwise a durable
     /// request is made and the call is held. Returns the approval to consume, if one is used.
+    ///
+    /// The shell of the Bridge's ruling: it asks what must be asked (the tree's denials, the
+    /// authority, each with its bound), hands the answers to the pure rulings
+    /// ([`Run::standing_denial`], [`Run::rule`], [`Run::meet`]) and carries out the
+    /// [`Ruling`] they come to.
     pub(super) async fn authorize(&mut self, j: &Judged<'_>) -> Result<Option<String>, Refusal> {
+        let tree = self
+            .tree_denial(&j.step.provider, &j.action.name, j.args_digest)
+            .await;
+        let denied_other = self.standing_denial(j, tree)?;
+        // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
+        // cancelled while it deliberates, stops the call; the provider is never called.
+        let answered = self
+            .bounded(
+                Bound::Call,
+                self.rules.authority.evaluate(&self.capability_request(j)),
+            )
+            .await;
+        let ruling = self.rule(j, answered, denied_other);
+        self.carry_out(ruling)
+    }
+
+    /// Carries out what the Bridge ruled on a call: the approval it consumes, the
+    /// cancellation seen while it was ruled on, the approval request to record.
+    fn carry_out(&mut self, ruling: Ruling) -> Result<Option<String>, Refusal> {
+        match ruling {
+            Ruling::Allow(consume) => Ok(consume),
+            Ruling::Refuse(refusal) => Err(refusal),
+            Ruling::Cancelled(cancel, refusal) => {
+                self.cancel = Some(cancel);
+                Err(refusal)
+            }
+            Ruling::Request(requested) => {
+                if let Err(e) = self.stage(requested) {
+                    return Err(refuse(
+                        Code::ApprovalUnrecorded,
+                        Layer::Runtime,
+                        format!("the approval request could not be recorded: {e}"),
+                    ));
+                }
+                Err(Refusal {
+                    held: true,
+                    ..refuse(Code::ApprovalRequired, Layer::Policy, "held for approval")
+                })
+            }
+        }
+    }
+
+    /// INVARIANT (denied stays denied): a person's denial of this effect — this provider's
+    /// tool with these arguments — holds whatever the authority says now, and is cited.
+    /// Another tool called with the same arguments is not refused for it, nor let through
+    /// unasked: a commit is asked about on its own (what this returns, for [`Run::rule`]); a
+    /// read is ruled as any read. (A run recorded under provenance rules before 3 matched
+    /// provider and arguments only, and replays so.) `tree` is what the other runs of its
+    /// tree denied. Pure: decided from the run's state.
+    fn standing_denial(
+        &self,
+        j: &Judged<'_>,
+        (across_tree, across_tree_other): (Option<String>, Option<String>),
+    ) -> Result<Option<String>, Refusal> {
         let (step, tool, effect) = (j.step, j.action.name.as_str(), j.action.effect);
-        let (across_tree, across_tree_other) =
-            self.tree_denial(&step.provider, tool, j.args_digest).await;
-        let args_digest = j.args_digest.to_owned();
-        let request = self.capability_request(j);
-        // INVARIANT (denied stays denied): a person's denial of this effect — this provider's
-        // tool with these arguments — holds whatever the authority says now, and is cited.
-        // Another tool called with the same arguments is not refused for it, nor let through
-        // unasked: a commit is asked about on its own (below); a read is ruled as any read. (A
-        // run recorded under provenance rules before 3 matched provider and arguments only, and
-        // replays so.)
         let by_tool = self.state.provenance_rules() >= 3;
         let here = self
             .state
@@ -106,22 +143,33 @@ impl Run<'_> {
                 }),
                 _ => None,
             });
-        let (denial, other) = rule_on((&step.provider, tool, &args_digest), here, by_tool);
-        let denial = denial.or(across_tree);
-        let denied_other_tool = other
-            .or(across_tree_other)
-            .filter(|_| effect == Effect::Commit);
-        if let Some(message) = denial {
+        let (denial, other) = rule_on((&step.provider, tool, j.args_digest), here, by_tool);
+        if let Some(message) = denial.or(across_tree) {
             return Err(Refusal {
-                ruled: Some(args_digest.into()),
+                ruled: Some(j.args_digest.into()),
                 ..refuse(Code::ApprovalDenied, Layer::Policy, message)
             });
         }
-        // INVARIANT (fail closed): an authority that gives no verdict in time, or a run
-        // cancelled while it deliberates, stops the call; the provider is never called.
-        let answered = self
-            .bounded(Bound::Call, self.rules.authority.evaluate(&request))
-            .await;
+        Ok(other
+            .or(across_tree_other)
+            .filter(|_| effect == Effect::Commit))
+    }
+
+    /// What the Bridge rules on `j` given the authority's answer (`answered`) and the ask a
+    /// denial of another tool with these arguments makes (`denied_other`). Pure: decided
+    /// from the run's state and these answers.
+    fn rule(
+        &self,
+        j: &Judged<'_>,
+        answered: Result<Verdict, Cut>,
+        denied_other: Option<String>,
+    ) -> Ruling {
+        let ruled = |r: Refusal| {
+            Ruling::Refuse(Refusal {
+                ruled: Some(j.args_digest.into()),
+                ..r
+            })
+        };
         let verdict = match answered {
             Ok(verdict) => verdict,
             Err(Cut::Cancelled(c)) => {
@@ -129,30 +177,27 @@ impl Run<'_> {
                     "cancelled by {} while the authority ruled: {}",
                     c.by, c.reason
                 );
-                self.cancel = Some(c);
-                return Err(Refusal {
+                let refusal = Refusal {
                     status: CallStatus::Cancelled,
                     ..refuse(Code::Cancelled, Layer::Runtime, message)
-                });
+                };
+                return Ruling::Cancelled(c, refusal);
             }
             Err(_) => {
-                return Err(Refusal {
-                    ruled: Some(args_digest.into()),
-                    ..refuse(
-                        Code::PolicyTimeout,
-                        Layer::Policy,
-                        format!(
-                            "the authority gave no verdict within `call_timeout_ms` ({} ms) \
-                             or before the run's deadline",
-                            self.spec.limits.call_timeout_ms
-                        ),
-                    )
-                });
+                return ruled(refuse(
+                    Code::PolicyTimeout,
+                    Layer::Policy,
+                    format!(
+                        "the authority gave no verdict within `call_timeout_ms` ({} ms) or \
+                         before the run's deadline",
+                        self.spec.limits.call_timeout_ms
+                    ),
+                ));
             }
         };
         // A commit with the arguments of another tool's denied request asks, whatever the
         // authority said. (A replayed ask carries these words already.)
-        let verdict = match (verdict, denied_other_tool) {
+        let verdict = match (verdict, denied_other) {
             (Verdict::Allow { .. }, Some(why)) => Verdict::Ask {
                 reason: why,
                 approvers: 1,
@@ -167,11 +212,11 @@ impl Run<'_> {
         };
         // The run's plan, approved once as a whole (scope `plan`): until a person has, a
         // commit within it asks, and its request proposes the plan.
-        let plan = self.plan_gate(step, effect);
+        let plan = self.plan_gate(j.step, j.action.effect);
         let ask = match (verdict, plan) {
-            (Verdict::Allow { .. }, PlanGate::Approved(id)) => return Ok(Some(id)),
+            (Verdict::Allow { .. }, PlanGate::Approved(id)) => return Ruling::Allow(Some(id)),
             (Verdict::Allow { .. }, PlanGate::Pending(plan)) => (plan, 1, ApprovalScope::Plan),
-            (Verdict::Allow { .. }, PlanGate::None) => return Ok(None),
+            (Verdict::Allow { .. }, PlanGate::None) => return Ruling::Allow(None),
             // (A replayed ask carries the plan's words already.)
             (Verdict::Ask { reason, approvers }, PlanGate::Pending(plan)) => {
                 let reason = if reason == plan || reason.ends_with(&format!("; {plan}")) {
@@ -183,19 +228,17 @@ impl Run<'_> {
             }
             (Verdict::Ask { reason, approvers }, _) => (reason, approvers, ApprovalScope::Once),
             (Verdict::Deny { reasons }, _) => {
-                return Err(Refusal {
-                    ruled: Some(args_digest.into()),
-                    ..refuse(Code::PolicyDenied, Layer::Policy, reasons.join("; "))
-                });
+                return ruled(refuse(
+                    Code::PolicyDenied,
+                    Layer::Policy,
+                    reasons.join("; "),
+                ));
             }
             (Verdict::Indeterminate { reason }, _) => {
-                return Err(Refusal {
-                    ruled: Some(args_digest.into()),
-                    ..refuse(Code::PolicyIndeterminate, Layer::Policy, reason)
-                });
+                return ruled(refuse(Code::PolicyIndeterminate, Layer::Policy, reason));
             }
         };
-        self.approval(j, ask)
+        self.meet(j, ask)
     }
 
     /// The request an authority, an approver's rules and an interceptor rule on, for `j`.
@@ -219,12 +262,14 @@ impl Run<'_> {
         }
     }
 
-    /// Meets an ask with an approval, or makes a durable request and holds the call.
-    pub(super) fn approval(
-        &mut self,
+    /// Meets an ask with an approval bound to these arguments and this schema (the one to
+    /// consume), or rules that a durable request be made and the call held. Pure: decided
+    /// from the run's state.
+    fn meet(
+        &self,
         j: &Judged<'_>,
         (reason, approvers, proposed_scope): (String, u32, ApprovalScope),
-    ) -> Result<Option<String>, Refusal> {
+    ) -> Ruling {
         let (step, call, tool, effect) = (j.step, j.call, j.action.name.as_str(), j.action.effect);
         let (args, args_digest, labels) = (j.args, j.args_digest, j.labels);
         // Digested only on an ask: the schema the approval binds.
@@ -232,9 +277,11 @@ impl Run<'_> {
         let schema_digest = schema_digest.as_str();
         let now = self.state.last_at_ms();
         let provider = step.provider.clone();
-        let ruled = |r: Refusal| Refusal {
-            ruled: Some(args_digest.into()),
-            ..r
+        let ruled = |r: Refusal| {
+            Ruling::Refuse(Refusal {
+                ruled: Some(args_digest.into()),
+                ..r
+            })
         };
         let live = |until: &Option<u64>| until.is_none_or(|u| now < u);
         // A call already dispatched (repeated at re-entry) cannot start a new request.
@@ -245,16 +292,16 @@ impl Run<'_> {
                 ApprovalStatus::Approved { until_ms, .. } if bound && live(until_ms) => {
                     // Already consumed by this very call (a repeat at re-entry): nothing new.
                     if a.consumed_by.contains(&call) {
-                        return Ok(None);
+                        return Ruling::Allow(None);
                     }
-                    return Ok(Some(a.id.clone()));
+                    return Ruling::Allow(Some(a.id.clone()));
                 }
                 ApprovalStatus::Expired if bound => {
-                    return Err(ruled(refuse(
+                    return ruled(refuse(
                         Code::ApprovalExpired,
                         Layer::Policy,
                         format!("approval request {} expired unanswered", a.id),
-                    )));
+                    ));
                 }
                 _ => {}
             }
@@ -265,10 +312,10 @@ impl Run<'_> {
                 && a.schema_digest == schema_digest
                 && matches!(&a.status, ApprovalStatus::Approved { scope: ApprovalScope::Run, until_ms } if live(until_ms))
         }) {
-            return Ok(Some(a.id.clone()));
+            return Ruling::Allow(Some(a.id.clone()));
         }
         if dispatched {
-            return Err(ruled(refuse(Code::ApprovalRequired, Layer::Policy, reason)));
+            return ruled(refuse(Code::ApprovalRequired, Layer::Policy, reason));
         }
         let id = format!("{}-a{}", self.run_id, self.state.approvals().len() + 1);
         let principal = self
@@ -276,7 +323,7 @@ impl Run<'_> {
             .decider()
             .as_ref()
             .map_or_else(|| "agent:unknown".to_owned(), |d| format!("agent:{d}"));
-        let requested = EventKind::ApprovalRequested {
+        Ruling::Request(EventKind::ApprovalRequested {
             request: id,
             call,
             step: step.id.clone(),
@@ -299,19 +346,40 @@ impl Run<'_> {
                     }),
             ),
             approvers: approvers.max(1),
-        };
-        if let Err(e) = self.stage(requested) {
-            return Err(refuse(
-                Code::ApprovalUnrecorded,
-                Layer::Runtime,
-                format!("the approval request could not be recorded: {e}"),
-            ));
-        }
-        Err(Refusal {
-            held: true,
-            ..refuse(Code::ApprovalRequired, Layer::Policy, "held for approval")
         })
     }
+}
+
+/// The fault a commit stops with under execution control's `verdict`, if it does not go on.
+fn control_fault(verdict: ControlVerdict) -> Option<Fault> {
+    match verdict {
+        ControlVerdict::Allow => None,
+        ControlVerdict::Block { reason } => Some(Fault::new(
+            Code::ExecutionControlBlock,
+            Layer::Policy,
+            reason,
+        )),
+        ControlVerdict::Indeterminate { reason } => Some(Fault::new(
+            Code::ExecutionControlIndeterminate,
+            Layer::Policy,
+            reason,
+        )),
+    }
+}
+
+/// What the Bridge rules on a call, as data: computed from the run's state and the answers
+/// it asked for by the pure rulings, carried out by `Run::carry_out` (the Bridge's shell). A
+/// replay or a test can ask what a call comes to without a provider, a store or a clock.
+pub(super) enum Ruling {
+    /// It goes on, consuming this approval if one is named.
+    Allow(Option<String>),
+    /// It is refused.
+    Refuse(Refusal),
+    /// The run was cancelled while the authority ruled: it is refused, the cancellation
+    /// acted on.
+    Cancelled(CancelRequest, Refusal),
+    /// A person must approve it: this `approval_requested` is recorded and the call held.
+    Request(EventKind),
 }
 
 /// Where a call stands with the run's plan (`plan_first` under the `untrusted-input`
