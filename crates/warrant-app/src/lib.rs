@@ -17,6 +17,8 @@ mod providers;
 pub mod quota;
 mod rows;
 mod session;
+pub mod supervise;
+pub mod worker;
 
 pub use load::{Deciders, load_spec, parse_spec, read_text};
 pub use operator::{
@@ -34,6 +36,7 @@ pub use providers::{
 pub use quota::{Exceeded, Meter, Quota, TenantUse};
 pub use rows::{ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting};
 pub use session::GoneClient;
+pub use supervise::{Counters, Observer, Supervisor};
 pub use warrant_surfaces::Secrets;
 
 /// Largest spec, model table or policy file read (a spec is a page, not a database).

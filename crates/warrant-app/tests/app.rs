@@ -6,13 +6,16 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::indexing_slicing,
+    clippy::panic,
     reason = "tests"
 )]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use warrant_app::{App, AppError, Cancelled, Deciders, ErrorKind, Prepared, RunOptions};
+use warrant_app::{
+    App, AppError, Cancelled, Deciders, ErrorKind, Prepared, RunOptions, Supervisor,
+};
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{BoxFuture, EventStore, RunQuery};
@@ -46,6 +49,30 @@ async fn attained_with(app: &App, options: RunOptions) -> RunId {
     let result = prepared.drive(&app.engine_for(&prepared)).await.unwrap();
     prepared.shutdown().await;
     result.run_id
+}
+
+/// The cafe example, its order asked about.
+async fn asking() -> Prepared {
+    let path = example();
+    let spec = warrant_app::load_spec(&path).unwrap();
+    let options = RunOptions {
+        ask_tools: vec!["order_latte".to_owned()],
+        ..RunOptions::default()
+    };
+    Prepared::new(&Deciders::new(None), spec, &path, options)
+        .await
+        .unwrap()
+}
+
+/// Waits (boundedly) until `run` shows `status`.
+async fn until(app: &App, run: &RunId, status: RunStatus) {
+    for _ in 0..600 {
+        if app.shown_status(run).await.is_ok_and(|s| s == status) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{run} never became {status}");
 }
 
 fn app_over(store: Arc<dyn EventStore>) -> App {
@@ -357,4 +384,62 @@ async fn a_tenant_sees_its_own_runs_only_and_anothers_is_not_found() {
         other.visible("", "acme").await.unwrap_err().kind(),
         ErrorKind::NotFound
     );
+}
+
+/// The supervisor's rules: a run that waits is held, its providers connected, until it is
+/// woken — here by the sweep, which finds it answered by another process — and then driven to
+/// its end; no more runs are held than its room; a supervisor that lets runs go gives a
+/// waiting run back at once, for whoever claims it when it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_holds_a_waiting_run_until_it_is_answered_and_no_more_than_its_room() {
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let app = app_over(store.clone());
+    let supervisor = Arc::new(Supervisor::new(app.clone(), 1));
+    let run = supervisor.new_run_id();
+    assert_eq!(
+        supervisor.start(asking().await, run.clone()).await.unwrap(),
+        run
+    );
+    until(&app, &run, RunStatus::Waiting).await;
+    assert!(supervisor.holds(&run), "a waiting run stays held");
+    assert_eq!(supervisor.room(), 0);
+    let refused = supervisor
+        .start(asking().await, supervisor.new_run_id())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
+
+    // Answered by another process: the sweep wakes the run that holds it.
+    let request = app.approvals(Some(&run)).await.unwrap()[0].request.clone();
+    let approve = Answer::Approve {
+        scope: warrant_core::event::ApprovalScope::Once,
+        until_ms: None,
+        edited: None,
+    };
+    app_over(store.clone())
+        .answer(&request, approve, "someone")
+        .await
+        .unwrap();
+    supervisor.sweep().await.unwrap();
+    assert!(
+        supervisor
+            .released(&run, std::time::Duration::from_secs(60))
+            .await
+    );
+    assert_eq!(app.shown_status(&run).await.unwrap(), RunStatus::Attained);
+    assert_eq!(supervisor.room(), 1);
+
+    // A supervisor that lets runs go holds none that waits.
+    let letting_go = Arc::new(Supervisor::new(app.clone(), 1).letting_go());
+    let run = letting_go.new_run_id();
+    letting_go.start(asking().await, run.clone()).await.unwrap();
+    assert!(
+        letting_go
+            .released(&run, std::time::Duration::from_secs(60))
+            .await
+    );
+    assert_eq!(app.shown_status(&run).await.unwrap(), RunStatus::Waiting);
+    letting_go.stop(std::time::Duration::from_secs(5)).await;
+    supervisor.stop(std::time::Duration::from_secs(5)).await;
+    assert_eq!(supervisor.room(), 0, "a stopping supervisor takes no run");
 }

@@ -1697,7 +1697,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
         }
         app = app.named(name);
     }
-    let settings = warrant_server::worker::Settings {
+    let settings = warrant_app::worker::Settings {
         max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),
         share: warrant_core::ports::FairShare {
             runs_per_tenant: args.tenant_runs,
@@ -1707,7 +1707,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
         grace: Duration::from_secs(args.grace),
     };
     errln!("warrant worker: {} on `{store_path}`", app.holder());
-    warrant_server::worker::work(app, settings, shutdown_signal())
+    warrant_app::worker::work(app, settings, shutdown_signal())
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     errln!("warrant worker: stopped");

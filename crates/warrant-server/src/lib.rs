@@ -15,9 +15,7 @@ mod openapi;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod problem;
-mod runner;
 pub mod telemetry;
-pub mod worker;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -91,7 +89,7 @@ pub(crate) struct Shared {
     pub(crate) principals: Principals,
     /// The operator's specs folder.
     pub(crate) catalog: Option<warrant_app::Catalog>,
-    pub(crate) runner: Arc<runner::Runner>,
+    pub(crate) runner: Arc<warrant_app::Supervisor>,
     pub(crate) body_limit: usize,
     pub(crate) client_timeout: Duration,
     /// Keys the console's CSRF tokens.
@@ -172,8 +170,8 @@ fn hide_own_paths(catalog: Option<&warrant_app::Catalog>, registry: &warrant_app
 }
 
 /// The run supervisor `config` asks for.
-fn runner(app: &App, config: &Config) -> Result<runner::Runner, ServerError> {
-    let mut runner = runner::Runner::new(app.clone(), config.max_runs);
+fn runner(app: &App, config: &Config) -> Result<warrant_app::Supervisor, ServerError> {
+    let mut runner = warrant_app::Supervisor::new(app.clone(), config.max_runs);
     if config.queue {
         runner = runner.queueing();
     }
@@ -290,20 +288,22 @@ impl Server {
             }
             shared.ready.store(true, Ordering::SeqCst);
             let mut copies_failed = 0;
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if let Err(p) = shared.runner.sweep().await {
-                    tracing::warn!(problem = %p, "looking for answered runs failed");
+            let health = async {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let failures = shared.app.store().checkpoint_failures();
+                    if let Some(failed) = newly_failed(&mut copies_failed, failures) {
+                        tracing::warn!(
+                            failed = failed.count,
+                            error = failed.last.as_deref().unwrap_or("unknown"),
+                            "the store could not copy its write-ahead log back into its file: the commits are safe in the log, which grows until a copy succeeds"
+                        );
+                    }
                 }
-                let failures = shared.app.store().checkpoint_failures();
-                if let Some(failed) = newly_failed(&mut copies_failed, failures) {
-                    tracing::warn!(
-                        failed = failed.count,
-                        error = failed.last.as_deref().unwrap_or("unknown"),
-                        "the store could not copy its write-ahead log back into its file: the commits are safe in the log, which grows until a copy succeeds"
-                    );
-                }
-            }
+            };
+            // Runs answered by another process are taken up as the store tells of its
+            // commits; the store's health is looked at each second.
+            tokio::join!(shared.runner.watch_answers(), health);
         };
         let router = router(self.shared.clone());
         let served = accept(self.listener, router, self.client_timeout, shutdown);

@@ -793,3 +793,46 @@ async fn next_event(
         .expect("the follower saw nothing")
         .unwrap()
 }
+
+/// A store open for writing tells when another process commits to its file (an answer
+/// `warrant approve` recorded): what a server's supervisor waits on instead of polling. Its
+/// own commits tell nothing; a read-only store, which has no writer to watch, never tells.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_store_tells_when_another_process_commits() {
+    use std::time::Duration;
+    use warrant_store::contract::answered;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let run = RunId("r1".into());
+    let here = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    here.append(&run, 0, vec![started("r1"), asked(2, "r1-a1")], None)
+        .await
+        .unwrap();
+    // Its own commit is not another process's.
+    let told = here.work_ready();
+    here.append(&run, 2, vec![step(3)], None).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), told)
+            .await
+            .is_err(),
+        "told of its own commit"
+    );
+    let told = here.work_ready();
+    let there = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    there
+        .append(&run, 3, vec![answered(4, "r1-a1")], None)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), told)
+        .await
+        .expect("another process's commit is told");
+    drop(there);
+    let reading = SqliteStore::open_read_only(&path).unwrap();
+    let never = reading.work_ready();
+    here.append(&run, 4, vec![step(5)], None).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), never)
+            .await
+            .is_err()
+    );
+}

@@ -1,5 +1,5 @@
-//! Leases and claims: who drives a run, taken and renewed through the writer, and requests
-//! to cancel.
+//! Leases and claims: who drives a run, taken and renewed through the writer, requests to
+//! cancel, and word of another process's commit (`work_ready`).
 
 use std::collections::HashMap;
 
@@ -129,6 +129,21 @@ impl Leases for SqliteStore {
                 )
                 .map_err(io)?;
             Ok(())
+        })
+    }
+    /// Another process committed to the file (an answer `warrant approve` recorded, a run
+    /// it gave back): the writer looks at the file's `data_version` while this is awaited.
+    /// A read-only store has no writer to look, and never resolves it.
+    fn work_ready(&self) -> BoxFuture<'_, ()> {
+        let Some(taps) = self.taps.as_ref() else {
+            return Box::pin(std::future::pending());
+        };
+        let mut foreign = taps.foreign.subscribe();
+        Box::pin(async move {
+            if foreign.changed().await.is_err() {
+                // The writer is gone: nothing will be seen again.
+                std::future::pending::<()>().await;
+            }
         })
     }
 }

@@ -12,11 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use warrant_app::App;
 use warrant_core::ports::{Clock as _, Driver, FairShare};
 use warrant_engine::SystemClock;
 
-use crate::runner::Runner;
+use crate::App;
+use crate::supervise::Supervisor;
 
 /// How a worker works.
 #[derive(Clone, Debug)]
@@ -39,7 +39,7 @@ pub async fn work(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
-    let runner = Arc::new(Runner::new(app.clone(), settings.max_runs).letting_go());
+    let runner = Arc::new(Supervisor::new(app.clone(), settings.max_runs).letting_go());
     let store = app.store().clone();
     let holder = app.holder().clone();
     // This worker as a claimant, now.

@@ -1,12 +1,16 @@
-//! The runs this server drives, each on a task of its runtime, through the application layer
-//! (`warrant_app`) like the CLI — no second path to the engine or the providers.
+//! Supervision: the runs a long-lived front door drives (`warrant serve`, `warrant worker`),
+//! each on a task of its runtime, through the same [`App`] as the CLI — no second path to the
+//! engine or the providers.
 //!
 //! A run that waits (for an approval, a reconciliation) stays held here with its providers
 //! connected (stdio servers included) and goes on when its log moves — an answer recorded
-//! through the API or by `warrant approve` in another process — or when it is told to. Which
-//! process drives a run at any moment is the store's lease: the engine claims it before it
-//! appends and gives it back when the run waits or ends, so the CLI and this server never drive
-//! the same run at once (a second claim is refused while the holder is alive).
+//! through a front door of this process (which [`Supervisor::wake`]s it) or by `warrant
+//! approve` in another, which the store tells of ([`Supervisor::watch_answers`], woken by
+//! `Leases::work_ready`, never by a poll) — or when it is told to. Which process drives a run
+//! at any moment is the store's lease: the engine claims it before it appends and gives it
+//! back when the run waits or ends, so the CLI and a server never drive the same run at once
+//! (a second claim is refused while the holder is alive). A worker's supervisor lets a run go
+//! when it waits, for whichever worker claims it when it is answered.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -14,7 +18,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot, watch};
-use warrant_app::{App, Prepared};
 use warrant_core::event::{Event, EventKind};
 use warrant_core::ids::RunId;
 use warrant_core::ports::Clock as _;
@@ -22,12 +25,18 @@ use warrant_core::ports::IdGen;
 use warrant_engine::time::TimeOrderedIds;
 use warrant_engine::{Engine, SystemClock};
 
-use warrant_app::AppError;
+use crate::{App, AppError, Meter, Prepared};
 
 /// The longest a waiting run goes without a look at its log when nothing wakes it.
 const WAIT_LOOK: Duration = Duration::from_secs(3600);
+/// The longest [`Supervisor::watch_answers`] goes without a look for answered runs when the
+/// store tells it nothing (a store that cannot tell of another process's commits).
+const ANSWERS_LOOK: Duration = Duration::from_secs(30);
+/// The least time between two looks for answered runs: another process committing without
+/// pause costs one look per this, not one per commit.
+const ANSWERS_GAP: Duration = Duration::from_millis(100);
 
-/// Counters for `/metrics`.
+/// What the runs a supervisor drives did (a server's `/metrics`).
 #[derive(Debug, Default)]
 pub struct Counters {
     /// Runs started here.
@@ -51,7 +60,7 @@ pub struct Counters {
 }
 
 /// The run supervisor.
-pub struct Runner {
+pub struct Supervisor {
     app: App,
     ids: TimeOrderedIds,
     permits: Arc<Semaphore>,
@@ -63,7 +72,7 @@ pub struct Runner {
     /// What runs driven here did.
     pub counters: Arc<Counters>,
     /// What each tenant used (quotas).
-    pub meter: Arc<warrant_app::Meter>,
+    pub meter: Arc<Meter>,
     /// Makes one more subscriber for each run's engine (traces), if set.
     observer: Option<Observer>,
     /// Runs are only recorded here, for workers to drive (a fleet's server).
@@ -95,7 +104,7 @@ struct Watch {
     counters: Arc<Counters>,
     /// The run's tenant, and what its use is counted in.
     tenant: String,
-    meter: Arc<warrant_app::Meter>,
+    meter: Arc<Meter>,
     /// Calls started and not yet finished, since when.
     calls: HashMap<warrant_core::ids::CallId, warrant_core::metrics::Stopwatch>,
 }
@@ -105,7 +114,7 @@ impl Watch {
         started: Option<oneshot::Sender<()>>,
         counters: Arc<Counters>,
         tenant: String,
-        meter: Arc<warrant_app::Meter>,
+        meter: Arc<Meter>,
     ) -> Watch {
         Watch {
             started,
@@ -155,10 +164,10 @@ impl warrant_engine::Subscriber for Watch {
     }
 }
 
-impl Runner {
+impl Supervisor {
     /// A supervisor over `app` driving at most `max_runs` runs at once (waiting ones count).
-    pub fn new(app: App, max_runs: usize) -> Runner {
-        Runner {
+    pub fn new(app: App, max_runs: usize) -> Supervisor {
+        Supervisor {
             app,
             ids: TimeOrderedIds::default(),
             permits: Arc::new(Semaphore::new(max_runs)),
@@ -179,13 +188,13 @@ impl Runner {
 
     /// A runner that records new runs and leaves them, and any run to re-enter, to the
     /// workers sharing the store (`warrant worker`).
-    pub fn queueing(mut self) -> Runner {
+    pub fn queueing(mut self) -> Supervisor {
         self.queueing = true;
         self
     }
 
     /// A runner that lets a run go when it waits, for whichever worker claims it next.
-    pub fn letting_go(mut self) -> Runner {
+    pub fn letting_go(mut self) -> Supervisor {
         self.letting_go = true;
         self
     }
@@ -209,8 +218,7 @@ impl Runner {
     }
 
     /// Adds `observer`'s subscriber to every run's engine.
-    #[cfg(feature = "otlp")]
-    pub fn with_observer(mut self, observer: Observer) -> Runner {
+    pub fn with_observer(mut self, observer: Observer) -> Supervisor {
         self.observer = Some(observer);
         self
     }
@@ -288,7 +296,7 @@ impl Runner {
         })
     }
 
-    /// A new run id, for [`Runner::start`].
+    /// A new run id, for [`Supervisor::start`].
     pub fn new_run_id(&self) -> RunId {
         self.ids.run_id()
     }
@@ -325,8 +333,12 @@ impl Runner {
         let (failed_tx, failed_rx) = oneshot::channel();
         self.clone()
             .spawn_drive(run.clone(), prepared, engine, permit, Some(failed_tx));
+        // Told it started before it was told it stopped: a run that started and ended (or
+        // waits and was let go) before this look is started, not failed. A run that never
+        // started drops its `started` unsent, and only its failure is taken.
         tokio::select! {
-            _ = rx => {
+            biased;
+            Ok(()) = rx => {
                 tracing::info!(run = %run, spec = %prepared_spec, "run started");
                 Ok(run)
             }
@@ -383,8 +395,31 @@ impl Runner {
         Ok(taken)
     }
 
-    /// Takes up the runs answered while no task of this server was waiting on them, or
-    /// wakes the one that is: answers recorded by another process (`warrant approve`).
+    /// Takes up the runs answered by another process (`warrant approve`) whenever the store
+    /// tells of its commits (`Leases::work_ready`), at most once per `ANSWERS_GAP` and at least
+    /// once per `ANSWERS_LOOK`; never returns. Nothing to do for a supervisor that queues or
+    /// lets runs go (the workers claim what is answered).
+    pub async fn watch_answers(self: &Arc<Self>) {
+        if self.queueing || self.letting_go {
+            return std::future::pending().await;
+        }
+        let store = self.app.store().clone();
+        loop {
+            // Asked before the look, so a commit during it is told.
+            let told = store.work_ready();
+            if let Err(p) = self.sweep().await {
+                tracing::warn!(problem = %p, "looking for answered runs failed");
+            }
+            tokio::select! {
+                () = told => {}
+                () = tokio::time::sleep(ANSWERS_LOOK) => {}
+            }
+            tokio::time::sleep(ANSWERS_GAP).await;
+        }
+    }
+
+    /// Takes up the runs answered while no task here was waiting on them, or wakes the one
+    /// that is: answers recorded by another process (`warrant approve`).
     pub async fn sweep(self: &Arc<Self>) -> Result<(), AppError> {
         if self.queueing || self.letting_go {
             return Ok(());
@@ -426,7 +461,7 @@ impl Runner {
         self.tasks.fetch_add(1, Ordering::SeqCst);
         #[expect(
             clippy::disallowed_methods,
-            reason = "the server's run supervisor owns the tasks that drive its runs"
+            reason = "the run supervisor owns the tasks that drive its runs"
         )]
         tokio::spawn(async move {
             self.drive(&run, prepared, engine, &wake, failed).await;
