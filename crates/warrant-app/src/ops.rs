@@ -8,7 +8,10 @@ use warrant_core::event::Event;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{Clock, Decider, EventStore, RunPage, RunQuery, resolve_run_prefix};
 use warrant_core::report::RunReport;
-use warrant_core::store::PendingApproval;
+use warrant_core::store::{
+    ApprovalsIndex, IdempotencyKeys, LogReader, PendingApproval, RunsIndex, SpecCatalog,
+    StoreHealth,
+};
 use warrant_core::{ApprovalState, RunKind, RunState, RunStatus, Spec};
 use warrant_engine::{Answer, Answered, Engine, RuleList, RunResult, Surfaces, SystemClock, lease};
 use warrant_policy::Policies;
@@ -423,15 +426,60 @@ impl App {
         &self.deciders
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn EventStore> {
+    /// The store, for this crate's own supervision (its leases and notifications). A front
+    /// door asks for the role it uses: [`App::log_reader`], [`App::runs_index`], [`App::approvals_index`],
+    /// [`App::spec_catalog`], [`App::keys`], [`App::health`].
+    pub(crate) fn store(&self) -> &Arc<dyn EventStore> {
         &self.store
+    }
+
+    /// The store's log, to read and to follow (a front door's event stream).
+    pub fn log_reader(&self) -> &dyn LogReader {
+        &*self.store
+    }
+
+    /// The store's index of runs: summaries, pages by status, a tenant's recent spend.
+    pub fn runs_index(&self) -> &dyn RunsIndex {
+        &*self.store
+    }
+
+    /// The store's index of approval requests.
+    pub fn approvals_index(&self) -> &dyn ApprovalsIndex {
+        &*self.store
+    }
+
+    /// The operator's catalog of frozen specs, kept in the store.
+    pub fn spec_catalog(&self) -> &dyn SpecCatalog {
+        &*self.store
+    }
+
+    /// The store's idempotency keys (a server's `Idempotency-Key`).
+    pub fn keys(&self) -> &dyn IdempotencyKeys {
+        &*self.store
+    }
+
+    /// What the store says of its own health (commit latency, failed copies of its log).
+    pub fn health(&self) -> &dyn StoreHealth {
+        &*self.store
     }
 
     /// An engine over the store that builds and rebuilds the policies runs name; a new run
     /// obeys the operator's floor.
-    pub fn engine(&self) -> Engine {
+    pub(crate) fn engine(&self) -> Engine {
         self.engine_with_floor(&[])
+    }
+
+    /// The engine a gateway's session of `tenant`'s `user` is driven by: a new run obeys the
+    /// operator's floor, its principal is theirs.
+    pub fn engine_acting_for(&self, tenant: &str, user: &str) -> Engine {
+        self.engine().acting_for(tenant, user)
+    }
+
+    /// Asks the process driving `run` to cancel it (`by`, `reason` recorded): the request is
+    /// kept in the store, and the driver acts on it at its next look.
+    pub async fn ask_to_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<()> {
+        self.engine().cancel(run, by, reason).await?;
+        Ok(())
     }
 
     /// The same, with a new run obeying `more` of the floor too (a tenant's own).

@@ -354,7 +354,8 @@ impl StoreHealth for Outage {}
 
 #[tokio::test]
 async fn a_tenant_sees_its_own_runs_only_and_anothers_is_not_found() {
-    let app = app_over(Arc::new(MemoryStore::new()));
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let app = app_over(store.clone());
     let acme = RunOptions {
         tenant: "acme".to_owned(),
         user: "ann".to_owned(),
@@ -362,7 +363,7 @@ async fn a_tenant_sees_its_own_runs_only_and_anothers_is_not_found() {
     };
     let run = attained_with(&app, acme).await;
     // Read from the run's log by a process that did not start it.
-    let other = app_over(app.store().clone());
+    let other = app_over(store);
     assert_eq!(
         other.tenant_of(&run).await.unwrap().as_deref(),
         Some("acme")

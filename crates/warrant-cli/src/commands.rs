@@ -1044,7 +1044,7 @@ async fn events(
         Ok(())
     };
     if !follow {
-        let events = app.store().read(&id, from.max(1)).await.map_err(|e| {
+        let events = app.log_reader().read(&id, from.max(1)).await.map_err(|e| {
             let e = e.to_string();
             if e.contains(&id.0) {
                 Failure::failed(anyhow!(e))
@@ -1058,7 +1058,7 @@ async fn events(
         return Ok(exit::ATTAINED);
     }
     // Every event once, in order, as any process appends it; it ends after `run_finished`.
-    let mut feed = app.store().subscribe(&id, from.max(1));
+    let mut feed = app.log_reader().subscribe(&id, from.max(1));
     // What was last said about who drives the run, so it is said once per change.
     let mut said: Option<String> = None;
     loop {
@@ -1087,7 +1087,7 @@ async fn events(
 /// process driving it is gone.
 async fn follow_note(app: &App, id: &RunId) -> Result<Option<String>> {
     let Some(summary) = app
-        .store()
+        .runs_index()
         .summary(id)
         .await
         .map_err(|e| Failure::failed(anyhow!("{e}")))?

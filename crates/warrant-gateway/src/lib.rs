@@ -113,8 +113,7 @@ impl Gateway {
     ) -> impl Fn(&Offered) -> bool + use<> {
         let authority = self
             .app
-            .engine()
-            .acting_for(tenant, user)
+            .engine_acting_for(tenant, user)
             .authority_for(&offer.spec)
             .ok();
         let principal = warrant_core::event::Principal {
@@ -273,7 +272,7 @@ impl Gateway {
     pub async fn close_interrupted(&self) -> Result<Vec<(warrant_core::ids::RunId, bool)>, String> {
         let mut closed = Vec::new();
         for run in self.app.resumable().await.map_err(|e| e.to_string())? {
-            let Ok(Some(summary)) = self.app.store().summary(&run).await else {
+            let Ok(Some(summary)) = self.app.runs_index().summary(&run).await else {
                 continue;
             };
             if summary.spec_id != self.config.id || summary.kind() != warrant_core::RunKind::Session

@@ -312,7 +312,7 @@ pub(crate) fn start(
         receiver,
         gateway.stopping.subscribe(),
     ));
-    let engine = gateway.app.engine().acting_for(tenant, user);
+    let engine = gateway.app.engine_acting_for(tenant, user);
     engine.subscribe(
         "quotas",
         Box::new(Metered {

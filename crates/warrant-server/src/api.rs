@@ -153,7 +153,7 @@ pub async fn specs(
 ) -> Result<Json<Vec<CatalogSpec>>, Problem> {
     let entries = shared
         .app
-        .store()
+        .spec_catalog()
         .catalog(None)
         .await
         .map_err(warrant_app::AppError::from)?;
@@ -376,13 +376,13 @@ pub async fn start_run(
     // that request's start failed: the same body retried starts the run, another body is 409.
     let _guard = shared.starting.lock().await;
     let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
-    let store = shared.app.store().clone();
+    let keys = shared.app.keys();
     let store_problem = |e: warrant_core::ports::StoreError| {
         Problem::internal(format!(
             "the store could not look up or keep the `Idempotency-Key`: {e}"
         ))
     };
-    let found = store
+    let found = keys
         .idempotency_get(&tenant, &key, now)
         .await
         .map_err(store_problem)?;
@@ -403,7 +403,7 @@ pub async fn start_run(
         None => {
             let mine = shared.runner.new_run_id();
             let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
-            let held = store
+            let held = keys
                 .idempotency_put(
                     IdempotencyRecord {
                         tenant: tenant.clone(),
@@ -429,7 +429,7 @@ pub async fn start_run(
     match shared.runner.start(prepared, run.clone()).await {
         Ok(run) => shared.created(&caller, run).await,
         // Another process's start of this run appended its first event first: it is theirs.
-        Err(problem) => match store.summary(&run).await {
+        Err(problem) => match shared.app.runs_index().summary(&run).await {
             Ok(Some(_)) => shared.same_run(&run).await,
             _ => Err(problem.into()),
         },
@@ -452,7 +452,7 @@ impl Shared {
         }
         let started = self
             .app
-            .store()
+            .runs_index()
             .summary(&held.run_id)
             .await
             .map_err(warrant_app::AppError::from)?;
@@ -511,7 +511,7 @@ impl Shared {
             let since = now.saturating_sub(warrant_app::Meter::window_of(Some(&quota)));
             if let Some((calls, tokens)) = self
                 .app
-                .store()
+                .runs_index()
                 .tenant_spend(tenant, since)
                 .await
                 .map_err(warrant_app::AppError::from)?
@@ -534,7 +534,7 @@ impl Shared {
         for status in RunStatus::LIVE_STORED {
             let page = self
                 .app
-                .store()
+                .runs_index()
                 .runs(RunQuery {
                     status: Some(status),
                     ..RunQuery::default()
@@ -739,7 +739,7 @@ pub async fn events(
     let limit = q.limit.unwrap_or(EVENTS_PAGE_MAX).clamp(1, EVENTS_PAGE_MAX);
     let mut stored = shared
         .app
-        .store()
+        .log_reader()
         .read(&run, from)
         .await
         .map_err(warrant_app::AppError::from)?;
@@ -768,7 +768,7 @@ fn event_stream(
     run: &RunId,
     from: u64,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
-    let feed = shared.app.store().subscribe(run, from);
+    let feed = shared.app.log_reader().subscribe(run, from);
     let counters = shared.runner.counters.clone();
     let stream = futures_util::stream::unfold(Some(feed), move |feed| {
         let counters = counters.clone();
@@ -843,11 +843,7 @@ impl Shared {
         };
         let by = caller.principal.by();
         let status = if self.runner.holds(run) {
-            self.app
-                .engine()
-                .cancel(run, &by, reason)
-                .await
-                .map_err(warrant_app::AppError::from)?;
+            self.app.ask_to_cancel(run, &by, reason).await?;
             self.runner.wake(run);
             self.runner.released(run, CANCEL_WAIT).await;
             self.status_of(run).await?

@@ -122,7 +122,7 @@ impl Shared {
         for query in queries {
             let page = self
                 .app
-                .store()
+                .runs_index()
                 .runs(query)
                 .await
                 .map_err(warrant_app::AppError::from)?;
@@ -135,7 +135,7 @@ impl Shared {
                 };
                 let events: Vec<_> = self
                     .app
-                    .store()
+                    .log_reader()
                     .read(&r.run_id, 1)
                     .await
                     .map_err(warrant_app::AppError::from)?
@@ -291,7 +291,7 @@ impl Server {
             let health = async {
                 loop {
                     tokio::time::sleep(Duration::from_secs(1)).await;
-                    let failures = shared.app.store().checkpoint_failures();
+                    let failures = shared.app.health().checkpoint_failures();
                     if let Some(failed) = newly_failed(&mut copies_failed, failures) {
                         tracing::warn!(
                             failed = failed.count,
@@ -487,7 +487,7 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
 async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     let store = shared
         .app
-        .store()
+        .runs_index()
         .runs(warrant_core::ports::RunQuery {
             limit: 1,
             ..Default::default()
@@ -664,7 +664,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
     );
     let pending = shared
         .app
-        .store()
+        .approvals_index()
         .pending_approvals(None)
         .await
         .map_or(0, |p| u64::try_from(p.len()).unwrap_or(u64::MAX));
@@ -674,7 +674,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "gauge",
         vec![(String::new(), pending)],
     );
-    if let Some(failed) = shared.app.store().checkpoint_failures() {
+    if let Some(failed) = shared.app.health().checkpoint_failures() {
         metric(
             "warrant_store_checkpoint_failures_total",
             "Copies of the store's write-ahead log back into its file that failed (the commits stay durable in the log, which grows until a copy succeeds).",
@@ -694,7 +694,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
         "Events from their commit to their SSE frame, for the events the store handed to this server's streams as it committed them.",
         &c.delivery.snapshot(),
     );
-    if let Some(commits) = shared.app.store().commit_latency() {
+    if let Some(commits) = shared.app.health().commit_latency() {
         histogram(
             &mut out,
             "warrant_store_commit_seconds",
