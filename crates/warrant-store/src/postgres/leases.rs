@@ -156,6 +156,9 @@ impl Leases for PostgresStore {
             // waited for); each tenant's turn counts its runs driven now, so the chosen ones go
             // round-robin between tenants within their limits. Candidates passed over for a
             // limit are told why (`note`).
+            // A gateway's session (`RunKind::Session`) is never claimed: its client is gone
+            // with the process that held it.
+            let session_deciders = format!("{}:%", warrant_core::DeciderKind::Client.name());
             let rows = self
                 .inner
                 .query(
@@ -167,7 +170,7 @@ impl Leases for PostgresStore {
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
                          WHERE position('.' in run_id) = 0
-                           AND (status = 'ready' AND decider NOT LIKE 'mcp-client:%' OR (status = 'running'
+                           AND (status = 'ready' AND decider NOT LIKE $8 OR (status = 'running'
                                AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2)))
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (
@@ -202,6 +205,7 @@ impl Leases for PostgresStore {
                         &approvals_limit,
                         &want,
                         &sql_int(driver.now_ms)?,
+                        &session_deciders,
                     ],
                 )
                 .await?;
