@@ -26,12 +26,12 @@ pub use operator::{
     confine_decider, inline_spec,
 };
 pub use ops::{
-    App, Cancelled, Elsewhere, LOCAL_TENANT, Prepared, Reconciled, RunOptions, check_policies,
-    check_policy_files, validate,
+    App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, Prepared, Reconciled, RunOptions,
+    check_policies, check_policy_files, validate,
 };
 pub use providers::{
-    check_rule_tools, connect, connect_with, grant_problems, missing_tools, observe_all,
-    start_bound,
+    check_rule_tools, connect, connect_on, connect_with, grant_problems, missing_tools,
+    observe_all, start_bound,
 };
 pub use quota::{Exceeded, Meter, Quota, TenantUse};
 pub use rows::{ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting};

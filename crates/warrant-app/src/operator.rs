@@ -576,6 +576,13 @@ fn confine_at(
                  registered (`registered: NAME`)",
             );
         }
+        if p.webmcp.is_some() {
+            say(
+                "webmcp",
+                "a caller may not name a page or a browser for the server to open: use a \
+                 provider the operator registered (`registered: NAME`)",
+            );
+        }
         if p.openapi.is_some() {
             say(
                 "openapi",

@@ -52,6 +52,20 @@ pub struct RunOptions {
     /// The values of the spec's inputs (checked against their schemas before anything
     /// starts).
     pub inputs: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Where the spec's in-process (`reference`) providers are reached.
+    pub lane: Lane,
+}
+
+/// Where a spec's in-process (`reference`) providers are reached: the spec is the same on
+/// both lanes, and so are its routes, carried values and verdicts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lane {
+    /// In process (the reference lane).
+    #[default]
+    Reference,
+    /// As WebMCP pages this process serves on a loopback port, in a headless Chromium (the
+    /// browser lane).
+    Browser,
 }
 
 /// A run ready to go: its spec, decider and providers, checked before anything is written.
@@ -70,6 +84,8 @@ pub struct Prepared {
     pub resumed_by: Option<String>,
     /// The tenant the run acts for.
     pub tenant: String,
+    /// The browser lane's pages, served while the run is prepared.
+    lane: Option<warrant_surfaces::webmcp::BrowserLane>,
 }
 
 impl Prepared {
@@ -101,9 +117,25 @@ impl Prepared {
         if let Some(url) = &options.execution_control {
             warrant_policy::HttpControl::new(url).map_err(AppError::invalid)?;
         }
-        let surfaces =
-            providers::connect(&spec, deciders.registry(), providers::start_bound(&spec, 0))
-                .await?;
+        let lane = match options.lane {
+            Lane::Reference => None,
+            Lane::Browser => Some(
+                warrant_surfaces::webmcp::BrowserLane::start(
+                    &warrant_surfaces::ReferenceCatalog::default(),
+                    &spec,
+                )
+                .await
+                .map_err(AppError::invalid)?,
+            ),
+        };
+        let surfaces = providers::connect_on(
+            &spec,
+            deciders.registry(),
+            providers::start_bound(&spec, 0),
+            lane.as_ref()
+                .map(warrant_surfaces::webmcp::BrowserLane::base),
+        )
+        .await?;
         if !options.deny_tools.is_empty() || !options.ask_tools.is_empty() {
             let offered = providers::observe_all(&spec, &surfaces).await?;
             // Rules by tool name rule the children too: a tool a child's steps allow counts.
@@ -130,7 +162,17 @@ impl Prepared {
             options,
             begun_ms,
             resumed_by: None,
+            lane,
         })
+    }
+
+    /// On the browser lane: what its pages did (successful calls by provider and tool).
+    pub fn lane_ledger(
+        &self,
+    ) -> Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>> {
+        self.lane
+            .as_ref()
+            .map(warrant_surfaces::webmcp::BrowserLane::ledger)
     }
 
     /// Starts the run (or re-enters it), recording the time spent getting here, and drives it
@@ -585,6 +627,9 @@ impl App {
             begun_ms,
             resumed_by: None,
             tenant: state.principal().tenant.clone(),
+            // A run re-entered goes on on the reference lane: its in-process providers are
+            // reached in process (the pages a browser lane served ended with its process).
+            lane: None,
         })
     }
 

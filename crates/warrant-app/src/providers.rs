@@ -19,6 +19,17 @@ pub async fn connect(spec: &Spec, registry: &Registry, start_ms: u64) -> Result<
     connect_with(spec, registry, start_ms, false).await
 }
 
+/// The same, with the spec's `reference` providers reached as the WebMCP pages under `pages`
+/// (the browser lane) when given.
+pub async fn connect_on(
+    spec: &Spec,
+    registry: &Registry,
+    start_ms: u64,
+    pages: Option<&str>,
+) -> Result<Surfaces> {
+    reach(spec, registry, start_ms, false, pages).await
+}
+
 /// The same, for a front door that forwards what a provider says (a gateway): an MCP
 /// server's whole answer is kept as each call's result when `whole_results`.
 pub async fn connect_with(
@@ -27,6 +38,16 @@ pub async fn connect_with(
     start_ms: u64,
     whole_results: bool,
 ) -> Result<Surfaces> {
+    reach(spec, registry, start_ms, whole_results, None).await
+}
+
+async fn reach(
+    spec: &Spec,
+    registry: &Registry,
+    start_ms: u64,
+    whole_results: bool,
+    pages: Option<&str>,
+) -> Result<Surfaces> {
     let resolved = registry.definitions(spec)?;
     let reach = warrant_surfaces::Reach {
         catalog: &ReferenceCatalog::default(),
@@ -34,6 +55,7 @@ pub async fn connect_with(
         secrets: registry.secrets(),
         start_ms,
         whole_results,
+        pages,
     };
     warrant_surfaces::connect(reach, &resolved)
         .await

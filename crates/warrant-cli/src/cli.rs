@@ -310,6 +310,18 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
     },
+    /// Serve in-process providers as WebMCP web apps on a loopback address: each at
+    /// `http://ADDR/<provider>/`, a page that registers the provider's very tools through
+    /// `document.modelContext` (the browser lane's pages; `GET /ledger` counts what they did).
+    /// Until Ctrl-C.
+    WebmcpServe {
+        /// The providers: any of `cafe`, `gallery`, `bakery`, `bank`, `mailbox` (default: all
+        /// of them).
+        providers: Vec<String>,
+        /// Where to listen (loopback only; port 0 picks a free one, printed on stderr).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8700")]
+        listen: String,
+    },
     /// Serve the control and observation API (`/v1`, documented at `/v1/openapi.json`) and the
     /// web console (`/`) over the store, executing runs in this process (on a PostgreSQL
     /// store, runs are queued for `warrant worker` instead). Interrupted runs are re-entered
@@ -523,6 +535,11 @@ pub struct RunArgs {
     /// covers what its objective needs without asking).
     #[arg(long, value_name = "PROFILE", value_parser = ["untrusted-input"])]
     pub profile: Option<String>,
+    /// Where the spec's in-process (`reference`) providers are reached: `reference` (in
+    /// process) or `browser` (as WebMCP pages this process serves, in a headless Chromium).
+    /// The spec is the same on both.
+    #[arg(long, value_name = "LANE", default_value = "reference", value_parser = ["reference", "browser"])]
+    pub lane: String,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,

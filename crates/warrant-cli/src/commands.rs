@@ -178,6 +178,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             config,
             http,
         } => mcp_serve(&store_path, &provider, config.as_deref(), http.as_deref()).await,
+        Command::WebmcpServe { providers, listen } => webmcp_serve(&providers, &listen).await,
         Command::Models => {
             let deciders = deciders();
             deciders.model_table()?;
@@ -480,6 +481,11 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
         execution_control: args.execution_control.clone(),
         tenant: args.tenant.clone(),
         user: args.user.clone().unwrap_or_else(|| operator(None)),
+        lane: if args.lane == "browser" {
+            warrant_app::Lane::Browser
+        } else {
+            warrant_app::Lane::Reference
+        },
     };
     let prepared = warrant_app::Prepared::new(&deciders(), spec, &args.spec, options).await?;
     let app = app(store_path.open(Use::Create).await?);
@@ -508,9 +514,29 @@ async fn run(store_path: &StoreAt, args: RunArgs) -> Result<u8> {
     }
     .await;
     prepared.shutdown().await;
+    if let Some(ledger) = prepared.lane_ledger().filter(|_| !args.quiet) {
+        errln!("browser lane: what the pages did: {}", lane_ledger(&ledger));
+    }
     let result = driven?;
     drain(&engine).await;
     print_result(&app, &result, args.json, store_path).await
+}
+
+/// A browser lane's ledger on one line: `cafe: read_menu 1, order_latte 1; gallery: ...`.
+fn lane_ledger(
+    ledger: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+) -> String {
+    if ledger.is_empty() {
+        return "nothing".to_owned();
+    }
+    ledger
+        .iter()
+        .map(|(provider, tools)| {
+            let calls: Vec<String> = tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            format!("{provider}: {}", calls.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Waits for the engine's subscribers to see every event, and says which of them failed.
@@ -1715,6 +1741,40 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
 }
 
 /// Resolves at SIGTERM or Ctrl-C.
+/// `warrant webmcp-serve`: the demo providers as WebMCP pages until Ctrl-C.
+async fn webmcp_serve(names: &[String], listen: &str) -> Result<u8> {
+    let catalog = warrant_surfaces::ReferenceCatalog::default();
+    let all = ["cafe", "gallery", "bakery", "bank", "mailbox"];
+    let names: Vec<&str> = if names.is_empty() {
+        all.to_vec()
+    } else {
+        names.iter().map(String::as_str).collect()
+    };
+    let mut providers = std::collections::BTreeMap::new();
+    for name in names {
+        let made = catalog
+            .make(name, None)
+            .map_err(|e| Failure::invalid(anyhow!("provider `{name}`: {e}")))?
+            .ok_or_else(|| {
+                Failure::invalid(anyhow!(
+                    "unknown provider `{name}` (this build serves: {})",
+                    all.join(", ")
+                ))
+            })?;
+        providers.insert(name.to_owned(), made);
+    }
+    let lane = warrant_surfaces::webmcp::BrowserLane::serve(providers.clone(), listen, "")
+        .await
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    for name in providers.keys() {
+        errln!("{name}: {}/{name}/", lane.base());
+    }
+    errln!("what the pages did: {}/ledger", lane.base());
+    shutdown_signal().await;
+    drop(lane);
+    Ok(0)
+}
+
 async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

@@ -173,6 +173,11 @@ pub struct ProviderSpec {
     /// An HTTP API described by an OpenAPI 3.0 or 3.1 document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openapi: Option<OpenApiSpec>,
+    /// A web page whose tools are its own, registered natively in a browser
+    /// (`document.modelContext`, WebMCP): Warrant opens it in a headless Chromium and calls
+    /// them through the DevTools protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webmcp: Option<WebMcpSpec>,
     /// Other providers of this spec joined into one surface: their tools offered together,
     /// each named `<member>.<tool>`. Trusted only when every member is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -194,6 +199,27 @@ pub struct ProviderSpec {
     /// same definition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+}
+
+/// A WebMCP page: the tools a page registers in a browser, offered as a provider's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WebMcpSpec {
+    /// The page, an http(s) URL. Its tools are those its documents register; a navigation
+    /// to another document ends the old one's.
+    pub url: String,
+    /// The DevTools endpoint of a Chromium that runs already (`ws://127.0.0.1:9222/devtools/
+    /// browser/<id>`), to attach to instead of starting one (the default: a headless Chromium
+    /// Warrant starts and ends, shared by the providers of the process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<String>,
+    /// The effect class of a tool, whatever the page's annotations say, e.g. `{read_menu:
+    /// read}`. Tools not named follow the `readOnlyHint` of a trusted page, and are commits
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub effects: BTreeMap<String, crate::event::Effect>,
+    /// Largest result kept whole, in bytes of JSON (default 1 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes_max: Option<usize>,
 }
 
 /// How to reach an MCP server: give `command` (stdio) or `url` (Streamable HTTP).

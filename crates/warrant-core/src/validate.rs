@@ -334,6 +334,14 @@ fn check_provider_limits(spec: &Spec, issues: &mut Vec<Problem>) {
                 "must be at least 1 (a zero would cut every result to nothing)".into(),
             ));
         }
+        if let Some(w) = &provider.webmcp
+            && w.output_bytes_max == Some(0)
+        {
+            issues.push((
+                at("webmcp", "output_bytes_max"),
+                "must be at least 1 (a zero would cut every result to nothing)".into(),
+            ));
+        }
         if let Some(o) = &provider.openapi {
             if o.output_bytes_max == Some(0) {
                 issues.push((

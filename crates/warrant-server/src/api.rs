@@ -302,6 +302,8 @@ impl Shared {
             execution_control: None,
             tenant: caller.principal.tenant.clone(),
             user: caller.principal.user.clone(),
+            // A caller does not start a browser on the server.
+            lane: warrant_app::Lane::Reference,
         };
         let prepared = warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await;
         Ok(prepared.map_err(|e| match catalog {

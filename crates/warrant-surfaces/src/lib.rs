@@ -1,10 +1,13 @@
 //! Surfaces: the port to providers. This crate holds the in-process reference surface, which
 //! wraps any [`reference::Provider`] (the trait an embedder implements to add a provider in
 //! Rust), the demo providers (cafe, gallery, bakery, ...) plus the benchmark's `step` tool,
-//! and, behind features, the MCP surface (`mcp`) and the OpenAPI surface (`openapi`).
+//! and, behind features, the MCP surface (`mcp`), the OpenAPI surface (`openapi`) and the
+//! WebMCP surface (`webmcp`: a page's own tools in a headless Chromium).
 
 pub mod demo;
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "webmcp"))]
+mod group;
+#[cfg(any(feature = "mcp", feature = "webmcp"))]
 pub mod guard;
 pub mod join;
 pub mod ledger;
@@ -14,6 +17,8 @@ pub mod mcp;
 pub mod openapi;
 pub mod reference;
 pub mod secrets;
+#[cfg(feature = "webmcp")]
+pub mod webmcp;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -116,6 +121,10 @@ pub struct Reach<'a> {
     /// Keep an MCP server's whole answer as each call's result (a front door that forwards
     /// it: the gateway).
     pub whole_results: bool,
+    /// The browser lane: the base URL of the pages that serve the spec's in-process
+    /// providers as WebMCP web apps (`webmcp::BrowserLane`); each `reference` provider is
+    /// then reached as that page, in a browser, instead of in process.
+    pub pages: Option<&'a str>,
 }
 
 /// Surfaces for every provider of `spec`: reference providers from `reach.catalog`, MCP
@@ -129,55 +138,64 @@ pub async fn connect(
         spec.providers.iter().partition(|(_, p)| !p.join.is_empty());
     for (name, provider) in single {
         let registered = provider.registered.is_some();
-        let surface: Arc<dyn Surface> = if provider.mcp.is_none() && provider.openapi.is_none() {
-            let mut one = spec.clone();
-            one.providers.retain(|n, _| n == name);
-            match reach.catalog.surfaces(&one)?.remove(name) {
-                Some(s) => s,
-                None => return Err(format!("provider `{name}`: no surface was made for it")),
-            }
-        } else {
-            // INVARIANT (every wait bounded): a provider that does not start, or does not
-            // finish its handshake, stops the run from starting within `start_ms`.
-            let limit_ms = reach.start_ms;
-            let vars = if registered {
-                Vars::Secrets(reach.secrets)
+        #[cfg(feature = "webmcp")]
+        if let (Some(base), Some(reference)) = (reach.pages, &provider.reference) {
+            let surface = webmcp::BrowserLane::surface(reach, base, name, provider, reference)
+                .await
+                .map_err(|e| format!("provider `{name}`: {e}"))?;
+            out.insert(name.clone(), surface);
+            continue;
+        }
+        let surface: Arc<dyn Surface> =
+            if provider.mcp.is_none() && provider.openapi.is_none() && provider.webmcp.is_none() {
+                let mut one = spec.clone();
+                one.providers.retain(|n, _| n == name);
+                match reach.catalog.surfaces(&one)?.remove(name) {
+                    Some(s) => s,
+                    None => return Err(format!("provider `{name}`: no surface was made for it")),
+                }
             } else {
-                Vars::Environment
-            };
-            let redact = registered.then(|| reach.secrets.clone());
-            tokio::time::timeout(
-                std::time::Duration::from_millis(limit_ms),
-                remote(
-                    name,
-                    provider,
-                    &reach,
-                    spec.limits.call_timeout_ms,
-                    vars,
-                    redact,
-                ),
-            )
-            .await
-            .map_err(|_| {
-                // rmcp skips whatever a server writes that is not JSON-RPC, so a server that
-                // prints anything else on its output is only ever seen not to answer.
-                let what = match &provider.mcp {
-                    Some(m) if !m.command.is_empty() => {
-                        "the MCP server did not complete the MCP handshake: check what it \
+                // INVARIANT (every wait bounded): a provider that does not start, or does not
+                // finish its handshake, stops the run from starting within `start_ms`.
+                let limit_ms = reach.start_ms;
+                let vars = if registered {
+                    Vars::Secrets(reach.secrets)
+                } else {
+                    Vars::Environment
+                };
+                let redact = registered.then(|| reach.secrets.clone());
+                tokio::time::timeout(
+                    std::time::Duration::from_millis(limit_ms),
+                    remote(
+                        name,
+                        provider,
+                        &reach,
+                        spec.limits.call_timeout_ms,
+                        vars,
+                        redact,
+                    ),
+                )
+                .await
+                .map_err(|_| {
+                    // rmcp skips whatever a server writes that is not JSON-RPC, so a server that
+                    // prints anything else on its output is only ever seen not to answer.
+                    let what = match &provider.mcp {
+                        Some(m) if !m.command.is_empty() => {
+                            "the MCP server did not complete the MCP handshake: check what it \
                          printed (its stderr is shown labelled with its name; a server that \
                          writes anything but MCP JSON-RPC messages on its stdout, or waits for \
                          something, is never understood)"
-                    }
-                    Some(_) => "the MCP server did not complete the MCP handshake",
-                    None => "not ready",
-                };
-                format!(
-                    "provider `{name}`: {what} within {limit_ms} ms (the smaller of \
+                        }
+                        Some(_) => "the MCP server did not complete the MCP handshake",
+                        None => "not ready",
+                    };
+                    format!(
+                        "provider `{name}`: {what} within {limit_ms} ms (the smaller of \
                      `limits.call_timeout_ms` and what was left of the deadline)"
-                )
-            })?
-            .map_err(|e| format!("provider `{name}`: {e}"))?
-        };
+                    )
+                })?
+                .map_err(|e| format!("provider `{name}`: {e}"))?
+            };
         let surface = if registered && !reach.secrets.is_empty() {
             Arc::new(Redacted::new(surface, reach.secrets.clone()))
         } else {
@@ -226,8 +244,17 @@ async fn remote(
             .with_read_timeout(std::time::Duration::from_millis(limit_ms))?;
         return Ok(Arc::new(surface));
     }
+    #[cfg(feature = "webmcp")]
+    if let Some(page) = &provider.webmcp {
+        let surface = webmcp::WebMcpSurface::open(name, page, trusted, limit_ms).await?;
+        return Ok(Arc::new(surface));
+    }
     let _ = (name, reach, trusted, limit_ms, vars, redact);
-    Err("this build has no support for this kind of provider (features `mcp`, `openapi`)".into())
+    Err(
+        "this build has no support for this kind of provider (features `mcp`, `openapi`, \
+         `webmcp`)"
+            .into(),
+    )
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! A call the engine abandons (its timeout, a cancelled run) sends `notifications/cancelled`
 //! for its request (rmcp cancels a dropped request).
 
+use crate::group::ProcessGroup;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,76 +243,6 @@ const RESTARTS_MAX: u32 = 3;
 
 /// The wait before the second start of a restart; each later one waits four times longer.
 const RESTART_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// How long a stdio server has to exit once its input is closed, and again after SIGTERM.
-const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
-
-/// How often a server's process group is looked at while it is given time to exit.
-const EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// The process group a stdio server leads. Dropped, it kills whatever of the group is still
-/// there (the server, and anything it started), at once and without waiting on a runtime:
-/// a run that ends, a handshake that fails or a process that shuts down leaves nothing
-/// behind.
-#[derive(Debug)]
-struct ProcessGroup(nix::unistd::Pid);
-
-impl ProcessGroup {
-    fn of(pid: u32) -> ProcessGroup {
-        ProcessGroup(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0)))
-    }
-
-    /// Whether any process of the group is still there (an exited one not yet reaped
-    /// counts).
-    fn alive(&self) -> bool {
-        self.0.as_raw() > 0 && nix::sys::signal::killpg(self.0, None).is_ok()
-    }
-
-    /// Whether the group's leader has exited (gone, or exited and not yet reaped).
-    fn leader_exited(&self) -> bool {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.0)) else {
-            return true;
-        };
-        // `pid (name) STATE ...`: the name may hold anything, so the state follows its last
-        // parenthesis.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| matches!(state, 'Z' | 'X'))
-    }
-
-    /// Waits up to `grace` for the group to be gone; says whether it is.
-    async fn gone_within(&self, grace: std::time::Duration) -> bool {
-        let until = tokio::time::Instant::now() + grace;
-        while self.alive() {
-            if tokio::time::Instant::now() >= until {
-                return false;
-            }
-            tokio::time::sleep(EXIT_POLL).await;
-        }
-        true
-    }
-
-    /// MCP's order for the end of a stdio server whose input was closed: a wait, then
-    /// SIGTERM and another wait, then SIGKILL — to every process of the group.
-    async fn end(&self) {
-        if self.gone_within(EXIT_GRACE).await {
-            return;
-        }
-        let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGTERM);
-        if !self.gone_within(EXIT_GRACE).await {
-            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        // A group that still has a member cannot have had its id reused: it is this server's.
-        if self.0.as_raw() > 0 && nix::sys::signal::killpg(self.0, None).is_ok() {
-            let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
 /// before one is no longer current.
@@ -672,7 +603,7 @@ impl McpSurface {
         // The transport notices a server's exit when its output closes: give it a moment.
         let until = tokio::time::Instant::now() + std::time::Duration::from_millis(250);
         while !link.closed() && tokio::time::Instant::now() < until {
-            tokio::time::sleep(EXIT_POLL).await;
+            tokio::time::sleep(crate::group::EXIT_POLL).await;
         }
         if link.closed() && (read || error.kind == SurfaceErrorKind::NotSent) {
             return self.stopped(&format!("stopped before it answered {what}"));

@@ -302,12 +302,14 @@ impl ProviderCatalog for ReferenceCatalog {
             provider.reference.is_some(),
             provider.mcp.is_some(),
             provider.openapi.is_some(),
+            provider.webmcp.is_some(),
             !provider.join.is_empty(),
             provider.registered.is_some(),
         ];
         if ways.iter().filter(|w| **w).count() > 1 {
             return Err(
-                "give one of `reference`, `mcp`, `openapi`, `join` or `registered`, not several"
+                "give one of `reference`, `mcp`, `openapi`, `webmcp`, `join` or `registered`, \
+                 not several"
                     .to_owned(),
             );
         }
@@ -364,10 +366,24 @@ impl ProviderCatalog for ReferenceCatalog {
             // The operations are known once the document is read.
             return Ok(None);
         }
+        if let Some(page) = &provider.webmcp {
+            if !page.url.starts_with("http://") && !page.url.starts_with("https://") {
+                return Err(format!("`webmcp.url` `{}` is not an http(s) URL", page.url));
+            }
+            if let Some(browser) = &page.browser
+                && !browser.starts_with("ws://")
+            {
+                return Err(format!(
+                    "`webmcp.browser` `{browser}` is not a DevTools endpoint (`ws://...`)"
+                ));
+            }
+            // A page's tools are known once it is open.
+            return Ok(None);
+        }
         let Some(reference) = &provider.reference else {
             return Err("say how the provider is reached: `reference: <name>`, \
                  `mcp: {command: [...]}`, `mcp: {url: ...}`, `openapi: {document: ...}`, \
-                 `join: [...]` or `registered: <name>`"
+                 `webmcp: {url: ...}`, `join: [...]` or `registered: <name>`"
                 .to_owned());
         };
         match self.make(reference, provider.config.as_ref())? {

@@ -1,0 +1,751 @@
+//! The WebMCP surface: the tools a web page registers in a browser
+//! (`document.modelContext.registerTool`), offered as a provider's. The page is opened in a
+//! headless Chromium ([`browser`]) in a browser context of its own (its cookies and storage
+//! this surface's alone), its tools learnt from the DevTools protocol's `WebMCP.toolsAdded`
+//! and `toolsRemoved` events and called with `WebMCP.invokeTool`, whose answer is the first
+//! `WebMCP.toolResponded` of the invocation ([`cdp`]).
+//!
+//! The engine stays the brain; the page is the arms and legs. Tools belong to the document
+//! that registered them: a navigation of the page (`Page.frameNavigated`) or a tool removed
+//! changes the observation's version, so a handle issued before it is stale and a call under
+//! it is refused until the page is observed again — a tool whose schema changed included. A
+//! call the page never answers (it navigated away, crashed or hung) is an answer lost: a
+//! commit is in doubt and goes the reconcile path, a read may be asked again. The page's
+//! `readOnlyHint` is believed only of a trusted page; the spec's `effects` rule over it.
+
+pub(crate) mod browser;
+pub(crate) mod cdp;
+pub mod pages;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, oneshot};
+use warrant_core::canon;
+use warrant_core::event::{ActionRecord, Effect, ToolHints};
+use warrant_core::ports::{
+    BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError, SurfaceErrorKind,
+};
+use warrant_core::spec::WebMcpSpec;
+
+use browser::Browser;
+pub use browser::CHROMIUM_FLAGS;
+use cdp::Listener;
+
+/// How long a page's tool list must stay unchanged after its load before it is observed: the
+/// scripts of a page register their tools as they run.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// The DevTools protocol's messages this surface depends on, for a clear error when a browser
+/// lacks them.
+pub const PROTOCOL: &[&str] = &[
+    "Browser.getVersion",
+    "Target.createBrowserContext",
+    "Target.createTarget",
+    "Target.attachToTarget",
+    "Target.closeTarget",
+    "Target.disposeBrowserContext",
+    "Page.enable",
+    "Page.navigate",
+    "Page.frameNavigated",
+    "Page.loadEventFired",
+    "WebMCP.enable",
+    "WebMCP.toolsAdded",
+    "WebMCP.toolsRemoved",
+    "WebMCP.invokeTool",
+    "WebMCP.toolResponded",
+    "Inspector.targetCrashed",
+    "Target.detachedFromTarget",
+];
+
+/// A tool as the page registered it.
+#[derive(Clone, Debug)]
+struct PageTool {
+    frame: String,
+    description: String,
+    input_schema: Arc<Value>,
+    read_only: Option<bool>,
+    /// The script that registered it (the first frame of its stack trace).
+    script: Option<String>,
+}
+
+/// How an invocation ended.
+#[derive(Debug)]
+enum Answer {
+    /// `WebMCP.toolResponded`: its status, output and exception.
+    Responded(Value),
+    /// The page went before it answered (navigated, crashed, closed).
+    Gone(String),
+}
+
+/// What the page's events say, as they come.
+#[derive(Default)]
+struct PageState {
+    /// Bumped at every change of what the page offers (a document, a tool added or removed).
+    changes: u64,
+    /// The main frame's document and where it is.
+    loader: String,
+    url: String,
+    origin: String,
+    loaded: bool,
+    /// When what it offers last changed.
+    changed_at: Option<tokio::time::Instant>,
+    tools: BTreeMap<String, PageTool>,
+    /// Invocations waiting for their first answer.
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    /// First answers that came before their invocation was waited for.
+    early: HashMap<String, Answer>,
+    /// Invocations answered (a later answer of the same one is ignored).
+    answered: HashSet<String>,
+    /// Why the page is gone, once it is.
+    gone: Option<String>,
+}
+
+/// The page's state, fed by its session's events.
+#[derive(Default)]
+struct Page {
+    state: Mutex<PageState>,
+    changed: Notify,
+}
+
+impl Page {
+    fn state(&self) -> MutexGuard<'_, PageState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl PageState {
+    fn touch(&mut self) {
+        self.changes += 1;
+        self.changed_at = Some(tokio::time::Instant::now());
+    }
+
+    /// Every invocation still waiting ends: the page is no longer the one that was asked.
+    fn abandon(&mut self, why: &str) {
+        for (_, tx) in self.waiting.drain() {
+            let _ = tx.send(Answer::Gone(why.to_owned()));
+        }
+    }
+}
+
+impl Listener for Page {
+    fn event(&self, method: &str, params: &Value) {
+        let mut s = self.state();
+        match method {
+            "Page.frameNavigated" => {
+                let frame = params.get("frame").unwrap_or(&Value::Null);
+                let id = text(frame, "id");
+                if frame.get("parentId").is_none() {
+                    s.loader = text(frame, "loaderId");
+                    s.url = text(frame, "url");
+                    s.origin = text(frame, "securityOrigin");
+                    s.loaded = false;
+                    // The old document's tools went with it, and so did its invocations.
+                    s.tools.clear();
+                    let why = format!("the page navigated to {} before it answered", s.url);
+                    s.abandon(&why);
+                } else {
+                    s.tools.retain(|_, t| t.frame != id);
+                }
+                s.touch();
+            }
+            "Page.loadEventFired" => {
+                s.loaded = true;
+                s.touch();
+            }
+            "WebMCP.toolsAdded" => {
+                for t in params
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let script = t
+                        .pointer("/stackTrace/callFrames/0/url")
+                        .and_then(Value::as_str)
+                        .filter(|u| !u.is_empty())
+                        .map(str::to_owned);
+                    s.tools.insert(
+                        text(t, "name"),
+                        PageTool {
+                            frame: text(t, "frameId"),
+                            description: text(t, "description"),
+                            input_schema: Arc::new(
+                                t.get("inputSchema")
+                                    .cloned()
+                                    .unwrap_or_else(|| json!({"type": "object"})),
+                            ),
+                            read_only: t.pointer("/annotations/readOnly").and_then(Value::as_bool),
+                            script,
+                        },
+                    );
+                }
+                s.touch();
+            }
+            "WebMCP.toolsRemoved" => {
+                for t in params
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let name = t.as_str().map_or_else(|| text(t, "name"), str::to_owned);
+                    s.tools.remove(&name);
+                }
+                s.touch();
+            }
+            "WebMCP.toolResponded" => {
+                let id = text(params, "invocationId");
+                if !s.answered.insert(id.clone()) {
+                    return;
+                }
+                let answer = Answer::Responded(params.clone());
+                match s.waiting.remove(&id) {
+                    Some(tx) => {
+                        let _ = tx.send(answer);
+                    }
+                    None => {
+                        s.early.insert(id, answer);
+                    }
+                }
+            }
+            "Inspector.targetCrashed" => {
+                drop(s);
+                self.gone("the page crashed");
+                return;
+            }
+            _ => return,
+        }
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    fn gone(&self, why: &str) {
+        let mut s = self.state();
+        s.gone = Some(why.to_owned());
+        s.abandon(why);
+        s.touch();
+        drop(s);
+        self.changed.notify_waiters();
+    }
+}
+
+/// `value[key]` as a string, empty when it is not one.
+fn text(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A web page's WebMCP tools as a provider.
+pub struct WebMcpSurface {
+    name: String,
+    url: String,
+    trusted: bool,
+    effects: BTreeMap<String, Effect>,
+    output_bytes_max: usize,
+    browser: Arc<Browser>,
+    context: String,
+    target: String,
+    session: String,
+    page: Arc<Page>,
+    /// Bounds opening and observing the page.
+    limit: Duration,
+}
+
+impl std::fmt::Debug for WebMcpSurface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebMcpSurface")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for WebMcpSurface {
+    fn drop(&mut self) {
+        self.browser.cdp.forget(&self.session);
+        self.browser
+            .cdp
+            .tell("Target.closeTarget", json!({"targetId": self.target}));
+        self.browser.cdp.tell(
+            "Target.disposeBrowserContext",
+            json!({"browserContextId": self.context}),
+        );
+    }
+}
+
+impl WebMcpSurface {
+    /// Opens `spec`'s page, for provider `name`, in a browser context of its own, and waits
+    /// (`limit_ms` at most) until it has loaded and its tools have settled.
+    pub async fn open(
+        name: &str,
+        spec: &WebMcpSpec,
+        trusted: bool,
+        limit_ms: u64,
+    ) -> Result<WebMcpSurface, String> {
+        let limit = Duration::from_millis(limit_ms);
+        let browser = Browser::shared(spec.browser.as_deref(), limit).await?;
+        let cdp = &browser.cdp;
+        let context = cdp
+            .call(
+                "Target.createBrowserContext",
+                json!({"disposeOnDetach": true}),
+                None,
+            )
+            .await?;
+        let context = text(&context, "browserContextId");
+        let target = cdp
+            .call(
+                "Target.createTarget",
+                json!({"url": "about:blank", "browserContextId": context}),
+                None,
+            )
+            .await?;
+        let target = text(&target, "targetId");
+        let attached = cdp
+            .call(
+                "Target.attachToTarget",
+                json!({"targetId": target, "flatten": true}),
+                None,
+            )
+            .await?;
+        let session = text(&attached, "sessionId");
+        let page = Arc::new(Page::default());
+        let listener: Arc<dyn Listener> = page.clone();
+        cdp.listen(&session, Arc::downgrade(&listener));
+        let surface = WebMcpSurface {
+            name: name.to_owned(),
+            url: spec.url.clone(),
+            trusted,
+            effects: spec.effects.clone(),
+            output_bytes_max: spec
+                .output_bytes_max
+                .unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
+            browser: browser.clone(),
+            context,
+            target,
+            session,
+            page,
+            limit,
+        };
+        surface
+            .page_call("Page.enable", json!({}))
+            .await
+            .map_err(|e| e.message)?;
+        if let Err(e) = surface.page_call("WebMCP.enable", json!({})).await {
+            return Err(format!(
+                "{} has no WebMCP: {} (Warrant needs a Chromium with the `WebMCP` DevTools \
+                 domain, started with `--enable-features=WebMCPTesting`)",
+                browser.product, e.message
+            ));
+        }
+        let navigated = surface
+            .page_call("Page.navigate", json!({"url": spec.url}))
+            .await
+            .map_err(|e| e.message)?;
+        if let Some(error) = navigated.get("errorText").and_then(Value::as_str) {
+            return Err(format!("cannot open {}: {error}", spec.url));
+        }
+        drop(listener);
+        Ok(surface)
+    }
+
+    /// The browser's product name and version (`Chrome/156...`).
+    pub fn browser_product(&self) -> &str {
+        &self.browser.product
+    }
+
+    /// Sends `method` to this page's session, within the surface's bound.
+    async fn page_call(&self, method: &str, params: Value) -> Result<Value, SurfaceError> {
+        tokio::time::timeout(
+            self.limit,
+            self.browser.cdp.call(method, params, Some(&self.session)),
+        )
+        .await
+        .map_err(|_| {
+            SurfaceError::not_sent(format!(
+                "the browser did not answer `{method}` within {} ms",
+                self.limit.as_millis()
+            ))
+        })?
+        .map_err(SurfaceError::not_sent)
+    }
+
+    fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
+        if let Some(e) = self.effects.get(tool) {
+            return *e;
+        }
+        if self.trusted && read_only == Some(true) {
+            Effect::Read
+        } else {
+            Effect::Commit
+        }
+    }
+
+    /// What the page offers once it has loaded and its tool list has been still for
+    /// [`SETTLE`], within the surface's bound.
+    async fn observe_settled(&self) -> Result<Observation, SurfaceError> {
+        let until = tokio::time::Instant::now() + self.limit;
+        loop {
+            let notified = self.page.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let wait_until = {
+                let s = self.page.state();
+                if let Some(why) = &s.gone {
+                    return Err(SurfaceError::new(
+                        SurfaceErrorKind::NotSent,
+                        format!("the page of `{}` is gone: {why}", self.name),
+                    ));
+                }
+                let settled_at = s.changed_at.map(|t| t + SETTLE);
+                match settled_at {
+                    Some(at) if s.loaded && at <= tokio::time::Instant::now() => {
+                        return Ok(self.observation(&s));
+                    }
+                    Some(at) if s.loaded => at,
+                    _ => until,
+                }
+            };
+            if tokio::time::Instant::now() >= until {
+                return Err(SurfaceError::not_sent(format!(
+                    "{} did not load within {} ms",
+                    self.url,
+                    self.limit.as_millis()
+                )));
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(wait_until.min(until)) => {}
+            }
+        }
+    }
+
+    fn observation(&self, s: &PageState) -> Observation {
+        let actions: Vec<ActionRecord> = s
+            .tools
+            .iter()
+            .map(|(name, t)| ActionRecord {
+                name: name.clone(),
+                effect: self.effect(name, t.read_only),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                hints: t.read_only.map(|r| ToolHints {
+                    read_only: Some(r),
+                    trusted: self.trusted,
+                    ..ToolHints::default()
+                }),
+            })
+            .collect();
+        Observation {
+            version: version(s),
+            actions: actions.into(),
+        }
+    }
+
+    async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
+        let input = match &**call.args() {
+            Value::Object(m) => Value::Object(m.clone()),
+            Value::Null => json!({}),
+            other => {
+                return Err(SurfaceError::invalid(format!(
+                    "arguments must be an object, not {other}"
+                )));
+            }
+        };
+        let tool = call.tool();
+        let frame = {
+            let s = self.page.state();
+            if let Some(why) = &s.gone {
+                return Err(SurfaceError::not_sent(format!(
+                    "the page of `{}` is gone: {why}",
+                    self.name
+                )));
+            }
+            match s.tools.get(tool) {
+                Some(t) => t.frame.clone(),
+                None => {
+                    return Err(SurfaceError::not_sent(format!(
+                        "the page no longer offers `{tool}`: observe it again"
+                    )));
+                }
+            }
+        };
+        let params = json!({"frameId": frame, "toolName": tool, "input": input});
+        let invoked = self
+            .browser
+            .cdp
+            .call("WebMCP.invokeTool", params, Some(&self.session))
+            .await;
+        let invocation = match invoked {
+            Ok(answer) => text(&answer, "invocationId"),
+            // The browser refused it (an unknown tool, a frame gone): nothing ran.
+            Err(e) if !e.contains("connection") => return Err(SurfaceError::rejected(e)),
+            Err(e) => return Err(lost(e)),
+        };
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = self.page.state();
+            match s.early.remove(&invocation) {
+                Some(answer) => {
+                    let _ = tx.send(answer);
+                }
+                None => {
+                    if let Some(why) = s.gone.clone() {
+                        return Err(lost(why));
+                    }
+                    s.waiting.insert(invocation.clone(), tx);
+                }
+            }
+        }
+        // Unbounded here: the engine bounds the call (its timeout makes a commit in doubt).
+        let _forget = Forget {
+            page: &self.page,
+            invocation: &invocation,
+        };
+        match rx.await {
+            Ok(Answer::Responded(answered)) => Ok(self.output(&answered)),
+            Ok(Answer::Gone(why)) => Err(lost(why)),
+            Err(_) => Err(lost("the page's session ended".to_owned())),
+        }
+    }
+
+    /// A `toolResponded` as a call's output: a structured result as it is, a result of one
+    /// text block that holds JSON as that JSON, other content blocks as they are; an error
+    /// status is the page's error.
+    fn output(&self, answered: &Value) -> CallOutput {
+        let is_error = answered.get("status").and_then(Value::as_str) != Some("Completed");
+        let raw = if is_error {
+            // What the page threw (`Error: ...` and where), else what it said.
+            answered
+                .pointer("/exception/description")
+                .or_else(|| answered.get("exception"))
+                .or_else(|| answered.get("errorText").filter(|t| t != &&json!("")))
+                .or_else(|| answered.get("output"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        } else {
+            answered.get("output").cloned().unwrap_or(Value::Null)
+        };
+        let output = match raw {
+            Value::Object(mut m) => match (m.remove("structuredContent"), m.remove("content")) {
+                (Some(structured), _) => structured,
+                (None, Some(content)) => one_json_text(&content).unwrap_or(content),
+                (None, None) => Value::Object(m),
+            },
+            Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+            other => other,
+        };
+        CallOutput {
+            output: crate::bound(output, self.output_bytes_max),
+            is_error,
+        }
+    }
+}
+
+/// Forgets an invocation nobody waits for any more (the engine gave up on it).
+struct Forget<'a> {
+    page: &'a Page,
+    invocation: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.page.state().waiting.remove(self.invocation);
+    }
+}
+
+/// The JSON a content list of one text block holds, if it holds JSON.
+fn one_json_text(content: &Value) -> Option<Value> {
+    match content.as_array()?.as_slice() {
+        [block] if block.get("type").and_then(Value::as_str) == Some("text") => {
+            serde_json::from_str(block.get("text")?.as_str()?).ok()
+        }
+        _ => None,
+    }
+}
+
+/// An answer lost: a commit may have happened (in doubt); a read may be asked again.
+fn lost(why: String) -> SurfaceError {
+    SurfaceError::answer_lost(why)
+}
+
+/// The version of what the page offers: its document, and each tool's name, schema and
+/// registering script.
+fn version(s: &PageState) -> String {
+    let listing: Vec<Value> = s
+        .tools
+        .iter()
+        .map(|(name, t)| json!([name, &*t.input_schema, t.read_only, t.script]))
+        .collect();
+    let digest = canon::digest(&json!([s.loader, listing]));
+    digest
+        .trim_start_matches("sha256:")
+        .get(..16)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Surface for WebMcpSurface {
+    fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
+        Box::pin(self.observe_settled())
+    }
+
+    fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
+        Box::pin(self.call(call))
+    }
+
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        let s = self.page.state();
+        let current = s.gone.is_none() && self::version(&s) == version;
+        Box::pin(std::future::ready(current))
+    }
+}
+
+/// 128 bits from the operating system's randomness (std's hasher keys), in hex: a path
+/// segment nobody guesses.
+fn unguessable() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    (0..2)
+        .map(|_| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(0);
+            format!("{:016x}", h.finish())
+        })
+        .collect()
+}
+
+/// The browser lane: a spec's in-process providers served as WebMCP pages ([`pages::Pages`])
+/// on a loopback port of this process, for as long as this lives, so the unchanged spec runs
+/// its `reference` providers in a browser (`Reach::pages`).
+pub struct BrowserLane {
+    base: String,
+    pages: Arc<pages::Pages>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for BrowserLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserLane")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for BrowserLane {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl BrowserLane {
+    /// Serves the `reference` providers of `spec`, each made from `catalog` with its
+    /// `config`, under its name in the spec.
+    pub async fn start(
+        catalog: &crate::ReferenceCatalog,
+        spec: &warrant_core::Spec,
+    ) -> Result<BrowserLane, String> {
+        let mut providers = BTreeMap::new();
+        for (name, p) in &spec.providers {
+            let Some(reference) = &p.reference else {
+                continue;
+            };
+            let made = catalog
+                .make(reference, p.config.as_ref())
+                .map_err(|e| format!("provider `{name}`: {e}"))?
+                .ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
+            providers.insert(name.clone(), made);
+        }
+        BrowserLane::serve(providers, "127.0.0.1:0", &unguessable()).await
+    }
+
+    /// Serves `providers` on `address` (loopback only), each at `/<prefix>/<name>/` (at
+    /// `/<name>/` when `prefix` is empty).
+    pub async fn serve(
+        providers: BTreeMap<String, Arc<dyn crate::Provider>>,
+        address: &str,
+        prefix: &str,
+    ) -> Result<BrowserLane, String> {
+        let wanted: std::net::SocketAddr = address.parse().map_err(|_| {
+            format!("`{address}` is not an IP address and port (e.g. 127.0.0.1:8700)")
+        })?;
+        if !wanted.ip().is_loopback() {
+            return Err(format!(
+                "{wanted} is not a loopback address: the pages are served on this machine only"
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(wanted)
+            .await
+            .map_err(|e| format!("cannot listen on {wanted}: {e}"))?;
+        let at = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read the pages' address: {e}"))?;
+        let pages = Arc::new(pages::Pages::new(prefix, providers));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = pages.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the browser lane owns the task that serves its pages"
+        )]
+        tokio::spawn(serving.serve(listener, async move {
+            let _ = stopped.await;
+        }));
+        let base = if prefix.is_empty() {
+            format!("http://{at}")
+        } else {
+            format!("http://{at}/{prefix}")
+        };
+        Ok(BrowserLane {
+            base,
+            pages,
+            stop: Some(stop),
+        })
+    }
+
+    /// Where the pages are: `<base>/<provider>/`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// What the pages did: successful calls by provider and tool.
+    pub fn ledger(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        self.pages.ledger()
+    }
+
+    /// Provider `name` (`reference: <reference>` in the spec) reached as its page under
+    /// `base`: the page's tools take the effects the in-process provider declares.
+    pub(crate) async fn surface(
+        reach: crate::Reach<'_>,
+        base: &str,
+        name: &str,
+        provider: &warrant_core::spec::ProviderSpec,
+        reference: &str,
+    ) -> Result<Arc<dyn Surface>, String> {
+        let made = reach
+            .catalog
+            .make(reference, provider.config.as_ref())?
+            .ok_or_else(|| format!("unknown reference provider `{reference}`"))?;
+        let page = WebMcpSpec {
+            url: format!("{base}/{name}/"),
+            browser: None,
+            effects: made
+                .actions()
+                .into_iter()
+                .map(|a| (a.name, a.effect))
+                .collect(),
+            output_bytes_max: None,
+        };
+        let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
+        let surface = WebMcpSurface::open(name, &page, trusted, reach.start_ms).await?;
+        Ok(Arc::new(surface))
+    }
+}

@@ -1,0 +1,247 @@
+//! The WebMCP surface against a real headless Chromium (Debian's; `./test` installs it when it
+//! is missing) and pages served on loopback: what a page registers is what is offered, with
+//! the script that registered it in the version; a tool registered again with another schema
+//! makes the observation stale; a page that navigates away before it answers leaves the call
+//! with its answer lost (a commit in doubt); a tool that throws is the page's error; a tool
+//! the page does not offer is refused before anything is sent.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    reason = "tests"
+)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::TcpListener;
+
+use serde_json::{Value, json};
+use warrant_core::event::Effect;
+use warrant_core::ids::{CallId, RunId};
+use warrant_core::ports::{Invocation, Surface, SurfaceErrorKind};
+use warrant_core::spec::WebMcpSpec;
+use warrant_surfaces::webmcp::WebMcpSurface;
+
+/// Serves `files` (path → HTML or script) on a loopback port, on a thread, until the test
+/// ends: the base URL.
+fn serve(files: BTreeMap<&'static str, &'static str>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
+            // The rest of the request's head.
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                    break;
+                }
+            }
+            let (status, kind, body) = match files.get(path.as_str()) {
+                Some(body) if path.ends_with(".js") => ("200 OK", "text/javascript", *body),
+                Some(body) => ("200 OK", "text/html", *body),
+                None => ("404 Not Found", "text/plain", "nothing here"),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = reader.read(&mut [0; 0]);
+        }
+    });
+    base
+}
+
+const PAGE: &str = r#"<!doctype html><html><head><title>shop</title></head><body>
+<script src="/tools.js"></script></body></html>"#;
+
+const TOOLS: &str = r#"
+const first = new AbortController();
+document.modelContext.registerTool({name: "price", description: "the price of an item",
+  inputSchema: {type: "object", properties: {item: {type: "string"}}, required: ["item"]},
+  annotations: {readOnlyHint: true},
+  execute: async ({item}) => ({content: [{type: "text", text: JSON.stringify({item, cents: 250})}]})},
+  {signal: first.signal});
+document.modelContext.registerTool({name: "reprice", description: "changes `price`'s schema",
+  inputSchema: {type: "object", properties: {}},
+  execute: async () => {
+    first.abort();
+    document.modelContext.registerTool({name: "price", description: "the price of an item",
+      inputSchema: {type: "object", properties: {sku: {type: "integer"}}, required: ["sku"]},
+      execute: async ({sku}) => ({sku, cents: 300})});
+    return "repriced";
+  }});
+document.modelContext.registerTool({name: "checkout", description: "leaves for the payment page",
+  inputSchema: {type: "object", properties: {}},
+  execute: () => { location.href = "/paid.html"; return new Promise(() => {}); }});
+document.modelContext.registerTool({name: "broken", description: "always fails",
+  inputSchema: {type: "object", properties: {}},
+  execute: async () => { throw new Error("out of milk"); }});
+"#;
+
+fn page() -> (String, WebMcpSpec) {
+    let base = serve(BTreeMap::from([
+        ("/shop.html", PAGE),
+        ("/tools.js", TOOLS),
+        ("/paid.html", "<!doctype html><title>paid</title>paid"),
+    ]));
+    let spec = WebMcpSpec {
+        url: format!("{base}/shop.html"),
+        ..WebMcpSpec::default()
+    };
+    (base, spec)
+}
+
+fn call(tool: &str, args: Value, effect: Effect, version: &str) -> Invocation {
+    Invocation::testing(
+        RunId("r-webmcp".into()),
+        CallId(1),
+        tool,
+        args,
+        effect,
+        version,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
+    let (_base, spec) = page();
+    let shop = WebMcpSurface::open("shop", &spec, true, 30_000)
+        .await
+        .unwrap();
+    assert!(
+        shop.browser_product().contains("Chrome/"),
+        "{}",
+        shop.browser_product()
+    );
+    let seen = shop.observe().await.unwrap();
+    let names: Vec<&str> = seen.actions.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["broken", "checkout", "price", "reprice"]);
+    let price = seen.actions.iter().find(|a| a.name == "price").unwrap();
+    // A trusted page's read-only hint makes a read; a tool that says nothing is a commit.
+    assert_eq!(price.effect, Effect::Read);
+    assert_eq!(
+        seen.actions
+            .iter()
+            .find(|a| a.name == "checkout")
+            .unwrap()
+            .effect,
+        Effect::Commit
+    );
+    assert_eq!(price.input_schema["required"], json!(["item"]));
+    assert!(shop.is_current(&seen.version).await);
+
+    // One text block of JSON is that JSON.
+    let out = shop
+        .invoke(call(
+            "price",
+            json!({"item": "latte"}),
+            Effect::Read,
+            &seen.version,
+        ))
+        .await
+        .unwrap();
+    assert!(!out.is_error);
+    assert_eq!(out.output, json!({"item": "latte", "cents": 250}));
+
+    // A tool that throws: the page's error, with what it said.
+    let out = shop
+        .invoke(call("broken", json!({}), Effect::Commit, &seen.version))
+        .await
+        .unwrap();
+    assert!(out.is_error);
+    assert!(
+        out.output.to_string().contains("out of milk"),
+        "{}",
+        out.output
+    );
+
+    // A tool registered again with another schema: what was observed is stale, and the
+    // next observation has the new schema.
+    shop.invoke(call("reprice", json!({}), Effect::Commit, &seen.version))
+        .await
+        .unwrap();
+    let again = shop.observe().await.unwrap();
+    assert!(!shop.is_current(&seen.version).await);
+    assert_ne!(again.version, seen.version);
+    let price = again.actions.iter().find(|a| a.name == "price").unwrap();
+    assert_eq!(price.input_schema["required"], json!(["sku"]));
+    // Registered again without the hint: no longer a read.
+    assert_eq!(price.effect, Effect::Commit);
+
+    // A tool the page does not offer is refused before anything is sent.
+    let e = shop
+        .invoke(call("refund", json!({}), Effect::Commit, &again.version))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, SurfaceErrorKind::NotSent, "{e:?}");
+
+    // A page that navigates away before it answers: the answer is lost, so a commit may
+    // have happened; the new document offers nothing, and what was observed is stale.
+    let e = shop
+        .invoke(call("checkout", json!({}), Effect::Commit, &again.version))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, SurfaceErrorKind::AnswerLost, "{e:?}");
+    assert!(e.kind.may_have_happened());
+    assert!(e.message.contains("navigated"), "{}", e.message);
+    assert!(!shop.is_current(&again.version).await);
+    let after = shop.observe().await.unwrap();
+    assert!(after.actions.is_empty());
+}
+
+/// Each page has a browser context of its own: what one page stores, another does not see.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_page_has_its_own_storage() {
+    let base = serve(BTreeMap::from([(
+        "/a.html",
+        r#"<!doctype html><script>
+document.modelContext.registerTool({name: "remember", description: "stores a value",
+  inputSchema: {type: "object", properties: {v: {type: "string"}}},
+  execute: async ({v}) => { localStorage.setItem("v", v); return {stored: v}; }});
+document.modelContext.registerTool({name: "recall", description: "reads it back",
+  inputSchema: {type: "object", properties: {}},
+  execute: async () => ({v: localStorage.getItem("v")})});
+</script>"#,
+    )]));
+    let spec = WebMcpSpec {
+        url: format!("{base}/a.html"),
+        ..WebMcpSpec::default()
+    };
+    let one = WebMcpSurface::open("one", &spec, false, 30_000)
+        .await
+        .unwrap();
+    let two = WebMcpSurface::open("two", &spec, false, 30_000)
+        .await
+        .unwrap();
+    let v1 = one.observe().await.unwrap().version;
+    let v2 = two.observe().await.unwrap().version;
+    one.invoke(call(
+        "remember",
+        json!({"v": "secret"}),
+        Effect::Commit,
+        &v1,
+    ))
+    .await
+    .unwrap();
+    let mine = one
+        .invoke(call("recall", json!({}), Effect::Commit, &v1))
+        .await
+        .unwrap();
+    assert_eq!(mine.output, json!({"v": "secret"}));
+    let theirs = two
+        .invoke(call("recall", json!({}), Effect::Commit, &v2))
+        .await
+        .unwrap();
+    assert_eq!(theirs.output, json!({"v": null}));
+}
