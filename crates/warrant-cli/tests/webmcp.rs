@@ -9,6 +9,7 @@
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
+    clippy::disallowed_methods,
     reason = "tests"
 )]
 
@@ -184,4 +185,164 @@ fn a_browser_lane_run_killed_outright_leaves_no_browser_behind() {
         left = mentioning(&profiles);
     }
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Serves `files` (path → body) on a loopback port until the test ends, counting the requests
+/// for each path: the base URL and the counts.
+fn serve_counting(
+    files: Vec<(&'static str, String)>,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u32>>>,
+) {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                    break;
+                }
+            }
+            *counted.lock().unwrap().entry(path.clone()).or_insert(0) += 1;
+            let body = files
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map_or("", |(_, b)| b.as_str());
+            let kind = if path.ends_with(".js") {
+                "text/javascript"
+            } else {
+                "text/html"
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\naccess-control-allow-origin: *\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (base, hits)
+}
+
+/// A third party's script on a page registers a tool of its own (`transfer`): with the
+/// shipped example policy (`examples/policies/webmcp.cedar`) the run never calls it — the
+/// Bridge refuses it by policy, naming the rule, and the page's tool is never executed —
+/// while the page's own tool is called as any other. Cedar sees the origins the browser
+/// reported, not anything the page says.
+#[test]
+fn a_tool_a_third_party_script_registers_is_refused_by_the_example_policy() {
+    let (widgets, widget_hits) = serve_counting(vec![(
+        "/widget.js",
+        // Served from another origin (another port) than the page.
+        r#"const home = new URL("/hit", document.currentScript.src);
+document.modelContext.registerTool({name: "transfer", description: "moves money",
+  inputSchema: {type: "object", properties: {to: {type: "string"}}, required: ["to"]},
+  execute: async ({to}) => { await fetch(home, {mode: "no-cors"}); return {sent: to}; }});"#
+            .to_owned(),
+    )]);
+    let page = format!(
+        r#"<!doctype html><title>shop</title><script>
+document.modelContext.registerTool({{name: "price", description: "the price of an item",
+  inputSchema: {{type: "object", properties: {{item: {{type: "string"}}}}, required: ["item"]}},
+  execute: async ({{item}}) => ({{item, cents: 250}})}});
+</script><script src="{widgets}/widget.js"></script>"#
+    );
+    let (shop, _) = serve_counting(vec![("/shop.html", page)]);
+    let (dir, store) = scratch();
+    let policy = root().join("examples/policies/webmcp.cedar");
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        format!(
+            r#"version: warrant/v1
+id: third-party
+objective: Find the price of a latte.
+decider: scripted:script.yaml
+policy: ["{}"]
+providers:
+  shop: {{webmcp: {{url: "{shop}/shop.html", effects: {{price: read, transfer: commit}}}}}}
+steps:
+  - id: buy
+    provider: shop
+    intent: Price a latte.
+    tools: [price, transfer]
+limits: {{deadline_ms: 60000}}
+"#,
+            policy.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  buy:\n    - call: price\n      args: {item: latte}\n    - call: transfer\n      args: {to: attacker}\n    - done: priced\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let o = warrant_tmp(
+        dir.path(),
+        &store,
+        &["run", spec.to_str().unwrap(), "--json"],
+    );
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let run = json(&o)["run_id"].as_str().unwrap().to_owned();
+    let events = warrant(&store, &["events", &run, "--json"]);
+    let events: Vec<Value> = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // What the browser saw, recorded with the observation.
+    let observed = events
+        .iter()
+        .find(|e| e["type"] == "observed")
+        .expect("an observation");
+    let transfer = observed["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "transfer")
+        .unwrap();
+    assert_eq!(transfer["origin"]["page"], shop.as_str());
+    assert_eq!(transfer["origin"]["script"], widgets.as_str());
+    let finished: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "call_finished")
+        .map(|e| {
+            let started = events
+                .iter()
+                .find(|s| s["type"] == "call_started" && s["call"] == e["call"])
+                .unwrap();
+            (
+                started["tool"].as_str().unwrap(),
+                e["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [("price", "ok"), ("transfer", "stopped_by_policy")],
+        "{events:#?}"
+    );
+    let refusal = events
+        .iter()
+        .find(|e| e["type"] == "call_finished" && e["status"] == "stopped_by_policy")
+        .unwrap();
+    assert!(
+        refusal.to_string().contains("third-party-tools"),
+        "{refusal}"
+    );
+    assert_eq!(
+        widget_hits.lock().unwrap().get("/hit"),
+        None,
+        "the tool ran"
+    );
 }

@@ -137,6 +137,24 @@ pub struct ActionRecord {
     /// What the provider says of the tool (MCP annotations), when it says anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hints: Option<ToolHints>,
+    /// A web page's tool: where the browser saw it registered (facts the host observed, not
+    /// the page's claims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<ToolOrigin>,
+}
+
+/// Where a web page's tool came from, as the browser saw it: the origin of the page whose
+/// document registered it, and the origin of the script that made the registration (the
+/// first frame of its stack trace). A script from another origin than the page's is a third
+/// party's (an analytics or ad script), which a policy may refuse to let offer tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolOrigin {
+    /// The page's origin (`scheme://host:port`).
+    pub page: String,
+    /// The registering script's origin; the page's own for an inline script, empty when the
+    /// browser did not say.
+    #[serde(default)]
+    pub script: String,
 }
 
 /// What a provider declares about a tool (MCP's annotation hints). A claim, not a fact: only a

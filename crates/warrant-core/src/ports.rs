@@ -426,6 +426,8 @@ pub struct CapabilityRequest<'a> {
     pub provenance: &'a [ArgLabel],
     /// What the provider says of the tool (MCP annotations), when it says anything.
     pub hints: Option<&'a ToolHints>,
+    /// A web page's tool: where the browser saw it registered.
+    pub origin: Option<&'a crate::event::ToolOrigin>,
     /// How long ago the handle the call uses was issued, when it uses one.
     pub handle_age_ms: Option<u64>,
     /// The untrusted providers whose output the decider had been shown when it proposed the

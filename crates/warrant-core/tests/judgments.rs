@@ -104,6 +104,7 @@ impl Log {
                 description: String::new(),
                 input_schema: Arc::new(json!({"type": "object"})),
                 hints: None,
+                origin: None,
             }]),
         });
     }

@@ -84,11 +84,12 @@ impl Engine {
         let (Some(authority), Some((step, args, provenance, effect))) = (authority, asked) else {
             return Ok(self.unruled(own));
         };
-        let hints = state
+        let action = state
             .observations()
             .get(&approval.provider)
-            .and_then(|o| o.actions.iter().find(|a| a.name == approval.tool))
-            .and_then(|a| a.hints.as_ref());
+            .and_then(|o| o.actions.iter().find(|a| a.name == approval.tool));
+        let hints = action.and_then(|a| a.hints.as_ref());
+        let origin = action.and_then(|a| a.origin.as_ref());
         let call = CapabilityRequest {
             principal: starter,
             run,
@@ -101,6 +102,7 @@ impl Engine {
             args_digest: &approval.args_digest,
             provenance,
             hints,
+            origin,
             handle_age_ms: None,
             context_taint: state.call_taint(approval.call),
             grant: None,

@@ -479,6 +479,7 @@ impl Surface for LookupSurface {
                 description: String::new(),
                 input_schema: Arc::new(serde_json::json!({"type": "object"})),
                 hints: None,
+                origin: None,
             }]);
         Box::pin(std::future::ready(Ok(Observation {
             version: "v1".into(),

@@ -25,6 +25,11 @@
 //!   write, e.g. `permit(principal, action == Warrant::Action::"commit", resource) when
 //!   { context.hints.read_only && context.hints.trusted };`.
 //!
+//! - `tool_origin` and `script_origin`: for a web page's tool (WebMCP), the origin of the page
+//!   whose document registered it and of the script that did (`""` for other providers). A
+//!   policy can so refuse tools a third party's script registered on a page:
+//!   `forbid(principal, action, resource) when { context.script_origin != context.tool_origin };`.
+//!
 //! - `delegation`: where the run sits in a tree of delegations — `depth` (0 for a run that is
 //!   no child), `parent` (the delegating run, `""` for none) and `chain` (every ancestor's run
 //!   id). A child's call is ruled by its own policies and by every ancestor's, each with this
@@ -78,6 +83,8 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     context_tainted: Bool,
     tainted_by: Set<String>,
     hints: Hints,
+    tool_origin: String,
+    script_origin: String,
     delegation: Delegation,
   };
   type Delegation = {
@@ -111,6 +118,8 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     context_tainted: Bool,
     tainted_by: Set<String>,
     hints: Hints,
+    tool_origin: String,
+    script_origin: String,
     delegation: Delegation,
     effect: String,
     starter: Starter,
@@ -561,6 +570,8 @@ impl CedarAuthority {
             "decider_args": decider, "tainted_args": tainted,
             "context_tainted": !r.context_taint.is_empty(), "tainted_by": r.context_taint,
             "hints": hints,
+            "tool_origin": r.origin.map_or("", |o| o.page.as_str()),
+            "script_origin": r.origin.map_or("", |o| o.script.as_str()),
             "delegation": match r.parent {
                 Some(p) => json!({
                     "depth": p.depth, "parent": p.run.0,

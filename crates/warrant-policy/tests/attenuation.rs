@@ -221,6 +221,7 @@ fn no_child_is_allowed_a_call_any_ancestor_would_not_allow() {
                 args_digest: "sha256:x",
                 provenance: &provenance,
                 hints: None,
+                origin: None,
                 context_taint: &[],
                 grant: None,
                 parent: Some(&link),

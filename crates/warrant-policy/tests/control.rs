@@ -143,6 +143,7 @@ async fn ask_within(
         provenance: &[],
         handle_age_ms: None,
         hints: None,
+        origin: None,
         context_taint: &[],
         grant: None,
         parent: None,

@@ -763,6 +763,7 @@ impl McpSurface {
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Arc::new(offered),
                 hints,
+                origin: None,
             });
         }
         if let Ok(mut known) = self.takes.lock() {

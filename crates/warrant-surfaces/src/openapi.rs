@@ -857,6 +857,7 @@ fn build(
                         description,
                         input_schema: Arc::new(Value::Null),
                         hints: None,
+                        origin: None,
                     };
                     offered.push((action, operation, input));
                 }

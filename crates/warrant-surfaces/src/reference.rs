@@ -105,6 +105,7 @@ impl ReferenceSurface {
                 description: a.description,
                 input_schema: Arc::new(a.input_schema),
                 hints: None,
+                origin: None,
             })
             .collect();
         let listing: Vec<Value> = actions

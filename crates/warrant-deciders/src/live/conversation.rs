@@ -568,6 +568,7 @@ mod tests {
             description: String::new(),
             input_schema: Arc::new(serde_json::json!({"type": "object"})),
             hints: None,
+            origin: None,
         };
         let mut p = Projection::build(
             &state,

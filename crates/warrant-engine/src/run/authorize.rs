@@ -39,6 +39,7 @@ impl Run<'_> {
             args_digest,
             provenance: labels,
             hints: None,
+            origin: None,
             context_taint: self.state.call_taint(call),
             grant: self.state.grant_of(&step.id),
             parent: self.state.parent(),
@@ -245,6 +246,7 @@ impl Run<'_> {
     pub(super) fn capability_request<'r>(&'r self, j: &'r Judged<'r>) -> CapabilityRequest<'r> {
         CapabilityRequest {
             hints: j.action.hints.as_ref(),
+            origin: j.action.origin.as_ref(),
             principal: self.state.principal(),
             handle_age_ms: self.handle_age(j.call),
             run: &self.run_id,

@@ -114,6 +114,7 @@ impl Run<'_> {
                 description: String::new(),
                 input_schema: Arc::new(Value::Null),
                 hints: None,
+                origin: None,
             });
         let allowed = if recovery == Recovery::InDoubt {
             Ok(None)

@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use warrant_core::canon;
-use warrant_core::event::{ActionRecord, Effect, ToolHints};
+use warrant_core::event::{ActionRecord, Effect, ToolHints, ToolOrigin};
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError, SurfaceErrorKind,
 };
@@ -234,6 +234,27 @@ impl Listener for Page {
     }
 }
 
+/// The origin (`scheme://host[:port]`) of `url`, empty when it has none (`about:blank`).
+fn origin_of(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return String::new();
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    // Credentials are no part of an origin.
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let scheme = scheme.to_ascii_lowercase();
+    // A scheme's default port is no part of its origin either, as the browser writes it.
+    let default = match scheme.as_str() {
+        "http" => Some(":80"),
+        "https" => Some(":443"),
+        _ => None,
+    };
+    let host = default
+        .and_then(|port| host.strip_suffix(port))
+        .unwrap_or(host);
+    format!("{scheme}://{}", host.to_ascii_lowercase())
+}
+
 /// `value[key]` as a string, empty when it is not one.
 fn text(value: &Value, key: &str) -> String {
     value
@@ -441,6 +462,10 @@ impl WebMcpSurface {
                     read_only: Some(r),
                     trusted: self.trusted,
                     ..ToolHints::default()
+                }),
+                origin: Some(ToolOrigin {
+                    page: s.origin.clone(),
+                    script: t.script.as_deref().map(origin_of).unwrap_or_default(),
                 }),
             })
             .collect();
