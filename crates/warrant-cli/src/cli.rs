@@ -317,7 +317,8 @@ pub enum Command {
     WebmcpServe {
         /// The providers: any of `cafe`, `gallery`, `bakery`, `bank`, `mailbox` (default: all
         /// of them).
-        providers: Vec<String>,
+        #[arg(value_name = "PROVIDER")]
+        names: Vec<String>,
         /// Where to listen (loopback only; port 0 picks a free one, printed on stderr).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8700")]
         listen: String,
@@ -765,4 +766,35 @@ fn parse_input(text: &str) -> Result<(String, serde_json::Value), String> {
     let value =
         serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
     Ok((name.to_owned(), value))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command, argument and global option is defined consistently: no two arguments of
+    /// a command share a name (a global option included), which clap would otherwise only
+    /// find when a user runs that command.
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    /// A command's positional arguments do not collide with a global option of the same name
+    /// (`webmcp-serve`'s providers and `--providers FILE`), which clap finds only on use.
+    #[test]
+    fn webmcp_serve_parses_its_providers() {
+        let cli = <super::Cli as clap::Parser>::try_parse_from([
+            "warrant",
+            "webmcp-serve",
+            "cafe",
+            "gallery",
+        ])
+        .unwrap();
+        match cli.command {
+            super::Command::WebmcpServe { names, listen } => {
+                assert_eq!(names, ["cafe", "gallery"]);
+                assert_eq!(listen, "127.0.0.1:8700");
+            }
+            _ => panic!("not webmcp-serve"),
+        }
+    }
 }

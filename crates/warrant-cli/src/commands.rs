@@ -178,7 +178,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             config,
             http,
         } => mcp_serve(&store_path, &provider, config.as_deref(), http.as_deref()).await,
-        Command::WebmcpServe { providers, listen } => webmcp_serve(&providers, &listen).await,
+        Command::WebmcpServe { names, listen } => webmcp_serve(&names, &listen).await,
         Command::Models => {
             let deciders = deciders();
             deciders.model_table()?;

@@ -346,3 +346,229 @@ limits: {{deadline_ms: 60000}}
         "the tool ran"
     );
 }
+
+/// A child process killed when dropped.
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `warrant webmcp-serve PROVIDERS` on a free loopback port: the process and its base URL.
+fn webmcp_serve(providers: &[&str]) -> (Proc, String) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .args(["webmcp-serve"])
+        .args(providers)
+        .args(["--listen", &listen])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://{listen}");
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(&listen).is_ok() {
+            return (Proc(child), base);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("webmcp-serve did not listen on {listen}");
+}
+
+/// What the pages at `base` did (`GET /ledger`).
+fn ledger(base: &str) -> Value {
+    use std::io::{Read as _, Write as _};
+    let address = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /ledger HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap();
+    serde_json::from_str(body).unwrap()
+}
+
+/// The cafe-gallery spec with its providers reached as the WebMCP pages at `base`, written
+/// in `dir` (its script is the example's).
+fn cafe_gallery_on_pages(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
+    let script = root().join("examples/cafe-gallery/script.yaml");
+    let spec = dir.join("spec.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"version: warrant/v1
+id: cafe-gallery-pages
+objective: Order a medium latte with oat milk at the cafe, then check its color against the gallery's palette.
+decider: scripted:{}
+providers:
+  cafe: {{webmcp: {{url: "{base}/cafe/", effects: {{read_menu: read, order_latte: commit}}}}}}
+  gallery: {{webmcp: {{url: "{base}/gallery/", effects: {{check_design_drift: read}}}}}}
+steps:
+  - id: order
+    provider: cafe
+    intent: Order one medium latte with oat milk.
+    tools: [read_menu, order_latte]
+    commit: required
+    required: true
+    publishes:
+      order_id: {{from: order_latte, path: /order_id}}
+      color: {{from: order_latte, path: /color}}
+  - id: drift
+    provider: gallery
+    intent: Check the latte's color against the palette.
+    tools: [check_design_drift]
+    after: [order]
+    required: true
+    inputs:
+      color: order.color
+limits: {{deadline_ms: 60000}}
+"#,
+            script.display()
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+/// A run on pages another process serves (`warrant webmcp-serve`), killed after the page ran
+/// the order and before its answer was recorded: re-entered, the order is in doubt (a page
+/// takes no idempotency key), never sent again; reconciled as done, the run ends, and the
+/// pages' own ledger counts one order.
+#[test]
+fn a_run_killed_after_a_page_ran_its_commit_repeats_nothing() {
+    let (_pages, base) = webmcp_serve(&["cafe", "gallery"]);
+    let (dir, store) = scratch();
+    let spec = cafe_gallery_on_pages(dir.path(), &base);
+    let spec = spec.to_str().unwrap();
+    let killed = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .env("TMPDIR", dir.path())
+        .env("WARRANT_FAULT", "after-invoke:2")
+        .args(["run", spec, "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "{}", stderr(&killed));
+    assert_eq!(ledger(&base)["cafe"]["order_latte"], 1);
+    let resumed = warrant_tmp(dir.path(), &store, &["resume", "last"]);
+    assert_eq!(resumed.status.code(), Some(3), "{}", stderr(&resumed));
+    assert!(
+        stdout(&resumed).contains("in doubt"),
+        "{}",
+        stdout(&resumed)
+    );
+    let run = json(&warrant(&store, &["runs", "--json"]))[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let said = warrant(
+        &store,
+        &[
+            "reconcile",
+            &run,
+            "c2",
+            "--happened",
+            "--note",
+            "the ledger has it",
+        ],
+    );
+    assert_eq!(said.status.code(), Some(0), "{}", stderr(&said));
+    let ended = warrant_tmp(dir.path(), &store, &["resume", &run, "--json"]);
+    assert!(
+        matches!(ended.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&ended)
+    );
+    assert!(json(&ended)["outcome"].is_string(), "{}", stdout(&ended));
+    assert_eq!(
+        ledger(&base)["cafe"]["order_latte"],
+        1,
+        "the order was repeated"
+    );
+}
+
+/// A page whose commit navigates away before it answers: the order reached the shop (its
+/// server counts it), the answer never came — so the call is in doubt, not failed and not
+/// repeated, until an operator says what happened.
+#[test]
+fn a_page_that_navigates_away_mid_call_leaves_its_commit_in_doubt() {
+    let page = r#"<!doctype html><title>shop</title><script>
+document.modelContext.registerTool({name: "order", description: "orders an item",
+  inputSchema: {type: "object", properties: {item: {type: "string"}}, required: ["item"]},
+  execute: async ({item}) => {
+    await fetch("/order", {method: "POST", body: item});
+    location.href = "/thanks.html";
+    return new Promise(() => {});
+  }});
+</script>"#
+        .to_owned();
+    let (shop, hits) = serve_counting(vec![
+        ("/shop.html", page),
+        (
+            "/thanks.html",
+            "<!doctype html><title>thanks</title>thanks".to_owned(),
+        ),
+    ]);
+    let (dir, store) = scratch();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        format!(
+            r#"version: warrant/v1
+id: navigating
+objective: Order a latte.
+decider: scripted:script.yaml
+providers:
+  shop: {{webmcp: {{url: "{shop}/shop.html", effects: {{order: commit}}}}}}
+steps:
+  - id: buy
+    provider: shop
+    intent: Order a latte.
+    tools: [order]
+    commit: required
+limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  buy:\n    - call: order\n      args: {item: latte}\n    - done: ordered\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let o = warrant_tmp(dir.path(), &store, &["run", spec.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let said = stdout(&o);
+    assert!(
+        said.contains("in doubt: it was sent and its answer was lost"),
+        "{said}"
+    );
+    assert_eq!(hits.lock().unwrap().get("/order"), Some(&1));
+    let run = json(&warrant(&store, &["runs", "--json"]))[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The log says why: the page went to another document before it answered.
+    let events = stdout(&warrant(&store, &["events", &run, "--json"]));
+    assert!(events.contains("navigated"), "{events}");
+    let said = warrant(&store, &["reconcile", &run, "c1", "--happened"]);
+    assert_eq!(said.status.code(), Some(0), "{}", stderr(&said));
+    let ended = warrant_tmp(dir.path(), &store, &["resume", &run]);
+    assert!(
+        matches!(ended.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&ended)
+    );
+    assert_eq!(
+        hits.lock().unwrap().get("/order"),
+        Some(&1),
+        "ordered twice"
+    );
+}
