@@ -361,18 +361,20 @@ impl Drop for Proc {
 fn webmcp_serve(providers: &[&str]) -> (Proc, String) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
-        .args(["webmcp-serve"])
-        .args(providers)
-        .args(["--listen", &listen])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let served = Proc(
+        std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+            .args(["webmcp-serve"])
+            .args(providers)
+            .args(["--listen", &listen])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let base = format!("http://{listen}");
     for _ in 0..200 {
         if std::net::TcpStream::connect(&listen).is_ok() {
-            return (Proc(child), base);
+            return (served, base);
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
