@@ -548,6 +548,9 @@ fn repeats(args: &BenchArgs) -> u32 {
 }
 
 pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
+    if args.lane == "browser" {
+        return browser(args).await;
+    }
     if args.steps == 0 || args.runs == 0 || args.workers == 0 {
         return Err(Failure::invalid(anyhow!(
             "--steps, --runs and --workers must be at least 1"
@@ -690,6 +693,143 @@ pub async fn run(store_at: &StoreAt, args: &BenchArgs) -> Result<u8, Failure> {
     Ok(exit::ATTAINED)
 }
 
+/// A surface that times each call it passes on, from a common start: when it began and how
+/// long it took.
+struct Timed {
+    inner: Arc<dyn warrant_core::ports::Surface>,
+    since: warrant_core::metrics::Stopwatch,
+    calls: std::sync::Mutex<Vec<(std::time::Duration, std::time::Duration)>>,
+}
+
+impl warrant_core::ports::Surface for Timed {
+    fn observe(
+        &self,
+    ) -> BoxFuture<'_, Result<warrant_core::ports::Observation, warrant_core::ports::SurfaceError>>
+    {
+        self.inner.observe()
+    }
+
+    fn invoke(
+        &self,
+        call: warrant_core::ports::Invocation,
+    ) -> BoxFuture<'_, Result<warrant_core::ports::CallOutput, warrant_core::ports::SurfaceError>>
+    {
+        Box::pin(async move {
+            let began = self.since.elapsed();
+            let took = warrant_core::metrics::Stopwatch::start();
+            let out = self.inner.invoke(call).await;
+            if let Ok(mut calls) = self.calls.lock() {
+                calls.push((began, took.elapsed()));
+            }
+            out
+        })
+    }
+
+    fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
+        self.inner.is_current(version)
+    }
+}
+
+/// The `q` quantile of `sorted` microseconds.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let last = sorted.len() - 1;
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index into a benchmark's few thousand samples"
+    )]
+    let at = ((last as f64) * q).round() as usize;
+    sorted.get(at.min(last)).copied().unwrap_or(0.0)
+}
+
+/// `--lane browser`: the tool loop with its tool served as a WebMCP page and called in a
+/// headless Chromium, one run of `--steps` calls. For each call: the WebMCP surface's own
+/// round trip (`WebMCP.invokeTool` until its `toolResponded`), the whole step through Warrant
+/// (from one call's start to the next: decision, Bridge, intent, call, result), and the
+/// difference, Warrant's part — each as p50 and p99.
+async fn browser(args: &BenchArgs) -> Result<u8, Failure> {
+    use warrant_surfaces::webmcp::{BrowserLane, WebMcpSurface};
+    let counter = Arc::new(AtomicU64::new(0));
+    let tool: Arc<dyn warrant_surfaces::Provider> =
+        Arc::new(StepTool::with_counter(counter.clone()));
+    let lane = BrowserLane::serve(
+        BTreeMap::from([("tools".to_owned(), tool)]),
+        "127.0.0.1:0",
+        "bench",
+    )
+    .await
+    .map_err(|e| Failure::failed(anyhow!(e)))?;
+    let page = warrant_core::spec::WebMcpSpec {
+        url: format!("{}/tools/", lane.base()),
+        effects: BTreeMap::from([("step".to_owned(), warrant_core::event::Effect::Read)]),
+        ..warrant_core::spec::WebMcpSpec::default()
+    };
+    let surface = WebMcpSurface::open("tools", &page, true, 60_000)
+        .await
+        .map_err(|e| Failure::failed(anyhow!(e)))?;
+    let browser_product = surface.browser_product().to_owned();
+    let timed = Arc::new(Timed {
+        inner: Arc::new(surface),
+        since: warrant_core::metrics::Stopwatch::start(),
+        calls: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut surfaces: Surfaces = Surfaces::new();
+    surfaces.insert("tools".into(), timed.clone());
+    let surfaces = Arc::new(surfaces);
+    let engines = vec![Engine::new(Arc::new(MemoryStore::new()))];
+    // Warm-up: the page, the browser's JIT and the engine's caches.
+    batch(&engines, &surfaces, 20, 1, None, &counter).await?;
+    if let Ok(mut calls) = timed.calls.lock() {
+        calls.clear();
+    }
+    let measured = batch(&engines, &surfaces, args.steps, 1, None, &counter).await?;
+    let calls = timed.calls.lock().map(|c| c.clone()).unwrap_or_default();
+    warrant_engine::shutdown(&surfaces).await;
+    drop((surfaces, timed, engines, lane));
+    let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+    let mut direct: Vec<f64> = calls.iter().map(|(_, took)| us(*took)).collect();
+    let mut steps: Vec<f64> = calls
+        .windows(2)
+        .filter_map(|w| match w {
+            [(a, _), (b, _)] => Some(us(b.saturating_sub(*a))),
+            _ => None,
+        })
+        .collect();
+    let mut overhead: Vec<f64> = calls
+        .windows(2)
+        .filter_map(|w| match w {
+            [(a, took), (b, _)] => Some(us(b.saturating_sub(*a).saturating_sub(*took))),
+            _ => None,
+        })
+        .collect();
+    for v in [&mut direct, &mut steps, &mut overhead] {
+        v.sort_by(f64::total_cmp);
+    }
+    let line = json!({
+        "peer": "warrant",
+        "variant": "memory",
+        "lane": "browser",
+        "browser": browser_product,
+        "steps": args.steps,
+        "runs": 1,
+        "wall_s": measured.wall_s,
+        "per_step_us": measured.wall_s * 1e6 / f64::from(args.steps),
+        "invoke_tool_us_p50": quantile(&direct, 0.5),
+        "invoke_tool_us_p99": quantile(&direct, 0.99),
+        "per_step_us_p50": quantile(&steps, 0.5),
+        "per_step_us_p99": quantile(&steps, 0.99),
+        "warrant_us_p50": quantile(&overhead, 0.5),
+        "warrant_us_p99": quantile(&overhead, 0.99),
+        "tool_calls": direct.len(),
+    });
+    outln!("{line}");
+    Ok(exit::ATTAINED)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,6 +844,7 @@ mod tests {
             children,
             waiting: false,
             threads: 1,
+            lane: "reference".to_owned(),
         }
     }
 

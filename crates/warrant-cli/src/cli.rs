@@ -659,6 +659,11 @@ pub struct BenchArgs {
     /// event loop does; a durable store's writer has a thread of its own either way.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: u32,
+    /// `browser`: the tool served as a WebMCP page and called in a headless Chromium (one
+    /// run of `--steps` calls; prints the p50 and p99 of the page's own `invokeTool` round
+    /// trip, of each step through Warrant, and of their difference).
+    #[arg(long, default_value = "reference", value_parser = ["reference", "browser"], conflicts_with_all = ["durable", "workers", "children", "waiting", "repeat"])]
+    pub lane: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -574,3 +574,74 @@ limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
         "ordered twice"
     );
 }
+
+/// The gateway puts a page's WebMCP tools in front of MCP clients like any upstream server:
+/// the official TypeScript SDK client lists and calls them over stdio, each call passing the
+/// Bridge and recorded in the session's run — the order, proposed after the client read the
+/// page's untrusted menu, asked of a person first — and the page's server counts one order.
+#[test]
+fn the_gateway_offers_a_pages_tools_to_an_mcp_client_governed() {
+    let (_pages, base) = webmcp_serve(&["cafe"]);
+    let (dir, store) = scratch();
+    let config = dir.path().join("gateway.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"version: warrant/gateway/v1
+id: cafe-pages
+servers:
+  cafe:
+    webmcp:
+      url: "{base}/cafe/"
+      effects: {{read_menu: read, order_latte: commit}}
+policy: ["{}"]
+"#,
+            root().join("examples/policies/webmcp.cedar").display()
+        ),
+    )
+    .unwrap();
+    let plan = serde_json::json!({
+        "command": [env!("CARGO_BIN_EXE_warrant"), "gateway", config],
+        "env": {"WARRANT_STORE": store, "TMPDIR": dir.path()},
+        // The order comes after the client read the page's (untrusted) menu: a person is
+        // asked, and approves.
+        "answers": ["approve"],
+        "calls": [
+            {"name": "read_menu", "arguments": {}},
+            {"name": "order_latte", "arguments": {"size": "medium", "milk": "oat"}},
+        ],
+    });
+    let out = std::process::Command::new("node")
+        .arg(root().join("mcp-servers/gateway-client.mjs"))
+        .arg(plan.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["order_latte", "read_menu"], "{seen}");
+    let results = seen["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{seen}");
+    assert!(results.iter().all(|r| r["isError"] != true), "{seen}");
+    assert!(results[1].to_string().contains("order_id"), "{seen}");
+    assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(ledger(&base)["cafe"]["order_latte"], 1);
+    // The session is a run whose log holds both calls.
+    let runs = json(&warrant(&store, &["runs", "--json"]));
+    let run = runs[0]["run_id"].as_str().unwrap();
+    let events = stdout(&warrant(&store, &["events", run, "--json"]));
+    let dispatched = events
+        .lines()
+        .filter(|l| l.contains("\"type\":\"call_dispatched\""))
+        .count();
+    assert_eq!(dispatched, 2, "{events}");
+}
