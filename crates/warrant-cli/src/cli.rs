@@ -137,9 +137,13 @@ pub enum Command {
         /// The spec file (YAML or JSON).
         spec: PathBuf,
         /// A decider: `scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, `gemini:MODEL` or
-        /// `openai-compatible:MODEL@URL`, with options after `?`. Give two or more.
-        #[arg(long = "decider", required = true, num_args = 1)]
+        /// `openai-compatible:MODEL@URL`, with options after `?` (default: the spec's).
+        #[arg(long = "decider", num_args = 1)]
         deciders: Vec<String>,
+        /// A lane each decider runs on (`reference`, `browser`; default: `reference`). Give
+        /// two or more routes in all: deciders, lanes, or both (every decider on every lane).
+        #[arg(long = "lane", num_args = 1, value_parser = ["reference", "browser"])]
+        lanes: Vec<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

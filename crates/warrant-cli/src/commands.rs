@@ -92,8 +92,9 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Compare {
             spec,
             deciders,
+            lanes,
             json,
-        } => compare(&store_path, &spec, &deciders, json).await,
+        } => compare(&store_path, &spec, &deciders, &lanes, json).await,
         Command::Validate {
             spec,
             as_author: true,
@@ -1207,12 +1208,24 @@ async fn compare(
     store_path: &StoreAt,
     spec_path: &Path,
     deciders: &[String],
+    lanes: &[String],
     json: bool,
 ) -> Result<u8> {
     let spec = warrant_app::load_spec(spec_path)?;
-    if deciders.len() < 2 {
+    let chosen: Vec<Option<&String>> = if deciders.is_empty() {
+        vec![None]
+    } else {
+        deciders.iter().map(Some).collect()
+    };
+    let on: Vec<&str> = if lanes.is_empty() {
+        vec!["reference"]
+    } else {
+        lanes.iter().map(String::as_str).collect()
+    };
+    if chosen.len() * on.len() < 2 {
         return Err(Failure::invalid(anyhow!(
-            "compare needs two or more `--decider`"
+            "compare needs two or more routes: two or more `--decider`, or `--lane reference \
+             --lane browser`"
         )));
     }
     // Every decider is checked before any route runs.
@@ -1221,20 +1234,37 @@ async fn compare(
     }
     let app = app(store_path.open(Use::Create).await?);
     let mut reports = Vec::new();
-    for decider in deciders {
-        // Fresh providers for each route: the same frozen world.
-        let options = warrant_app::RunOptions {
-            decider: Some(decider.clone()),
-            ..warrant_app::RunOptions::default()
-        };
-        let prepared =
-            warrant_app::Prepared::new(&self::deciders(), spec.clone(), spec_path, options).await?;
-        errln!("running {} ...", prepared.decider.identity());
-        let driven = prepared.drive(&app.engine_for(&prepared)).await;
-        prepared.shutdown().await;
-        reports.push(RunReport::from_state(&driven?.state));
+    for decider in &chosen {
+        for lane in &on {
+            // Fresh providers for each route: the same frozen world.
+            let options = warrant_app::RunOptions {
+                decider: decider.cloned(),
+                lane: if *lane == "browser" {
+                    warrant_app::Lane::Browser
+                } else {
+                    warrant_app::Lane::Reference
+                },
+                ..warrant_app::RunOptions::default()
+            };
+            let prepared =
+                warrant_app::Prepared::new(&self::deciders(), spec.clone(), spec_path, options)
+                    .await?;
+            errln!(
+                "running {} on the {lane} lane ...",
+                prepared.decider.identity()
+            );
+            let driven = prepared.drive(&app.engine_for(&prepared)).await;
+            prepared.shutdown().await;
+            reports.push(RunReport::from_state(&driven?.state));
+        }
     }
-    let cmp = warrant_core::compare::Comparison::of(&reports);
+    let mut cmp = warrant_core::compare::Comparison::of(&reports);
+    if !lanes.is_empty() {
+        let named = chosen.iter().flat_map(|_| on.iter());
+        for (route, lane) in cmp.routes.iter_mut().zip(named) {
+            route.lane = Some((*lane).to_owned());
+        }
+    }
     if json {
         print_json(&cmp)?;
     } else {

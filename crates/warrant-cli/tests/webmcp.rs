@@ -112,6 +112,31 @@ fn the_cafe_gallery_spec_attains_on_both_lanes_with_the_same_route_and_carried_v
         report["terminal"].clone()
     };
     assert_eq!(verdicts(r), verdicts(b));
+    // `warrant compare` puts the two lanes side by side: one frozen spec, no difference.
+    let compared = warrant_tmp(
+        dir.path(),
+        &store,
+        &[
+            "compare",
+            "examples/cafe-gallery/spec.yaml",
+            "--lane",
+            "reference",
+            "--lane",
+            "browser",
+            "--json",
+        ],
+    );
+    assert_eq!(compared.status.code(), Some(0), "{}", stderr(&compared));
+    let compared = json(&compared);
+    let lanes: Vec<&str> = compared["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["lane"].as_str().unwrap())
+        .collect();
+    assert_eq!(lanes, ["reference", "browser"]);
+    assert_eq!(compared["path_difference"], false, "{compared}");
+    assert_eq!(compared["terminal_difference"], false, "{compared}");
     // The browser it started ended with it, its profile too.
     let profiles = dir.path().join("warrant-chromium-");
     assert!(

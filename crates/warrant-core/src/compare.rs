@@ -1,4 +1,4 @@
-//! Comparing runs of one frozen spec through several deciders.
+//! Comparing runs of one frozen spec through several deciders, or on several lanes.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,10 @@ use crate::report::RunReport;
 pub struct RouteSummary {
     /// The decider.
     pub decider: String,
+    /// Where its in-process providers were reached (`reference`, `browser`), when the
+    /// comparison is across lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
     /// The run.
     pub run_id: String,
     /// The route key.
@@ -63,6 +67,7 @@ impl Comparison {
                 };
                 RouteSummary {
                     decider: r.decider.to_string(),
+                    lane: None,
                     run_id: r.run_id.0.clone(),
                     route_key: r.route_key.clone(),
                     outcome: outcome
@@ -101,8 +106,13 @@ impl Comparison {
         let yes = |b: bool| if b { "yes" } else { "no" };
         let mut out = format!("spec {} ({})\n", self.spec_id, self.spec_hash);
         for r in &self.routes {
+            let lane = r
+                .lane
+                .as_ref()
+                .map(|l| format!(" on the {l} lane"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "{}\n  path        {}\n  terminal    {}\n  conformant  {}\n",
+                "{}{lane}\n  path        {}\n  terminal    {}\n  conformant  {}\n",
                 r.decider,
                 r.route_key,
                 r.outcome,
