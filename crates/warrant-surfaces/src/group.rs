@@ -2,6 +2,10 @@
 //! browser and its renderers), at once when dropped, so nothing a provider started outlives it.
 
 /// How long a process group has to exit on its own, and again after SIGTERM.
+#[cfg_attr(
+    not(feature = "mcp"),
+    allow(dead_code, reason = "only a stdio MCP server is asked to end in order")
+)]
 pub(crate) const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// How often a process group is looked at while it is given time to exit.
@@ -19,6 +23,7 @@ impl ProcessGroup {
     }
 
     /// The group's id (its leader's pid).
+    #[cfg(feature = "webmcp")]
     pub(crate) fn pid(&self) -> u32 {
         u32::try_from(self.0.as_raw()).unwrap_or(0)
     }
@@ -30,6 +35,10 @@ impl ProcessGroup {
     }
 
     /// Whether the group's leader has exited (gone, or exited and not yet reaped).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        allow(dead_code, reason = "only a stdio MCP server is asked to end in order")
+    )]
     pub(crate) fn leader_exited(&self) -> bool {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.0)) else {
             return true;
@@ -42,6 +51,10 @@ impl ProcessGroup {
     }
 
     /// Waits up to `grace` for the group to be gone; says whether it is.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        allow(dead_code, reason = "only a stdio MCP server is asked to end in order")
+    )]
     pub(crate) async fn gone_within(&self, grace: std::time::Duration) -> bool {
         let until = tokio::time::Instant::now() + grace;
         while self.alive() {
@@ -56,6 +69,10 @@ impl ProcessGroup {
     /// The end of a child asked to exit (a stdio server whose input was closed, MCP's
     /// order): a wait, then SIGTERM and another wait, then SIGKILL — to every process of the
     /// group.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        allow(dead_code, reason = "only a stdio MCP server is asked to end in order")
+    )]
     pub(crate) async fn end(&self) {
         if self.gone_within(EXIT_GRACE).await {
             return;

@@ -44,6 +44,27 @@ pub(crate) fn bound(output: Value, max: usize) -> Value {
     warrant_core::canon::truncated(&text, max)
 }
 
+/// A remote tool's effect class: the spec's word (`effects`) first; a read only when a
+/// trusted provider declares it read-only (`read_only`: MCP's `readOnlyHint`, a page's
+/// `readOnlyHint`); a commit otherwise (MCP's default, and the safe one).
+#[cfg(any(feature = "mcp", feature = "webmcp"))]
+pub(crate) fn effect_of(
+    effects: &std::collections::BTreeMap<String, warrant_core::event::Effect>,
+    trusted: bool,
+    tool: &str,
+    read_only: Option<bool>,
+) -> warrant_core::event::Effect {
+    use warrant_core::event::Effect;
+    if let Some(e) = effects.get(tool) {
+        return *e;
+    }
+    if trusted && read_only == Some(true) {
+        Effect::Read
+    } else {
+        Effect::Commit
+    }
+}
+
 /// A spec value that may name environment variables: `$NAME` alone, or `${NAME}` anywhere in
 /// it, is replaced by Warrant's environment variable `NAME` (so a credential never sits in the
 /// spec); anything else is taken as written. A variable that is not set is an error naming it.

@@ -703,17 +703,9 @@ impl McpSurface {
         self
     }
 
-    /// A tool's effect class: the spec's word first; a read only when a trusted server
-    /// declares it read-only; a commit otherwise (MCP's default).
+    /// A tool's effect class ([`crate::effect_of`]).
     fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
-        if let Some(e) = self.effects.get(tool) {
-            return *e;
-        }
-        if self.trusted && read_only == Some(true) {
-            Effect::Read
-        } else {
-            Effect::Commit
-        }
+        crate::effect_of(&self.effects, self.trusted, tool, read_only)
     }
 
     async fn list(&self) -> Result<Observation, SurfaceError> {

@@ -400,14 +400,7 @@ impl WebMcpSurface {
     }
 
     fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
-        if let Some(e) = self.effects.get(tool) {
-            return *e;
-        }
-        if self.trusted && read_only == Some(true) {
-            Effect::Read
-        } else {
-            Effect::Commit
-        }
+        crate::effect_of(&self.effects, self.trusted, tool, read_only)
     }
 
     /// What the page offers once it has loaded and its tool list has been still for
