@@ -101,6 +101,8 @@ struct PageState {
     answered: HashSet<String>,
     /// Why the page is gone, once it is.
     gone: Option<String>,
+    /// The version of what it offers now, once asked (forgotten at every change).
+    version: Option<String>,
 }
 
 /// The page's state, fed by its session's events.
@@ -122,6 +124,26 @@ impl PageState {
     fn touch(&mut self) {
         self.changes += 1;
         self.changed_at = Some(tokio::time::Instant::now());
+        self.version = None;
+    }
+
+    /// The version of what the page offers now: its document, and each tool's name, schema,
+    /// hint and registering script — digested once per change, not at every look.
+    fn version(&mut self) -> &str {
+        let tools = &self.tools;
+        let loader = &self.loader;
+        self.version.get_or_insert_with(|| {
+            let listing: Vec<Value> = tools
+                .iter()
+                .map(|(name, t)| json!([name, &*t.input_schema, t.read_only, t.script]))
+                .collect();
+            let digest = canon::digest(&json!([loader, listing]));
+            digest
+                .trim_start_matches("sha256:")
+                .get(..16)
+                .unwrap_or_default()
+                .to_owned()
+        })
     }
 
     /// Every invocation still waiting ends: the page is no longer the one that was asked.
@@ -412,7 +434,7 @@ impl WebMcpSurface {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let wait_until = {
-                let s = self.page.state();
+                let mut s = self.page.state();
                 if let Some(why) = &s.gone {
                     return Err(SurfaceError::new(
                         SurfaceErrorKind::NotSent,
@@ -422,7 +444,7 @@ impl WebMcpSurface {
                 let settled_at = s.changed_at.map(|t| t + SETTLE);
                 match settled_at {
                     Some(at) if s.loaded && at <= tokio::time::Instant::now() => {
-                        return Ok(self.observation(&s));
+                        return Ok(self.observation(&mut s));
                     }
                     Some(at) if s.loaded => at,
                     _ => until,
@@ -442,7 +464,7 @@ impl WebMcpSurface {
         }
     }
 
-    fn observation(&self, s: &PageState) -> Observation {
+    fn observation(&self, s: &mut PageState) -> Observation {
         let actions: Vec<ActionRecord> = s
             .tools
             .iter()
@@ -463,7 +485,7 @@ impl WebMcpSurface {
             })
             .collect();
         Observation {
-            version: version(s),
+            version: s.version().to_owned(),
             actions: actions.into(),
         }
     }
@@ -595,22 +617,6 @@ fn lost(why: String) -> SurfaceError {
     SurfaceError::answer_lost(why)
 }
 
-/// The version of what the page offers: its document, and each tool's name, schema and
-/// registering script.
-fn version(s: &PageState) -> String {
-    let listing: Vec<Value> = s
-        .tools
-        .iter()
-        .map(|(name, t)| json!([name, &*t.input_schema, t.read_only, t.script]))
-        .collect();
-    let digest = canon::digest(&json!([s.loader, listing]));
-    digest
-        .trim_start_matches("sha256:")
-        .get(..16)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 impl Surface for WebMcpSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
         Box::pin(self.observe_settled())
@@ -621,8 +627,8 @@ impl Surface for WebMcpSurface {
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
-        let s = self.page.state();
-        let current = s.gone.is_none() && self::version(&s) == version;
+        let mut s = self.page.state();
+        let current = s.gone.is_none() && s.version() == version;
         Box::pin(std::future::ready(current))
     }
 }
