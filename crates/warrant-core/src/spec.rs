@@ -220,6 +220,28 @@ pub struct WebMcpSpec {
     /// Largest result kept whole, in bytes of JSON (default 1 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_bytes_max: Option<usize>,
+    /// Whose cookies and storage the page has: the run's (`run`, the default: every page of
+    /// one run with `run` shares one browser context, no other run's) or its own
+    /// (`provider`: a browser context of its own).
+    #[serde(default, skip_serializing_if = "PageStorage::is_run")]
+    pub storage: PageStorage,
+}
+
+/// Whose cookies and storage a WebMCP page has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PageStorage {
+    /// The run's: shared by the run's pages that say `run`.
+    #[default]
+    Run,
+    /// Its own.
+    Provider,
+}
+
+impl PageStorage {
+    fn is_run(&self) -> bool {
+        *self == PageStorage::Run
+    }
 }
 
 /// How to reach an MCP server: give `command` (stdio) or `url` (Streamable HTTP).

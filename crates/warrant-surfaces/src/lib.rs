@@ -155,15 +155,18 @@ pub async fn connect(
     spec: &warrant_core::Spec,
 ) -> Result<HashMap<String, Arc<dyn Surface>>, String> {
     let mut out: HashMap<String, Arc<dyn Surface>> = HashMap::new();
+    // The browser contexts this run's pages share (`webmcp.storage: run`).
+    let contexts = PageContexts::default();
     let (joins, single): (Vec<_>, Vec<_>) =
         spec.providers.iter().partition(|(_, p)| !p.join.is_empty());
     for (name, provider) in single {
         let registered = provider.registered.is_some();
         #[cfg(feature = "webmcp")]
         if let (Some(base), Some(reference)) = (reach.pages, &provider.reference) {
-            let surface = webmcp::BrowserLane::surface(reach, base, name, provider, reference)
-                .await
-                .map_err(|e| format!("provider `{name}`: {e}"))?;
+            let surface =
+                webmcp::BrowserLane::surface(reach, &contexts, base, name, provider, reference)
+                    .await
+                    .map_err(|e| format!("provider `{name}`: {e}"))?;
             out.insert(name.clone(), surface);
             continue;
         }
@@ -191,6 +194,7 @@ pub async fn connect(
                         name,
                         provider,
                         &reach,
+                        &contexts,
                         spec.limits.call_timeout_ms,
                         vars,
                         redact,
@@ -240,11 +244,19 @@ pub async fn connect(
     Ok(out)
 }
 
-/// A surface for an MCP server or an OpenAPI service. `limit_ms` bounds each HTTP answer.
+/// The browser contexts one run's WebMCP pages share (nothing without the `webmcp` feature).
+#[cfg(feature = "webmcp")]
+type PageContexts = webmcp::RunContexts;
+#[cfg(not(feature = "webmcp"))]
+type PageContexts = ();
+
+/// A surface for an MCP server, an OpenAPI service or a WebMCP page. `limit_ms` bounds each
+/// HTTP answer, and each of a page's DevTools commands.
 async fn remote(
     name: &str,
     provider: &warrant_core::spec::ProviderSpec,
     reach: &Reach<'_>,
+    contexts: &PageContexts,
     limit_ms: u64,
     vars: Vars<'_>,
     redact: Option<Arc<Secrets>>,
@@ -267,10 +279,11 @@ async fn remote(
     }
     #[cfg(feature = "webmcp")]
     if let Some(page) = &provider.webmcp {
-        let surface = webmcp::WebMcpSurface::open(name, page, trusted, limit_ms).await?;
+        let surface =
+            webmcp::WebMcpSurface::open_in(Some(contexts), name, page, trusted, limit_ms).await?;
         return Ok(Arc::new(surface));
     }
-    let _ = (name, reach, trusted, limit_ms, vars, redact);
+    let _ = (name, reach, contexts, trusted, limit_ms, vars, redact);
     Err(
         "this build has no support for this kind of provider (features `mcp`, `openapi`, \
          `webmcp`)"

@@ -3,7 +3,8 @@
 //! the script that registered it in the version; a tool registered again with another schema
 //! makes the observation stale; a page that navigates away before it answers leaves the call
 //! with its answer lost (a commit in doubt); a tool that throws is the page's error; a tool
-//! the page does not offer is refused before anything is sent.
+//! the page does not offer is refused before anything is sent; a run's pages share storage
+//! unless one keeps its own.
 
 #![allow(
     clippy::unwrap_used,
@@ -22,8 +23,8 @@ use serde_json::{Value, json};
 use warrant_core::event::Effect;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{Invocation, Surface, SurfaceErrorKind};
-use warrant_core::spec::WebMcpSpec;
-use warrant_surfaces::webmcp::WebMcpSurface;
+use warrant_core::spec::{PageStorage, WebMcpSpec};
+use warrant_surfaces::webmcp::{RunContexts, WebMcpSurface};
 
 /// Serves `files` (path → HTML or script) on a loopback port, on a thread, until the test
 /// ends: the base URL.
@@ -200,9 +201,19 @@ async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
     assert!(after.actions.is_empty());
 }
 
-/// Each page has a browser context of its own: what one page stores, another does not see.
+/// What `page` recalls from its storage.
+async fn recall(page: &WebMcpSurface) -> Value {
+    let v = page.observe().await.unwrap().version;
+    page.invoke(call("recall", json!({}), Effect::Commit, &v))
+        .await
+        .unwrap()
+        .output
+}
+
+/// The pages of one run share their cookies and storage by default (`storage: run`), and no
+/// other run's; a page whose spec says `storage: provider` has its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_page_has_its_own_storage() {
+async fn a_runs_pages_share_storage_unless_one_keeps_its_own() {
     let base = serve(BTreeMap::from([(
         "/a.html",
         r#"<!doctype html><script>
@@ -218,14 +229,25 @@ document.modelContext.registerTool({name: "recall", description: "reads it back"
         url: format!("{base}/a.html"),
         ..WebMcpSpec::default()
     };
-    let one = WebMcpSurface::open("one", &spec, false, 30_000)
+    let own = WebMcpSpec {
+        storage: PageStorage::Provider,
+        ..spec.clone()
+    };
+    let run = RunContexts::default();
+    let other_run = RunContexts::default();
+    let one = WebMcpSurface::open_in(Some(&run), "one", &spec, false, 30_000)
         .await
         .unwrap();
-    let two = WebMcpSurface::open("two", &spec, false, 30_000)
+    let two = WebMcpSurface::open_in(Some(&run), "two", &spec, false, 30_000)
+        .await
+        .unwrap();
+    let alone = WebMcpSurface::open_in(Some(&run), "alone", &own, false, 30_000)
+        .await
+        .unwrap();
+    let elsewhere = WebMcpSurface::open_in(Some(&other_run), "elsewhere", &spec, false, 30_000)
         .await
         .unwrap();
     let v1 = one.observe().await.unwrap().version;
-    let v2 = two.observe().await.unwrap().version;
     one.invoke(call(
         "remember",
         json!({"v": "secret"}),
@@ -234,14 +256,16 @@ document.modelContext.registerTool({name: "recall", description: "reads it back"
     ))
     .await
     .unwrap();
-    let mine = one
-        .invoke(call("recall", json!({}), Effect::Commit, &v1))
-        .await
-        .unwrap();
-    assert_eq!(mine.output, json!({"v": "secret"}));
-    let theirs = two
-        .invoke(call("recall", json!({}), Effect::Commit, &v2))
-        .await
-        .unwrap();
-    assert_eq!(theirs.output, json!({"v": null}));
+    assert_eq!(recall(&one).await, json!({"v": "secret"}));
+    assert_eq!(
+        recall(&two).await,
+        json!({"v": "secret"}),
+        "the run's pages share"
+    );
+    assert_eq!(recall(&alone).await, json!({"v": null}), "its own storage");
+    assert_eq!(
+        recall(&elsewhere).await,
+        json!({"v": null}),
+        "another run's"
+    );
 }

@@ -294,7 +294,8 @@ pub struct WebMcpSurface {
     effects: BTreeMap<String, Effect>,
     output_bytes_max: usize,
     browser: Arc<Browser>,
-    context: String,
+    /// Held while the page is open: the context is disposed of with its last page.
+    _context: Arc<Context>,
     target: String,
     session: String,
     page: Arc<Page>,
@@ -317,10 +318,69 @@ impl Drop for WebMcpSurface {
         self.browser
             .cdp
             .tell("Target.closeTarget", json!({"targetId": self.target}));
+    }
+}
+
+/// A browser context (its cookies and storage), disposed of when the last page in it closes.
+struct Context {
+    browser: Arc<Browser>,
+    id: String,
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
         self.browser.cdp.tell(
             "Target.disposeBrowserContext",
-            json!({"browserContextId": self.context}),
+            json!({"browserContextId": self.id}),
         );
+    }
+}
+
+impl Context {
+    async fn new(browser: &Arc<Browser>) -> Result<Arc<Context>, String> {
+        let made = browser
+            .cdp
+            .call(
+                "Target.createBrowserContext",
+                json!({"disposeOnDetach": true}),
+                None,
+            )
+            .await?;
+        Ok(Arc::new(Context {
+            browser: browser.clone(),
+            id: text(&made, "browserContextId"),
+        }))
+    }
+}
+
+/// The browser contexts the pages of one run share (`webmcp.storage: run`, the default): one
+/// per browser, made by the first page that needs it, disposed of with the last of them.
+#[derive(Default)]
+pub struct RunContexts {
+    made: tokio::sync::Mutex<HashMap<Option<String>, std::sync::Weak<Context>>>,
+}
+
+impl std::fmt::Debug for RunContexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContexts").finish_non_exhaustive()
+    }
+}
+
+impl RunContexts {
+    /// The run's context on `browser` (at `endpoint`).
+    async fn on(
+        &self,
+        endpoint: Option<&str>,
+        browser: &Arc<Browser>,
+    ) -> Result<Arc<Context>, String> {
+        let mut made = self.made.lock().await;
+        let key = endpoint.map(str::to_owned);
+        if let Some(context) = made.get(&key).and_then(std::sync::Weak::upgrade) {
+            return Ok(context);
+        }
+        let context = Context::new(browser).await?;
+        made.insert(key, Arc::downgrade(&context));
+        Ok(context)
     }
 }
 
@@ -333,21 +393,31 @@ impl WebMcpSurface {
         trusted: bool,
         limit_ms: u64,
     ) -> Result<WebMcpSurface, String> {
+        WebMcpSurface::open_in(None, name, spec, trusted, limit_ms).await
+    }
+
+    /// The same, in the browser context the pages of one run share when the spec says so
+    /// (`storage: run`, the default) and `run` is given; else in a context of its own.
+    pub async fn open_in(
+        run: Option<&RunContexts>,
+        name: &str,
+        spec: &WebMcpSpec,
+        trusted: bool,
+        limit_ms: u64,
+    ) -> Result<WebMcpSurface, String> {
         let limit = Duration::from_millis(limit_ms);
         let browser = Browser::shared(spec.browser.as_deref(), limit).await?;
         let cdp = &browser.cdp;
-        let context = cdp
-            .call(
-                "Target.createBrowserContext",
-                json!({"disposeOnDetach": true}),
-                None,
-            )
-            .await?;
-        let context = text(&context, "browserContextId");
+        let context = match (run, spec.storage) {
+            (Some(run), warrant_core::spec::PageStorage::Run) => {
+                run.on(spec.browser.as_deref(), &browser).await?
+            }
+            _ => Context::new(&browser).await?,
+        };
         let target = cdp
             .call(
                 "Target.createTarget",
-                json!({"url": "about:blank", "browserContextId": context}),
+                json!({"url": "about:blank", "browserContextId": context.id}),
                 None,
             )
             .await?;
@@ -372,7 +442,7 @@ impl WebMcpSurface {
                 .output_bytes_max
                 .unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
             browser: browser.clone(),
-            context,
+            _context: context,
             target,
             session,
             page,
@@ -749,6 +819,7 @@ impl BrowserLane {
     /// `base`: the page's tools take the effects the in-process provider declares.
     pub(crate) async fn surface(
         reach: crate::Reach<'_>,
+        run: &RunContexts,
         base: &str,
         name: &str,
         provider: &warrant_core::spec::ProviderSpec,
@@ -767,9 +838,12 @@ impl BrowserLane {
                 .map(|a| (a.name, a.effect))
                 .collect(),
             output_bytes_max: None,
+            // Each provider's page has storage of its own, as in process each has its state.
+            storage: warrant_core::spec::PageStorage::Provider,
         };
         let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
-        let surface = WebMcpSurface::open(name, &page, trusted, reach.start_ms).await?;
+        let surface =
+            WebMcpSurface::open_in(Some(run), name, &page, trusted, reach.start_ms).await?;
         Ok(Arc::new(surface))
     }
 }
