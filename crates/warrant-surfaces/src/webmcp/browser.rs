@@ -84,7 +84,13 @@ impl Browser {
         let mut browsers = BROWSERS.lock().await;
         let known = browsers.get_or_insert_with(HashMap::new);
         let key = endpoint.map(str::to_owned);
-        if let Some(b) = known.get(&key).and_then(Weak::upgrade) {
+        // A browser whose connection ended (it crashed, or was closed) is not used again:
+        // the next page gets a new one, the pages still holding the old one are gone.
+        if let Some(b) = known
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .filter(|b| !b.cdp.is_closed())
+        {
             return Ok(b);
         }
         // Started, and its connection read, on the browsers' own runtime: a browser outlives

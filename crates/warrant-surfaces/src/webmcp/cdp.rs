@@ -187,6 +187,11 @@ impl Cdp {
         answer.map_err(|e| format!("{method}: {e}"))
     }
 
+    /// Whether the connection has ended (the browser closed it, or died).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.shared.ended).is_some() || self.out.is_closed()
+    }
+
     /// Hands the events of page session `session` to `listener` while it lives.
     pub(crate) fn listen(&self, session: &str, listener: Weak<dyn Listener>) {
         lock(&self.shared.sessions).insert(session.to_owned(), listener);
