@@ -116,7 +116,7 @@ fn call(tool: &str, args: Value, effect: Effect, version: &str) -> Invocation {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
-    let (_base, spec) = page();
+    let (base, spec) = page();
     let shop = WebMcpSurface::open("shop", &spec, true, 30_000)
         .await
         .unwrap();
@@ -140,6 +140,12 @@ async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
         Effect::Commit
     );
     assert_eq!(price.input_schema["required"], json!(["item"]));
+    // Registered by the page's own script (`/tools.js`): both origins are the page's.
+    let origin = price.origin.as_ref().unwrap();
+    assert_eq!(
+        (origin.page.as_str(), origin.script.as_str()),
+        (base.as_str(), base.as_str())
+    );
     assert!(shop.is_current(&seen.version).await);
 
     // One text block of JSON is that JSON.
@@ -268,4 +274,31 @@ document.modelContext.registerTool({name: "recall", description: "reads it back"
         json!({"v": null}),
         "another run's"
     );
+}
+
+/// A tool the document's own markup declares (`<form toolname=...>`) is offered with its
+/// generated schema, and is the page's own: its script origin is the page's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_the_page_declares_is_a_tool_of_the_page() {
+    let base = serve(BTreeMap::from([(
+        "/search.html",
+        r#"<!doctype html><title>search</title>
+<form toolname="search" tooldescription="Searches the catalog" action="/results.html">
+<input name="q" type="text" toolparamdescription="what to look for" required>
+<button type="submit">go</button></form>"#,
+    )]));
+    let spec = WebMcpSpec {
+        url: format!("{base}/search.html"),
+        ..WebMcpSpec::default()
+    };
+    let page = WebMcpSurface::open("search", &spec, false, 30_000)
+        .await
+        .unwrap();
+    let seen = page.observe().await.unwrap();
+    let search = seen.actions.iter().find(|a| a.name == "search").unwrap();
+    assert_eq!(search.description, "Searches the catalog");
+    assert_eq!(search.input_schema["required"], json!(["q"]));
+    let origin = search.origin.as_ref().unwrap();
+    assert_eq!(origin.page, base);
+    assert_eq!(origin.script, base, "the document's own markup");
 }

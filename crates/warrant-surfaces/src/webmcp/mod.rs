@@ -50,6 +50,8 @@ pub const PROTOCOL: &[&str] = &[
     "Page.enable",
     "Page.navigate",
     "Page.frameNavigated",
+    "Page.frameStartedNavigating",
+    "Page.frameStoppedLoading",
     "Page.loadEventFired",
     "WebMCP.enable",
     "WebMCP.toolsAdded",
@@ -69,6 +71,8 @@ struct PageTool {
     read_only: Option<bool>,
     /// The script that registered it (the first frame of its stack trace).
     script: Option<String>,
+    /// Declared by the document's own markup (a `<form toolname=...>`), not by a script.
+    declarative: bool,
 }
 
 /// How an invocation ended.
@@ -85,6 +89,10 @@ enum Answer {
 struct PageState {
     /// Bumped at every change of what the page offers (a document, a tool added or removed).
     changes: u64,
+    /// The main frame, once it has a document.
+    main_frame: String,
+    /// Where the main frame began to go (another document), until it got there or stopped.
+    leaving: Option<String>,
     /// The main frame's document and where it is.
     loader: String,
     url: String,
@@ -162,6 +170,8 @@ impl Listener for Page {
                 let frame = params.get("frame").unwrap_or(&Value::Null);
                 let id = text(frame, "id");
                 if frame.get("parentId").is_none() {
+                    s.main_frame = id.clone();
+                    s.leaving = None;
                     s.loader = text(frame, "loaderId");
                     s.url = text(frame, "url");
                     s.origin = text(frame, "securityOrigin");
@@ -178,6 +188,22 @@ impl Listener for Page {
             "Page.loadEventFired" => {
                 s.loaded = true;
                 s.touch();
+            }
+            // The main frame begins to leave its document: what its tools answer from now on
+            // may be the browser closing them, not the page.
+            "Page.frameStartedNavigating" => {
+                if text(params, "frameId") == s.main_frame
+                    && text(params, "navigationType") != "sameDocument"
+                {
+                    s.leaving = Some(text(params, "url"));
+                }
+                return;
+            }
+            "Page.frameStoppedLoading" => {
+                if text(params, "frameId") == s.main_frame {
+                    s.leaving = None;
+                }
+                return;
             }
             "WebMCP.toolsAdded" => {
                 for t in params
@@ -203,6 +229,7 @@ impl Listener for Page {
                             ),
                             read_only: t.pointer("/annotations/readOnly").and_then(Value::as_bool),
                             script,
+                            declarative: t.get("backendNodeId").is_some(),
                         },
                     );
                 }
@@ -225,7 +252,14 @@ impl Listener for Page {
                 if !s.answered.insert(id.clone()) {
                     return;
                 }
-                let answer = Answer::Responded(params.clone());
+                // A document being left answers its invocations still waiting with an empty
+                // output, which its tools never gave: that is the page going, not an answer.
+                let answer = match &s.leaving {
+                    Some(url) if unloaded(params) => {
+                        Answer::Gone(format!("the page navigated to {url} before it answered"))
+                    }
+                    _ => Answer::Responded(params.clone()),
+                };
                 match s.waiting.remove(&id) {
                     Some(tx) => {
                         let _ = tx.send(answer);
@@ -550,7 +584,13 @@ impl WebMcpSurface {
                 }),
                 origin: Some(ToolOrigin {
                     page: s.origin.clone(),
-                    script: t.script.as_deref().map(origin_of).unwrap_or_default(),
+                    // A form the document declares is the page's own; a script the browser
+                    // did not name is nobody's.
+                    script: match (&t.script, t.declarative) {
+                        (Some(url), _) => origin_of(url),
+                        (None, true) => s.origin.clone(),
+                        (None, false) => String::new(),
+                    },
                 }),
             })
             .collect();
@@ -571,7 +611,7 @@ impl WebMcpSurface {
             }
         };
         let tool = call.tool();
-        let frame = {
+        let (frame, document) = {
             let s = self.page.state();
             if let Some(why) = &s.gone {
                 return Err(SurfaceError::not_sent(format!(
@@ -580,7 +620,7 @@ impl WebMcpSurface {
                 )));
             }
             match s.tools.get(tool) {
-                Some(t) => t.frame.clone(),
+                Some(t) => (t.frame.clone(), s.loader.clone()),
                 None => {
                     return Err(SurfaceError::not_sent(format!(
                         "the page no longer offers `{tool}`: observe it again"
@@ -603,11 +643,20 @@ impl WebMcpSurface {
         let (tx, rx) = oneshot::channel();
         {
             let mut s = self.page.state();
-            match s.early.remove(&invocation) {
-                Some(answer) => {
+            // The page may have moved on while the browser told us the invocation's id: its
+            // document went (and with it every invocation then waiting, this one unknown yet).
+            let left = (s.loader != document)
+                .then(|| format!("the page navigated to {} before it answered", s.url));
+            match (s.early.remove(&invocation), left) {
+                // An answer it gave before it went is its answer.
+                (Some(Answer::Responded(answered)), Some(why)) if unloaded(&answered) => {
+                    return Err(lost(why));
+                }
+                (Some(answer), _) => {
                     let _ = tx.send(answer);
                 }
-                None => {
+                (None, Some(why)) => return Err(lost(why)),
+                (None, None) => {
                     if let Some(why) = s.gone.clone() {
                         return Err(lost(why));
                     }
@@ -658,6 +707,12 @@ impl WebMcpSurface {
             is_error,
         }
     }
+}
+
+/// Whether a `toolResponded` is what the browser says of an invocation whose document went
+/// before it answered: `Completed` with an empty output.
+fn unloaded(answered: &Value) -> bool {
+    answered.get("output") == Some(&json!([]))
 }
 
 /// Forgets an invocation nobody waits for any more (the engine gave up on it).
