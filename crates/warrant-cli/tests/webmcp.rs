@@ -210,6 +210,33 @@ fn a_browser_lane_run_killed_outright_leaves_no_browser_behind() {
         left = mentioning(&profiles);
     }
     assert!(left.is_empty(), "left behind: {left:?}");
+    // Its profile stayed behind (nobody was left to remove it); the next browser this
+    // machine's Warrant starts removes it.
+    let profiles_left = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("warrant-chromium-")
+            })
+            .count()
+    };
+    assert_eq!(profiles_left(), 1);
+    let next = warrant_tmp(
+        dir.path(),
+        &store,
+        &[
+            "run",
+            "examples/cafe-gallery/spec.yaml",
+            "--lane",
+            "browser",
+            "-q",
+        ],
+    );
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    assert_eq!(profiles_left(), 0, "the orphaned profile is gone");
 }
 
 /// Serves `files` (path → body) on a loopback port until the test ends, counting the requests

@@ -126,8 +126,9 @@ impl Browser {
     /// Starts a headless Chromium with a profile of its own, in its own process group.
     async fn start() -> Result<Browser, String> {
         let program = chromium()?;
+        remove_orphaned_profiles(&std::env::temp_dir());
         let profile = std::env::temp_dir().join(format!(
-            "warrant-chromium-{}-{}",
+            "{PROFILE_PREFIX}{}-{}",
             std::process::id(),
             PROFILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
@@ -217,6 +218,32 @@ fn background() -> Result<&'static tokio::runtime::Runtime, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// What every profile's directory is named after: `warrant-chromium-<pid>-<n>`.
+const PROFILE_PREFIX: &str = "warrant-chromium-";
+
+/// Removes the profiles in `dir` of Warrant processes that are gone (killed outright: their
+/// guard ended the browser, nobody removed its profile). A profile of a process id that runs
+/// now is left alone, whoever runs it.
+fn remove_orphaned_profiles(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PROFILE_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Profiles made by this process so far.
