@@ -697,3 +697,72 @@ policy: ["{}"]
         .count();
     assert_eq!(dispatched, 2, "{events}");
 }
+
+/// A read whose page goes before it answers is not in doubt — a read changes nothing — so
+/// the run never waits for an operator over it: the call ends as the provider's failure,
+/// said in the log, and the run goes on to its end.
+#[test]
+fn a_read_whose_page_goes_before_it_answers_is_not_in_doubt() {
+    let page = r#"<!doctype html><title>shop</title><script>
+document.modelContext.registerTool({name: "peek", description: "looks at the stock",
+  inputSchema: {type: "object", properties: {}},
+  execute: () => { location.href = "/elsewhere.html"; return new Promise(() => {}); }});
+</script>"#
+        .to_owned();
+    let (shop, _) = serve_counting(vec![
+        ("/shop.html", page),
+        (
+            "/elsewhere.html",
+            "<!doctype html><title>elsewhere</title>".to_owned(),
+        ),
+    ]);
+    let (dir, store) = scratch();
+    std::fs::write(
+        dir.path().join("spec.yaml"),
+        format!(
+            r#"version: warrant/v1
+id: peeking
+objective: Look at the stock.
+decider: scripted:script.yaml
+providers:
+  shop: {{webmcp: {{url: "{shop}/shop.html", effects: {{peek: read}}}}}}
+steps:
+  - id: look
+    provider: shop
+    intent: Look at the stock.
+    tools: [peek]
+limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "steps:\n  look:\n    - call: peek\n    - done: looked\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let o = warrant_tmp(
+        dir.path(),
+        &store,
+        &["run", spec.to_str().unwrap(), "--json"],
+    );
+    assert_ne!(o.status.code(), Some(3), "it waits: {}", stdout(&o));
+    let run = json(&o)["run_id"].as_str().unwrap().to_owned();
+    let events = stdout(&warrant(&store, &["events", &run, "--json"]));
+    let events: Vec<Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        events.iter().all(|e| e["type"] != "call_in_doubt"),
+        "{events:#?}"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "call_finished")
+        .expect("the read ends");
+    assert_ne!(finished["status"], "ok", "{finished}");
+    assert!(finished.to_string().contains("navigated"), "{finished}");
+    assert_eq!(events.last().unwrap()["type"], "run_finished");
+}
