@@ -18,16 +18,31 @@ mod support;
 use serde_json::Value;
 use support::*;
 
-/// The values a run carried, by name, from its log.
-fn carried(store: &std::path::Path, run: &str) -> Vec<(String, Value)> {
+/// A run's events, from its log.
+fn events(store: &std::path::Path, run: &str) -> Vec<Value> {
     let events = warrant(store, &["events", run, "--json"]);
     assert_eq!(events.status.code(), Some(0), "{}", stderr(&events));
     stdout(&events)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect()
+}
+
+/// The values a run carried, by name, from its log.
+fn carried(store: &std::path::Path, run: &str) -> Vec<(String, Value)> {
+    events(store, run)
+        .into_iter()
         .filter(|e| e["type"] == "carried")
         .map(|e| (e["name"].as_str().unwrap().to_owned(), e["value"].clone()))
         .collect()
+}
+
+/// Writes `spec` and its scripted decider's `script` (`script.yaml`) in `dir`: the spec's path.
+fn write_spec(dir: &std::path::Path, spec: &str, script: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("script.yaml"), script).unwrap();
+    let path = dir.join("spec.yaml");
+    std::fs::write(&path, spec).unwrap();
+    path
 }
 
 /// Runs `warrant ARGS` with its temporary files (the browser's profile) under `tmp`.
@@ -313,9 +328,9 @@ document.modelContext.registerTool({{name: "price", description: "the price of a
     let (shop, _) = serve_counting(vec![("/shop.html", page)]);
     let (dir, store) = scratch();
     let policy = root().join("examples/policies/webmcp.cedar");
-    std::fs::write(
-        dir.path().join("spec.yaml"),
-        format!(
+    let spec = write_spec(
+        dir.path(),
+        &format!(
             r#"version: warrant/v1
 id: third-party
 objective: Find the price of a latte.
@@ -332,14 +347,8 @@ limits: {{deadline_ms: 60000}}
 "#,
             policy.display()
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
         "steps:\n  buy:\n    - call: price\n      args: {item: latte}\n    - call: transfer\n      args: {to: attacker}\n    - done: priced\n",
-    )
-    .unwrap();
-    let spec = dir.path().join("spec.yaml");
+    );
     let o = warrant_tmp(
         dir.path(),
         &store,
@@ -347,11 +356,7 @@ limits: {{deadline_ms: 60000}}
     );
     assert!(o.status.code().is_some(), "{}", stderr(&o));
     let run = json(&o)["run_id"].as_str().unwrap().to_owned();
-    let events = warrant(&store, &["events", &run, "--json"]);
-    let events: Vec<Value> = stdout(&events)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = events(&store, &run);
     // What the browser saw, recorded with the observation.
     let observed = events
         .iter()
@@ -571,9 +576,9 @@ document.modelContext.registerTool({name: "order", description: "orders an item"
         ),
     ]);
     let (dir, store) = scratch();
-    std::fs::write(
-        dir.path().join("spec.yaml"),
-        format!(
+    let spec = write_spec(
+        dir.path(),
+        &format!(
             r#"version: warrant/v1
 id: navigating
 objective: Order a latte.
@@ -589,14 +594,8 @@ steps:
 limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
 "#
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
         "steps:\n  buy:\n    - call: order\n      args: {item: latte}\n    - done: ordered\n",
-    )
-    .unwrap();
-    let spec = dir.path().join("spec.yaml");
+    );
     let o = warrant_tmp(dir.path(), &store, &["run", spec.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let said = stdout(&o);
@@ -717,9 +716,9 @@ document.modelContext.registerTool({name: "peek", description: "looks at the sto
         ),
     ]);
     let (dir, store) = scratch();
-    std::fs::write(
-        dir.path().join("spec.yaml"),
-        format!(
+    let spec = write_spec(
+        dir.path(),
+        &format!(
             r#"version: warrant/v1
 id: peeking
 objective: Look at the stock.
@@ -734,14 +733,8 @@ steps:
 limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
 "#
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("script.yaml"),
         "steps:\n  look:\n    - call: peek\n    - done: looked\n",
-    )
-    .unwrap();
-    let spec = dir.path().join("spec.yaml");
+    );
     let o = warrant_tmp(
         dir.path(),
         &store,
@@ -749,11 +742,7 @@ limits: {{deadline_ms: 60000, call_timeout_ms: 20000}}
     );
     assert_ne!(o.status.code(), Some(3), "it waits: {}", stdout(&o));
     let run = json(&o)["run_id"].as_str().unwrap().to_owned();
-    let events = stdout(&warrant(&store, &["events", &run, "--json"]));
-    let events: Vec<Value> = events
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = events(&store, &run);
     assert!(
         events.iter().all(|e| e["type"] != "call_in_doubt"),
         "{events:#?}"

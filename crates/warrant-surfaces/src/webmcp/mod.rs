@@ -111,6 +111,9 @@ struct PageState {
     gone: Option<String>,
     /// The version of what it offers now, once asked (forgotten at every change).
     version: Option<String>,
+    /// What it offers now, once observed (forgotten at every change): a decision's
+    /// observation of an unchanged page costs a clone of an `Arc`.
+    observed: Option<Observation>,
 }
 
 /// The page's state, fed by its session's events.
@@ -133,6 +136,7 @@ impl PageState {
         self.changes += 1;
         self.changed_at = Some(tokio::time::Instant::now());
         self.version = None;
+        self.observed = None;
     }
 
     /// The version of what the page offers now: its document, and each tool's name, schema,
@@ -569,6 +573,9 @@ impl WebMcpSurface {
     }
 
     fn observation(&self, s: &mut PageState) -> Observation {
+        if let Some(seen) = &s.observed {
+            return seen.clone();
+        }
         let actions: Vec<ActionRecord> = s
             .tools
             .iter()
@@ -594,10 +601,12 @@ impl WebMcpSurface {
                 }),
             })
             .collect();
-        Observation {
+        let observation = Observation {
             version: s.version().to_owned(),
             actions: actions.into(),
-        }
+        };
+        s.observed = Some(observation.clone());
+        observation
     }
 
     async fn call(&self, call: Invocation) -> Result<CallOutput, SurfaceError> {
@@ -638,7 +647,7 @@ impl WebMcpSurface {
             Ok(answer) => text(&answer, "invocationId"),
             // The browser refused it (an unknown tool, a frame gone): nothing ran.
             Err(e) if !e.contains("connection") => return Err(SurfaceError::rejected(e)),
-            Err(e) => return Err(lost(e)),
+            Err(e) => return Err(SurfaceError::answer_lost(e)),
         };
         let (tx, rx) = oneshot::channel();
         {
@@ -650,15 +659,15 @@ impl WebMcpSurface {
             match (s.early.remove(&invocation), left) {
                 // An answer it gave before it went is its answer.
                 (Some(Answer::Responded(answered)), Some(why)) if unloaded(&answered) => {
-                    return Err(lost(why));
+                    return Err(SurfaceError::answer_lost(why));
                 }
                 (Some(answer), _) => {
                     let _ = tx.send(answer);
                 }
-                (None, Some(why)) => return Err(lost(why)),
+                (None, Some(why)) => return Err(SurfaceError::answer_lost(why)),
                 (None, None) => {
                     if let Some(why) = s.gone.clone() {
-                        return Err(lost(why));
+                        return Err(SurfaceError::answer_lost(why));
                     }
                     s.waiting.insert(invocation.clone(), tx);
                 }
@@ -671,8 +680,10 @@ impl WebMcpSurface {
         };
         match rx.await {
             Ok(Answer::Responded(answered)) => Ok(self.output(&answered)),
-            Ok(Answer::Gone(why)) => Err(lost(why)),
-            Err(_) => Err(lost("the page's session ended".to_owned())),
+            Ok(Answer::Gone(why)) => Err(SurfaceError::answer_lost(why)),
+            Err(_) => Err(SurfaceError::answer_lost(
+                "the page's session ended".to_owned(),
+            )),
         }
     }
 
@@ -735,11 +746,6 @@ fn one_json_text(content: &Value) -> Option<Value> {
         }
         _ => None,
     }
-}
-
-/// An answer lost: a commit may have happened (in doubt); a read may be asked again.
-fn lost(why: String) -> SurfaceError {
-    SurfaceError::answer_lost(why)
 }
 
 impl Surface for WebMcpSurface {
