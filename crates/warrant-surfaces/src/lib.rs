@@ -163,9 +163,19 @@ pub async fn connect(
         let registered = provider.registered.is_some();
         #[cfg(feature = "webmcp")]
         if let (Some(base), Some(reference)) = (reach.pages, &provider.reference) {
+            // INVARIANT (every wait bounded): opening the page is bounded as any provider's
+            // start is.
+            let opening =
+                webmcp::BrowserLane::surface(reach, &contexts, base, name, provider, reference);
             let surface =
-                webmcp::BrowserLane::surface(reach, &contexts, base, name, provider, reference)
+                tokio::time::timeout(std::time::Duration::from_millis(reach.start_ms), opening)
                     .await
+                    .map_err(|_| {
+                        format!(
+                            "provider `{name}`: its page did not open within {} ms",
+                            reach.start_ms
+                        )
+                    })?
                     .map_err(|e| format!("provider `{name}`: {e}"))?;
             out.insert(name.clone(), surface);
             continue;
