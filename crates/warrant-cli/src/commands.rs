@@ -899,8 +899,17 @@ fn render_event(e: &StoredEvent) -> String {
             provider,
             version,
             actions,
+            page,
             ..
-        } => format!("{provider} {version} ({} actions)", actions.len()),
+        } => match page {
+            Some(page) => format!(
+                "{provider} {version} ({} actions) at {} {:?}",
+                actions.len(),
+                page.url,
+                page.title
+            ),
+            None => format!("{provider} {version} ({} actions)", actions.len()),
+        },
         EventKind::ObserveFailed {
             provider, fault, ..
         } => format!("{provider}: {}", fault.message),

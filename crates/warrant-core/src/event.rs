@@ -157,6 +157,69 @@ pub struct ToolOrigin {
     pub script: String,
 }
 
+impl ToolOrigin {
+    /// The registering script's origin when it is not the page's: a third party's tool.
+    pub fn third_party(&self) -> Option<&str> {
+        (!self.script.is_empty() && self.script != self.page).then_some(self.script.as_str())
+    }
+}
+
+/// The name whose text a tool's output and description are, for provenance: the provider's,
+/// or for a web page's tool that a third party's script registered, `<provider> via
+/// <script origin>` — never a provider's name (it has spaces), so never trusted.
+pub fn text_source<'a>(
+    provider: &'a str,
+    origin: Option<&ToolOrigin>,
+) -> std::borrow::Cow<'a, str> {
+    match origin.and_then(ToolOrigin::third_party) {
+        Some(script) => format!("{provider} via {script}").into(),
+        None => provider.into(),
+    }
+}
+
+/// What a web page shows of itself when observed: where it is and its title. Text the page
+/// wrote, bounded and stripped of control characters; as untrusted as its tools' output.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PageSnapshot {
+    /// The page's address.
+    pub url: String,
+    /// The document's title.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
+}
+
+impl PageSnapshot {
+    /// The longest address kept, in bytes.
+    pub const URL_MAX: usize = 2048;
+    /// The longest title kept, in bytes.
+    pub const TITLE_MAX: usize = 512;
+
+    /// A snapshot of what a browser reported, bounded and cleaned.
+    pub fn new(url: &str, title: &str) -> PageSnapshot {
+        PageSnapshot {
+            url: clean(url, Self::URL_MAX),
+            title: clean(title, Self::TITLE_MAX),
+        }
+    }
+
+    /// Its text, for provenance.
+    pub fn text(&self) -> String {
+        format!("{}\n{}", self.url, self.title)
+    }
+}
+
+/// `text` without control characters, cut to at most `max` bytes on a character boundary.
+fn clean(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What a provider declares about a tool (MCP's annotation hints). A claim, not a fact: only a
 /// trusted provider's hints loosen anything; policies see them all, marked.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -648,6 +711,9 @@ pub enum EventKind {
         version: String,
         /// The actions offered.
         actions: Arc<[ActionRecord]>,
+        /// A web page's snapshot of itself (a page provider only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        page: Option<PageSnapshot>,
     },
     /// Observing the provider failed.
     ObserveFailed {

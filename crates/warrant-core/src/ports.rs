@@ -35,6 +35,9 @@ pub struct Observation {
     pub version: String,
     /// The actions offered.
     pub actions: Arc<[ActionRecord]>,
+    /// What a web page shows of itself (URL and title); none for other providers. Not part of
+    /// the version: a page retitling itself does not make the decider's handles stale.
+    pub page: Option<crate::event::PageSnapshot>,
 }
 
 /// The idempotency key of a call, `wk-<run>-c<n>`: stable for the intent, unique across runs

@@ -53,6 +53,9 @@ pub struct Projection {
     /// `Decision::Plan`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planning: Option<Vec<PlanStep>>,
+    /// What the step's web page shows of itself (URL, title): text the page wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<crate::event::PageSnapshot>,
 }
 
 /// A step to propose a grant for.
@@ -85,6 +88,7 @@ impl Projection {
         self.actions = Arc::from(Vec::new());
         self.recent.clear();
         self.carried.clear();
+        self.page = None;
         self
     }
 }
@@ -145,31 +149,39 @@ impl Projection {
                         .as_ref()
                         .is_some_and(|f| f.layer == crate::event::Layer::Provider)
             })
-            .map(|c| c.step);
-        let carried = self
-            .carried
-            .iter()
-            .filter_map(|c| state.call(c.call))
-            .map(|c| c.step);
+            .filter_map(|c| state.call(c.call));
+        let carried = self.carried.iter().filter_map(|c| state.call(c.call));
         // Most calls are to one or two providers: each is judged once. (A filtered iterator
         // would make its list grow as it went: room for every one is made at once.)
         let mut providers: Vec<&str> = Vec::with_capacity(self.recent.len() + self.carried.len());
-        providers.extend(recent.chain(carried).map(|i| state.provider_of(i)));
+        providers.extend(recent.chain(carried).map(|c| state.text_source(c)));
         providers.sort_unstable();
         providers.dedup();
         providers.retain(|p| !p.is_empty() && !self.spec.trusts(p));
         providers
     }
 
-    /// The step's provider, when it is untrusted and the actions this projection shows carry
-    /// descriptions it wrote (rules 3: text the decider reads, as untrusted as an output).
-    pub fn describes_untrusted<'a>(&self, state: &'a RunState) -> Option<&'a str> {
+    /// Whose untrusted text the actions this projection shows carry as descriptions, and the
+    /// page's snapshot of itself: the step's provider unless the spec trusts it, and the third
+    /// party of each tool a third party's script registered (rules 3: text the decider reads,
+    /// as untrusted as an output). Sorted, each once.
+    pub fn describes_untrusted(&self, state: &RunState) -> Vec<String> {
         let provider = state.provider_of(self.step_index);
-        let described = self
+        if provider.is_empty() {
+            return Vec::new();
+        }
+        let mut sources: Vec<String> = self
             .actions
             .iter()
-            .any(|a| !a.description.trim().is_empty());
-        (described && !provider.is_empty() && !self.spec.trusts(provider)).then_some(provider)
+            .filter(|a| !a.description.trim().is_empty())
+            .map(|a| crate::event::text_source(provider, a.origin.as_ref()))
+            .chain(self.page.is_some().then_some(provider.into()))
+            .filter(|source| !self.spec.trusts(source))
+            .map(std::borrow::Cow::into_owned)
+            .collect();
+        sources.sort_unstable();
+        sources.dedup();
+        sources
     }
 
     /// Builds the projection for the next decision of step `step_index`, showing `actions` of
@@ -231,6 +243,7 @@ impl Projection {
             decisions_left: spec.limits.decisions_max.saturating_sub(state.decisions),
             step_decisions_left: step_max.saturating_sub(s.decisions),
             planning: None,
+            page: None,
             step_index,
             spec,
         })

@@ -106,6 +106,7 @@ impl Log {
                 hints: None,
                 origin: None,
             }]),
+            page: None,
         });
     }
 

@@ -484,6 +484,7 @@ impl Surface for LookupSurface {
         Box::pin(std::future::ready(Ok(Observation {
             version: "v1".into(),
             actions,
+            page: None,
         })))
     }
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {

@@ -83,6 +83,7 @@ impl JoinedSurface {
         Ok(Observation {
             version: versions.join("|"),
             actions: actions.into(),
+            page: None,
         })
     }
 

@@ -768,7 +768,11 @@ impl McpSurface {
             .collect();
         let version =
             canon::digest(&Value::Array(listing)).trim_start_matches("sha256:")[..16].to_owned();
-        let observation = Observation { version, actions };
+        let observation = Observation {
+            version,
+            actions,
+            page: None,
+        };
         if let Ok(mut seen) = self.seen.lock() {
             *seen = Some((observation.clone(), changes));
         }

@@ -251,6 +251,7 @@ impl OpenApiSurface {
             return Ok(Observation {
                 version: c.version.clone(),
                 actions: c.actions.clone(),
+                page: None,
             });
         }
         let doc = parse_document(bytes, &name)?;
@@ -265,6 +266,7 @@ impl OpenApiSurface {
         let observation = Observation {
             version: catalog.version.clone(),
             actions: catalog.actions.clone(),
+            page: None,
         };
         if let Ok(mut slot) = self.catalog.lock() {
             *slot = Some(Arc::new(catalog));

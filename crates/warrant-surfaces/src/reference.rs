@@ -141,6 +141,7 @@ impl Surface for ReferenceSurface {
             Observation {
                 version,
                 actions: actions.clone(),
+                page: None,
             }
         });
         Box::pin(std::future::ready(Ok(observation)))

@@ -121,6 +121,7 @@ impl Surface for Redacted {
                     Ok(Observation {
                         version: o.version,
                         actions,
+                        page: o.page,
                     })
                 }
                 Err(e) => Err(self.secrets.redact_error(e)),

@@ -77,6 +77,7 @@ document.modelContext.registerTool({name: "reprice", description: "changes `pric
   inputSchema: {type: "object", properties: {}},
   execute: async () => {
     first.abort();
+    document.title = "shop\u0007 repriced";
     document.modelContext.registerTool({name: "price", description: "the price of an item",
       inputSchema: {type: "object", properties: {sku: {type: "integer"}}, required: ["sku"]},
       execute: async ({sku}) => ({sku, cents: 300})});
@@ -147,6 +148,12 @@ async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
         (base.as_str(), base.as_str())
     );
     assert!(shop.is_current(&seen.version).await);
+    // What the page shows of itself, as the browser reports it.
+    let snapshot = seen.page.clone().unwrap();
+    assert_eq!(
+        (snapshot.url.as_str(), snapshot.title.as_str()),
+        (spec.url.as_str(), "shop")
+    );
 
     // One text block of JSON is that JSON.
     let out = shop
@@ -185,6 +192,8 @@ async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
     assert_eq!(price.input_schema["required"], json!(["sku"]));
     // Registered again without the hint: no longer a read.
     assert_eq!(price.effect, Effect::Commit);
+    // Its new title, without the control character the page put in it.
+    assert_eq!(again.page.as_ref().unwrap().title, "shop repriced");
 
     // A tool the page does not offer is refused before anything is sent.
     let e = shop
@@ -205,6 +214,11 @@ async fn a_pages_tools_are_offered_called_and_go_stale_with_their_document() {
     assert!(!shop.is_current(&again.version).await);
     let after = shop.observe().await.unwrap();
     assert!(after.actions.is_empty());
+    let snapshot = after.page.unwrap();
+    assert_eq!(
+        (snapshot.url, snapshot.title),
+        (format!("{base}/paid.html"), "paid".to_owned())
+    );
 }
 
 /// What `page` recalls from its storage.

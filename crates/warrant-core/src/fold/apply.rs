@@ -1,12 +1,13 @@
 //! How each family of events changes a run's state: one function per family, called by
 //! [`RunState::apply`] once the event is checked to continue the log.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{
     Approval, ApprovalStatus, CallRecord, Carried, ChildRecord, DecisionRecord, ObservationRecord,
-    RECENT_CALLS_MAX, RunState, StepAnswer, StepState, StepStatus, approve_by_several,
-    step_provider, step_state,
+    RECENT_CALLS_MAX, RunState, StepAnswer, StepState, StepStatus, approve_by_several, source_name,
+    step_state,
 };
 use crate::codes::Code;
 use crate::event::{
@@ -121,20 +122,37 @@ impl RunState {
                 provider,
                 version,
                 actions,
+                page,
                 ..
             } => {
-                // Rules 2: a provider's tool descriptions are text it wrote, traced like its
-                // output.
+                // Rules 2: a provider's tool descriptions (and a page's snapshot of itself) are
+                // text it wrote, traced like its output; a third party's tools', as that party's.
                 if self.provenance_rules() >= 2 {
-                    let text: Vec<&str> = actions.iter().map(|a| a.description.as_str()).collect();
-                    self.output_index
-                        .record_text(provider, None, &text.join("\n"));
+                    let mut texts: BTreeMap<std::borrow::Cow<'_, str>, Vec<&str>> = BTreeMap::new();
+                    for a in actions.iter() {
+                        texts
+                            .entry(crate::event::text_source(provider, a.origin.as_ref()))
+                            .or_default()
+                            .push(a.description.as_str());
+                    }
+                    let page_text = page.as_ref().map(crate::event::PageSnapshot::text);
+                    if let Some(t) = &page_text {
+                        texts
+                            .entry(provider.as_str().into())
+                            .or_default()
+                            .push(t.as_str());
+                    }
+                    for (source, text) in &texts {
+                        self.output_index
+                            .record_text(source, None, &text.join("\n"));
+                    }
                 }
                 self.observations.insert(
                     provider.clone(),
                     ObservationRecord {
                         version: version.clone(),
                         actions: actions.clone(),
+                        page: page.clone(),
                     },
                 );
             }
@@ -284,12 +302,14 @@ impl RunState {
                 self.unsettled = self.unsettled.saturating_sub(1);
             }
             step_state(&mut self.steps, i)?.calls.push(*call);
+            let source = self.third_party_source(i, tool);
             if self.calls.capacity() == 0 {
                 self.calls.reserve_exact(self.calls_reserved());
             }
             self.calls.push(CallRecord {
                 id: *call,
                 step: i,
+                source,
                 tool: tool.clone(),
                 handle: *handle,
                 decision: self.decisions,
@@ -386,7 +406,7 @@ impl RunState {
                 c.output = output.clone();
                 c.fault = fault.clone().map(Box::new);
                 c.finished_at_ms = Some(e.at_ms);
-                let (step, effect, id) = (c.step, c.effect, c.id);
+                let (step, effect, id, source) = (c.step, c.effect, c.id, c.source.clone());
                 if *status == CallStatus::Ok {
                     let s = step_state(&mut self.steps, step)?;
                     s.succeeded = true;
@@ -395,17 +415,18 @@ impl RunState {
                     }
                     if let Some(out) = output {
                         let rules = self.provenance_rules();
-                        let provider = step_provider(self.spec.as_deref(), step);
-                        self.output_index.record(provider, id, out, rules);
+                        let source =
+                            source_name(&self.third_parties, self.spec.as_deref(), step, source);
+                        self.output_index.record(source, id, out, rules);
                     }
                 } else if let Some(f) = fault
                     && f.layer == crate::event::Layer::Provider
                     && self.provenance_rules() >= 2
                 {
                     // The provider's own words in an error are its text too.
-                    let provider = step_provider(self.spec.as_deref(), step);
-                    self.output_index
-                        .record_text(provider, Some(id), &f.message);
+                    let source =
+                        source_name(&self.third_parties, self.spec.as_deref(), step, source);
+                    self.output_index.record_text(source, Some(id), &f.message);
                 }
             }
             _ => {}

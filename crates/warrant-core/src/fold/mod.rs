@@ -133,6 +133,10 @@ pub struct CallRecord {
     pub id: CallId,
     /// Index of its step in the spec.
     pub step: usize,
+    /// Whose text its output is when not its provider's own: a web page's tool that a third
+    /// party's script registered (`<provider> via <origin>`, never trusted), as its place in
+    /// the run's list of them (a call record stays small). See [`RunState::text_source`].
+    pub(crate) source: Option<u16>,
     /// The tool named.
     pub tool: String,
     /// The handle used.
@@ -293,6 +297,8 @@ pub struct ObservationRecord {
     pub version: String,
     /// Its actions.
     pub actions: Arc<[ActionRecord]>,
+    /// What a web page showed of itself.
+    pub page: Option<crate::event::PageSnapshot>,
 }
 
 /// A log that does not fold: an invariant of the event log is broken.
@@ -334,6 +340,19 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
 pub(super) fn step_provider(spec: Option<&Spec>, i: usize) -> &str {
     spec.and_then(|s| s.steps.get(i))
         .map_or("", |s| s.provider.as_str())
+}
+
+/// Whose text a call of step `i` gives: the third party at `source` in `third_parties`, or the
+/// step's provider.
+pub(super) fn source_name<'a>(
+    third_parties: &'a [Arc<str>],
+    spec: Option<&'a Spec>,
+    i: usize,
+    source: Option<u16>,
+) -> &'a str {
+    source
+        .and_then(|at| third_parties.get(usize::from(at)))
+        .map_or_else(|| step_provider(spec, i), |s| &**s)
 }
 
 /// A run's two clocks. Driving time runs in segments: from `run_started` or a re-entry's
@@ -496,6 +515,8 @@ pub struct RunState {
     /// The latest observation per provider (a spec names a few providers: found by comparing
     /// names, not by hashing one at every decision).
     pub(crate) observations: BTreeMap<String, ObservationRecord>,
+    /// The third parties whose tools on a page this run called (`<provider> via <origin>`).
+    pub(crate) third_parties: Vec<Arc<str>>,
     /// Recent calls of the current step, newest last.
     pub(crate) recent: VecDeque<CallId>,
     /// Scalar values seen in provider outputs.
@@ -748,6 +769,38 @@ impl RunState {
     /// The provider of step `i`.
     pub fn provider_of(&self, i: usize) -> &str {
         step_provider(self.spec.as_deref(), i)
+    }
+
+    /// Whose text a call's output is (its provider's, or a third party's on a web page).
+    pub fn text_source(&self, call: &CallRecord) -> &str {
+        source_name(
+            &self.third_parties,
+            self.spec.as_deref(),
+            call.step,
+            call.source,
+        )
+    }
+
+    /// For a call of `tool` in step `i`: the third party whose script registered it on the
+    /// provider's page, as observed (none: the provider's own tool).
+    pub(super) fn third_party_source(&mut self, i: usize, tool: &str) -> Option<u16> {
+        let provider = self.provider_of(i);
+        let action = self
+            .observations
+            .get(provider)?
+            .actions
+            .iter()
+            .find(|a| a.name == tool)?;
+        action.origin.as_ref()?.third_party()?;
+        let source = crate::event::text_source(provider, action.origin.as_ref()).into_owned();
+        let at = match self.third_parties.iter().position(|s| **s == *source) {
+            Some(at) => at,
+            None => {
+                self.third_parties.push(source.into());
+                self.third_parties.len() - 1
+            }
+        };
+        u16::try_from(at).ok()
     }
 
     /// The decider's final answer: the last `done` summary or decline reason it gave.

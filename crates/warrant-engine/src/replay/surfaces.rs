@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use warrant_core::codes::Code;
-use warrant_core::event::{ActionRecord, CallStatus, Event, EventKind, Fault};
+use warrant_core::event::{ActionRecord, CallStatus, Event, EventKind, Fault, PageSnapshot};
 use warrant_core::ids::CallId;
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
@@ -75,6 +75,9 @@ pub(super) struct Recorded {
     /// A call sent again was observed afresh first: at the latest version recorded before it
     /// (by the sequence of its `call_started`).
     resent_at: HashMap<u64, (String, String)>,
+    /// Each provider's page snapshots, by the sequence of the `observed` that recorded them
+    /// (a page may retitle itself under one version).
+    pages: HashMap<String, Vec<(u64, Option<PageSnapshot>)>>,
 }
 
 impl Recorded {
@@ -85,6 +88,7 @@ impl Recorded {
             call_provider: HashMap::new(),
             dispatched: HashSet::new(),
             resent_at: HashMap::new(),
+            pages: HashMap::new(),
         };
         let mut call_tool: HashMap<CallId, String> = HashMap::new();
         let mut latest: HashMap<String, String> = HashMap::new();
@@ -100,10 +104,15 @@ impl Recorded {
                     provider,
                     version,
                     actions: a,
+                    page,
                     ..
                 } => {
                     r.actions
                         .insert((provider.clone(), version.clone()), a.clone());
+                    r.pages
+                        .entry(provider.clone())
+                        .or_default()
+                        .push((e.seq, page.clone()));
                     latest.insert(provider.clone(), version.clone());
                 }
                 EventKind::CallStarted {
@@ -164,8 +173,12 @@ impl Recorded {
         r
     }
 
-    /// What provider `p` offered at observation `v`.
-    fn observation(&self, p: &str, v: &str) -> Observation {
+    /// What provider `p` offered at observation `v`, as the log stood at event `seq`.
+    fn observation(&self, p: &str, v: &str, seq: u64) -> Observation {
+        let page = self.pages.get(p).and_then(|pages| {
+            let before = pages.partition_point(|(at, _)| *at <= seq);
+            pages.get(before.checked_sub(1)?)?.1.clone()
+        });
         Observation {
             version: v.to_owned(),
             actions: self
@@ -173,6 +186,7 @@ impl Recorded {
                 .get(&(p.to_owned(), v.to_owned()))
                 .cloned()
                 .unwrap_or_else(|| Arc::from(Vec::new())),
+            page,
         }
     }
 }
@@ -288,7 +302,7 @@ impl Asked {
             {
                 observed(
                     provider.clone(),
-                    Ok(recorded.observation(provider, version)),
+                    Ok(recorded.observation(provider, version, e.seq)),
                 );
             }
             EventKind::ObserveFailed {
@@ -304,14 +318,14 @@ impl Asked {
                 ..
             } => {
                 let p = provider_of(spec, &step.0);
-                let o = recorded.observation(&p, version);
+                let o = recorded.observation(&p, version, e.seq);
                 observed(p, Ok(o));
             }
             EventKind::CallStarted {
                 resend_of: Some(_), ..
             } => {
                 if let Some((p, v)) = recorded.resent_at.get(&e.seq) {
-                    observed(p.clone(), Ok(recorded.observation(p, v)));
+                    observed(p.clone(), Ok(recorded.observation(p, v, e.seq)));
                 }
             }
             EventKind::CallDispatched { call, .. } => {

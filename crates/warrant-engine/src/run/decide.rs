@@ -144,11 +144,13 @@ impl Run<'_> {
             }
         };
         let step = step_of(&self.spec, i)?;
+        // A page that only retitled itself is observed again (the decider is shown it); its
+        // handles stay good.
         let changed = self
             .state
             .observations()
             .get(&step.provider)
-            .is_none_or(|o| o.version != observation.version);
+            .is_none_or(|o| o.version != observation.version || o.page != observation.page);
         if changed {
             let (step_id, provider) = (step.id.clone(), step.provider.clone());
             self.stage(EventKind::Observed {
@@ -156,6 +158,7 @@ impl Run<'_> {
                 provider,
                 version: observation.version.clone(),
                 actions: observation.actions.clone(),
+                page: observation.page.clone(),
             })?;
         }
         Ok(Some(observation))
@@ -186,6 +189,7 @@ impl Run<'_> {
         )
         .ok_or(EngineError::NoStep(i))?;
         projection.hidden = self.never_allowed(i, &observation);
+        projection.page = observation.page.clone();
         // `plan_first`: the run's first decision is its plan, made from the spec alone.
         let planning = self.state.needs_plan();
         let projection = if planning {
@@ -251,11 +255,15 @@ impl Run<'_> {
         let mut shown = projection.shows_untrusted(&self.state);
         // Rules 3: an untrusted provider's tool descriptions are text it wrote, read by the
         // decider from its first decision on.
-        if self.state.provenance_rules() >= 3
-            && let Some(p) = projection.describes_untrusted(&self.state)
-            && !shown.contains(&p)
-        {
-            shown.push(p);
+        let described = if self.state.provenance_rules() >= 3 {
+            projection.describes_untrusted(&self.state)
+        } else {
+            Vec::new()
+        };
+        for p in &described {
+            if !shown.contains(&p.as_str()) {
+                shown.push(p);
+            }
         }
         let before = self.state.context_taint();
         if shown.iter().all(|t| before.iter().any(|b| b == t)) {

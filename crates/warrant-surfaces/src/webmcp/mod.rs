@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use warrant_core::canon;
-use warrant_core::event::{ActionRecord, Effect, ToolHints, ToolOrigin};
+use warrant_core::event::{ActionRecord, Effect, PageSnapshot, ToolHints, ToolOrigin};
 use warrant_core::ports::{
     BoxFuture, CallOutput, Invocation, Observation, Surface, SurfaceError, SurfaceErrorKind,
 };
@@ -515,18 +515,26 @@ impl WebMcpSurface {
 
     /// Sends `method` to this page's session, within the surface's bound.
     async fn page_call(&self, method: &str, params: Value) -> Result<Value, SurfaceError> {
-        tokio::time::timeout(
-            self.limit,
-            self.browser.cdp.call(method, params, Some(&self.session)),
-        )
-        .await
-        .map_err(|_| {
-            SurfaceError::not_sent(format!(
-                "the browser did not answer `{method}` within {} ms",
-                self.limit.as_millis()
-            ))
-        })?
-        .map_err(SurfaceError::not_sent)
+        self.bounded_call(method, params, Some(&self.session)).await
+    }
+
+    /// Sends `method` to the browser (`session` none) or a session, within the surface's
+    /// bound.
+    async fn bounded_call(
+        &self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<Value, SurfaceError> {
+        tokio::time::timeout(self.limit, self.browser.cdp.call(method, params, session))
+            .await
+            .map_err(|_| {
+                SurfaceError::not_sent(format!(
+                    "the browser did not answer `{method}` within {} ms",
+                    self.limit.as_millis()
+                ))
+            })?
+            .map_err(SurfaceError::not_sent)
     }
 
     fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
@@ -572,6 +580,24 @@ impl WebMcpSurface {
         }
     }
 
+    /// `observation` with what the page shows of itself now: its address and title, as the
+    /// browser reports them (not as the page's script would).
+    async fn with_snapshot(
+        &self,
+        mut observation: Observation,
+    ) -> Result<Observation, SurfaceError> {
+        let info = self
+            .bounded_call(
+                "Target.getTargetInfo",
+                json!({"targetId": self.target}),
+                None,
+            )
+            .await?;
+        let info = info.get("targetInfo").unwrap_or(&Value::Null);
+        observation.page = Some(PageSnapshot::new(&text(info, "url"), &text(info, "title")));
+        Ok(observation)
+    }
+
     fn observation(&self, s: &mut PageState) -> Observation {
         if let Some(seen) = &s.observed {
             return seen.clone();
@@ -604,6 +630,7 @@ impl WebMcpSurface {
         let observation = Observation {
             version: s.version().to_owned(),
             actions: actions.into(),
+            page: None,
         };
         s.observed = Some(observation.clone());
         observation
@@ -750,7 +777,10 @@ fn one_json_text(content: &Value) -> Option<Value> {
 
 impl Surface for WebMcpSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
-        Box::pin(self.observe_settled())
+        Box::pin(async move {
+            let observation = self.observe_settled().await?;
+            self.with_snapshot(observation).await
+        })
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
