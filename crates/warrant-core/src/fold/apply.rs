@@ -406,7 +406,7 @@ impl RunState {
                 c.output = output.clone();
                 c.fault = fault.clone().map(Box::new);
                 c.finished_at_ms = Some(e.at_ms);
-                let (step, effect, id, source) = (c.step, c.effect, c.id, c.source.clone());
+                let (step, effect, id, source) = (c.step, c.effect, c.id, c.source);
                 if *status == CallStatus::Ok {
                     let s = step_state(&mut self.steps, step)?;
                     s.succeeded = true;

@@ -324,38 +324,74 @@ fn text(value: &Value, key: &str) -> String {
         .to_owned()
 }
 
+/// Tries at opening a page again once it went.
+const REOPEN_TRIES: u32 = 3;
+
 /// A web page's WebMCP tools as a provider.
 pub struct WebMcpSurface {
     name: String,
-    url: String,
+    spec: WebMcpSpec,
     trusted: bool,
-    effects: BTreeMap<String, Effect>,
     output_bytes_max: usize,
+    /// The run's shared browser contexts, to open the page again in.
+    run: Option<RunContexts>,
+    /// The page open now; another once it is revived.
+    tab: Mutex<Arc<Tab>>,
+    /// One revival at a time.
+    reviving: tokio::sync::Mutex<()>,
+    /// Bounds opening and observing the page.
+    limit: Duration,
+}
+
+/// One opening of the page: the browser, context, target and session it lives in, closed
+/// with the last holder (the surface, or a call still waiting on it).
+struct Tab {
     browser: Arc<Browser>,
     /// Held while the page is open: the context is disposed of with its last page.
     _context: Arc<Context>,
     target: String,
     session: String,
     page: Arc<Page>,
-    /// Bounds opening and observing the page.
-    limit: Duration,
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        self.browser.cdp.forget(&self.session);
+        self.browser
+            .cdp
+            .tell("Target.closeTarget", json!({"targetId": self.target}));
+    }
+}
+
+impl Tab {
+    /// Sends `method` to the browser (`session` false) or this page's session, within
+    /// `limit`.
+    async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        session: bool,
+        limit: Duration,
+    ) -> Result<Value, SurfaceError> {
+        let session = session.then_some(self.session.as_str());
+        tokio::time::timeout(limit, self.browser.cdp.call(method, params, session))
+            .await
+            .map_err(|_| {
+                SurfaceError::not_sent(format!(
+                    "the browser did not answer `{method}` within {} ms",
+                    limit.as_millis()
+                ))
+            })?
+            .map_err(SurfaceError::not_sent)
+    }
 }
 
 impl std::fmt::Debug for WebMcpSurface {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebMcpSurface")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("url", &self.spec.url)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for WebMcpSurface {
-    fn drop(&mut self) {
-        self.browser.cdp.forget(&self.session);
-        self.browser
-            .cdp
-            .tell("Target.closeTarget", json!({"targetId": self.target}));
     }
 }
 
@@ -393,9 +429,9 @@ impl Context {
 
 /// The browser contexts the pages of one run share (`webmcp.storage: run`, the default): one
 /// per browser, made by the first page that needs it, disposed of with the last of them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct RunContexts {
-    made: tokio::sync::Mutex<HashMap<Option<String>, std::sync::Weak<Context>>>,
+    made: Arc<tokio::sync::Mutex<HashMap<Option<String>, std::sync::Weak<Context>>>>,
 }
 
 impl std::fmt::Debug for RunContexts {
@@ -413,7 +449,12 @@ impl RunContexts {
     ) -> Result<Arc<Context>, String> {
         let mut made = self.made.lock().await;
         let key = endpoint.map(str::to_owned);
-        if let Some(context) = made.get(&key).and_then(std::sync::Weak::upgrade) {
+        // A context in a browser that went (crashed, closed) is not used again.
+        if let Some(context) = made
+            .get(&key)
+            .and_then(std::sync::Weak::upgrade)
+            .filter(|c| !c.browser.cdp.is_closed())
+        {
             return Ok(context);
         }
         let context = Context::new(browser).await?;
@@ -444,6 +485,65 @@ impl WebMcpSurface {
         limit_ms: u64,
     ) -> Result<WebMcpSurface, String> {
         let limit = Duration::from_millis(limit_ms);
+        let tab = Tab::open(run, spec, limit).await?;
+        Ok(WebMcpSurface {
+            name: name.to_owned(),
+            spec: spec.clone(),
+            trusted,
+            output_bytes_max: spec
+                .output_bytes_max
+                .unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
+            run: run.cloned(),
+            tab: Mutex::new(Arc::new(tab)),
+            reviving: tokio::sync::Mutex::new(()),
+            limit,
+        })
+    }
+
+    /// The page open now.
+    fn tab(&self) -> Arc<Tab> {
+        self.tab
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Opens the page again when it is gone (it crashed, the browser went or closed it): a
+    /// few tries, each bounded like the first opening. A page still open has nothing to do.
+    async fn reopen(&self) -> warrant_core::ports::Restart {
+        let _one = self.reviving.lock().await;
+        let mut attempts = 0;
+        let mut error = None;
+        while self.tab().page.state().gone.is_some() && attempts < REOPEN_TRIES {
+            attempts += 1;
+            match Tab::open(self.run.as_ref(), &self.spec, self.limit).await {
+                Ok(tab) => {
+                    *self
+                        .tab
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(tab);
+                    error = None;
+                }
+                Err(e) => error = Some(SurfaceError::new(SurfaceErrorKind::Down, e)),
+            }
+        }
+        warrant_core::ports::Restart { attempts, error }
+    }
+
+    /// The browser's product name and version (`Chrome/156...`).
+    pub fn browser_product(&self) -> String {
+        self.tab().browser.product.clone()
+    }
+}
+
+impl Tab {
+    /// Opens `spec`'s page in a context of the run's (`run`, when the spec shares one) or its
+    /// own, in the browser the spec names or this process's.
+    async fn open(
+        run: Option<&RunContexts>,
+        spec: &WebMcpSpec,
+        limit: Duration,
+    ) -> Result<Tab, String> {
         let browser = Browser::shared(spec.browser.as_deref(), limit).await?;
         let cdp = &browser.cdp;
         let context = match (run, spec.storage) {
@@ -471,91 +571,62 @@ impl WebMcpSurface {
         let page = Arc::new(Page::default());
         let listener: Arc<dyn Listener> = page.clone();
         cdp.listen(&session, Arc::downgrade(&listener));
-        let surface = WebMcpSurface {
-            name: name.to_owned(),
-            url: spec.url.clone(),
-            trusted,
-            effects: spec.effects.clone(),
-            output_bytes_max: spec
-                .output_bytes_max
-                .unwrap_or(crate::OUTPUT_BYTES_MAX_DEFAULT),
-            browser: browser.clone(),
+        let product = browser.product.clone();
+        let tab = Tab {
+            browser,
             _context: context,
             target,
             session,
             page,
-            limit,
         };
-        surface
-            .page_call("Page.enable", json!({}))
+        tab.call("Page.enable", json!({}), true, limit)
             .await
             .map_err(|e| e.message)?;
-        if let Err(e) = surface.page_call("WebMCP.enable", json!({})).await {
+        if let Err(e) = tab.call("WebMCP.enable", json!({}), true, limit).await {
             return Err(format!(
-                "{} has no WebMCP: {} (Warrant needs a Chromium with the `WebMCP` DevTools \
-                 domain, started with `--enable-features=WebMCPTesting`)",
-                browser.product, e.message
+                "{product} has no WebMCP: {} (Warrant needs a Chromium with the `WebMCP` \
+                 DevTools domain, started with `--enable-features=WebMCPTesting`)",
+                e.message
             ));
         }
-        let navigated = surface
-            .page_call("Page.navigate", json!({"url": spec.url}))
+        let navigated = tab
+            .call("Page.navigate", json!({"url": spec.url}), true, limit)
             .await
             .map_err(|e| e.message)?;
         if let Some(error) = navigated.get("errorText").and_then(Value::as_str) {
             return Err(format!("cannot open {}: {error}", spec.url));
         }
         drop(listener);
-        Ok(surface)
+        Ok(tab)
     }
+}
 
-    /// The browser's product name and version (`Chrome/156...`).
-    pub fn browser_product(&self) -> &str {
-        &self.browser.product
-    }
-
-    /// Sends `method` to this page's session, within the surface's bound.
-    async fn page_call(&self, method: &str, params: Value) -> Result<Value, SurfaceError> {
-        self.bounded_call(method, params, Some(&self.session)).await
-    }
-
-    /// Sends `method` to the browser (`session` none) or a session, within the surface's
-    /// bound.
-    async fn bounded_call(
-        &self,
-        method: &str,
-        params: Value,
-        session: Option<&str>,
-    ) -> Result<Value, SurfaceError> {
-        tokio::time::timeout(self.limit, self.browser.cdp.call(method, params, session))
-            .await
-            .map_err(|_| {
-                SurfaceError::not_sent(format!(
-                    "the browser did not answer `{method}` within {} ms",
-                    self.limit.as_millis()
-                ))
-            })?
-            .map_err(SurfaceError::not_sent)
+impl WebMcpSurface {
+    /// The page went (it crashed, the browser went or closed it): nothing more is sent to it
+    /// until it is opened again ([`Surface::revive`]).
+    fn gone(&self, why: &str) -> SurfaceError {
+        SurfaceError::new(
+            SurfaceErrorKind::Down,
+            format!("the page of `{}` is gone: {why}", self.name),
+        )
     }
 
     fn effect(&self, tool: &str, read_only: Option<bool>) -> Effect {
-        crate::effect_of(&self.effects, self.trusted, tool, read_only)
+        crate::effect_of(&self.spec.effects, self.trusted, tool, read_only)
     }
 
     /// What the page offers once it has loaded and its tool list has been still for
     /// [`SETTLE`], within the surface's bound.
-    async fn observe_settled(&self) -> Result<Observation, SurfaceError> {
+    async fn observe_settled(&self, tab: &Tab) -> Result<Observation, SurfaceError> {
         let until = tokio::time::Instant::now() + self.limit;
         loop {
-            let notified = self.page.changed.notified();
+            let notified = tab.page.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let wait_until = {
-                let mut s = self.page.state();
+                let mut s = tab.page.state();
                 if let Some(why) = &s.gone {
-                    return Err(SurfaceError::new(
-                        SurfaceErrorKind::NotSent,
-                        format!("the page of `{}` is gone: {why}", self.name),
-                    ));
+                    return Err(self.gone(why));
                 }
                 let settled_at = s.changed_at.map(|t| t + SETTLE);
                 match settled_at {
@@ -569,7 +640,7 @@ impl WebMcpSurface {
             if tokio::time::Instant::now() >= until {
                 return Err(SurfaceError::not_sent(format!(
                     "{} did not load within {} ms",
-                    self.url,
+                    self.spec.url,
                     self.limit.as_millis()
                 )));
             }
@@ -584,13 +655,15 @@ impl WebMcpSurface {
     /// browser reports them (not as the page's script would).
     async fn with_snapshot(
         &self,
+        tab: &Tab,
         mut observation: Observation,
     ) -> Result<Observation, SurfaceError> {
-        let info = self
-            .bounded_call(
+        let info = tab
+            .call(
                 "Target.getTargetInfo",
-                json!({"targetId": self.target}),
-                None,
+                json!({"targetId": tab.target}),
+                false,
+                self.limit,
             )
             .await?;
         let info = info.get("targetInfo").unwrap_or(&Value::Null);
@@ -647,13 +720,11 @@ impl WebMcpSurface {
             }
         };
         let tool = call.tool();
+        let tab = self.tab();
         let (frame, document) = {
-            let s = self.page.state();
+            let s = tab.page.state();
             if let Some(why) = &s.gone {
-                return Err(SurfaceError::not_sent(format!(
-                    "the page of `{}` is gone: {why}",
-                    self.name
-                )));
+                return Err(self.gone(why));
             }
             match s.tools.get(tool) {
                 Some(t) => (t.frame.clone(), s.loader.clone()),
@@ -665,20 +736,22 @@ impl WebMcpSurface {
             }
         };
         let params = json!({"frameId": frame, "toolName": tool, "input": input});
-        let invoked = self
+        let invoked = tab
             .browser
             .cdp
-            .call("WebMCP.invokeTool", params, Some(&self.session))
+            .call("WebMCP.invokeTool", params, Some(&tab.session))
             .await;
         let invocation = match invoked {
             Ok(answer) => text(&answer, "invocationId"),
             // The browser refused it (an unknown tool, a frame gone): nothing ran.
             Err(e) if !e.contains("connection") => return Err(SurfaceError::rejected(e)),
+            // The browser went: a read changed nothing; a commit may have reached the page.
+            Err(e) if call.effect() == Effect::Read => return Err(self.gone(&e)),
             Err(e) => return Err(SurfaceError::answer_lost(e)),
         };
         let (tx, rx) = oneshot::channel();
         {
-            let mut s = self.page.state();
+            let mut s = tab.page.state();
             // The page may have moved on while the browser told us the invocation's id: its
             // document went (and with it every invocation then waiting, this one unknown yet).
             let left = (s.loader != document)
@@ -702,16 +775,20 @@ impl WebMcpSurface {
         }
         // Unbounded here: the engine bounds the call (its timeout makes a commit in doubt).
         let _forget = Forget {
-            page: &self.page,
+            page: &tab.page,
             invocation: &invocation,
         };
-        match rx.await {
-            Ok(Answer::Responded(answered)) => Ok(self.output(&answered)),
-            Ok(Answer::Gone(why)) => Err(SurfaceError::answer_lost(why)),
-            Err(_) => Err(SurfaceError::answer_lost(
-                "the page's session ended".to_owned(),
-            )),
+        let why = match rx.await {
+            Ok(Answer::Responded(answered)) => return Ok(self.output(&answered)),
+            Ok(Answer::Gone(why)) => why,
+            Err(_) => "the page's session ended".to_owned(),
+        };
+        // A read whose page went (crashed, closed) changed nothing: the page is opened again
+        // and asked again. A commit's answer is lost, and it may have happened.
+        if call.effect() == Effect::Read && tab.page.state().gone.is_some() {
+            return Err(self.gone(&why));
         }
+        Err(SurfaceError::answer_lost(why))
     }
 
     /// A `toolResponded` as a call's output: a structured result as it is, a result of one
@@ -778,9 +855,14 @@ fn one_json_text(content: &Value) -> Option<Value> {
 impl Surface for WebMcpSurface {
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
         Box::pin(async move {
-            let observation = self.observe_settled().await?;
-            self.with_snapshot(observation).await
+            let tab = self.tab();
+            let observation = self.observe_settled(&tab).await?;
+            self.with_snapshot(&tab, observation).await
         })
+    }
+
+    fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {
+        Box::pin(self.reopen())
     }
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
@@ -788,7 +870,8 @@ impl Surface for WebMcpSurface {
     }
 
     fn is_current<'a>(&'a self, version: &'a str) -> BoxFuture<'a, bool> {
-        let mut s = self.page.state();
+        let tab = self.tab();
+        let mut s = tab.page.state();
         let current = s.gone.is_none() && s.version() == version;
         Box::pin(std::future::ready(current))
     }
