@@ -4,7 +4,7 @@
 //! makes the observation stale; a page that navigates away before it answers leaves the call
 //! with its answer lost (a commit in doubt); a tool that throws is the page's error; a tool
 //! the page does not offer is refused before anything is sent; a run's pages share storage
-//! unless one keeps its own.
+//! unless one keeps its own; a page reports its URL and title; a declared form submits itself.
 
 #![allow(
     clippy::unwrap_used,
@@ -255,16 +255,34 @@ document.modelContext.registerTool({name: "recall", description: "reads it back"
 }
 
 /// A tool the document's own markup declares (`<form toolname=...>`) is offered with its
-/// generated schema, and is the page's own: its script origin is the page's.
+/// generated schema, and is the page's own: its script origin is the page's. A form that
+/// submits itself when called (`toolautosubmit`) answers with what its submit handler gives
+/// (`respondWith`); one whose submission leaves the page has its answer lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_the_page_declares_is_a_tool_of_the_page() {
-    let base = serve(BTreeMap::from([(
-        "/search.html",
-        r#"<!doctype html><title>search</title>
-<form toolname="search" tooldescription="Searches the catalog" action="/results.html">
+    let base = serve(BTreeMap::from([
+        (
+            "/search.html",
+            r#"<!doctype html><title>search</title>
+<form toolname="search" tooldescription="Searches the catalog" action="/results.html"
+  toolautosubmit>
 <input name="q" type="text" toolparamdescription="what to look for" required>
-<button type="submit">go</button></form>"#,
-    )]));
+<button type="submit">go</button></form>
+<form toolname="note" tooldescription="Keeps a note" toolautosubmit>
+<input name="text" type="text" required></form>
+<script>
+document.forms[1].addEventListener("submit", (e) => {
+  e.preventDefault();
+  e.respondWith(Promise.resolve({content: [{type: "text",
+    text: JSON.stringify({kept: e.target.text.value})}]}));
+});
+</script>"#,
+        ),
+        (
+            "/results.html",
+            "<!doctype html><title>results</title>results",
+        ),
+    ]));
     let spec = WebMcpSpec {
         url: format!("{base}/search.html"),
         ..WebMcpSpec::default()
@@ -279,4 +297,17 @@ async fn a_form_the_page_declares_is_a_tool_of_the_page() {
     let origin = search.origin.as_ref().unwrap();
     assert_eq!(origin.page, base);
     assert_eq!(origin.script, base, "the document's own markup");
+
+    let submit = |tool: &str, args: Value| call(tool, args, Effect::Commit, &seen.version);
+    let kept = page
+        .invoke(submit("note", json!({"text": "oat milk"})))
+        .await
+        .unwrap();
+    assert_eq!(kept.output, json!({"kept": "oat milk"}));
+    let e = page
+        .invoke(submit("search", json!({"q": "latte"})))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, SurfaceErrorKind::AnswerLost, "{e:?}");
+    assert!(e.message.contains("/results.html?q=latte"), "{}", e.message);
 }

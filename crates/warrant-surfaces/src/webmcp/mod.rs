@@ -47,6 +47,7 @@ pub const PROTOCOL: &[&str] = &[
     "Target.attachToTarget",
     "Target.closeTarget",
     "Target.disposeBrowserContext",
+    "Target.getTargetInfo",
     "Page.enable",
     "Page.navigate",
     "Page.frameNavigated",
