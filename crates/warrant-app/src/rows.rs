@@ -13,7 +13,7 @@ use warrant_core::store::PendingApproval;
 use warrant_core::{ApprovalState, Outcome, RunState, RunStatus};
 
 /// A call in doubt, as an operator needs it to find out whether it happened.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct DoubtRow {
     /// The call.
     pub call: CallId,
@@ -30,7 +30,7 @@ pub struct DoubtRow {
 }
 
 /// An approval request.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ApprovalRow {
     /// `<run>-a<n>`: what `approve` and `deny` take.
     pub request: String,
@@ -62,7 +62,7 @@ pub struct ApprovalRow {
     /// How many different people must approve it.
     pub approvers: u32,
     /// Who approved it so far (when it needs several).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved_by: Vec<String>,
     /// The scope it proposes: `plan` when it describes the run's plan, to approve as a whole.
     pub proposed_scope: &'static str,
@@ -96,7 +96,7 @@ impl ApprovalRow {
 }
 
 /// What a run waits on: calls in doubt, approval requests nobody answered.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Waiting {
     /// Calls in doubt: reconcile them.
     pub waiting_on: Vec<DoubtRow>,
@@ -140,7 +140,7 @@ impl Waiting {
 }
 
 /// One call of a step, as `show` lists it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CallRow {
     /// The call.
     pub call: CallId,
@@ -154,7 +154,7 @@ pub struct CallRow {
 }
 
 /// One step, as `show` lists it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct StepRow {
     /// The step.
     pub id: StepId,
@@ -164,6 +164,7 @@ pub struct StepRow {
     pub decisions: u32,
     /// Its calls (the JSON gives their number).
     #[serde(rename = "calls", serialize_with = "count")]
+    #[schemars(with = "u64")]
     pub call_rows: Vec<CallRow>,
     /// Its answer, when it gave one.
     pub answer: Option<StepAnswer>,
@@ -174,7 +175,7 @@ fn count<S: serde::Serializer>(calls: &[CallRow], s: S) -> Result<S::Ok, S::Erro
 }
 
 /// The last event of a run's log.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LastEvent {
     /// Its sequence number.
     pub seq: u64,
@@ -184,7 +185,7 @@ pub struct LastEvent {
 }
 
 /// One run, as `show` gives it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RunView {
     /// The run.
     pub run_id: RunId,
@@ -223,7 +224,7 @@ pub struct RunView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<warrant_core::report::ParentReport>,
     /// The child runs it delegated to.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<warrant_core::report::ChildReport>,
 }
 

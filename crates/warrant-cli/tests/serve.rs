@@ -38,14 +38,29 @@ async fn call(req: reqwest::RequestBuilder, token: Option<&str>) -> (StatusCode,
         Some(t) => req.bearer_auth(t),
         None => req,
     };
-    let r = req.send().await.unwrap();
+    let (client, request) = req.build_split();
+    let request = request.unwrap();
+    let (method, url) = (request.method().to_string(), request.url().clone());
+    let r = client.execute(request).await.unwrap();
     let status = r.status();
-    let problem = r
+    let content_type = r
         .headers()
         .get("content-type")
-        .is_some_and(|v| v.to_str().unwrap().starts_with("application/problem+json"));
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let problem = content_type.starts_with("application/problem+json");
     let text = r.text().await.unwrap();
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    // Every answer a test sees is one the API document promises.
+    let doc = document(&url).await;
+    conforms(
+        &doc,
+        &method,
+        url.path(),
+        status.as_u16(),
+        &content_type,
+        &body,
+    );
     if !status.is_success() {
         assert!(problem, "{status}: not problem+json: {body}");
         assert_eq!(body["status"], status.as_u16(), "{body}");
@@ -58,6 +73,26 @@ async fn call(req: reqwest::RequestBuilder, token: Option<&str>) -> (StatusCode,
         );
     }
     (status, body)
+}
+
+/// The server's API document (the same for every server of this build: fetched once).
+async fn document(any: &reqwest::Url) -> Value {
+    static DOC: tokio::sync::OnceCell<Value> = tokio::sync::OnceCell::const_new();
+    DOC.get_or_init(|| async {
+        let mut url = any.clone();
+        url.set_path("/v1/openapi.json");
+        url.set_query(None);
+        client()
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    })
+    .await
+    .clone()
 }
 
 async fn start(s: &Served, token: Option<&str>, body: Value) -> (StatusCode, Value) {
@@ -822,6 +857,74 @@ async fn the_openapi_document_names_every_route_the_server_answers() {
             );
         }
     }
+    // What a client generator needs: a unique `operationId` on each operation, the headers
+    // the server reads declared, the statuses it answers listed, no schema that is the bare
+    // `true`, and enums as `enum` (not a `oneOf` of constants).
+    let mut ids = std::collections::BTreeSet::new();
+    for ops in paths.values() {
+        for op in ops.as_object().unwrap().values() {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(ids.insert(id.to_owned()), "`{id}` twice");
+        }
+    }
+    let start = &doc["paths"]["/v1/runs"]["post"];
+    assert!(start["responses"]["201"]["headers"]["Location"].is_object());
+    assert!(start["responses"]["429"]["headers"]["Retry-After"].is_object());
+    let header = |op: &Value, name: &str| {
+        op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["in"] == "header" && p["name"] == name)
+    };
+    assert!(header(start, "Idempotency-Key"));
+    assert!(header(
+        &doc["paths"]["/v1/runs/{id}/events"]["get"],
+        "Last-Event-ID"
+    ));
+    fn walk(v: &Value, at: &str, found: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, child) in m {
+                    let here = format!("{at}/{k}");
+                    if child == &Value::Bool(true)
+                        && ["schema", "items", "additionalProperties"].contains(&k.as_str())
+                    {
+                        found.push(here.clone());
+                    }
+                    if k == "properties" || k == "schemas" {
+                        for (name, s) in child.as_object().into_iter().flatten() {
+                            if s == &Value::Bool(true) {
+                                found.push(format!("{here}/{name}"));
+                            }
+                        }
+                    }
+                    if k == "oneOf"
+                        && child
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .all(|c| c.get("const").is_some())
+                    {
+                        found.push(format!("{here} (constants)"));
+                    }
+                    walk(child, &here, found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, &format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(&doc, "", &mut found);
+    assert!(found.is_empty(), "schemas a generator cannot map: {found:?}");
+    let effect = &doc["components"]["schemas"]["Effect"];
+    assert_eq!(effect["enum"], json!(["read", "commit"]), "{effect}");
+
     // Every schema a path refers to is in the components.
     let text = doc.to_string();
     let schemas = doc["components"]["schemas"].as_object().unwrap();

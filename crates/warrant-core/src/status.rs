@@ -176,7 +176,17 @@ impl FromStr for RunStatus {
 
 /// Where an approval request stands, by name (the fold's [`crate::fold::ApprovalStatus`]
 /// carries the details).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalState {
     /// Nobody has answered it (enough people, for one that needs several).

@@ -52,7 +52,7 @@ pub enum StoreError {
 }
 
 /// A run as the store lists it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
     /// The run.
     pub run_id: RunId,

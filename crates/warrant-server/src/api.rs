@@ -579,7 +579,6 @@ pub struct RunsQuery {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunsPage {
     /// The runs, newest first.
-    #[schemars(with = "Vec<Value>")]
     pub runs: Vec<warrant_core::ports::RunSummary>,
     /// Pass as `cursor` for the next page; absent on the last.
     pub next: Option<String>,
@@ -696,7 +695,6 @@ pub struct EventsQuery {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EventsPage {
     /// The events, in order.
-    #[schemars(with = "Vec<Value>")]
     pub events: Vec<Arc<warrant_core::Event>>,
     /// Pass as `from` for what follows (also when the run is still going).
     pub next: u64,

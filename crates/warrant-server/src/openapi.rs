@@ -20,34 +20,55 @@ fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> schemars::Schema {
     g.subschema_for::<T>()
 }
 
+/// How an operation answers when it succeeds.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// JSON of a schema.
+    Json(SchemaFn),
+    /// Plain text.
+    Text,
+}
+
 /// One operation.
 struct Op {
     method: &'static str,
     path: &'static str,
+    /// Its `operationId`: the name a generated client gives the call.
+    id: &'static str,
     summary: &'static str,
     /// The role it needs (every role may read).
     role: &'static str,
     query: Option<SchemaFn>,
+    /// Request headers it reads: (name, what it is for).
+    headers: &'static [(&'static str, &'static str)],
     body: Option<SchemaFn>,
-    answer: Option<SchemaFn>,
+    answer: Answer,
+    /// Every success status it answers with, and what each means.
+    statuses: &'static [(u16, &'static str)],
     /// Also answers `text/event-stream`.
     stream: bool,
 }
 
+const OK: &[(u16, &str)] = &[(200, "OK")];
+
 const fn op(
     method: &'static str,
     path: &'static str,
+    id: &'static str,
     summary: &'static str,
     role: &'static str,
 ) -> Op {
     Op {
         method,
         path,
+        id,
         summary,
         role,
         query: None,
+        headers: &[],
         body: None,
-        answer: None,
+        answer: Answer::Text,
+        statuses: OK,
         stream: false,
     }
 }
@@ -56,140 +77,189 @@ fn ops() -> Vec<Op> {
     vec![
         Op {
             body: Some(schema::<api::StartRun>),
-            answer: Some(schema::<api::RunRef>),
+            answer: Answer::Json(schema::<api::RunRef>),
+            headers: &[(
+                "Idempotency-Key",
+                "1 to 255 visible characters: a retry with the same key and body gets the same run (kept 24 hours).",
+            )],
+            statuses: &[
+                (201, "Started; `Location` names the run."),
+                (
+                    200,
+                    "The run an earlier request with this `Idempotency-Key` started.",
+                ),
+            ],
             ..op(
                 "post",
                 "/v1/runs",
+                "startRun",
                 "Start a run: the operator's spec by `spec_path` or `spec_id` (a runner's), or an inline `spec` (an author's), with its `inputs`. An `Idempotency-Key` header returns the same run for the same key and body; 409 for another body; 429 past a tenant's quota.",
                 "runner",
             )
         },
         Op {
             query: Some(schema::<api::RunsQuery>),
-            answer: Some(schema::<api::RunsPage>),
+            answer: Answer::Json(schema::<api::RunsPage>),
             ..op(
                 "get",
                 "/v1/runs",
+                "listRuns",
                 "The tenant's runs, newest first, a page at a time.",
                 "viewer",
             )
         },
         Op {
-            answer: Some(schema::<Value>),
+            answer: Answer::Json(schema::<warrant_app::RunView>),
             ..op(
                 "get",
                 "/v1/runs/{id}",
+                "getRun",
                 "One run: status, steps, calls, what it waits on.",
                 "viewer",
             )
         },
         Op {
-            answer: Some(schema::<warrant_core::report::RunReport>),
+            answer: Answer::Json(schema::<warrant_core::report::RunReport>),
             ..op(
                 "get",
                 "/v1/runs/{id}/report",
+                "getRunReport",
                 "The run's evidence report (`warrant.run-report/1`).",
                 "viewer",
             )
         },
         Op {
             query: Some(schema::<api::EventsQuery>),
-            answer: Some(schema::<api::EventsPage>),
+            answer: Answer::Json(schema::<api::EventsPage>),
+            headers: &[(
+                "Last-Event-ID",
+                "With `Accept: text/event-stream`: the last sequence number received; the stream resumes after it.",
+            )],
             stream: true,
             ..op(
                 "get",
                 "/v1/runs/{id}/events",
+                "listRunEvents",
                 "The run's events: a JSON page, or Server-Sent Events with `Accept: text/event-stream` (id = sequence number; resume with `Last-Event-ID` or `?from=`; closes after the last event).",
                 "viewer",
             )
         },
         Op {
             body: Some(schema::<api::CancelBody>),
-            answer: Some(schema::<api::RunRef>),
+            answer: Answer::Json(schema::<api::RunRef>),
+            statuses: &[
+                (200, "Cancelled."),
+                (202, "Asked: the process driving the run has not acted yet."),
+            ],
             ..op(
                 "post",
                 "/v1/runs/{id}/cancel",
+                "cancelRun",
                 "Cancel a run (200 once cancelled; 202 while the process driving it has not acted).",
                 "operator",
             )
         },
         Op {
-            answer: Some(schema::<api::RunRef>),
+            answer: Answer::Json(schema::<api::RunRef>),
+            statuses: &[(202, "Taken up: the run goes on here.")],
             ..op(
                 "post",
                 "/v1/runs/{id}/resume",
+                "resumeRun",
                 "Re-enter a run no process drives.",
                 "operator",
             )
         },
         Op {
             body: Some(schema::<api::ReconcileBody>),
-            answer: Some(schema::<api::RunRef>),
+            answer: Answer::Json(schema::<api::RunRef>),
             ..op(
                 "post",
                 "/v1/runs/{id}/calls/{call}/reconcile",
+                "reconcileCall",
                 "Record whether a call in doubt happened (and resend one that did not).",
                 "operator",
             )
         },
         Op {
             query: Some(schema::<api::ApprovalsQuery>),
-            answer: Some(schema::<Vec<Value>>),
+            answer: Answer::Json(schema::<Vec<warrant_app::ApprovalRow>>),
             ..op(
                 "get",
                 "/v1/approvals",
+                "listApprovals",
                 "Pending approval requests of the tenant, or every request of one run.",
                 "viewer",
             )
         },
         Op {
             body: Some(schema::<api::ApproveBody>),
-            answer: Some(schema::<api::AnswerResult>),
+            answer: Answer::Json(schema::<api::AnswerResult>),
             ..op(
                 "post",
                 "/v1/approvals/{id}/approve",
+                "approve",
                 "Approve, sending the digest of the arguments shown (another digest is 409).",
                 "approver",
             )
         },
         Op {
             body: Some(schema::<api::DenyBody>),
-            answer: Some(schema::<api::AnswerResult>),
+            answer: Answer::Json(schema::<api::AnswerResult>),
             ..op(
                 "post",
                 "/v1/approvals/{id}/deny",
+                "deny",
                 "Deny, with a reason.",
                 "approver",
             )
         },
         Op {
             query: Some(schema::<api::AuditQuery>),
-            answer: Some(schema::<Vec<api::AuditEntry>>),
+            answer: Answer::Json(schema::<Vec<api::AuditEntry>>),
             ..op(
                 "get",
                 "/v1/audit",
+                "listAudit",
                 "The tenant's control actions (start, approve, deny, reconcile, cancel), read from its runs' logs.",
                 "viewer",
             )
         },
         Op {
-            answer: Some(schema::<Vec<api::CatalogSpec>>),
+            answer: Answer::Json(schema::<Vec<api::CatalogSpec>>),
             ..op(
                 "get",
                 "/v1/specs",
+                "listSpecs",
                 "The operator's catalog kept in the store: the specs a runner starts by `spec_id`, each current version with its typed inputs.",
                 "viewer",
             )
         },
-        op("get", "/v1/openapi.json", "This document.", "any"),
-        op("get", "/healthz", "The process answers.", "any"),
+        Op {
+            answer: Answer::Json(schema::<serde_json::Map<String, Value>>),
+            ..op(
+                "get",
+                "/v1/openapi.json",
+                "getOpenApi",
+                "This document.",
+                "any",
+            )
+        },
+        op("get", "/healthz", "health", "The process answers.", "any"),
         op(
             "get",
             "/readyz",
+            "ready",
             "The store answers and start-up re-entry is done.",
             "any",
         ),
-        op("get", "/metrics", "Prometheus text format.", "any"),
+        op(
+            "get",
+            "/metrics",
+            "metrics",
+            "Prometheus text format.",
+            "any",
+        ),
     ]
 }
 
@@ -205,6 +275,7 @@ pub fn build() -> Value {
     let mut paths = Map::new();
     for o in ops() {
         let mut operation = Map::new();
+        operation.insert("operationId".into(), json!(o.id));
         operation.insert("summary".into(), json!(o.summary));
         operation.insert("x-warrant-role".into(), json!(o.role));
         let mut parameters: Vec<Value> = o
@@ -224,6 +295,12 @@ pub fn build() -> Value {
                 }
             }
         }
+        for (name, description) in o.headers {
+            parameters.push(json!({
+                "name": name, "in": "header", "required": false,
+                "description": description, "schema": {"type": "string"}
+            }));
+        }
         if !parameters.is_empty() {
             operation.insert("parameters".into(), Value::Array(parameters));
         }
@@ -234,8 +311,13 @@ pub fn build() -> Value {
             );
         }
         let mut content = Map::new();
-        if let Some(a) = o.answer {
-            content.insert("application/json".into(), json!({"schema": a(&mut g)}));
+        match o.answer {
+            Answer::Json(a) => {
+                content.insert("application/json".into(), json!({"schema": a(&mut g)}));
+            }
+            Answer::Text => {
+                content.insert("text/plain".into(), json!({"schema": {"type": "string"}}));
+            }
         }
         if o.stream {
             content.insert(
@@ -243,21 +325,35 @@ pub fn build() -> Value {
                 json!({"schema": {"type": "string"}}),
             );
         }
-        let ok = if content.is_empty() {
-            json!({"description": "OK"})
-        } else {
-            json!({"description": "OK", "content": content})
-        };
-        operation.insert(
-            "responses".into(),
-            json!({
-                "200": ok,
-                "default": {
-                    "description": "A problem (RFC 9457)",
-                    "content": {"application/problem+json": {"schema": problem}}
-                }
-            }),
+        let mut responses = Map::new();
+        for (status, description) in o.statuses {
+            let mut answer = json!({"description": description, "content": content});
+            if *status == 201 {
+                answer["headers"] = json!({"Location": {
+                    "description": "The run's address.", "schema": {"type": "string"}
+                }});
+            }
+            responses.insert(status.to_string(), answer);
+        }
+        let problem_content = json!({"application/problem+json": {"schema": problem}});
+        if o.method == "post" && o.path == "/v1/runs" {
+            responses.insert(
+                "429".into(),
+                json!({
+                    "description": "The tenant reached a quota.",
+                    "headers": {"Retry-After": {
+                        "description": "Seconds after which trying again may succeed.",
+                        "schema": {"type": "integer"}
+                    }},
+                    "content": problem_content,
+                }),
+            );
+        }
+        responses.insert(
+            "default".into(),
+            json!({"description": "A problem (RFC 9457)", "content": problem_content}),
         );
+        operation.insert("responses".into(), Value::Object(responses));
         if o.role != "any" {
             operation.insert("security".into(), json!([{"bearer": []}]));
         }
@@ -268,7 +364,7 @@ pub fn build() -> Value {
             m.insert(o.method.to_owned(), Value::Object(operation));
         }
     }
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Warrant",
@@ -280,8 +376,118 @@ pub fn build() -> Value {
             "schemas": g.take_definitions(true),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-    })
+    });
+    for_generators(&mut document);
+    document
 }
+
+/// The document in the shapes client generators map: a schema that allows any value is `{}`
+/// (not the bare `true` some generators reject), and a choice among constants (a unit enum
+/// whose variants carry docs) is an `enum` with their docs in its description.
+fn for_generators(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (key, child) in m.iter_mut() {
+                // `true` as a schema (an object's property, an array's items, ...); not as
+                // the value of a keyword such as `uniqueItems`, which is no schema.
+                if child == &Value::Bool(true) && SCHEMA_KEYWORDS.contains(&key.as_str()) {
+                    *child = json!({});
+                }
+                for_generators(child);
+            }
+            // Maps and lists of schemas.
+            for key in SCHEMA_MAPS.iter().chain(SCHEMA_LISTS) {
+                let children: Vec<&mut Value> = match m.get_mut(*key) {
+                    Some(Value::Object(map)) if SCHEMA_MAPS.contains(key) => {
+                        map.values_mut().collect()
+                    }
+                    Some(Value::Array(list)) if SCHEMA_LISTS.contains(key) => {
+                        list.iter_mut().collect()
+                    }
+                    _ => continue,
+                };
+                for child in children {
+                    if child == &Value::Bool(true) {
+                        *child = json!({});
+                    }
+                }
+            }
+            let consts: Option<Vec<(Value, Option<String>)>> = m
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .and_then(|choices| {
+                    choices
+                        .iter()
+                        .map(|c| {
+                            let c = c.as_object()?;
+                            let value = c.get("const")?.clone();
+                            let extra = c
+                                .keys()
+                                .any(|k| !matches!(k.as_str(), "const" | "type" | "description"));
+                            (!extra).then(|| {
+                                (
+                                    value,
+                                    c.get("description")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_owned),
+                                )
+                            })
+                        })
+                        .collect()
+                });
+            if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+                m.remove("oneOf");
+                let kinds: std::collections::BTreeSet<&str> = consts
+                    .iter()
+                    .map(|(v, _)| if v.is_string() { "string" } else { "other" })
+                    .collect();
+                if kinds.len() == 1 && kinds.contains("string") {
+                    m.insert("type".into(), json!("string"));
+                }
+                let described: Vec<String> = consts
+                    .iter()
+                    .filter_map(|(v, d)| Some(format!("`{}`: {}", v.as_str()?, d.as_ref()?)))
+                    .collect();
+                if !described.is_empty() && !m.contains_key("description") {
+                    m.insert("description".into(), json!(described.join("; ")));
+                }
+                m.insert(
+                    "enum".into(),
+                    Value::Array(consts.into_iter().map(|(v, _)| v).collect()),
+                );
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(for_generators),
+        _ => {}
+    }
+}
+
+/// Keywords whose value maps names to schemas (`schemas`: the components').
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "dependentSchemas",
+    "schemas",
+];
+
+/// Keywords whose value is a list of schemas.
+const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+
+/// Keywords whose value is a schema.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "schema",
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
 
 /// A schema, or the definition it refers to.
 fn resolve(g: &SchemaGenerator, s: &schemars::Schema) -> Value {

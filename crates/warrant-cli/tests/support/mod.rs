@@ -199,3 +199,71 @@ pub fn lingering(marker: &str) -> Vec<String> {
     }
     found
 }
+
+/// Checks one answer of `warrant serve` against its OpenAPI document (`doc`): the route and
+/// method are documented, the status is one the operation lists (a problem may be any, as
+/// `default`), the content type is one it lists for that status, and a JSON body is valid
+/// against the listed schema. What a generated client relies on, checked on every answer a
+/// test sees.
+pub fn conforms(
+    doc: &serde_json::Value,
+    method: &str,
+    path: &str,
+    status: u16,
+    content_type: &str,
+    body: &serde_json::Value,
+) {
+    let paths = doc["paths"].as_object().unwrap();
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let found = paths.iter().find(|(t, _)| {
+        let want: Vec<&str> = t.split('/').collect();
+        want.len() == segments.len()
+            && want
+                .iter()
+                .zip(&segments)
+                .all(|(w, s)| w.starts_with('{') || w == s)
+    });
+    // A path or method the API does not have is a problem of its own (404, 405).
+    let (template, ops) = match found {
+        Some(f) => f,
+        None if status == 404 => return,
+        None => panic!("{method} {path}: answered {status} on no documented path"),
+    };
+    let op = match ops.get(method.to_ascii_lowercase()) {
+        Some(op) => op,
+        None if status == 405 => return,
+        None => panic!("{method} {template}: answered {status}, not documented"),
+    };
+    let responses = op["responses"].as_object().unwrap();
+    let answer = match responses.get(&status.to_string()) {
+        Some(a) => a,
+        None if status >= 400 => responses
+            .get("default")
+            .unwrap_or_else(|| panic!("{method} {template}: no default response")),
+        None => panic!(
+            "{method} {template}: answered {status}, documented {:?}",
+            responses.keys().collect::<Vec<_>>()
+        ),
+    };
+    let kind = content_type.split(';').next().unwrap_or("").trim();
+    let Some(schema) = answer["content"].get(kind).map(|c| &c["schema"]) else {
+        panic!(
+            "{method} {template} {status}: content type `{kind}` not documented ({})",
+            answer["content"]
+        );
+    };
+    if kind.ends_with("json") {
+        let wrapped = serde_json::json!({"allOf": [schema], "components": doc["components"]});
+        let validator = jsonschema::validator_for(&wrapped)
+            .unwrap_or_else(|e| panic!("{method} {template}: the schema does not compile: {e}"));
+        let errors: Vec<String> = validator
+            .iter_errors(body)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .take(5)
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{method} {template} {status}: the body does not match its schema: {errors:?}\n{body}"
+        );
+    }
+}
