@@ -1132,6 +1132,29 @@ impl App {
         Ok(lease::shown_status(&summary, SystemClock.now_ms()))
     }
 
+    /// Who carries `run` on after a person's answer made it ready: the process that took it up
+    /// within `within` (a server, a gateway or a worker watching the store does so within a
+    /// moment), `Some("")` when it ended meanwhile, `None` when nobody did (`warrant resume`
+    /// carries it on). Looked at every 50 ms.
+    pub async fn taken_up(&self, run: &RunId, within: Duration) -> Result<Option<String>> {
+        let root = warrant_engine::root_of(run);
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            let summary = self.summary(&root).await?;
+            let now = SystemClock.now_ms();
+            if !summary.status.is_live() {
+                return Ok(Some(String::new()));
+            }
+            if summary.status != RunStatus::Ready && lease::driven(&summary, now) {
+                return Ok(summary.holder);
+            }
+            if tokio::time::Instant::now() >= until {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn summary(&self, run: &RunId) -> Result<warrant_core::ports::RunSummary> {
         self.store
             .summary(run)

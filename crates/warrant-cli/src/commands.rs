@@ -550,19 +550,73 @@ async fn drain(engine: &Engine) {
 /// Most rounds of in-place approval prompts in one `warrant run`.
 const APPROVAL_ROUNDS_MAX: usize = 32;
 
-fn read_answer(question: &str) -> Result<String> {
-    use std::io::{BufRead as _, Read as _};
+/// The lines a person types, read on a thread of their own (standard input blocks) so that a
+/// prompt can watch the store while it waits. Each line is bounded; at the end of input the
+/// channel closes.
+fn typed_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::Receiver<std::io::Result<String>>>
+{
+    static LINES: std::sync::OnceLock<
+        tokio::sync::Mutex<tokio::sync::mpsc::Receiver<std::io::Result<String>>>,
+    > = std::sync::OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "standard input blocks: its reader is a thread of its own, for the process"
+        )]
+        std::thread::spawn(move || {
+            use std::io::{BufRead as _, Read as _};
+            loop {
+                let mut line = Vec::new();
+                let read = std::io::stdin()
+                    .lock()
+                    .take(ANSWER_BYTES_MAX)
+                    .read_until(b'\n', &mut line);
+                let end = matches!(read, Ok(0) | Err(_));
+                let sent = read.map(|_| String::from_utf8_lossy(&line).trim().to_owned());
+                if end && sent.as_ref().is_ok_and(String::is_empty) {
+                    return;
+                }
+                if tx.blocking_send(sent).is_err() || end {
+                    return;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
+}
+
+/// What a prompt heard: a line typed here, or the request answered elsewhere meanwhile.
+enum Heard {
+    Typed(String),
+    Elsewhere(warrant_app::Elsewhere),
+}
+
+/// How often a prompt looks whether its request was answered elsewhere.
+const ELSEWHERE_LOOK: Duration = Duration::from_millis(250);
+
+/// Asks `question` and waits for a line; while it waits, an answer to `request` of `run`
+/// given elsewhere (another terminal, a server) ends the wait within [`ELSEWHERE_LOOK`]. The
+/// end of input reads as an empty line.
+async fn read_answer(question: &str, watch: Option<(&App, &RunId, &str)>) -> Result<Heard> {
     errln!("{question}");
-    let mut line = Vec::new();
-    let read = tokio::task::block_in_place(|| {
-        std::io::stdin()
-            .lock()
-            .take(ANSWER_BYTES_MAX)
-            .read_until(b'\n', &mut line)
-    });
-    match read {
-        Ok(_) => Ok(String::from_utf8_lossy(&line).trim().to_owned()),
-        Err(e) => Err(Failure::failed(anyhow!("reading the answer: {e}"))),
+    let mut lines = typed_lines().lock().await;
+    let mut look = tokio::time::interval(ELSEWHERE_LOOK);
+    loop {
+        tokio::select! {
+            line = lines.recv() => return match line {
+                Some(Ok(line)) => Ok(Heard::Typed(line)),
+                Some(Err(e)) => Err(Failure::failed(anyhow!("reading the answer: {e}"))),
+                None => Ok(Heard::Typed(String::new())),
+            },
+            _ = look.tick(), if watch.is_some() => {
+                if let Some((app, run, request)) = watch
+                    && let Some(status) = app.answered_elsewhere(run, request).await?
+                {
+                    return Ok(Heard::Elsewhere(status));
+                }
+            }
+        }
     }
 }
 
@@ -593,9 +647,22 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
             errln!("    {} <- {}", label.pointer, origin(label));
         }
         loop {
-            let answer = read_answer(
+            let answer = match read_answer(
                 "approve once [y], for the rest of the run [r], deny [n], or leave it waiting [w]?",
-            )?;
+                Some((app, &result.run_id, &a.request)),
+            )
+            .await?
+            {
+                Heard::Typed(answer) => answer,
+                Heard::Elsewhere(status) => {
+                    errln!(
+                        "approval {} was {status} elsewhere; that answer stands",
+                        a.request
+                    );
+                    answered = true;
+                    break;
+                }
+            };
             let decision = match answer.to_lowercase().as_str() {
                 "y" | "yes" => Some(Answer::Approve {
                     scope: warrant_core::event::ApprovalScope::Once,
@@ -608,7 +675,10 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
                     edited: None,
                 }),
                 "n" | "no" => {
-                    let reason = read_answer("why?")?;
+                    let reason = match read_answer("why?", None).await? {
+                        Heard::Typed(reason) => reason,
+                        Heard::Elsewhere(_) => String::new(),
+                    };
                     Some(Answer::Deny {
                         reason: if reason.is_empty() {
                             "denied at the prompt".into()
@@ -1568,8 +1638,30 @@ async fn reconcile(
         (false, true) => "did not happen, and is to be sent again",
         (false, false) => "did not happen (it is not sent again; the report shows it)",
     };
-    outln!("{id} {call}: recorded that it {what} (by {by}); continue with `warrant resume {id}`");
+    outln!(
+        "{id} {call}: recorded that it {what} (by {by}); {}",
+        next_step(&app, &id).await?
+    );
     Ok(exit::ATTAINED)
+}
+
+/// How long `warrant approve` and `warrant reconcile` watch for a process (a server, a gateway,
+/// a worker) taking up the run they answered.
+const TAKEN_UP_WITHIN: Duration = Duration::from_secs(1);
+
+/// What is true next for `run`, just answered: it still waits for something else, a process
+/// took it up (it goes on by itself), it ended, or `warrant resume` carries it on.
+async fn next_step(app: &App, run: &RunId) -> Result<String> {
+    if app.shown_status(run).await? == RunStatus::Waiting {
+        return Ok(format!(
+            "it still waits for another answer (`warrant show {run}`)"
+        ));
+    }
+    Ok(match app.taken_up(run, TAKEN_UP_WITHIN).await? {
+        Some(holder) if holder.is_empty() => format!("run {run} has ended (`warrant show {run}`)"),
+        Some(holder) => format!("{holder} carries run {run} on (nothing to do here)"),
+        None => format!("continue with `warrant resume {run}`"),
+    })
 }
 
 #[expect(
@@ -1679,7 +1771,8 @@ async fn answer(
     let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);
     match done {
         Answered::Recorded => {
-            outln!("{request} {verb} by {by}; continue with `warrant resume {run}`")
+            let run = RunId(run.to_owned());
+            outln!("{request} {verb} by {by}; {}", next_step(&app, &run).await?);
         }
         Answered::AlreadyAnswered => outln!("{request} was already {verb}: nothing changed"),
     }
@@ -1689,7 +1782,10 @@ async fn answer(
 /// `warrant serve`: binds, says where, and serves until SIGTERM or Ctrl-C.
 async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> {
     if args.hash_token {
-        let token = read_answer("the token (it is not echoed anywhere):")?;
+        let token = match read_answer("the token (it is not echoed anywhere):", None).await? {
+            Heard::Typed(token) => token,
+            Heard::Elsewhere(_) => String::new(),
+        };
         if token.is_empty() {
             return Err(Failure::invalid(anyhow!("no token on stdin")));
         }

@@ -632,6 +632,53 @@ fn approvals_can_be_answered_in_place() {
     );
 }
 
+/// A prompt waiting for its person also watches the store: an answer given in another shell
+/// meanwhile ends the wait (the run goes on with it), with nothing typed here.
+#[test]
+fn a_prompt_sees_an_answer_given_elsewhere() {
+    let (_dir, store) = scratch();
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .args([
+            "run",
+            "examples/pay-rent/spec.yaml",
+            "--ask-tool",
+            "transfer",
+            "--prompt",
+            "--json",
+            "-q",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its standard input stays open and silent while another shell answers.
+    let typing = run.stdin.take().unwrap();
+    let mut request = None;
+    for _ in 0..400 {
+        let pending = json(&warrant(&store, &["approvals", "--json"]));
+        if let Some(r) = pending[0]["request"].as_str() {
+            request = Some(r.to_owned());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let request = request.expect("the run asks for an approval");
+    let approved = warrant(&store, &["approve", &request]);
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let out = run.wait_with_output().unwrap();
+    drop(typing);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("approved elsewhere; that answer stands"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(json(&out)["outcome"], "attained");
+}
+
 #[test]
 fn a_required_execution_control_that_cannot_be_reached_stops_commits() {
     let (_dir, store) = scratch();

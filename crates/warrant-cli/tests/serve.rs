@@ -781,6 +781,13 @@ async fn the_cli_and_the_server_share_the_store_and_a_restart_loses_nothing() {
     let request = run["approvals"][0]["request"].as_str().unwrap().to_owned();
     let o = warrant(&store, &["approve", &request]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The server carries it on: the CLI does not send its person to `warrant resume`.
+    assert!(
+        !stdout(&o).contains("warrant resume")
+            && (stdout(&o).contains("carries run") || stdout(&o).contains("has ended")),
+        "{}",
+        stdout(&o)
+    );
     until_status(&s, None, &id, "attained").await;
 
     // A third waits; the server is killed; it is approved while no server runs; a new
@@ -921,7 +928,10 @@ async fn the_openapi_document_names_every_route_the_server_answers() {
     }
     let mut found = Vec::new();
     walk(&doc, "", &mut found);
-    assert!(found.is_empty(), "schemas a generator cannot map: {found:?}");
+    assert!(
+        found.is_empty(),
+        "schemas a generator cannot map: {found:?}"
+    );
     let effect = &doc["components"]["schemas"]["Effect"];
     assert_eq!(effect["enum"], json!(["read", "commit"]), "{effect}");
 
@@ -1030,6 +1040,12 @@ fn warrant_approve_edit_runs_the_edited_arguments() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // No process took it up: resuming it is the next step.
+    assert!(
+        stdout(&o).contains(&format!("continue with `warrant resume {run}`")),
+        "{}",
+        stdout(&o)
+    );
     let done = warrant(&store, &["resume", run, "--json"]);
     assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
     let events = stdout(&warrant(&store, &["events", run, "--json"]));

@@ -327,13 +327,18 @@ pub fn build() -> Value {
         }
         let mut responses = Map::new();
         for (status, description) in o.statuses {
-            let mut answer = json!({"description": description, "content": content});
+            let mut answer = Map::new();
+            answer.insert("description".into(), json!(description));
+            answer.insert("content".into(), Value::Object(content.clone()));
             if *status == 201 {
-                answer["headers"] = json!({"Location": {
-                    "description": "The run's address.", "schema": {"type": "string"}
-                }});
+                answer.insert(
+                    "headers".into(),
+                    json!({"Location": {
+                        "description": "The run's address.", "schema": {"type": "string"}
+                    }}),
+                );
             }
-            responses.insert(status.to_string(), answer);
+            responses.insert(status.to_string(), Value::Object(answer));
         }
         let problem_content = json!({"application/problem+json": {"schema": problem}});
         if o.method == "post" && o.path == "/v1/runs" {
