@@ -962,3 +962,23 @@ fn a_plan_is_approved_once_with_scope_plan_and_the_run_goes_on_under_it() {
     let replay = warrant(&store, &["replay", "last", "--verify"]);
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
 }
+
+/// A run that waits for a person has failed nothing: its report says each requirement not met
+/// yet waits for an approval, with no fault blamed on a layer.
+#[test]
+fn a_waiting_runs_unmet_requirements_wait_for_approval_and_blame_no_layer() {
+    let (_dir, store) = scratch();
+    let waiting = ask_transfer(&store);
+    let run = waiting["run_id"].as_str().unwrap();
+    let report = json(&warrant(&store, &["report", run, "--json"]));
+    let rows = report["terminal"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{report}");
+    for row in rows {
+        assert_eq!(row["satisfied"], false, "{row}");
+        assert_eq!(row["waiting"], "approval", "{row}");
+        assert!(row.get("fault").is_none(), "{row}");
+    }
+    let text = stdout(&warrant(&store, &["report", run]));
+    assert!(text.contains("(waiting: approval)"), "{text}");
+    assert!(!text.contains("orchestration"), "{text}");
+}

@@ -228,6 +228,11 @@ pub struct RequirementReport {
     /// Why not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
+    /// While the run goes on, why a requirement is not met yet instead of a fault: its step
+    /// waits for a person's `approval`, or a `reconciliation`, or is `running` or `not
+    /// started`. Nothing failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
 }
 
 /// One attributed failure.
@@ -564,8 +569,15 @@ impl RunReport {
         }
         let _ = writeln!(out, "terminal");
         for r in &self.terminal {
-            let mark = if r.satisfied { "met    " } else { "MISSING" };
+            let mark = match (r.satisfied, &r.waiting) {
+                (true, _) => "met    ",
+                (false, Some(_)) => "not yet",
+                (false, None) => "MISSING",
+            };
             let _ = write!(out, "  {mark} {} {}", r.step, r.requirement);
+            if let Some(w) = &r.waiting {
+                let _ = write!(out, "  (waiting: {w})");
+            }
             if let Some(f) = &r.fault {
                 let _ = write!(out, "  [{}] {}", f.layer, f.message);
             }
@@ -723,18 +735,36 @@ fn terminal(state: &RunState, spec: &Spec) -> Vec<RequirementReport> {
         Outcome::NotAttained { missing } => missing,
         _ => Vec::new(),
     };
+    let live = state.outcome().is_none();
     let mut rows = Vec::new();
     for (i, s) in spec.steps.iter().enumerate() {
         let st = state.step(i);
+        // A live run's step that has not ended has failed nothing yet: it waits, or goes on.
+        let waiting = match &st.status {
+            _ if !live => None,
+            StepStatus::Running
+                if state
+                    .pending_approvals()
+                    .any(|a| state.call(a.call).is_some_and(|c| c.step == i)) =>
+            {
+                Some("approval")
+            }
+            StepStatus::Running if state.in_doubt().any(|c| c.step == i) => Some("reconciliation"),
+            StepStatus::Running => Some("running"),
+            StepStatus::Pending => Some("not started"),
+            StepStatus::Finished(_) | StepStatus::Skipped { .. } => None,
+        };
         let mut judged = |requirement: &str, met: bool| {
             let m = missing
                 .iter()
                 .find(|m| m.step == s.id && m.requirement == requirement);
+            let unmet = !(met && m.is_none());
             rows.push(RequirementReport {
                 step: s.id.clone(),
                 requirement: requirement.to_owned(),
-                satisfied: met && m.is_none(),
-                fault: m.map(|m| m.fault.clone()),
+                satisfied: !unmet,
+                fault: m.filter(|_| waiting.is_none()).map(|m| m.fault.clone()),
+                waiting: waiting.filter(|_| unmet).map(str::to_owned),
             });
         };
         if s.commit == CommitRule::Required {

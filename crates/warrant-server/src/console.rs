@@ -608,11 +608,18 @@ async fn run_page(
     if !report.terminal.is_empty() {
         body.push_str("<h3>Objective</h3><ul>");
         for r in &report.terminal {
+            let (class, mark) = match (r.satisfied, &r.waiting) {
+                (true, _) => ("met", "✓"),
+                (false, Some(_)) => ("awaited", "…"),
+                (false, None) => ("unmet", "✗"),
+            };
+            let waiting = r
+                .waiting
+                .as_ref()
+                .map_or_else(String::new, |w| format!(" (waiting: {})", esc(w)));
             let _ = write!(
                 body,
-                "<li class=\"{}\">{} {}: {}</li>",
-                if r.satisfied { "met" } else { "unmet" },
-                if r.satisfied { "✓" } else { "✗" },
+                "<li class=\"{class}\">{mark} {}: {}{waiting}</li>",
                 esc(&r.step.0),
                 esc(&r.requirement)
             );

@@ -249,7 +249,7 @@ fn ops() -> Vec<Op> {
         op(
             "get",
             "/readyz",
-            "ready",
+            "readiness",
             "The store answers and start-up re-entry is done.",
             "any",
         ),
