@@ -94,9 +94,32 @@ impl Prepared {
     /// providers reached and, for rules by tool name, that they offer the tools named.
     pub async fn new(
         deciders: &Deciders,
+        spec: Spec,
+        spec_path: &Path,
+        options: RunOptions,
+    ) -> Result<Prepared> {
+        Prepared::checked(deciders, spec, spec_path, options, true).await
+    }
+
+    /// The same checks for a run only to be queued (a fleet's server records it for a
+    /// worker): its providers are not started here — the worker that drives it reaches them
+    /// — so queueing costs no process and no connection. Rules by tool name are recorded
+    /// unchecked against what the providers offer.
+    pub async fn to_queue(
+        deciders: &Deciders,
+        spec: Spec,
+        spec_path: &Path,
+        options: RunOptions,
+    ) -> Result<Prepared> {
+        Prepared::checked(deciders, spec, spec_path, options, false).await
+    }
+
+    async fn checked(
+        deciders: &Deciders,
         mut spec: Spec,
         spec_path: &Path,
         options: RunOptions,
+        connect: bool,
     ) -> Result<Prepared> {
         let begun_ms = SystemClock.now_ms();
         // The operator's providers it names, pinned to the definitions it starts with.
@@ -119,6 +142,11 @@ impl Prepared {
         }
         let lane = match options.lane {
             Lane::Reference => None,
+            Lane::Browser if !connect => {
+                return Err(AppError::invalid(
+                    "a run on the browser lane is driven where it starts: it cannot be queued",
+                ));
+            }
             Lane::Browser => Some(
                 warrant_surfaces::webmcp::BrowserLane::start(
                     &warrant_surfaces::ReferenceCatalog::default(),
@@ -128,15 +156,19 @@ impl Prepared {
                 .map_err(AppError::invalid)?,
             ),
         };
-        let surfaces = providers::connect_on(
-            &spec,
-            deciders.registry(),
-            providers::start_bound(&spec, 0),
-            lane.as_ref()
-                .map(warrant_surfaces::webmcp::BrowserLane::base),
-        )
-        .await?;
-        if !options.deny_tools.is_empty() || !options.ask_tools.is_empty() {
+        let surfaces = if connect {
+            providers::connect_on(
+                &spec,
+                deciders.registry(),
+                providers::start_bound(&spec, 0),
+                lane.as_ref()
+                    .map(warrant_surfaces::webmcp::BrowserLane::base),
+            )
+            .await?
+        } else {
+            warrant_engine::Surfaces::new()
+        };
+        if connect && (!options.deny_tools.is_empty() || !options.ask_tools.is_empty()) {
             let offered = providers::observe_all(&spec, &surfaces).await?;
             // Rules by tool name rule the children too: a tool a child's steps allow counts.
             let in_tree = child_tools(&spec);
@@ -213,12 +245,7 @@ impl Prepared {
             return Err(AppError::failed("only a new run can be queued"));
         }
         engine
-            .enqueue(
-                self.spec.clone(),
-                self.decider.as_ref(),
-                &self.surfaces,
-                setup_ms,
-            )
+            .enqueue(self.spec.clone(), self.decider.as_ref(), setup_ms)
             .await
             .map_err(AppError::from)
     }

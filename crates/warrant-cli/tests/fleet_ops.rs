@@ -266,3 +266,58 @@ fn a_databases_failure_is_told_in_its_own_words_with_the_url() {
     );
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+/// A fleet's server only queues a run: it checks the spec and records the run without starting
+/// the spec's providers (a stdio MCP server here), which the worker that drives it starts.
+#[test]
+fn a_fleet_server_queues_a_run_without_starting_its_providers() {
+    let url = store("queue_cheap");
+    let at = Path::new(&url);
+    let migrated = warrant(at, &["store", "migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let specs = tempfile::tempdir().unwrap();
+    let marker = specs.path().join("started");
+    std::fs::create_dir(specs.path().join("tools")).unwrap();
+    std::fs::write(
+        specs.path().join("tools/spec.yaml"),
+        format!(
+            "version: warrant/v1
+id: tools
+objective: Use a tool.
+decider: scripted:script.yaml
+providers:
+  tools:
+    mcp:
+      command: [sh, -c, 'touch {}; sleep 30']
+steps:
+  - id: use
+    provider: tools
+    tools: [anything]
+",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        specs.path().join("tools/script.yaml"),
+        "steps:\n  use:\n    - call: anything\n",
+    )
+    .unwrap();
+    let server = start_server(at, specs.path(), &[], None);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (status, body) = runtime.block_on(async {
+        let r = reqwest::Client::new()
+            .post(format!("{}/v1/runs", server.base))
+            .json(&json!({"spec_path": "tools/spec.yaml"}))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["status"], "queued", "{body}");
+    assert!(!marker.exists(), "queueing started the spec's MCP server");
+}

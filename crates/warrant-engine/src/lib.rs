@@ -437,10 +437,11 @@ impl Engine {
         &self,
         spec: Arc<Spec>,
         decider: &dyn Decider,
-        surfaces: &Surfaces,
         setup_ms: Option<u64>,
     ) -> Result<RunId, EngineError> {
-        let mut run = self.new_run(spec, decider, surfaces, setup_ms)?;
+        // Nothing is asked of a provider here: the process that drives the run reaches them.
+        let none = Surfaces::new();
+        let mut run = self.unchecked_run(spec, decider, &none, setup_ms)?;
         run.queue().await?;
         Ok(run.run_id.clone())
     }
@@ -454,6 +455,17 @@ impl Engine {
         setup_ms: Option<u64>,
     ) -> Result<run::Run<'a>, EngineError> {
         self.check_surfaces(&spec, surfaces)?;
+        self.unchecked_run(spec, decider, surfaces, setup_ms)
+    }
+
+    /// A new run of `spec`, ruled and named, its surfaces not checked against its steps.
+    fn unchecked_run<'a>(
+        &'a self,
+        spec: Arc<Spec>,
+        decider: &'a dyn Decider,
+        surfaces: &'a Surfaces,
+        setup_ms: Option<u64>,
+    ) -> Result<run::Run<'a>, EngineError> {
         let rules = self.rules_for(&spec)?;
         let mut run = run::Run::start(
             self,

@@ -305,7 +305,12 @@ impl Shared {
             // A caller does not start a browser on the server.
             lane: warrant_app::Lane::Reference,
         };
-        let prepared = warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await;
+        // A fleet's server only queues the run: its providers are started by the worker.
+        let prepared = if self.runner.is_queueing() {
+            warrant_app::Prepared::to_queue(&self.deciders, spec, &spec_path, options).await
+        } else {
+            warrant_app::Prepared::new(&self.deciders, spec, &spec_path, options).await
+        };
         Ok(prepared.map_err(|e| match catalog {
             Some(c) => c.hide(e),
             None => e,
