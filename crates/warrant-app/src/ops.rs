@@ -912,18 +912,27 @@ impl App {
 
     /// `run` as `show` gives it.
     pub async fn show(&self, run: &RunId) -> Result<RunView> {
+        Ok(self.snapshot(run).await?.0)
+    }
+
+    /// `run` as `show` gives it, its report and its log, all from one reading of the log: a
+    /// page built from them never contradicts itself.
+    pub async fn snapshot(
+        &self,
+        run: &RunId,
+    ) -> Result<(RunView, RunReport, Vec<Arc<warrant_core::Event>>)> {
         let events = self.log(run).await?;
         let state = fold(run, &events)?;
         let report = RunReport::from_events(&events)
             .map_err(|e| AppError::failed(format!("run `{run}`: {e}")))?;
         let (status, note) = self.status_and_note(run, &state).await;
-        let mut view = RunView::new(report, &state, &events, status);
+        let mut view = RunView::new(report.clone(), &state, &events, status);
         view.note = note;
         if state.waiting_since_ms().is_some() && state.outcome().is_none() {
             // Still waiting: up to now.
             view.waiting_ms = state.waited_ms(SystemClock.now_ms());
         }
-        Ok(view)
+        Ok((view, report, events))
     }
 
     /// The status every reader shows for `run`: its log's, or `queued` / `interrupted` when

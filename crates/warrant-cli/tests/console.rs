@@ -379,6 +379,10 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     b.go(&format!("{base}/runs/{run}")).await;
     b.until_text("#status", "waiting").await;
     b.script("window.__notReloaded = true; return 1;").await;
+    // The call held for approval is said so, as `warrant show` says it.
+    let calls = b.text("table.calls").await;
+    assert!(calls.contains("held for approval"), "{calls}");
+    assert!(!calls.contains("in flight"), "{calls}");
 
     // The inbox, in another tab: the recipient came from the bank's statement, and says so.
     let inbox = b.new_tab().await;
@@ -405,6 +409,18 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     );
     let timeline = b.text("#timeline").await;
     assert!(timeline.contains("approval_resolved") && timeline.contains("run_finished"));
+    // Updated live, the page says what a reload says: nothing left over from its waiting.
+    let live = b.text("#run-view").await;
+    assert!(
+        !live.contains("in flight") && !live.contains("wait:"),
+        "{live}"
+    );
+    b.go(&format!("{base}/runs/{run}")).await;
+    assert_eq!(
+        b.text("#run-view").await,
+        live,
+        "the live page and a reload differ"
+    );
 
     // A form without its CSRF token is refused, even with the session's cookie.
     let refused = api

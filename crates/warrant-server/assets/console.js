@@ -9,54 +9,41 @@ function setStatus(el, status) {
   el.className = "status s-" + status;
 }
 
-// The status a run has after an event, as far as the event says.
-function statusAfter(type, data) {
-  if (type === "run_finished" && data.outcome) {
-    return String(data.outcome);
-  }
-  if (type === "approval_requested") return "waiting";
-  if (type === "approval_resolved" || type === "call_reconciled") return "ready";
-  return "running";
-}
-
-function line(seq, type, data) {
-  const li = document.createElement("li");
-  li.dataset.seq = String(seq);
-  const s = document.createElement("span");
-  s.className = "seq";
-  s.textContent = String(seq);
-  const b = document.createElement("b");
-  b.textContent = type;
-  li.append(s, " ", b);
-  const bits = [];
-  for (const k of ["step", "tool", "call", "status", "verdict", "outcome", "request", "reason"]) {
-    if (data[k] === undefined) continue;
-    let v = data[k];
-    if (v && typeof v === "object") v = v.outcome || v.kind || JSON.stringify(v);
-    bits.push(k + "=" + String(v).slice(0, 120));
-  }
-  if (bits.length) li.append(" " + bits.join(" "));
-  return li;
-}
-
+// The run's page follows its events: at each one, the whole view is fetched again and put in
+// place of the old, so the page always says what a reload would (one state, never a badge
+// ahead of the rest). Events that come while a fetch is under way make one more fetch.
 function followRun() {
+  const view = document.getElementById("run-view");
   const timeline = document.getElementById("timeline");
   const status = document.getElementById("status");
-  if (!timeline || !status || TERMINAL.has(status.textContent)) return;
+  if (!view || !timeline || !status || TERMINAL.has(status.textContent)) return;
   const run = timeline.dataset.run;
   const source = new EventSource(
     "/v1/runs/" + encodeURIComponent(run) + "/events?from=" + timeline.dataset.from);
-  const seen = new Set(Array.from(timeline.children, (li) => li.dataset.seq));
-  source.onmessage = (ev) => {
-    if (seen.has(ev.lastEventId)) return;
-    seen.add(ev.lastEventId);
-    let data = {};
-    try { data = JSON.parse(ev.data); } catch (_) { return; }
-    timeline.append(line(ev.lastEventId, data.type, data));
-    const next = statusAfter(data.type, data);
-    setStatus(status, next);
-    if (TERMINAL.has(next)) source.close();
+  let fetching = false;
+  let again = false;
+  const refresh = async () => {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        const r = await fetch(location.pathname, { credentials: "same-origin" });
+        if (!r.ok) break;
+        const fresh = new DOMParser()
+          .parseFromString(await r.text(), "text/html")
+          .getElementById("run-view");
+        const current = document.getElementById("run-view");
+        if (!fresh || !current) break;
+        current.replaceWith(document.importNode(fresh, true));
+        localTimes();
+        const now = document.getElementById("status");
+        if (now && TERMINAL.has(now.textContent)) source.close();
+      } while (again);
+    } catch (_) { /* the next event tries again */ }
+    fetching = false;
   };
+  source.onmessage = () => { refresh(); };
 }
 
 async function refreshRuns() {

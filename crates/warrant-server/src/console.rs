@@ -532,19 +532,15 @@ async fn run_page(
         Ok(w) => w,
         Err(r) => return r,
     };
-    let (view, report, events) = match (
-        shared.app.show(&run).await,
-        shared.app.report(&run).await,
-        shared.app.log(&run).await,
-    ) {
-        (Ok(v), Ok(r), Ok(e)) => (v, r, e),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return Problem::from(e).into_response();
-        }
+    // One reading of the log: every part of the page says the same moment of the run (the
+    // live page swaps this whole view for a fresh one at each event).
+    let (view, report, events) = match shared.app.snapshot(&run).await {
+        Ok(s) => s,
+        Err(e) => return Problem::from(e).into_response(),
     };
     let token = csrf(&shared, &headers);
     let mut body = format!(
-        "<h2>Run <code>{id}</code></h2><p>Spec <b>{spec}</b>: {objective}</p>\
+        "<div id=\"run-view\"><h2>Run <code>{id}</code></h2><p>Spec <b>{spec}</b>: {objective}</p>\
          <p>Status <span id=\"status\" class=\"status s-{status}\">{status}</span> · \
          route {route} · <a href=\"/runs/{id}/report\">report</a></p>",
         id = esc(&run.0),
@@ -571,14 +567,19 @@ async fn run_page(
         );
     }
     body.push_str("<h3>Calls</h3><table class=\"calls\"><thead><tr><th>Step</th><th>Call</th><th>Tool</th><th>Status</th><th>Failure</th></tr></thead><tbody>");
+    // Each call's status as `warrant show` says it (held for approval, in doubt, ...).
+    let shown: std::collections::HashMap<warrant_core::ids::CallId, &str> = view
+        .steps
+        .iter()
+        .flat_map(|s| &s.call_rows)
+        .map(|c| (c.call, c.status.as_str()))
+        .collect();
     for s in &report.steps {
         for c in &s.calls {
             let fault = c.fault.as_ref().map_or_else(String::new, |f| {
                 format!("{} ({}): {}", f.code, f.layer, f.message)
             });
-            let status = c
-                .status
-                .map_or_else(|| "in flight".to_owned(), |st| st.to_string());
+            let status = shown.get(&c.call).copied().unwrap_or("in flight");
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
@@ -635,7 +636,7 @@ async fn run_page(
     for e in &events {
         body.push_str(&event_line(e));
     }
-    body.push_str("</ol>");
+    body.push_str("</ol></div>");
     page(&format!("Run {}", run.0), "run", Some(&caller), &body).into_response()
 }
 
