@@ -82,6 +82,9 @@ pub struct Prepared {
     begun_ms: u64,
     /// Who asked for this re-entry (`tenant/user`), recorded in its `run_resumed`.
     pub resumed_by: Option<String>,
+    /// A queued run that nothing drove yet: its first driving takes it up (`run_taken_up`),
+    /// it does not resume it.
+    pub queued: bool,
     /// The tenant the run acts for.
     pub tenant: String,
     /// The browser lane's pages, served while the run is prepared.
@@ -194,6 +197,7 @@ impl Prepared {
             options,
             begun_ms,
             resumed_by: None,
+            queued: false,
             lane,
         })
     }
@@ -653,6 +657,7 @@ impl App {
             options: RunOptions::default(),
             begun_ms,
             resumed_by: None,
+            queued: state.last_seq() == 1,
             tenant: state.principal().tenant.clone(),
             // A run re-entered goes on on the reference lane: its in-process providers are
             // reached in process (the pages a browser lane served ended with its process).

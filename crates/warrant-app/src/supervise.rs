@@ -372,7 +372,11 @@ impl Supervisor {
         let engine = self.app.engine_for(&prepared);
         self.watch(&engine, None, &prepared.tenant);
         self.counters.reentered.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(run = %run, "run re-entered");
+        if prepared.queued {
+            tracing::info!(run = %run, "run taken up");
+        } else {
+            tracing::info!(run = %run, "run re-entered");
+        }
         self.clone()
             .spawn_drive(run.clone(), prepared, engine, permit, None);
         Ok(true)

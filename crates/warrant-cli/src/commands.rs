@@ -1052,6 +1052,10 @@ fn render_event(e: &StoredEvent) -> String {
         EventKind::RunResumed { in_flight, .. } => in_flight
             .map(|c| format!("{c} was in flight"))
             .unwrap_or_default(),
+        EventKind::RunTakenUp { by, .. } => by
+            .as_ref()
+            .map(|b| format!("asked by {b}"))
+            .unwrap_or_default(),
         EventKind::ApprovalRequested {
             request,
             call,

@@ -525,13 +525,27 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     let logs = rt.block_on(ledgers::logs(&store, |_| true));
     assert_eq!(logs.len(), runs);
     let effects = ledgers::judge(&dir, &logs, "fleet");
-    // Runs driven by more than one worker (each re-entry says by whom it was taken up).
+    // Each run was queued by the server and first driven by a worker that took it up: that
+    // first driving is no resumption.
+    for (run, _, events) in &logs {
+        assert!(
+            matches!(events[1].kind, EventKind::RunTakenUp { .. }),
+            "run {run}'s second event is `{}`",
+            events[1].kind.name()
+        );
+    }
+    // Runs driven by more than one worker (the take-up, then each re-entry).
     let crossed: Vec<&(String, String, Vec<Arc<Event>>)> = logs
         .iter()
         .filter(|(_, _, events)| {
             events
                 .iter()
-                .filter(|e| matches!(e.kind, EventKind::RunResumed { .. }))
+                .filter(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::RunResumed { .. } | EventKind::RunTakenUp { .. }
+                    )
+                })
                 .count()
                 > 1
         })

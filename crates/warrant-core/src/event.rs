@@ -853,6 +853,18 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// A queued run's first driving: the process that took it up (a fleet's worker, a server
+    /// re-entering the runs it queued) begins it here, after connecting its providers. Not a
+    /// resumption: nothing ran before.
+    RunTakenUp {
+        /// Milliseconds the process spent connecting to providers first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup_ms: Option<u64>,
+        /// The principal (`tenant/user`) who asked for it (`POST .../resume`); absent when a
+        /// process took the run up on its own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// A commit's outcome was lost and repeating it is not safe: the run waits until an
     /// operator reconciles it. It is never silently repeated and never silently dropped.
     CallInDoubt {
@@ -1062,6 +1074,7 @@ impl EventKind {
             EventKind::CallDispatched { .. } => "call_dispatched",
             EventKind::CallFinished { .. } => "call_finished",
             EventKind::RunResumed { .. } => "run_resumed",
+            EventKind::RunTakenUp { .. } => "run_taken_up",
             EventKind::CallInDoubt { .. } => "call_in_doubt",
             EventKind::CallReconciled { .. } => "call_reconciled",
             EventKind::ApprovalRequested { .. } => "approval_requested",
@@ -1093,6 +1106,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "call_dispatched",
     "call_finished",
     "run_resumed",
+    "run_taken_up",
     "call_in_doubt",
     "call_reconciled",
     "approval_requested",

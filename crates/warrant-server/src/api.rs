@@ -1276,6 +1276,9 @@ pub async fn audit(
                         by.clone(),
                         in_flight.map_or_else(String::new, |c| format!("{c} was in flight")),
                     )),
+                    EventKind::RunTakenUp { by: Some(by), .. } => {
+                        Some(entry("resume", by.clone(), String::new()))
+                    }
                     _ => None,
                 };
                 if let Some(a) = found {

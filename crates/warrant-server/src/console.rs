@@ -586,7 +586,7 @@ async fn run_page(
                 esc(&s.id.0),
                 c.call,
                 esc(&c.tool),
-                esc(&status),
+                esc(status),
                 esc(&fault)
             );
         }

@@ -455,6 +455,12 @@ impl RunState {
                 }
                 self.resumes += 1;
             }
+            EventKind::RunTakenUp { setup_ms, .. } => {
+                if self.last_seq != 1 {
+                    return Err("only a queued run is taken up: this one had begun".into());
+                }
+                self.setup_ms += setup_ms.unwrap_or(0);
+            }
             EventKind::CallInDoubt { call, stage, .. } => {
                 let c = self
                     .call_mut(*call)

@@ -330,6 +330,7 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
         }
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
+        | EventKind::RunTakenUp { .. }
         | EventKind::ApprovalExpired { .. } => Some(RunStatus::Running),
         _ => None,
     }
@@ -379,7 +380,9 @@ pub(crate) struct Clocks {
 impl Clocks {
     fn apply(&mut self, kind: &EventKind, at: u64) {
         match kind {
-            EventKind::RunStarted { setup_ms, .. } | EventKind::RunResumed { setup_ms, .. } => {
+            EventKind::RunStarted { setup_ms, .. }
+            | EventKind::RunResumed { setup_ms, .. }
+            | EventKind::RunTakenUp { setup_ms, .. } => {
                 // A process that stopped without waiting drove until its last event.
                 if let Some(start) = self.segment.take() {
                     self.driven_ms += self.segment_last.saturating_sub(start);
@@ -650,6 +653,7 @@ impl RunState {
                 self.apply_calls(e)
             }
             EventKind::RunResumed { .. }
+            | EventKind::RunTakenUp { .. }
             | EventKind::CallInDoubt { .. }
             | EventKind::CallReconciled { .. }
             | EventKind::Carried { .. } => self.apply_settle(e),

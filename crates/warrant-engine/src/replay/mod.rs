@@ -87,7 +87,12 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         events
             .iter()
             .enumerate()
-            .filter(|(_, e)| matches!(e.kind, EventKind::RunResumed { .. }))
+            .filter(|(_, e)| {
+                matches!(
+                    e.kind,
+                    EventKind::RunResumed { .. } | EventKind::RunTakenUp { .. }
+                )
+            })
             .map(|(i, _)| i),
     );
     let mut error = None;
@@ -105,7 +110,9 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         // The time the recorded process spent before it started (or re-entered) the run.
         let setup_ms = match segment.first().map(|e| &e.kind) {
             Some(
-                EventKind::RunStarted { setup_ms, .. } | EventKind::RunResumed { setup_ms, .. },
+                EventKind::RunStarted { setup_ms, .. }
+                | EventKind::RunResumed { setup_ms, .. }
+                | EventKind::RunTakenUp { setup_ms, .. },
             ) => *setup_ms,
             _ => None,
         };

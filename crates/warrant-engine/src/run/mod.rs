@@ -244,11 +244,16 @@ impl<'a> Run<'a> {
         let unsent = in_flight
             .and_then(|c| self.state.call(c))
             .is_some_and(|c| c.unsent);
-        self.stage(EventKind::RunResumed {
-            in_flight,
-            setup_ms,
-            by,
-        })?;
+        // A queued run (nothing recorded past its start) is taken up, not resumed.
+        if self.state.last_seq() == 1 {
+            self.stage(EventKind::RunTakenUp { setup_ms, by })?;
+        } else {
+            self.stage(EventKind::RunResumed {
+                in_flight,
+                setup_ms,
+                by,
+            })?;
+        }
         if let Some(call) = in_flight {
             self.recover(call, unsent).await?;
         }
