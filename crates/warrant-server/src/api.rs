@@ -589,6 +589,31 @@ pub struct RunsPage {
     pub next: Option<String>,
 }
 
+/// How the API document describes an event: its envelope (sequence, time, type) typed, and
+/// the type's own fields as an open object. A client generator maps it; the union of every
+/// type's fields (`warrant schema events`) is too wide for generators to map.
+pub struct EventEnvelope;
+
+impl schemars::JsonSchema for EventEnvelope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Event".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "One record of a run's log (`warrant.events/1`): its sequence number, time and type, and the fields of that type (`warrant schema events` has them all).",
+            "properties": {
+                "seq": {"type": "integer", "minimum": 1, "description": "Gapless per-run sequence, from 1."},
+                "at_ms": {"type": "integer", "minimum": 0, "description": "Milliseconds since the Unix epoch."},
+                "type": {"type": "string", "enum": warrant_core::event::EVENT_TYPES, "description": "What happened."},
+            },
+            "required": ["seq", "at_ms", "type"],
+            "additionalProperties": {},
+        })
+    }
+}
+
 fn cursor_text(c: &RunCursor) -> String {
     format!("{}.{}", c.started_at_ms, c.run_id)
 }
@@ -700,6 +725,7 @@ pub struct EventsQuery {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EventsPage {
     /// The events, in order.
+    #[schemars(with = "Vec<EventEnvelope>")]
     pub events: Vec<Arc<warrant_core::Event>>,
     /// Pass as `from` for what follows (also when the run is still going).
     pub next: u64,

@@ -392,6 +392,11 @@ pub fn build() -> Value {
 fn for_generators(v: &mut Value) {
     match v {
         Value::Object(m) => {
+            // A default of `null` (an optional field's) says nothing a generator can use, and
+            // some reject it on a schema whose type is not `null`.
+            if m.get("default") == Some(&Value::Null) {
+                m.remove("default");
+            }
             for (key, child) in m.iter_mut() {
                 // `true` as a schema (an object's property, an array's items, ...); not as
                 // the value of a keyword such as `uniqueItems`, which is no schema.
