@@ -41,7 +41,9 @@ fn python_generator() -> (PathBuf, PathBuf) {
 }
 
 fn node_tool(name: &str) -> PathBuf {
-    let tool = root().join("clients/typescript/node_modules/.bin").join(name);
+    let tool = root()
+        .join("clients/typescript/node_modules/.bin")
+        .join(name);
     assert!(
         tool.exists(),
         "install the client generators first: .ci/api-clients (./test does)"
