@@ -944,6 +944,91 @@ async fn the_openapi_document_names_every_route_the_server_answers() {
     }
 }
 
+/// The document is versioned (`/v1`) and changes to it are additive: against the document
+/// this version was released with (`docs/api/openapi-v1.json`), no operation, `operationId`,
+/// status, parameter, schema or property went away, and no request body requires more.
+/// Removing or renaming breaks every client generated from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_document_only_grows() {
+    let (_dir, store) = scratch();
+    let s = serve(&store, &[]);
+    let now = document(&reqwest::Url::parse(&s.base).unwrap()).await;
+    let released: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/api/openapi-v1.json")).unwrap(),
+    )
+    .unwrap();
+    let mut lost = Vec::new();
+    let mut bodies = Vec::new();
+    for (path, ops) in released["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let Some(current) = now["paths"][path].get(method) else {
+                lost.push(format!("{method} {path}"));
+                continue;
+            };
+            if current["operationId"] != op["operationId"] {
+                lost.push(format!(
+                    "{method} {path}: operationId {}",
+                    op["operationId"]
+                ));
+            }
+            for status in op["responses"].as_object().unwrap().keys() {
+                if current["responses"].get(status).is_none() {
+                    lost.push(format!("{method} {path}: status {status}"));
+                }
+            }
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let kept = current["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["name"] == p["name"] && c["in"] == p["in"]);
+                if !kept {
+                    lost.push(format!("{method} {path}: parameter {}", p["name"]));
+                }
+            }
+            if let Some(r) =
+                op["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str()
+            {
+                bodies.push(r.rsplit('/').next().unwrap().to_owned());
+            }
+        }
+    }
+    let names = |v: &Value, key: &str| -> Vec<String> {
+        match &v[key] {
+            Value::Object(m) => m.keys().cloned().collect(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let schemas = &now["components"]["schemas"];
+    for (name, schema) in released["components"]["schemas"].as_object().unwrap() {
+        let Some(current) = schemas.get(name) else {
+            lost.push(format!("schema {name}"));
+            continue;
+        };
+        for property in names(schema, "properties") {
+            if current["properties"].get(&property).is_none() {
+                lost.push(format!("schema {name}: property {property}"));
+            }
+        }
+        if bodies.contains(name) {
+            let was = names(schema, "required");
+            for required in names(current, "required") {
+                if !was.contains(&required) {
+                    lost.push(format!("request body {name} now requires {required}"));
+                }
+            }
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "the API document lost what v1 promised (add instead; a break is a /v2): {lost:?}"
+    );
+}
+
 #[test]
 fn a_client_that_trickles_its_request_is_disconnected() {
     use std::io::{Read as _, Write as _};
