@@ -378,6 +378,8 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     let run_tab = b.window().await;
     b.go(&format!("{base}/runs/{run}")).await;
     b.until_text("#status", "waiting").await;
+    // The navigation counts the approval requests waiting.
+    b.until_text("#pending", "1").await;
     b.script("window.__notReloaded = true; return 1;").await;
     // The call held for approval is said so, as `warrant show` says it.
     let calls = b.text("table.calls").await;
@@ -421,6 +423,34 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         live,
         "the live page and a reload differ"
     );
+
+    // Nothing waits any more: the count is gone.
+    b.until_text("#pending", "").await;
+
+    // Cancel asks first: dismissed, the run still waits; accepted, it is cancelled.
+    let other: Value = api
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("tok-ann")
+        .json(&json!({"spec_path": "spec.yaml"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let other = other["run_id"].as_str().unwrap().to_owned();
+    b.go(&format!("{base}/runs/{other}")).await;
+    b.until_text("#status", "waiting").await;
+    b.click("form[data-confirm] button").await;
+    let asked = b.cmd(reqwest::Method::GET, "/alert/text", None).await;
+    assert!(asked.as_str().unwrap().contains(&other), "{asked}");
+    b.cmd(reqwest::Method::POST, "/alert/dismiss", Some(json!({})))
+        .await;
+    assert_eq!(b.text("#status").await, "waiting");
+    b.click("form[data-confirm] button").await;
+    b.cmd(reqwest::Method::POST, "/alert/accept", Some(json!({})))
+        .await;
+    b.until_text("#status", "cancelled").await;
 
     // A form without its CSRF token is refused, even with the session's cookie.
     let refused = api

@@ -81,8 +81,35 @@ function localTimes() {
   }
 }
 
+// How many approval requests of the caller's tenant wait, in the navigation of every page.
+async function refreshPending() {
+  const count = document.getElementById("pending");
+  if (!count) return;
+  try {
+    const r = await fetch("/v1/approvals", { credentials: "same-origin" });
+    if (!r.ok) return;
+    const pending = (await r.json()).length;
+    count.textContent = pending > 0 ? String(pending) : "";
+  } catch (_) { /* the next tick tries again */ }
+}
+
+// A form that ends something asks first (`data-confirm`); the run page's view is swapped
+// whole at each event, so the question is asked of whichever form is submitted.
+function confirmEnds() {
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target;
+    if (form instanceof HTMLFormElement && form.dataset.confirm
+        && !window.confirm(form.dataset.confirm)) {
+      ev.preventDefault();
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   localTimes();
+  confirmEnds();
+  refreshPending();
+  setInterval(refreshPending, 2000);
   const page = document.body.dataset.page;
   if (page === "run") followRun();
   if (page === "runs") setInterval(refreshRuns, 2000);

@@ -77,7 +77,9 @@ pub fn esc(text: &str) -> String {
 fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str) -> Html<String> {
     let nav = match caller {
         Some(c) => format!(
-            "<nav><a href=\"/\">Runs</a> <a href=\"/approvals\">Approvals</a> \
+            "<nav><a href=\"/\">Runs</a> <a href=\"/approvals\">Approvals \
+             <span id=\"pending\" class=\"count\" aria-live=\"polite\" \
+             title=\"approval requests waiting\"></span></a> \
              <span class=\"who\">{}</span>\
              <form method=\"post\" action=\"/logout\" class=\"inline\"><button>Log out</button></form></nav>",
             esc(&c.principal.by())
@@ -552,7 +554,8 @@ async fn run_page(
     if caller.principal.may(crate::Role::Operator) && view.status.is_live() {
         let _ = write!(
             body,
-            "<form method=\"post\" action=\"/console/runs/{id}/cancel\" class=\"inline\">\
+            "<form method=\"post\" action=\"/console/runs/{id}/cancel\" class=\"inline\" \
+             data-confirm=\"Cancel run {id}? It stops at its next step and cannot go on.\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{token}\"><button class=\"deny\">Cancel</button></form>\
              <form method=\"post\" action=\"/console/runs/{id}/resume\" class=\"inline\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{token}\"><button>Resume</button></form>",
