@@ -452,6 +452,21 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         .await;
     b.until_text("#status", "cancelled").await;
 
+    // The runs list filters by status and finds a run by its id, with when each started.
+    b.go(&format!("{base}/?status=cancelled")).await;
+    let listed = b.text("#runs").await;
+    assert!(
+        listed.contains(&other) && !listed.contains(&run),
+        "{listed}"
+    );
+    assert!(b.find("#runs time[data-ms]").await.is_some());
+    b.go(&format!("{base}/?run={run}")).await;
+    let listed = b.text("#runs").await;
+    assert!(
+        listed.contains(&run) && !listed.contains(&other),
+        "{listed}"
+    );
+
     // A form without its CSRF token is refused, even with the session's cookie.
     let refused = api
         .post(format!("{base}/console/runs/{run}/resume"))

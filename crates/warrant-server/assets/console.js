@@ -4,11 +4,6 @@
 
 const TERMINAL = new Set(["attained", "not_attained", "failed", "cancelled", "exhausted"]);
 
-function setStatus(el, status) {
-  el.textContent = status;
-  el.className = "status s-" + status;
-}
-
 // The run's page follows its events: at each one, the whole view is fetched again and put in
 // place of the old, so the page always says what a reload would (one state, never a badge
 // ahead of the rest). Events that come while a fetch is under way make one more fetch.
@@ -46,32 +41,20 @@ function followRun() {
   source.onmessage = () => { refresh(); };
 }
 
+// The runs list, with its filters, fetched again as the server renders it and put in place
+// of the old: the list a reload would show.
 async function refreshRuns() {
-  const table = document.querySelector("#runs tbody");
-  if (!table) return;
+  if (!document.getElementById("runs-view")) return;
   try {
-    const r = await fetch("/v1/runs?limit=50", { credentials: "same-origin" });
+    const r = await fetch(location.href, { credentials: "same-origin" });
     if (!r.ok) return;
-    const page = await r.json();
-    const rows = page.runs.map((run) => {
-      const tr = document.createElement("tr");
-      tr.dataset.run = run.run_id;
-      const a = document.createElement("a");
-      a.href = "/runs/" + encodeURIComponent(run.run_id);
-      a.textContent = run.run_id;
-      const st = document.createElement("span");
-      st.dataset.status = "";
-      setStatus(st, run.status);
-      const cells = [a, document.createTextNode(run.spec_id), st,
-        document.createTextNode(String(run.events))];
-      for (const c of cells) {
-        const td = document.createElement("td");
-        td.append(c);
-        tr.append(td);
-      }
-      return tr;
-    });
-    table.replaceChildren(...rows);
+    const fresh = new DOMParser()
+      .parseFromString(await r.text(), "text/html")
+      .getElementById("runs-view");
+    const current = document.getElementById("runs-view");
+    if (!fresh || !current) return;
+    current.replaceWith(document.importNode(fresh, true));
+    localTimes();
   } catch (_) { /* the next tick tries again */ }
 }
 

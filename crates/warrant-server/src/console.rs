@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -208,34 +208,131 @@ fn status_badge(status: impl std::fmt::Display) -> String {
     )
 }
 
-async fn runs_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+/// The runs list's filters, as the page's own query (`/?status=waiting&spec=...`).
+#[derive(Debug, Default, Deserialize)]
+struct RunsFilter {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    spec: String,
+    #[serde(default)]
+    run: String,
+    cursor: Option<String>,
+}
+
+/// The statuses the runs list filters by.
+const STATUS_CHOICES: [warrant_core::RunStatus; 10] = [
+    warrant_core::RunStatus::Queued,
+    warrant_core::RunStatus::Running,
+    warrant_core::RunStatus::Interrupted,
+    warrant_core::RunStatus::Waiting,
+    warrant_core::RunStatus::Ready,
+    warrant_core::RunStatus::Attained,
+    warrant_core::RunStatus::NotAttained,
+    warrant_core::RunStatus::Failed,
+    warrant_core::RunStatus::Cancelled,
+    warrant_core::RunStatus::Exhausted,
+];
+
+async fn runs_page(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(filter): Query<RunsFilter>,
+) -> Response {
     let caller = match who(&shared, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let runs = match shared.runs_page(&caller, RunsQuery::default()).await {
-        Ok(p) => p.runs,
+    let query = RunsQuery {
+        status: Some(filter.status.clone()).filter(|s| !s.is_empty()),
+        spec: Some(filter.spec.trim().to_owned()).filter(|s| !s.is_empty()),
+        cursor: filter.cursor.clone(),
+        ..RunsQuery::default()
+    };
+    let found = match shared.runs_page(&caller, query).await {
+        Ok(p) => p,
         Err(p) => return p.into_response(),
     };
-    let mut body = String::from(
-        "<h2>Runs</h2><table id=\"runs\"><thead><tr><th>Run</th><th>Spec</th><th>Status</th>\
-         <th>Events</th></tr></thead><tbody>",
+    let search = filter.run.trim();
+    let runs: Vec<_> = found
+        .runs
+        .iter()
+        .filter(|r| search.is_empty() || r.run_id.0.contains(search))
+        .collect();
+    let options: String = STATUS_CHOICES
+        .iter()
+        .map(|s| {
+            let picked = if s.name() == filter.status {
+                " selected"
+            } else {
+                ""
+            };
+            format!("<option{picked}>{}</option>", s.name())
+        })
+        .collect();
+    let mut body = format!(
+        "<h2>Runs</h2><form method=\"get\" action=\"/\" class=\"filters\">\
+         <label>Status <select name=\"status\"><option value=\"\">any</option>{options}</select></label> \
+         <label>Spec <input name=\"spec\" value=\"{spec}\" size=\"14\"></label> \
+         <label>Run id <input name=\"run\" value=\"{run}\" size=\"14\"></label> \
+         <button>Show</button></form>\
+         <div id=\"runs-view\"><table id=\"runs\"><thead><tr><th>Run</th><th>Spec</th>\
+         <th>Status</th><th>Started</th><th>Decider</th><th>Events</th></tr></thead><tbody>",
+        spec = esc(&filter.spec),
+        run = esc(search),
     );
     for r in &runs {
         let _ = write!(
             body,
-            "<tr data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td>\
+             <td><time data-ms=\"{ms}\">{ms}</time></td><td>{}</td><td>{}</td></tr>",
             esc(&r.spec_id),
             status_badge(r.status),
+            esc(&r.decider),
             r.events,
-            id = esc(&r.run_id.0)
+            id = esc(&r.run_id.0),
+            ms = r.started_at_ms,
         );
     }
     body.push_str("</tbody></table>");
     if runs.is_empty() {
-        body.push_str("<p class=\"empty\">No runs yet.</p>");
+        body.push_str("<p class=\"empty\">No runs here.</p>");
     }
+    if let Some(next) = &found.next {
+        let mut link = vec![("cursor", next.as_str())];
+        for (k, v) in [
+            ("status", &filter.status),
+            ("spec", &filter.spec),
+            ("run", &filter.run),
+        ] {
+            if !v.is_empty() {
+                link.push((k, v.as_str()));
+            }
+        }
+        let query: Vec<String> = link
+            .iter()
+            .map(|(k, v)| format!("{k}={}", url_escape(v)))
+            .collect();
+        let _ = write!(
+            body,
+            "<p><a rel=\"next\" href=\"/?{}\">Older runs</a></p>",
+            esc(&query.join("&"))
+        );
+    }
+    body.push_str("</div>");
     page("Runs", "runs", Some(&caller), &body).into_response()
+}
+
+/// `text` escaped for a URL's query.
+fn url_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Whether `source` is text an untrusted provider wrote (or a value produced after the
