@@ -411,6 +411,21 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     );
     let timeline = b.text("#timeline").await;
     assert!(timeline.contains("approval_resolved") && timeline.contains("run_finished"));
+    // Each call opens to what it ran with, each value with where it came from (the
+    // recipient from the bank's statement, flagged), and what came back.
+    b.script("document.querySelectorAll('tr.call-detail details').forEach(d => d.open = true); return 1;")
+        .await;
+    let details = b.text("table.calls").await;
+    assert!(
+        details.contains("/to") && details.contains("DE44500105175407324931"),
+        "{details}"
+    );
+    assert!(
+        details.to_lowercase().contains("untrusted") && details.contains("Result"),
+        "{details}"
+    );
+    b.script("document.querySelectorAll('tr.call-detail details').forEach(d => d.open = false); return 1;")
+        .await;
     // Updated live, the page says what a reload says: nothing left over from its waiting.
     let live = b.text("#run-view").await;
     assert!(

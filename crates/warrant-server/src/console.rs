@@ -14,7 +14,6 @@ use axum::{Form, Router};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use warrant_app::ApprovalRow;
 use warrant_core::event::{ApprovalScope, EventKind};
 use warrant_core::provenance::Source;
 use warrant_engine::Answer;
@@ -351,13 +350,16 @@ fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
 
 /// An approval request's arguments, each value with where it came from; untrusted ones
 /// stand out.
-fn args_table(row: &ApprovalRow, trusted: &BTreeSet<String>) -> String {
+fn args_table(
+    args: &Value,
+    provenance: &[warrant_core::provenance::ArgLabel],
+    trusted: &BTreeSet<String>,
+) -> String {
     let mut out = String::from("<table class=\"args\"><tbody>");
     let mut shown = BTreeSet::new();
-    for label in &row.provenance {
+    for label in provenance {
         shown.insert(label.pointer.clone());
-        let value = row
-            .args
+        let value = args
             .pointer(&label.pointer)
             .map_or_else(String::new, value_text);
         let bad =
@@ -380,7 +382,7 @@ fn args_table(row: &ApprovalRow, trusted: &BTreeSet<String>) -> String {
             esc(&origin)
         );
     }
-    if let Value::Object(m) = &*row.args {
+    if let Value::Object(m) = args {
         for (k, v) in m {
             let pointer = format!("/{k}");
             if !shown.contains(&pointer) {
@@ -462,7 +464,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
             step = esc(&row.step.0),
             call = row.call,
             reason = esc(&row.reason),
-            args = args_table(row, &trusted),
+            args = args_table(&row.args, &row.provenance, &trusted),
             digest = esc(&row.args_digest),
             expires = when(row.expires_at_ms),
             edited = esc(&serde_json::to_string_pretty(&*row.args).unwrap_or_default()),
@@ -475,6 +477,11 @@ async fn trusted_of(shared: &Shared, run: &warrant_core::ids::RunId) -> BTreeSet
     let Ok(events) = shared.app.log(run).await else {
         return BTreeSet::new();
     };
+    trusted_in(&events)
+}
+
+/// The providers a run's spec trusts, from its first event.
+fn trusted_in(events: &[Arc<warrant_core::Event>]) -> BTreeSet<String> {
     events
         .first()
         .and_then(|e| match &e.kind {
@@ -589,6 +596,42 @@ async fn control_form(
     }
 }
 
+/// The longest result a call's detail shows, in bytes.
+const RESULT_SHOWN_MAX: usize = 4096;
+
+/// A call's detail row: each argument it ran with and where that value came from (untrusted
+/// ones flagged), and its result, bounded.
+fn call_detail(
+    c: &warrant_core::report::CallReport,
+    args: Option<&Value>,
+    output: Option<&Value>,
+    trusted: &BTreeSet<String>,
+) -> String {
+    if args.is_none() && output.is_none() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<tr class=\"call-detail\"><td colspan=\"5\"><details><summary>arguments and result</summary>",
+    );
+    if let Some(args) = args {
+        out.push_str(&args_table(args, &c.provenance, trusted));
+    }
+    if let Some(output) = output {
+        let mut text = output.to_string();
+        if text.len() > RESULT_SHOWN_MAX {
+            let mut end = RESULT_SHOWN_MAX;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str(" …");
+        }
+        let _ = write!(out, "<p>Result</p><pre>{}</pre>", esc(&text));
+    }
+    out.push_str("</details></td></tr>");
+    out
+}
+
 /// One event as a timeline line: its type and the few fields a person reads first.
 fn event_line(e: &warrant_core::Event) -> String {
     let v = serde_json::to_value(e).unwrap_or_default();
@@ -674,6 +717,25 @@ async fn run_page(
         .flat_map(|s| &s.call_rows)
         .map(|c| (c.call, c.status.as_str()))
         .collect();
+    let trusted = trusted_in(&events);
+    // What each call ran with and what came back, as its events recorded them.
+    let mut ran: std::collections::HashMap<
+        warrant_core::ids::CallId,
+        (Option<&Value>, Option<&Value>),
+    > = std::collections::HashMap::new();
+    for e in &events {
+        match &e.kind {
+            EventKind::CallDispatched { call, args, .. } => {
+                ran.entry(*call).or_default().0 = Some(&**args);
+            }
+            EventKind::CallFinished {
+                call,
+                output: Some(out),
+                ..
+            } => ran.entry(*call).or_default().1 = Some(&**out),
+            _ => {}
+        }
+    }
     for s in &report.steps {
         for c in &s.calls {
             let fault = c.fault.as_ref().map_or_else(String::new, |f| {
@@ -682,26 +744,32 @@ async fn run_page(
             let status = shown.get(&c.call).copied().unwrap_or("in flight");
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                "<tr id=\"call-{call}\"><td>{}</td><td>{call}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
                 esc(&s.id.0),
-                c.call,
                 esc(&c.tool),
                 esc(status),
-                esc(&fault)
+                esc(&fault),
+                call = c.call,
             );
+            let (args, output) = ran.get(&c.call).copied().unwrap_or_default();
+            body.push_str(&call_detail(c, args, output, &trusted));
         }
     }
     body.push_str("</tbody></table>");
     if !report.carried.is_empty() {
         body.push_str("<h3>Carried values</h3><ul>");
         for c in &report.carried {
-            let lineage = serde_json::to_string(&c.lineage).unwrap_or_default();
+            let l = &c.lineage;
             let _ = write!(
                 body,
-                "<li><b>{}</b> = <code>{}</code> <small>{}</small></li>",
+                "<li><b>{}</b> = <code>{}</code> <small>from <a href=\"#call-{call}\">{call}</a> \
+                 (<code>{}</code> in step {}) at <code>{}</code></small></li>",
                 esc(&c.name),
                 esc(&c.value.to_string()),
-                esc(&lineage)
+                esc(&l.tool),
+                esc(&l.step.0),
+                esc(if l.path.is_empty() { "/" } else { &l.path }),
+                call = l.call,
             );
         }
         body.push_str("</ul>");

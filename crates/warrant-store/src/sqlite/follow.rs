@@ -122,8 +122,12 @@ pub(super) fn look(
     if seen == Some(version) {
         return Ok((None, version, None));
     }
-    let events = read_events(conn, run, from_seq)?;
+    // The status first, then the events: a run that ended before the status was read has its
+    // last event among those read after it. (Read the other way round, a run finishing
+    // between the two reads looked ended with its last events unread, and a follower stopped
+    // short of `run_finished`.)
     let status = summary_of(conn, run)?.map(|s| s.status);
+    let events = read_events(conn, run, from_seq)?;
     Ok((Some(events), version, status))
 }
 
