@@ -115,6 +115,9 @@ struct PageState {
     /// What it offers now, once observed (forgotten at every change): a decision's
     /// observation of an unchanged page costs a clone of an `Arc`.
     observed: Option<Observation>,
+    /// What the page showed of itself when last asked, and when (forgotten at every change;
+    /// asked again once it is [`SNAPSHOT_FRESH`] old).
+    snapshot: Option<(tokio::time::Instant, PageSnapshot)>,
 }
 
 /// The page's state, fed by its session's events.
@@ -138,6 +141,7 @@ impl PageState {
         self.changed_at = Some(tokio::time::Instant::now());
         self.version = None;
         self.observed = None;
+        self.snapshot = None;
     }
 
     /// The version of what the page offers now: its document, and each tool's name, schema,
@@ -324,6 +328,11 @@ fn text(value: &Value, key: &str) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// How long a page's snapshot of itself (URL, title) is used before the browser is asked
+/// again: a page that changes what it offers or its document is asked at once; one that only
+/// retitles itself is seen within this.
+const SNAPSHOT_FRESH: Duration = Duration::from_secs(1);
 
 /// Tries at opening a page again once it went.
 const REOPEN_TRIES: u32 = 3;
@@ -659,6 +668,18 @@ impl WebMcpSurface {
         tab: &Tab,
         mut observation: Observation,
     ) -> Result<Observation, SurfaceError> {
+        let now = tokio::time::Instant::now();
+        let kept = tab
+            .page
+            .state()
+            .snapshot
+            .as_ref()
+            .filter(|(at, _)| now.saturating_duration_since(*at) < SNAPSHOT_FRESH)
+            .map(|(_, snapshot)| snapshot.clone());
+        if let Some(snapshot) = kept {
+            observation.page = Some(snapshot);
+            return Ok(observation);
+        }
         let info = tab
             .call(
                 "Target.getTargetInfo",
@@ -668,7 +689,9 @@ impl WebMcpSurface {
             )
             .await?;
         let info = info.get("targetInfo").unwrap_or(&Value::Null);
-        observation.page = Some(PageSnapshot::new(&text(info, "url"), &text(info, "title")));
+        let snapshot = PageSnapshot::new(&text(info, "url"), &text(info, "title"));
+        tab.page.state().snapshot = Some((now, snapshot.clone()));
+        observation.page = Some(snapshot);
         Ok(observation)
     }
 
