@@ -328,6 +328,21 @@ steps:
     - done: paid
 ";
 
+/// Starts the catalog's spec as Ann, through the API: the run's id.
+async fn start_as_ann(api: &reqwest::Client, base: &str) -> String {
+    let started: Value = api
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("tok-ann")
+        .json(&json!({"spec_path": "spec.yaml"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    started["run_id"].as_str().unwrap().to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     let (dir, store) = scratch();
@@ -358,17 +373,7 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     );
     let base = server.base.clone();
     let api = reqwest::Client::new();
-    let started: Value = api
-        .post(format!("{base}/v1/runs"))
-        .bearer_auth("tok-ann")
-        .json(&json!({"spec_path": "spec.yaml"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
+    let run = start_as_ann(&api, &base).await;
 
     let b = Browser::start().await;
     b.log_in(&base, "tok-ann").await;
@@ -443,17 +448,7 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     b.until_text("#pending", "").await;
 
     // Cancel asks first: dismissed, the run still waits; accepted, it is cancelled.
-    let other: Value = api
-        .post(format!("{base}/v1/runs"))
-        .bearer_auth("tok-ann")
-        .json(&json!({"spec_path": "spec.yaml"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let other = other["run_id"].as_str().unwrap().to_owned();
+    let other = start_as_ann(&api, &base).await;
     b.go(&format!("{base}/runs/{other}")).await;
     b.until_text("#status", "waiting").await;
     b.click("form[data-confirm] button").await;
