@@ -165,22 +165,23 @@ impl Projection {
     /// page's snapshot of itself: the step's provider unless the spec trusts it, and the third
     /// party of each tool a third party's script registered (rules 3: text the decider reads,
     /// as untrusted as an output). Sorted, each once.
-    pub fn describes_untrusted(&self, state: &RunState) -> Vec<String> {
+    pub fn describes_untrusted<'a>(&self, state: &'a RunState) -> Vec<std::borrow::Cow<'a, str>> {
         let provider = state.provider_of(self.step_index);
         if provider.is_empty() {
             return Vec::new();
         }
-        let mut sources: Vec<String> = self
+        // Each source once, then judged once: a provider's own tools borrow its name, and only
+        // a third party's name is made.
+        let mut sources: Vec<std::borrow::Cow<'a, str>> = self
             .actions
             .iter()
             .filter(|a| !a.description.trim().is_empty())
             .map(|a| crate::event::text_source(provider, a.origin.as_ref()))
             .chain(self.page.is_some().then_some(provider.into()))
-            .filter(|source| !self.spec.trusts(source))
-            .map(std::borrow::Cow::into_owned)
             .collect();
         sources.sort_unstable();
         sources.dedup();
+        sources.retain(|source| !self.spec.trusts(source));
         sources
     }
 

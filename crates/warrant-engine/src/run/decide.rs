@@ -261,7 +261,7 @@ impl Run<'_> {
             Vec::new()
         };
         for p in &described {
-            if !shown.contains(&p.as_str()) {
+            if !shown.contains(&&**p) {
                 shown.push(p);
             }
         }
