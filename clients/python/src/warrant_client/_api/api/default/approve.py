@@ -1,0 +1,194 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.answer_result import AnswerResult
+from ...models.approve_body import ApproveBody
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    body: ApproveBody,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/approvals/{id}/approve".format(id=quote(str(id), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AnswerResult | Problem:
+    if response.status_code == 200:
+        response_200 = AnswerResult.from_dict(response.json())
+
+
+
+        return response_200
+
+    response_default = Problem.from_dict(response.json())
+
+
+
+    return response_default
+
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AnswerResult | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ApproveBody,
+
+) -> Response[AnswerResult | Problem]:
+    """ Approve, sending the digest of the arguments shown (another digest is 409).
+
+    Args:
+        id (str):
+        body (ApproveBody): `POST /v1/approvals/{id}/approve` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AnswerResult | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ApproveBody,
+
+) -> AnswerResult | Problem | None:
+    """ Approve, sending the digest of the arguments shown (another digest is 409).
+
+    Args:
+        id (str):
+        body (ApproveBody): `POST /v1/approvals/{id}/approve` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AnswerResult | Problem
+     """
+
+
+    return sync_detailed(
+        id=id,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ApproveBody,
+
+) -> Response[AnswerResult | Problem]:
+    """ Approve, sending the digest of the arguments shown (another digest is 409).
+
+    Args:
+        id (str):
+        body (ApproveBody): `POST /v1/approvals/{id}/approve` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AnswerResult | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ApproveBody,
+
+) -> AnswerResult | Problem | None:
+    """ Approve, sending the digest of the arguments shown (another digest is 409).
+
+    Args:
+        id (str):
+        body (ApproveBody): `POST /v1/approvals/{id}/approve` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AnswerResult | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        id=id,
+client=client,
+body=body,
+
+    )).parsed

@@ -1,0 +1,207 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.reconcile_body import ReconcileBody
+from ...models.run_ref import RunRef
+from typing import cast
+
+
+
+def _get_kwargs(
+    id: str,
+    call: str,
+    *,
+    body: ReconcileBody,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/runs/{id}/calls/{call}/reconcile".format(id=quote(str(id), safe=""),call=quote(str(call), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | RunRef:
+    if response.status_code == 200:
+        response_200 = RunRef.from_dict(response.json())
+
+
+
+        return response_200
+
+    response_default = Problem.from_dict(response.json())
+
+
+
+    return response_default
+
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | RunRef]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    call: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReconcileBody,
+
+) -> Response[Problem | RunRef]:
+    """ Record whether a call in doubt happened (and resend one that did not).
+
+    Args:
+        id (str):
+        call (str):
+        body (ReconcileBody): `POST /v1/runs/{id}/calls/{call}/reconcile` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RunRef]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+call=call,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    id: str,
+    call: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReconcileBody,
+
+) -> Problem | RunRef | None:
+    """ Record whether a call in doubt happened (and resend one that did not).
+
+    Args:
+        id (str):
+        call (str):
+        body (ReconcileBody): `POST /v1/runs/{id}/calls/{call}/reconcile` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RunRef
+     """
+
+
+    return sync_detailed(
+        id=id,
+call=call,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    id: str,
+    call: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReconcileBody,
+
+) -> Response[Problem | RunRef]:
+    """ Record whether a call in doubt happened (and resend one that did not).
+
+    Args:
+        id (str):
+        call (str):
+        body (ReconcileBody): `POST /v1/runs/{id}/calls/{call}/reconcile` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RunRef]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+call=call,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    id: str,
+    call: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReconcileBody,
+
+) -> Problem | RunRef | None:
+    """ Record whether a call in doubt happened (and resend one that did not).
+
+    Args:
+        id (str):
+        call (str):
+        body (ReconcileBody): `POST /v1/runs/{id}/calls/{call}/reconcile` body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RunRef
+     """
+
+
+    return (await asyncio_detailed(
+        id=id,
+call=call,
+client=client,
+body=body,
+
+    )).parsed

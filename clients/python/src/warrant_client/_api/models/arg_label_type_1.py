@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from typing import Literal, cast
+
+
+
+
+
+
+T = TypeVar("T", bound="ArgLabelType1")
+
+
+
+@_attrs_define
+class ArgLabelType1:
+    """ It is (or appears in) the value the run's starter gave one of its inputs: a user's
+    value, like the objective.
+
+        Attributes:
+            name (str): The input.
+            source (Literal['input']):
+     """
+
+    name: str
+    source: Literal['input']
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        source = self.source
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "name": name,
+            "source": source,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        source = cast(Literal['input'] , d.pop("source"))
+        if source != 'input':
+            raise ValueError(f"source must match const 'input', got '{source}'")
+
+        arg_label_type_1 = cls(
+            name=name,
+            source=source,
+        )
+
+
+        arg_label_type_1.additional_properties = d
+        return arg_label_type_1
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

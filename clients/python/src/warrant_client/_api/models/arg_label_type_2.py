@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from typing import Literal, cast
+
+
+
+
+
+
+T = TypeVar("T", bound="ArgLabelType2")
+
+
+
+@_attrs_define
+class ArgLabelType2:
+    """ It is a carried value (verified against evidence).
+
+        Attributes:
+            name (str): `step.output`.
+            source (Literal['carried']):
+     """
+
+    name: str
+    source: Literal['carried']
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        source = self.source
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "name": name,
+            "source": source,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        source = cast(Literal['carried'] , d.pop("source"))
+        if source != 'carried':
+            raise ValueError(f"source must match const 'carried', got '{source}'")
+
+        arg_label_type_2 = cls(
+            name=name,
+            source=source,
+        )
+
+
+        arg_label_type_2.additional_properties = d
+        return arg_label_type_2
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
