@@ -501,3 +501,381 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     b.go(&format!("{base}/approvals")).await;
     assert!(b.find("input[name=token]").await.is_some());
 }
+
+/// The widths every page is checked at: a desktop's, and a small phone's.
+const WIDTHS: [(&str, u32, u32); 2] = [("desktop", 1280, 900), ("phone", 360, 780)];
+
+/// The page's outline, for comparing its structure (not its pixels) with a snapshot: each
+/// landmark, heading, form control, label, button, table header and section, indented by
+/// nesting, with what changes from run to run (ids, digests, numbers) replaced, and
+/// `(hidden)` on what the width hides.
+const OUTLINE_JS: &str = r##"
+const keep = new Set(["HEADER","NAV","MAIN","H1","H2","H3","H4","SECTION","FORM","FIELDSET",
+  "LEGEND","LABEL","INPUT","SELECT","TEXTAREA","BUTTON","TABLE","TH","DETAILS","SUMMARY",
+  "CAPTION"]);
+const norm = (t) => (t || "").replace(/\s+/g, " ").trim()
+  .replace(/r[0-9a-f]{20}(\.[0-9]+)*(-a[0-9]+)?/g, "RUN")
+  .replace(/sha256:[0-9a-f]+/g, "DIGEST").replace(/[0-9]+/g, "N").slice(0, 80);
+const lines = [];
+const walk = (el, depth) => {
+  for (const c of el.children) {
+    if (c.closest("tbody") && c.tagName !== "TABLE" && !c.closest("tbody").closest(".args, .facts")) {
+      if (!["INPUT","SELECT","TEXTAREA","BUTTON","FORM","DETAILS","SUMMARY","LABEL"].includes(c.tagName)) {
+        walk(c, depth); continue;
+      }
+    }
+    if (keep.has(c.tagName)) {
+      let d = c.tagName.toLowerCase();
+      for (const a of ["type", "name", "action", "role", "aria-label", "required", "aria-describedby"]) {
+        if (c.hasAttribute(a)) d += `[${a}=${norm(c.getAttribute(a))}]`;
+      }
+      if (c.id) d += "#" + norm(c.id);
+      if (c.className && typeof c.className === "string") d += "." + c.className.trim().split(/\s+/).join(".");
+      if (["H1","H2","H3","H4","LABEL","BUTTON","TH","LEGEND","SUMMARY"].includes(c.tagName)) {
+        d += ` "${norm(c.innerText)}"`;
+      }
+      if (c.getClientRects().length === 0) d += " (hidden)";
+      lines.push("  ".repeat(depth) + d);
+      walk(c, depth + 1);
+    } else {
+      walk(c, depth);
+    }
+  }
+};
+walk(document.body, 0);
+return lines.join("\n");
+"##;
+
+impl Browser {
+    /// Renders at `width` × `height` CSS pixels, as a device of that size would.
+    async fn size(&self, width: u32, height: u32) {
+        self.cmd(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(
+                json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}}),
+            ),
+        )
+        .await;
+    }
+
+    /// The viewport as a PNG.
+    async fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        let shot = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
+        base64::engine::general_purpose::STANDARD
+            .decode(shot.as_str().unwrap())
+            .unwrap()
+    }
+
+    /// Checks the page at each width: nothing wider than the screen, and its outline as its
+    /// snapshot (`tests/snapshots/console/<name>-<width>.txt`) has it. With
+    /// `WARRANT_UPDATE_SNAPSHOTS=1` the snapshots are written instead, and with
+    /// `WARRANT_UPDATE_SCREENSHOTS=1` the README's screenshots (`docs/console/`).
+    async fn check_page(&self, name: &str) {
+        let snapshots = root().join("crates/warrant-cli/tests/snapshots/console");
+        for (kind, width, height) in WIDTHS {
+            self.size(width, height).await;
+            // Laid out again at the new size before anything is measured.
+            self.script("return document.body.getBoundingClientRect().width;")
+                .await;
+            let wide = self
+                .script("return [document.documentElement.scrollWidth, window.innerWidth];")
+                .await;
+            assert!(
+                wide[0].as_u64() <= wide[1].as_u64(),
+                "{name} at {width} px is wider than the screen: {wide} (scroll, viewport)"
+            );
+            let outline = self.script(OUTLINE_JS).await.as_str().unwrap().to_owned();
+            let path = snapshots.join(format!("{name}-{kind}.txt"));
+            if std::env::var_os("WARRANT_UPDATE_SNAPSHOTS").is_some() {
+                std::fs::create_dir_all(&snapshots).unwrap();
+                std::fs::write(&path, format!("{outline}\n")).unwrap();
+            } else {
+                let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+                    panic!("no snapshot {path:?}: make it with WARRANT_UPDATE_SNAPSHOTS=1")
+                });
+                assert_eq!(
+                    outline.trim_end(),
+                    want.trim_end(),
+                    "{name} at {width} px is not laid out as {path:?} says \
+                     (WARRANT_UPDATE_SNAPSHOTS=1 writes it again)"
+                );
+            }
+            let shot = root().join(format!("docs/console/{name}-{kind}.png"));
+            if std::env::var_os("WARRANT_UPDATE_SCREENSHOTS").is_some() {
+                std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+                std::fs::write(&shot, self.screenshot().await).unwrap();
+            } else {
+                let png = self.screenshot().await;
+                assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
+                assert!(
+                    shot.exists(),
+                    "README's screenshot {shot:?} is missing: WARRANT_UPDATE_SCREENSHOTS=1 makes it"
+                );
+            }
+        }
+        self.size(WIDTHS[0].1, WIDTHS[0].2).await;
+    }
+
+    /// The URL the browser is at.
+    async fn url(&self) -> String {
+        self.cmd(reqwest::Method::GET, "/url", None)
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Waits (bounded) until the browser is at a URL that contains `part`.
+    async fn until_at(&self, part: &str) -> String {
+        for _ in 0..200 {
+            let at = self.url().await;
+            if at.contains(part) {
+                return at;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("never got to `{part}`: {}", self.url().await);
+    }
+}
+
+/// A run the CLI left waiting on a call in doubt: killed after the ledger wrote its entry,
+/// before the answer was recorded, then resumed (it waits for a person to say what happened).
+fn left_in_doubt(store: &Path, dir: &Path) -> String {
+    let spec = format!(
+        "version: warrant/v1\nid: ledger\nobjective: Write an entry.\ndecider: scripted:ledger-script.yaml\n\
+         providers:\n  plain: {{reference: ledger, config: {{file: {}, keys: false}}}}\n\
+         steps:\n  - id: write\n    provider: plain\n    tools: [count_entries, append_entry]\n    commit: required\n",
+        dir.join("plain.jsonl").display()
+    );
+    std::fs::write(dir.join("ledger.yaml"), spec).unwrap();
+    std::fs::write(
+        dir.join("ledger-script.yaml"),
+        "steps:\n  write:\n    - call: count_entries\n    - call: append_entry\n      args: {entry: one}\n    - done: written\n",
+    )
+    .unwrap();
+    let cli = |args: &[&str], fault: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
+        cmd.current_dir(dir).env("WARRANT_STORE", store).args(args);
+        match fault {
+            Some(f) => cmd.env("WARRANT_FAULT", f),
+            None => cmd.env_remove("WARRANT_FAULT"),
+        };
+        cmd.output().unwrap()
+    };
+    let killed = cli(&["run", "ledger.yaml", "-q"], Some("after-invoke:2"));
+    assert_eq!(killed.status.code(), None, "the fault kills the run");
+    let waiting = cli(&["resume", "last", "-q"], None);
+    assert_eq!(waiting.status.code(), Some(3), "{waiting:?}");
+    let runs: Value = serde_json::from_slice(&cli(&["runs", "--json"], None).stdout).unwrap();
+    runs[0]["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Starts `body` through the API as Ann: the run's id.
+async fn start_via_api(api: &reqwest::Client, base: &str, body: Value) -> String {
+    let started: Value = api
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth("tok-ann")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    started["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_widths() {
+    let (dir, store) = scratch();
+    let examples = root().join("examples");
+    // The catalog's spec with typed inputs, and a run left in doubt, before the server.
+    let added = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .env("WARRANT_STORE", &store)
+        .args(["specs", "add"])
+        .arg(examples.join("pay-to/spec.yaml"))
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let doubtful = left_in_doubt(&store, dir.path());
+    let principals = dir.path().join("principals.yaml");
+    std::fs::write(
+        &principals,
+        format!(
+            "principals:\n  - {{token: 'sha256:{}', tenant: local, user: ann, roles: [runner, approver, operator]}}\n",
+            warrant_server::token_digest("tok-ann"),
+        ),
+    )
+    .unwrap();
+    let server = start_server(
+        &store,
+        &examples,
+        &[
+            "--principals",
+            principals.to_str().unwrap(),
+            "--allow-self-approval",
+        ],
+        None,
+    );
+    let base = server.base.clone();
+    let api = reqwest::Client::new();
+    let b = Browser::start().await;
+    b.log_in(&base, "tok-ann").await;
+
+    // Start from the catalog's form: a field for each input, typed by its schema.
+    b.go(&format!("{base}/start")).await;
+    b.click("ul.catalog a").await;
+    b.until_at("/start?spec=pay-to").await;
+    let amount = b
+        .script("const e = document.querySelector('[name=\"input.amount\"]'); return [e.type, e.max, e.labels[0].innerText];")
+        .await;
+    assert_eq!(amount, json!(["number", "1000", "amount"]));
+    b.check_page("start").await;
+    // A value its schema refuses (past the browser's own check): the form again, with what
+    // was typed and what is wrong.
+    b.type_into("[name=\"input.to\"]", "DE89370400440532013000")
+        .await;
+    b.type_into("[name=\"input.amount\"]", "5000").await;
+    b.script("document.querySelector('form.start').noValidate = true; return 1;")
+        .await;
+    b.click("form.start button").await;
+    let problem = b.text("#start-problem").await;
+    assert!(problem.contains("amount"), "{problem}");
+    assert_eq!(
+        b.script("return document.querySelector('[name=\"input.to\"]').value;")
+            .await,
+        json!("DE89370400440532013000"),
+        "what was typed is kept"
+    );
+    b.script(
+        "const e = document.querySelector('[name=\"input.amount\"]'); e.value = ''; return 1;",
+    )
+    .await;
+    b.type_into("[name=\"input.amount\"]", "120.5").await;
+    b.click("form.start button").await;
+    let at = b.until_at("/runs/r").await;
+    b.until_text("#status", "attained").await;
+    let paid = b.text("#run-view").await;
+    assert!(paid.contains("transfer"), "{paid}");
+    let started_run = at.rsplit('/').next().unwrap().to_owned();
+
+    // Reconcile the call in doubt from its run's page, with what is known shown.
+    b.go(&format!("{base}/runs/{doubtful}")).await;
+    b.until_text("#status", "waiting").await;
+    let doubt = b.text(".doubt").await;
+    assert!(
+        doubt.contains("append_entry") && doubt.contains("one"),
+        "{doubt}"
+    );
+    b.check_page("run-in-doubt").await;
+    b.click("input[value=happened]").await;
+    b.type_into("#note-c2", "the ledger file has the entry")
+        .await;
+    b.click("form.reconcile button").await;
+    b.until_text("#status", "attained").await;
+    let timeline = b.text("#timeline").await;
+    assert!(timeline.contains("call_reconciled"), "{timeline}");
+
+    // Approve with edited arguments: the call runs with the edit.
+    let rent = start_via_api(
+        &api,
+        &base,
+        json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]}),
+    )
+    .await;
+    b.go(&format!("{base}/approvals")).await;
+    b.until_text("#pending", "1").await;
+    b.check_page("approvals").await;
+    b.script("document.querySelector('.approval details').open = true; return 1;")
+        .await;
+    let edited = b
+        .script("const t = document.querySelector('textarea[name=edited]'); const v = JSON.parse(t.value); v.memo = 'rent, December'; t.value = JSON.stringify(v); return 1;")
+        .await;
+    assert_eq!(edited, json!(1));
+    b.click("button[value=edit]").await;
+    b.until_at(&format!("/runs/{rent}")).await;
+    b.until_text("#status", "attained").await;
+    b.script("document.querySelectorAll('tr.call-detail details').forEach(d => d.open = true); return 1;")
+        .await;
+    let calls = b.text("table.calls").await;
+    assert!(calls.contains("rent, December"), "{calls}");
+
+    // A child run's ask waits in the root's approvals, is answered there, and the root goes
+    // on; the root's page nests the child under its step, with its status.
+    let root_run = start_via_api(
+        &api,
+        &base,
+        json!({"spec_path": "delegation/spec.yaml", "ask_tools": ["check_design_drift"]}),
+    )
+    .await;
+    b.go(&format!("{base}/approvals")).await;
+    // The navigation's count says when the child has asked; the inbox then shows it.
+    b.until_text("#pending", "1").await;
+    b.go(&format!("{base}/approvals")).await;
+    let asked = b.text(".approval").await;
+    assert!(asked.contains(&format!("a child of {root_run}")), "{asked}");
+    b.click(".approval button[value=once]").await;
+    b.go(&format!("{base}/runs/{root_run}")).await;
+    b.until_text("#status", "attained").await;
+    let nested = b
+        .script("return [...document.querySelectorAll('.gantt tr.g-child')].map(r => [r.dataset.step, r.innerText]);")
+        .await;
+    let nested = nested.as_array().unwrap();
+    assert_eq!(nested.len(), 2, "{nested:?}");
+    assert!(
+        nested
+            .iter()
+            .all(|r| r[1].as_str().unwrap().contains("attained")),
+        "{nested:?}"
+    );
+    assert_eq!(nested[0][0], "research");
+    let took = b.text(".gantt caption").await;
+    assert!(took.contains("in all"), "{took}");
+    b.check_page("run").await;
+    b.go(&format!("{base}/runs/{root_run}/report")).await;
+    let report = b.text("main").await;
+    for part in [
+        "Child runs",
+        "Carried values",
+        "Objective",
+        "Failures by layer",
+        "Elapsed",
+    ] {
+        assert!(report.contains(part), "{part}: {report}");
+    }
+    b.check_page("report").await;
+
+    // The runs list: when each started and how long it took, the live counts, filtered by
+    // when they started.
+    b.go(&format!("{base}/?since=hour")).await;
+    let listed = b.text("#runs").await;
+    assert!(
+        listed.contains(&started_run) && listed.contains(&root_run),
+        "{listed}"
+    );
+    assert!(b.text(".counts").await.starts_with("Now:"));
+    // Each child run right under its parent.
+    let order = b
+        .script("return [...document.querySelectorAll('#runs tbody tr')].map(r => [r.dataset.run, r.classList.contains('child')]);")
+        .await;
+    let order = order.as_array().unwrap();
+    let at = order
+        .iter()
+        .position(|r| r[0] == root_run.as_str())
+        .unwrap();
+    assert_eq!(
+        order[at + 1..at + 3],
+        [
+            json!([format!("{root_run}.1"), true]),
+            json!([format!("{root_run}.2"), true])
+        ],
+        "{order:?}"
+    );
+    b.check_page("runs").await;
+}

@@ -130,6 +130,19 @@ pub struct UnsettledReport {
     pub resent_by: Option<CallId>,
 }
 
+impl UnsettledReport {
+    /// What is known of it: in doubt (and what was found), or did not happen (and whether it
+    /// was sent again).
+    pub fn detail(&self) -> String {
+        match (self.state.as_str(), &self.known, self.resent_by) {
+            ("in_doubt", Some(k), _) => format!("in doubt: {k}"),
+            ("in_doubt", None, _) => "in doubt".to_owned(),
+            (_, _, Some(by)) => format!("did not happen; sent again as {by}"),
+            _ => "did not happen; never sent again".to_owned(),
+        }
+    }
+}
+
 /// The spec a run ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SpecRef {
@@ -439,13 +452,19 @@ impl RunReport {
         }
     }
 
-    /// The `outcome` line: the outcome's name (or the status while it runs) and its detail.
+    /// The `outcome` line.
     fn write_outcome(&self, out: &mut String) {
-        let outcome: &str = match &self.outcome {
+        let _ = writeln!(out, "outcome  {}", self.outcome_text());
+    }
+
+    /// The outcome's name (or the status while it runs) and its detail: who cancelled and why,
+    /// which limit was exhausted, the layer a failure is attributed to.
+    pub fn outcome_text(&self) -> String {
+        let name: &str = match &self.outcome {
             Some(o) => o.name(),
             None => self.status.name(),
         };
-        let _ = write!(out, "outcome  {outcome}");
+        let mut out = name.to_owned();
         match &self.outcome {
             Some(Outcome::Failed { fault }) => {
                 let _ = write!(out, " [{}] {}: {}", fault.layer, fault.code, fault.message);
@@ -464,12 +483,17 @@ impl RunReport {
             }
             _ => {}
         }
-        let _ = writeln!(out);
+        out
     }
 
-    /// The `elapsed` line: the time taken (of it, starting providers, driving and waiting for
-    /// people), the decisions and the calls.
+    /// The `elapsed` line.
     fn write_elapsed(&self, out: &mut String) {
+        let _ = writeln!(out, "elapsed  {}", self.elapsed_text());
+    }
+
+    /// The time taken (of it, starting providers, driving and waiting for people), the
+    /// decisions and the calls.
+    pub fn elapsed_text(&self) -> String {
         let mut setup = if self.timings.setup_ms > 0 {
             format!(" ({} ms starting providers)", self.timings.setup_ms)
         } else {
@@ -482,11 +506,10 @@ impl RunReport {
                 self.timings.driving_ms, self.timings.waiting_ms
             );
         }
-        let _ = writeln!(
-            out,
-            "elapsed  {} ms{setup}, {} decisions, {} calls",
+        format!(
+            "{} ms{setup}, {} decisions, {} calls",
             self.timings.elapsed_ms, self.timings.decisions, self.timings.calls
-        );
+        )
     }
 
     /// The `steps` section: one line per step.
@@ -592,12 +615,6 @@ impl RunReport {
         }
         let _ = writeln!(out, "unsettled");
         for u in &self.unsettled {
-            let detail = match (u.state.as_str(), &u.known, u.resent_by) {
-                ("in_doubt", Some(k), _) => format!("in doubt: {k}"),
-                ("in_doubt", None, _) => "in doubt".to_owned(),
-                (_, _, Some(by)) => format!("did not happen; sent again as {by}"),
-                _ => "did not happen; never sent again".to_owned(),
-            };
             let _ = writeln!(
                 out,
                 "  {} `{}` on {} {}  {}",
@@ -605,7 +622,7 @@ impl RunReport {
                 u.tool,
                 u.provider,
                 compact(&u.args),
-                detail
+                u.detail()
             );
         }
     }

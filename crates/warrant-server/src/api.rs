@@ -32,7 +32,7 @@ use crate::problem::Problem;
 /// Most events on one JSON page.
 const EVENTS_PAGE_MAX: usize = 1000;
 /// Most runs on one page.
-const RUNS_PAGE_MAX: usize = 500;
+pub(crate) const RUNS_PAGE_MAX: usize = 500;
 /// How long a cancel waits for the run to end before answering `202`.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Longest idempotency key.
@@ -355,12 +355,7 @@ pub async fn start_run(
     };
     let digest = warrant_core::canon::digest(&serde_json::to_value(&req).unwrap_or_default());
     let Some((tenant, key)) = key else {
-        shared.within_quota(&caller.principal.tenant).await?;
-        let prepared = shared.prepare(&caller, req).await?;
-        let run = shared
-            .runner
-            .start(prepared, shared.runner.new_run_id())
-            .await?;
+        let run = shared.start_now(&caller, req).await?;
         return shared.created(&caller, run).await;
     };
     // The keys are kept in the store, so a restarted server, or another server of a fleet,
@@ -480,6 +475,19 @@ impl Shared {
             }),
         )
             .into_response())
+    }
+
+    /// Starts a run of `req` for `caller` (within its tenant's quota), with no idempotency
+    /// key: the API's start without one, and the console's form.
+    pub(crate) async fn start_now(&self, caller: &Caller, req: StartRun) -> Result<RunId, Problem> {
+        self.within_quota(&caller.principal.tenant).await?;
+        let prepared = self.prepare(caller, req).await?;
+        let run = self
+            .runner
+            .start(prepared, self.runner.new_run_id())
+            .await?;
+        self.app.knows_tenant(&run, &caller.principal.tenant);
+        Ok(run)
     }
 
     /// 201 with `run`, just started for `caller`, and where it is.
@@ -970,38 +978,51 @@ pub async fn reconcile(
     Body(body): Body<ReconcileBody>,
 ) -> Result<Response, Problem> {
     let run = shared.visible(&caller, &id).await?;
-    caller.principal.require(Role::Operator)?;
-    let call: CallId = call
-        .parse()
-        .map_err(|_| Problem::not_found(format!("no call `{call}` in run `{run}`")))?;
-    if body.happened && body.resend {
-        return Err(Problem::invalid(
-            "`resend` is for a call that did not happen",
-        ));
+    let done = shared.reconcile_call(&caller, &run, &call, &body).await?;
+    Ok(Json(done).into_response())
+}
+
+impl Shared {
+    /// Settles `run`'s call `call`, in doubt, with what `caller` (an operator) found out; the
+    /// run goes on here when no process holds it.
+    pub async fn reconcile_call(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        call: &str,
+        body: &ReconcileBody,
+    ) -> Result<RunRef, Problem> {
+        caller.principal.require(Role::Operator)?;
+        let call: CallId = call
+            .parse()
+            .map_err(|_| Problem::not_found(format!("no call `{call}` in run `{run}`")))?;
+        if body.happened && body.resend {
+            return Err(Problem::invalid(
+                "`resend` is for a call that did not happen",
+            ));
+        }
+        self.app
+            .reconcile(
+                run,
+                call,
+                warrant_app::Reconciled {
+                    happened: body.happened,
+                    resend: body.resend,
+                },
+                &caller.principal.by(),
+                &body.note,
+            )
+            .await?;
+        self.runner.wake(run);
+        if !self.runner.holds(run) {
+            let _ = self.runner.reenter(run, None).await;
+        }
+        let status = self.status_of(run).await?;
+        Ok(RunRef {
+            run_id: run.0.clone(),
+            status,
+        })
     }
-    shared
-        .app
-        .reconcile(
-            &run,
-            call,
-            warrant_app::Reconciled {
-                happened: body.happened,
-                resend: body.resend,
-            },
-            &caller.principal.by(),
-            &body.note,
-        )
-        .await?;
-    shared.runner.wake(&run);
-    if !shared.runner.holds(&run) {
-        let _ = shared.runner.reenter(&run, None).await;
-    }
-    let status = shared.status_of(&run).await?;
-    Ok(Json(RunRef {
-        run_id: run.0,
-        status,
-    })
-    .into_response())
 }
 
 /// `GET /v1/approvals` parameters.

@@ -34,6 +34,12 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route("/runs/{id}", get(run_page))
         .route("/runs/{id}/report", get(report_page))
         .route("/approvals", get(approvals_page))
+        .route("/start", get(crate::console_start::start_page))
+        .route("/console/start", post(crate::console_start::start_form))
+        .route(
+            "/console/runs/{id}/calls/{call}/reconcile",
+            post(reconcile_form),
+        )
         .route("/console/approvals/{id}", post(answer_form))
         .route("/console/runs/{id}/{action}", post(control_form))
         .route(
@@ -73,10 +79,10 @@ pub fn esc(text: &str) -> String {
 }
 
 /// The page frame.
-fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str) -> Html<String> {
+pub(crate) fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str) -> Html<String> {
     let nav = match caller {
         Some(c) => format!(
-            "<nav><a href=\"/\">Runs</a> <a href=\"/approvals\">Approvals \
+            "<nav><a href=\"/\">Runs</a> <a href=\"/start\">Start</a> <a href=\"/approvals\">Approvals \
              <span id=\"pending\" class=\"count\" aria-live=\"polite\" \
              title=\"approval requests waiting\"></span></a> \
              <span class=\"who\">{}</span>\
@@ -90,20 +96,21 @@ fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str) -> Html<St
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · Warrant</title><link rel=\"stylesheet\" href=\"/assets/console.css\">\
          <script src=\"/assets/console.js\" defer></script></head>\
-         <body data-page=\"{page}\"><header><h1>Warrant</h1>{nav}</header><main>{body}</main></body></html>",
+         <body data-page=\"{page}\"><a class=\"skip\" href=\"#main\">Skip to the content</a>\
+         <header><h1>Warrant</h1>{nav}</header><main id=\"main\">{body}</main></body></html>",
         esc(title)
     ))
 }
 
 /// The CSRF token of `caller`'s session: keyed by the server's secret and the cookie.
-fn csrf(shared: &Shared, headers: &HeaderMap) -> String {
+pub(crate) fn csrf(shared: &Shared, headers: &HeaderMap) -> String {
     let mut h = Sha256::new();
     h.update(shared.secret);
     h.update(cookie(headers, COOKIE).unwrap_or("local").as_bytes());
     format!("{:x}", h.finalize())
 }
 
-fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), Problem> {
+pub(crate) fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), Problem> {
     let want = csrf(shared, headers);
     // Compared whole; both are fixed-length hex.
     let same = want.len() == given.len()
@@ -122,7 +129,7 @@ fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), P
 }
 
 /// The caller of a page, or the way to the login page.
-async fn who(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Caller, Response> {
+pub(crate) async fn who(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Caller, Response> {
     let token = cookie(headers, COOKIE);
     match shared.principals.authenticate(token) {
         Ok(principal) => Ok(Caller { principal }),
@@ -216,8 +223,26 @@ struct RunsFilter {
     spec: String,
     #[serde(default)]
     run: String,
+    /// `hour`, `day` or `week`: runs started within it.
+    #[serde(default)]
+    since: String,
     cursor: Option<String>,
 }
+
+/// The runs list's time filter: its choices, and how far back each reaches.
+const SINCE_CHOICES: [(&str, &str, u64); 3] = [
+    ("hour", "the last hour", 3_600_000),
+    ("day", "the last day", 86_400_000),
+    ("week", "the last week", 604_800_000),
+];
+
+/// The live statuses the runs list counts.
+const COUNTED: [warrant_core::RunStatus; 4] = [
+    warrant_core::RunStatus::Running,
+    warrant_core::RunStatus::Waiting,
+    warrant_core::RunStatus::Queued,
+    warrant_core::RunStatus::Interrupted,
+];
 
 /// The statuses the runs list filters by.
 const STATUS_CHOICES: [warrant_core::RunStatus; 10] = [
@@ -242,9 +267,15 @@ async fn runs_page(
         Ok(c) => c,
         Err(r) => return r,
     };
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let since = SINCE_CHOICES
+        .iter()
+        .find(|(k, _, _)| *k == filter.since)
+        .map(|(_, _, back)| now.saturating_sub(*back));
     let query = RunsQuery {
         status: Some(filter.status.clone()).filter(|s| !s.is_empty()),
         spec: Some(filter.spec.trim().to_owned()).filter(|s| !s.is_empty()),
+        since,
         cursor: filter.cursor.clone(),
         ..RunsQuery::default()
     };
@@ -269,31 +300,84 @@ async fn runs_page(
             format!("<option{picked}>{}</option>", s.name())
         })
         .collect();
+    let since_options: String = SINCE_CHOICES
+        .iter()
+        .map(|(k, text, _)| {
+            let picked = if *k == filter.since { " selected" } else { "" };
+            format!("<option value=\"{k}\"{picked}>{text}</option>")
+        })
+        .collect();
+    // How many of the tenant's runs are in each live status now.
+    let mut counts = Vec::new();
+    for status in COUNTED {
+        let q = RunsQuery {
+            status: Some(status.name().to_owned()),
+            limit: Some(crate::api::RUNS_PAGE_MAX),
+            ..RunsQuery::default()
+        };
+        if let Ok(p) = shared.runs_page(&caller, q).await {
+            let n = p.runs.len();
+            let more = if p.next.is_some() { "+" } else { "" };
+            counts.push(format!(
+                "<a href=\"/?status={s}\" data-count=\"{s}\"><b>{n}{more}</b> {s}</a>",
+                s = status.name()
+            ));
+        }
+    }
     let mut body = format!(
         "<h2>Runs</h2><form method=\"get\" action=\"/\" class=\"filters\">\
          <label>Status <select name=\"status\"><option value=\"\">any</option>{options}</select></label> \
+         <label>Started <select name=\"since\"><option value=\"\">any time</option>{since_options}</select></label> \
          <label>Spec <input name=\"spec\" value=\"{spec}\" size=\"14\"></label> \
          <label>Run id <input name=\"run\" value=\"{run}\" size=\"14\"></label> \
          <button>Show</button></form>\
-         <div id=\"runs-view\"><table id=\"runs\"><thead><tr><th>Run</th><th>Spec</th>\
-         <th>Status</th><th>Started</th><th>Decider</th><th>Events</th></tr></thead><tbody>",
+         <div id=\"runs-view\"><p class=\"counts\" aria-live=\"polite\">Now: {counts}</p>\
+         <div class=\"scroll\"><table id=\"runs\"><thead><tr><th>Run</th><th class=\"c-spec\">Spec</th>\
+         <th>Status</th><th>Started</th><th class=\"c-took\">Took</th><th class=\"c-decider\">Decider</th>\
+         <th class=\"c-events\">Events</th></tr></thead><tbody>",
         spec = esc(&filter.spec),
         run = esc(search),
+        counts = counts.join(" · "),
     );
-    for r in &runs {
+    let ordered = nested(&runs);
+    for r in ordered {
+        let depth = r.run_id.0.matches('.').count();
+        // A live run has taken until now; an ended one until its last event.
+        let ended = if r.status.is_live() {
+            None
+        } else {
+            match shared.app.log_reader().read(&r.run_id, r.events).await {
+                Ok(last) => last.last().map(|e| e.event.at_ms),
+                Err(_) => None,
+            }
+        };
+        let took = match ended {
+            Some(at) => millis(at.saturating_sub(r.started_at_ms)),
+            None if r.status.is_live() => {
+                format!("{} so far", millis(now.saturating_sub(r.started_at_ms)))
+            }
+            None => String::new(),
+        };
         let _ = write!(
             body,
-            "<tr data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td>\
-             <td><time data-ms=\"{ms}\">{ms}</time></td><td>{}</td><td>{}</td></tr>",
+            "<tr data-run=\"{id}\"{child}><td><a href=\"/runs/{id}\">{id}</a></td><td class=\"c-spec\">{}</td><td>{}</td>\
+             <td><time data-ms=\"{ms}\">{ms}</time></td><td class=\"c-took\">{took}</td><td class=\"c-decider\" title=\"{decider}\">{}</td>\
+             <td class=\"c-events\">{}</td></tr>",
             esc(&r.spec_id),
             status_badge(r.status),
-            esc(&r.decider),
+            esc(&short_decider(&r.decider)),
             r.events,
             id = esc(&r.run_id.0),
             ms = r.started_at_ms,
+            decider = esc(&r.decider),
+            child = if depth > 0 {
+                format!(" class=\"child d{}\"", depth.min(4))
+            } else {
+                String::new()
+            },
         );
     }
-    body.push_str("</tbody></table>");
+    body.push_str("</tbody></table></div>");
     if runs.is_empty() {
         body.push_str("<p class=\"empty\">No runs here.</p>");
     }
@@ -301,6 +385,7 @@ async fn runs_page(
         let mut link = vec![("cursor", next.as_str())];
         for (k, v) in [
             ("status", &filter.status),
+            ("since", &filter.since),
             ("spec", &filter.spec),
             ("run", &filter.run),
         ] {
@@ -322,8 +407,59 @@ async fn runs_page(
     page("Runs", "runs", Some(&caller), &body).into_response()
 }
 
+/// `runs` with each child run (`<parent>.<n>`) right under its parent when both are listed,
+/// the rest in their order.
+fn nested<'a>(
+    runs: &[&'a warrant_core::ports::RunSummary],
+) -> Vec<&'a warrant_core::ports::RunSummary> {
+    fn under<'a>(
+        parent: &'a warrant_core::ports::RunSummary,
+        runs: &[&'a warrant_core::ports::RunSummary],
+        out: &mut Vec<&'a warrant_core::ports::RunSummary>,
+    ) {
+        out.push(parent);
+        let prefix = format!("{}.", parent.run_id.0);
+        // Its children in the order it delegated to them (`.1`, `.2`, ...).
+        let mut kids: Vec<(u64, &'a warrant_core::ports::RunSummary)> = runs
+            .iter()
+            .filter_map(|r| {
+                let n = r.run_id.0.strip_prefix(prefix.as_str())?.parse().ok()?;
+                Some((n, *r))
+            })
+            .collect();
+        kids.sort_by_key(|(n, _)| *n);
+        for (_, kid) in kids {
+            under(kid, runs, out);
+        }
+    }
+    let listed: BTreeSet<&str> = runs.iter().map(|r| r.run_id.0.as_ref()).collect();
+    let mut out = Vec::with_capacity(runs.len());
+    for r in runs {
+        let parent_listed = r
+            .run_id
+            .0
+            .rsplit_once('.')
+            .is_some_and(|(p, _)| listed.contains(p));
+        if !parent_listed {
+            under(r, runs, &mut out);
+        }
+    }
+    out
+}
+
+/// A decider as the runs list shows it: a script or file by its name, not the server's path
+/// to it (the whole is the cell's title).
+fn short_decider(decider: &str) -> String {
+    match decider.split_once(':') {
+        Some((kind, arg)) if arg.contains('/') => {
+            format!("{kind}:{}", arg.rsplit('/').next().unwrap_or(arg))
+        }
+        _ => decider.to_owned(),
+    }
+}
+
 /// `text` escaped for a URL's query.
-fn url_escape(text: &str) -> String {
+pub(crate) fn url_escape(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -355,7 +491,7 @@ fn args_table(
     provenance: &[warrant_core::provenance::ArgLabel],
     trusted: &BTreeSet<String>,
 ) -> String {
-    let mut out = String::from("<table class=\"args\"><tbody>");
+    let mut out = String::from("<div class=\"scroll\"><table class=\"args\"><tbody>");
     let mut shown = BTreeSet::new();
     for label in provenance {
         shown.insert(label.pointer.clone());
@@ -395,11 +531,11 @@ fn args_table(
             }
         }
     }
-    out.push_str("</tbody></table>");
+    out.push_str("</tbody></table></div>");
     out
 }
 
-fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -596,6 +732,265 @@ async fn control_form(
     }
 }
 
+#[derive(Deserialize)]
+struct ReconcileForm {
+    csrf: String,
+    /// `happened`, `not-happened` or `resend`.
+    found: String,
+    #[serde(default)]
+    note: String,
+}
+
+/// `POST /console/runs/{id}/calls/{call}/reconcile`: an operator says what became of a call in
+/// doubt; the run goes on.
+async fn reconcile_form(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath((id, call)): UrlPath<(String, String)>,
+    Form(form): Form<ReconcileForm>,
+) -> Response {
+    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
+        return p.into_response();
+    }
+    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+        Ok(w) => w,
+        Err(r) => return r,
+    };
+    let (happened, resend) = match form.found.as_str() {
+        "happened" => (true, false),
+        "not-happened" => (false, false),
+        "resend" => (false, true),
+        other => return Problem::bad_request(format!("no answer `{other}`")).into_response(),
+    };
+    let note = if form.note.trim().is_empty() {
+        "reconciled in the console".to_owned()
+    } else {
+        form.note.trim().to_owned()
+    };
+    let body = crate::api::ReconcileBody {
+        happened,
+        resend,
+        note,
+    };
+    match shared.reconcile_call(&caller, &run, &call, &body).await {
+        Ok(_) => Redirect::to(&format!("/runs/{run}")).into_response(),
+        Err(p) => p.into_response(),
+    }
+}
+
+/// The calls in doubt of a run: what was sent, what is known, and (for an operator) the form
+/// that says what became of each.
+fn doubts(
+    run: &warrant_core::ids::RunId,
+    rows: &[warrant_app::DoubtRow],
+    operator: bool,
+    token: &str,
+    trusted: &BTreeSet<String>,
+) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h3>In doubt</h3><p>The effect of these calls is not known: the answer was lost. Find \
+         out at the provider whether it happened, then say so; the run goes on from there.</p>",
+    );
+    for d in rows {
+        let _ = write!(
+            out,
+            "<section class=\"doubt\" id=\"doubt-{call}\"><h4><code>{tool}</code> on {provider}, \
+             call {call}</h4>",
+            call = d.call,
+            tool = esc(&d.tool),
+            provider = esc(&d.provider),
+        );
+        if let Some(args) = &d.args {
+            out.push_str(&args_table(args, &[], trusted));
+        }
+        if let Some(digest) = &d.args_digest {
+            let _ = write!(
+                out,
+                "<p class=\"digest\">Arguments digest <code>{}</code></p>",
+                esc(digest)
+            );
+        }
+        if let Some(known) = &d.known {
+            let _ = write!(out, "<p>Known: {}</p>", esc(known));
+        }
+        if operator {
+            let _ = write!(
+                out,
+                "<form method=\"post\" action=\"/console/runs/{run}/calls/{call}/reconcile\" \
+                 class=\"reconcile\"><input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+                 <fieldset><legend>What became of it</legend>\
+                 <label><input type=\"radio\" name=\"found\" value=\"happened\" required> It happened</label>\
+                 <label><input type=\"radio\" name=\"found\" value=\"not-happened\"> It did not happen</label>\
+                 <label><input type=\"radio\" name=\"found\" value=\"resend\"> It did not happen: send it again</label>\
+                 </fieldset><p class=\"field\"><label for=\"note-{call}\">How you know</label>\
+                 <input id=\"note-{call}\" name=\"note\" placeholder=\"e.g. the bank's statement shows it\"></p>\
+                 <button>Reconcile</button></form>",
+                run = esc(&run.0),
+                call = d.call,
+            );
+        }
+        out.push_str("</section>");
+    }
+    out
+}
+
+/// The run over time: each step, its calls and its child runs as bars on one scale from the
+/// run's first event, with when each began and how long it took. SVG bars, since the CSP
+/// allows no inline style.
+fn gantt(
+    events: &[Arc<warrant_core::Event>],
+    children: &[warrant_core::report::ChildReport],
+    live: bool,
+    now_ms: u64,
+) -> String {
+    let Some(first) = events.first() else {
+        return String::new();
+    };
+    let start = first.at_ms;
+    let end = if live {
+        now_ms.max(events.last().map_or(start, |e| e.at_ms))
+    } else {
+        events.last().map_or(start, |e| e.at_ms)
+    };
+    let span = end.saturating_sub(start).max(1);
+    // (label, kind, began, ended): in the order they began.
+    struct Bar {
+        label: String,
+        kind: &'static str,
+        step: String,
+        began: u64,
+        ended: Option<u64>,
+        link: Option<String>,
+    }
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut open_step: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut open_call: std::collections::HashMap<warrant_core::ids::CallId, usize> =
+        std::collections::HashMap::new();
+    let mut open_child: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut current_step = String::new();
+    for e in events {
+        match &e.kind {
+            EventKind::StepStarted { step, .. } => {
+                current_step = step.0.to_string();
+                open_step.insert(current_step.clone(), bars.len());
+                bars.push(Bar {
+                    label: format!("step {}", step.0),
+                    kind: "step",
+                    step: current_step.clone(),
+                    began: e.at_ms,
+                    ended: None,
+                    link: None,
+                });
+            }
+            EventKind::StepFinished { step, .. } | EventKind::StepSkipped { step, .. } => {
+                if let Some(&i) = open_step.get(&*step.0)
+                    && let Some(b) = bars.get_mut(i)
+                {
+                    b.ended = Some(e.at_ms);
+                }
+            }
+            EventKind::CallStarted { call, tool, .. } => {
+                open_call.insert(*call, bars.len());
+                bars.push(Bar {
+                    label: format!("{call} {tool}"),
+                    kind: "call",
+                    step: current_step.clone(),
+                    began: e.at_ms,
+                    ended: None,
+                    link: Some(format!("#call-{call}")),
+                });
+            }
+            EventKind::CallFinished { call, .. } => {
+                if let Some(&i) = open_call.get(call)
+                    && let Some(b) = bars.get_mut(i)
+                {
+                    b.ended = Some(e.at_ms);
+                }
+            }
+            EventKind::ChildSpawned { step, child, .. } => {
+                open_child.insert(child.0.to_string(), bars.len());
+                let outcome = children
+                    .iter()
+                    .find(|c| c.run == *child)
+                    .and_then(|c| c.outcome.as_ref())
+                    .map_or(warrant_core::RunStatus::Running.name(), |o| o.name());
+                bars.push(Bar {
+                    label: format!("child {} ({outcome})", child.0),
+                    kind: "child",
+                    step: step.0.to_string(),
+                    began: e.at_ms,
+                    ended: None,
+                    link: Some(format!("/runs/{}", child.0)),
+                });
+            }
+            EventKind::ChildFinished { child, .. } => {
+                if let Some(&i) = open_child.get(&*child.0)
+                    && let Some(b) = bars.get_mut(i)
+                {
+                    b.ended = Some(e.at_ms);
+                }
+            }
+            _ => {}
+        }
+    }
+    if bars.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h3>Over time</h3><div class=\"scroll\"><table class=\"gantt\"><caption>From the run's first event, \
+         {} in all</caption><thead><tr><th>What</th><th>Began</th><th>Took</th>\
+         <th class=\"bar\">When</th></tr></thead><tbody>",
+        millis(span)
+    );
+    for b in &bars {
+        let stop = b.ended.unwrap_or(end);
+        let took = stop.saturating_sub(b.began);
+        // On a scale of 1000 for the run's span; at least 2 wide, to be seen.
+        let x = (b.began.saturating_sub(start)).saturating_mul(1000) / span;
+        let w = (took.saturating_mul(1000) / span)
+            .max(2)
+            .min(1000u64.saturating_sub(x).max(2));
+        let label = match &b.link {
+            Some(href) => format!("<a href=\"{}\">{}</a>", esc(href), esc(&b.label)),
+            None => esc(&b.label),
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"g-{kind}\" data-step=\"{step}\"><td>{label}</td><td>+{began}</td>\
+             <td>{took}{open}</td><td class=\"bar\"><svg viewBox=\"0 0 1000 10\" \
+             preserveAspectRatio=\"none\" role=\"img\" aria-label=\"{aria}\"><rect x=\"{x}\" \
+             y=\"1\" width=\"{w}\" height=\"8\" class=\"{kind}\"/></svg></td></tr>",
+            kind = b.kind,
+            step = esc(&b.step),
+            began = millis(b.began.saturating_sub(start)),
+            took = millis(took),
+            open = if b.ended.is_none() { " (going on)" } else { "" },
+            aria = esc(&format!(
+                "{} from +{} for {}",
+                b.label,
+                millis(b.began.saturating_sub(start)),
+                millis(took)
+            )),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    out
+}
+
+/// A span of milliseconds, for a person.
+fn millis(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+    } else {
+        format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
 /// The longest result a call's detail shows, in bytes.
 const RESULT_SHOWN_MAX: usize = 4096;
 
@@ -702,14 +1097,24 @@ async fn run_page(
             id = esc(&run.0)
         );
     }
-    if !view.waiting.approvals.is_empty() {
-        let _ = write!(
-            body,
-            "<p class=\"waiting\">{} approval request(s) wait: <a href=\"/approvals\">answer them</a>.</p>",
-            view.waiting.approvals.len()
-        );
+    if let Some(next) = next_step(&view) {
+        body.push_str(&next);
     }
-    body.push_str("<h3>Calls</h3><table class=\"calls\"><thead><tr><th>Step</th><th>Call</th><th>Tool</th><th>Status</th><th>Failure</th></tr></thead><tbody>");
+    let trusted = trusted_in(&events);
+    body.push_str(&doubts(
+        &run,
+        &view.waiting.waiting_on,
+        caller.principal.may(crate::Role::Operator),
+        &token,
+        &trusted,
+    ));
+    body.push_str(&gantt(
+        &events,
+        &report.children,
+        view.status.is_live(),
+        warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock),
+    ));
+    body.push_str("<h3>Calls</h3><div class=\"scroll\"><table class=\"calls\"><thead><tr><th>Step</th><th>Call</th><th>Tool</th><th>Status</th><th>Failure</th></tr></thead><tbody>");
     // Each call's status as `warrant show` says it (held for approval, in doubt, ...).
     let shown: std::collections::HashMap<warrant_core::ids::CallId, &str> = view
         .steps
@@ -717,7 +1122,6 @@ async fn run_page(
         .flat_map(|s| &s.call_rows)
         .map(|c| (c.call, c.status.as_str()))
         .collect();
-    let trusted = trusted_in(&events);
     // What each call ran with and what came back, as its events recorded them.
     let mut ran: std::collections::HashMap<
         warrant_core::ids::CallId,
@@ -755,46 +1159,9 @@ async fn run_page(
             body.push_str(&call_detail(c, args, output, &trusted));
         }
     }
-    body.push_str("</tbody></table>");
-    if !report.carried.is_empty() {
-        body.push_str("<h3>Carried values</h3><ul>");
-        for c in &report.carried {
-            let l = &c.lineage;
-            let _ = write!(
-                body,
-                "<li><b>{}</b> = <code>{}</code> <small>from <a href=\"#call-{call}\">{call}</a> \
-                 (<code>{}</code> in step {}) at <code>{}</code></small></li>",
-                esc(&c.name),
-                esc(&c.value.to_string()),
-                esc(&l.tool),
-                esc(&l.step.0),
-                esc(if l.path.is_empty() { "/" } else { &l.path }),
-                call = l.call,
-            );
-        }
-        body.push_str("</ul>");
-    }
-    if !report.terminal.is_empty() {
-        body.push_str("<h3>Objective</h3><ul>");
-        for r in &report.terminal {
-            let (class, mark) = match (r.satisfied, &r.waiting) {
-                (true, _) => ("met", "✓"),
-                (false, Some(_)) => ("awaited", "…"),
-                (false, None) => ("unmet", "✗"),
-            };
-            let waiting = r
-                .waiting
-                .as_ref()
-                .map_or_else(String::new, |w| format!(" (waiting: {})", esc(w)));
-            let _ = write!(
-                body,
-                "<li class=\"{class}\">{mark} {}: {}{waiting}</li>",
-                esc(&r.step.0),
-                esc(&r.requirement)
-            );
-        }
-        body.push_str("</ul>");
-    }
+    body.push_str("</tbody></table></div>");
+    body.push_str(&carried(&report.carried, &run));
+    body.push_str(&requirements(&report.terminal));
     let next = events.last().map_or(1, |e| e.seq.saturating_add(1));
     let _ = write!(
         body,
@@ -806,6 +1173,112 @@ async fn run_page(
     }
     body.push_str("</ol></div>");
     page(&format!("Run {}", run.0), "run", Some(&caller), &body).into_response()
+}
+
+/// The values carried between steps, each linked to the call it came from: on this run's page,
+/// or on the child run's that returned it.
+fn carried(
+    values: &[warrant_core::report::CarriedReport],
+    run: &warrant_core::ids::RunId,
+) -> String {
+    if values.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h3>Carried values</h3><ul class=\"carried\">");
+    for c in values {
+        let l = &c.lineage;
+        let (page, whose) = if l.run == *run {
+            (String::new(), String::new())
+        } else {
+            (format!("/runs/{}", l.run.0), format!("{}:", l.run.0))
+        };
+        let _ = write!(
+            out,
+            "<li><b>{}</b> = <code>{}</code> <small>from <a href=\"{page}#call-{call}\">{whose}{call}</a> \
+             (<code>{}</code> in step {}) at <code>{}</code></small></li>",
+            esc(&c.name),
+            esc(&c.value.to_string()),
+            esc(&l.tool),
+            esc(&l.step.0),
+            esc(if l.path.is_empty() { "/" } else { &l.path }),
+            page = esc(&page),
+            whose = esc(&whose),
+            call = l.call,
+        );
+    }
+    out.push_str("</ul>");
+    out
+}
+
+/// What happens next to a run that is not being driven, and what (if anything) a person
+/// does for it: true of a run this server holds (it goes on by itself once answered).
+fn next_step(view: &warrant_app::RunView) -> Option<String> {
+    use warrant_core::RunStatus;
+    let approvals = view.waiting.approvals.len();
+    let doubts = view.waiting.waiting_on.len();
+    let text = match view.status {
+        RunStatus::Waiting if approvals > 0 => format!(
+            "Waits for {approvals} approval{s}: <a href=\"/approvals\">answer {them}</a>; \
+             the run goes on by itself once answered.",
+            s = if approvals == 1 { "" } else { "s" },
+            them = if approvals == 1 { "it" } else { "them" },
+        ),
+        RunStatus::Waiting if doubts > 0 => {
+            "Waits for a person to say what became of the call in doubt (below); \
+             the run goes on by itself after."
+                .to_owned()
+        }
+        RunStatus::Ready => {
+            "Answered: it goes on when a process takes it up (this server does within a \
+             second; Resume takes it up now)."
+                .to_owned()
+        }
+        RunStatus::Interrupted => {
+            "No process drives it any more (its process stopped): Resume takes it up here."
+                .to_owned()
+        }
+        RunStatus::Queued => view.note.as_ref().map_or_else(
+            || "Queued: the next free worker takes it up.".to_owned(),
+            |n| format!("Queued: {}", esc(n)),
+        ),
+        _ => return None,
+    };
+    Some(format!("<p class=\"next\" role=\"status\">{text}</p>"))
+}
+
+/// The objective's requirements, each met, awaited (the run waits on a person) or missing,
+/// with the layer a missing one is attributed to.
+fn requirements(terminal: &[warrant_core::report::RequirementReport]) -> String {
+    if terminal.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h3>Objective</h3><ul class=\"requirements\">");
+    for r in terminal {
+        let (class, mark) = match (r.satisfied, &r.waiting) {
+            (true, _) => ("met", "✓ met"),
+            (false, Some(_)) => ("awaited", "… not yet"),
+            (false, None) => ("unmet", "✗ missing"),
+        };
+        let waiting = r
+            .waiting
+            .as_ref()
+            .map_or_else(String::new, |w| format!(" (waiting: {})", esc(w)));
+        let fault = r.fault.as_ref().map_or_else(String::new, |f| {
+            format!(
+                " <small>[{}] {}</small>",
+                esc(&f.layer.to_string()),
+                esc(&f.message)
+            )
+        });
+        let _ = write!(
+            out,
+            "<li class=\"{class}\"><b>{mark}</b> {}: {}{waiting}{fault}</li>",
+            esc(&r.step.0),
+            esc(&r.requirement)
+        );
+    }
+    out.push_str("</ul>");
+    out
 }
 
 async fn report_page(
@@ -827,40 +1300,101 @@ async fn report_page(
         .map_or_else(|| report.status.name(), |o| o.name());
     let mut body = format!(
         "<h2>Report of <a href=\"/runs/{id}\"><code>{id}</code></a></h2>\
-         <p class=\"outcome s-{o}\">Outcome: <b>{o}</b>{conf}</p><p>{objective}</p>\
-         <p>Route: {route}</p><p>Took {elapsed} ms ({setup} ms starting providers), \
-         {decisions} decisions, {calls} calls, {events} events.</p>",
+         <p class=\"outcome\"><span class=\"status s-{o}\">{o}</span> {detail}{conf}</p>\
+         <p>{objective}</p><div class=\"scroll\"><table class=\"facts\"><tbody>\
+         <tr><th>Spec</th><td>{spec} <code>{hash}</code></td></tr>\
+         <tr><th>Decider</th><td>{decider}</td></tr>{build}{parent}\
+         <tr><th>Route</th><td>{route}</td></tr>\
+         <tr><th>Elapsed</th><td>{elapsed}</td></tr>{answer}</tbody></table></div>",
         id = esc(&run.0),
         o = esc(outcome),
+        detail = esc(report.outcome_text().strip_prefix(outcome).unwrap_or("").trim()),
         conf = if report.conformant {
             ""
         } else {
-            " (not conformant)"
+            " <strong>(not conformant)</strong>"
         },
         objective = esc(&report.spec.objective),
+        spec = esc(&report.spec.id),
+        hash = esc(report.spec.hash.get(..19).unwrap_or(&report.spec.hash)),
+        decider = esc(&report.decider.to_string()),
+        build = report.build.as_ref().map_or(String::new(), |b| format!(
+            "<tr><th>Build</th><td>{}</td></tr>",
+            esc(&b.to_string())
+        )),
+        parent = report.parent.as_ref().map_or(String::new(), |p| format!(
+            "<tr><th>Parent</th><td><a href=\"/runs/{r}/report\">{r}</a> step {s} (depth {d})</td></tr>",
+            r = esc(&p.run.0),
+            s = esc(&p.step.0),
+            d = p.depth
+        )),
         route = esc(&report.route.join(" → ")),
-        elapsed = report.timings.elapsed_ms,
-        setup = report.timings.setup_ms,
-        decisions = report.timings.decisions,
-        calls = report.timings.calls,
-        events = report.timings.events,
+        elapsed = esc(&report.elapsed_text()),
+        answer = report.answer.as_ref().map_or(String::new(), |a| format!(
+            "<tr><th>Answer</th><td>{} <small>({})</small></td></tr>",
+            esc(&a.text),
+            esc(&a.kind.to_string())
+        )),
     );
-    body.push_str("<h3>Steps</h3><table><thead><tr><th>Step</th><th>Status</th><th>Decisions</th><th>Calls</th></tr></thead><tbody>");
+    body.push_str("<h3>Steps</h3><div class=\"scroll\"><table><thead><tr><th>Step</th><th>Status</th><th>Provider</th><th>Decisions</th><th>Calls</th><th>Why</th></tr></thead><tbody>");
     for s in &report.steps {
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&s.id.0),
             status_badge(&s.status),
+            esc(if s.provider.is_empty() {
+                "delegates"
+            } else {
+                &s.provider
+            }),
             s.decisions,
-            s.calls.len()
+            s.calls.len(),
+            s.fault.as_ref().map_or(String::new(), |f| esc(&format!(
+                "[{}] {}",
+                f.layer, f.message
+            ))),
         );
     }
-    body.push_str("</tbody></table><h3>Failures by layer</h3>");
+    body.push_str("</tbody></table></div>");
+    if !report.children.is_empty() {
+        body.push_str("<h3>Child runs</h3><div class=\"scroll\"><table><thead><tr><th>Run</th><th>Outcome</th><th>Step</th><th>Spent</th></tr></thead><tbody>");
+        for c in &report.children {
+            let how = c.outcome.as_ref().map_or("unfinished", |o| o.name());
+            let _ = write!(
+                body,
+                "<tr><td><a href=\"/runs/{r}/report\">{r}</a></td><td>{}</td><td>{}</td><td>{} decisions, {} calls</td></tr>",
+                status_badge(how),
+                esc(&c.step.0),
+                c.spent.decisions,
+                c.spent.calls,
+                r = esc(&c.run.0),
+            );
+        }
+        body.push_str("</tbody></table></div>");
+    }
+    body.push_str(&carried(&report.carried, &run));
+    body.push_str(&requirements(&report.terminal));
+    if !report.unsettled.is_empty() {
+        body.push_str("<h3>Unsettled</h3><ul>");
+        for u in &report.unsettled {
+            let _ = write!(
+                body,
+                "<li>{} <code>{}</code> on {} <code>{}</code>: {}</li>",
+                u.call,
+                esc(&u.tool),
+                esc(&u.provider),
+                esc(&u.args.to_string()),
+                esc(&u.detail())
+            );
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("<h3>Failures by layer</h3>");
     if report.failures.is_empty() {
         body.push_str("<p>None.</p>");
     } else {
-        body.push_str("<table><thead><tr><th>Layer</th><th>Code</th><th>Where</th><th>What</th></tr></thead><tbody>");
+        body.push_str("<div class=\"scroll\"><table><thead><tr><th>Layer</th><th>Code</th><th>Where</th><th>What</th></tr></thead><tbody>");
         for f in &report.failures {
             let at = match (&f.step, f.call) {
                 (Some(s), Some(c)) => format!("{} {c}", s.0),
@@ -876,7 +1410,7 @@ async fn report_page(
                 esc(&f.message)
             );
         }
-        body.push_str("</tbody></table>");
+        body.push_str("</tbody></table></div>");
     }
     if !report.warnings.is_empty() {
         body.push_str("<h3>Warnings</h3><ul>");
@@ -885,6 +1419,11 @@ async fn report_page(
         }
         body.push_str("</ul>");
     }
+    let _ = write!(
+        body,
+        "<p><a href=\"/v1/runs/{}/report\">This report as JSON</a> (<code>warrant.run-report/1</code>)</p>",
+        esc(&run.0)
+    );
     page(&format!("Report {}", run.0), "report", Some(&caller), &body).into_response()
 }
 
