@@ -505,6 +505,28 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
 /// The widths every page is checked at: a desktop's, and a small phone's.
 const WIDTHS: [(&str, u32, u32); 2] = [("desktop", 1280, 900), ("phone", 360, 780)];
 
+/// What a screen reader or a keyboard would miss on the page: a control without a label, a
+/// button without a name, an image without a text, an order of focus set by hand, no language.
+const ACCESS_JS: &str = r##"
+const missing = [];
+for (const c of document.querySelectorAll("input:not([type=hidden]), select, textarea")) {
+  const named = (c.labels && c.labels.length > 0) || c.getAttribute("aria-label")
+    || c.getAttribute("aria-labelledby");
+  if (!named) missing.push("no label: " + c.outerHTML.slice(0, 120));
+}
+for (const b of document.querySelectorAll("button, a[href]")) {
+  if (!(b.textContent || b.getAttribute("aria-label") || "").trim()) missing.push("no name: " + b.outerHTML.slice(0, 120));
+}
+for (const i of document.querySelectorAll("svg[role=img], img")) {
+  if (!(i.getAttribute("aria-label") || i.getAttribute("alt"))) missing.push("no text: " + i.outerHTML.slice(0, 120));
+}
+for (const t of document.querySelectorAll("[tabindex]")) {
+  if (Number(t.getAttribute("tabindex")) > 0) missing.push("focus order by hand: " + t.outerHTML.slice(0, 120));
+}
+if (!document.documentElement.lang) missing.push("no lang");
+return missing;
+"##;
+
 /// The page's outline, for comparing its structure (not its pixels) with a snapshot: each
 /// landmark, heading, form control, label, button, table header and section, indented by
 /// nesting, with what changes from run to run (ids, digests, numbers) replaced, and
@@ -587,6 +609,8 @@ impl Browser {
                 wide[0].as_u64() <= wide[1].as_u64(),
                 "{name} at {width} px is wider than the screen: {wide} (scroll, viewport)"
             );
+            let missing = self.script(ACCESS_JS).await;
+            assert_eq!(missing, json!([]), "{name} at {width} px");
             let outline = self.script(OUTLINE_JS).await.as_str().unwrap().to_owned();
             let path = snapshots.join(format!("{name}-{kind}.txt"));
             if std::env::var_os("WARRANT_UPDATE_SNAPSHOTS").is_some() {
@@ -781,6 +805,11 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
     b.until_text("#status", "attained").await;
     let timeline = b.text("#timeline").await;
     assert!(timeline.contains("call_reconciled"), "{timeline}");
+    let calls = b.text("table.calls").await;
+    assert!(
+        calls.contains("reconciled by local/ann: it happened (the ledger file has the entry)"),
+        "{calls}"
+    );
 
     // Approve with edited arguments: the call runs with the edit.
     let rent = start_via_api(
@@ -805,6 +834,11 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         .await;
     let calls = b.text("table.calls").await;
     assert!(calls.contains("rent, December"), "{calls}");
+    // What people said is inline, on the call it was said of.
+    assert!(
+        calls.contains("approved by local/ann (once), with edited arguments"),
+        "{calls}"
+    );
 
     // A child run's ask waits in the root's approvals, is answered there, and the root goes
     // on; the root's page nests the child under its step, with its status.

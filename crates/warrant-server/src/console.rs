@@ -991,6 +991,84 @@ fn millis(ms: u64) -> String {
     }
 }
 
+/// What people said about each call, in order: each approval request and its answer (who,
+/// in what scope, with edits or why not), an expiry, and each reconciliation (who found what).
+fn people_said(
+    events: &[Arc<warrant_core::Event>],
+) -> std::collections::HashMap<warrant_core::ids::CallId, Vec<String>> {
+    let mut said: std::collections::HashMap<warrant_core::ids::CallId, Vec<String>> =
+        std::collections::HashMap::new();
+    let mut asked: std::collections::HashMap<&str, warrant_core::ids::CallId> =
+        std::collections::HashMap::new();
+    for e in events {
+        let (call, line) = match &e.kind {
+            EventKind::ApprovalRequested {
+                request,
+                call,
+                reason,
+                ..
+            } => {
+                asked.insert(request, *call);
+                (*call, format!("approval asked: {reason}"))
+            }
+            EventKind::ApprovalResolved {
+                request,
+                approved,
+                scope,
+                by,
+                reason,
+                edited_args,
+                ..
+            } => {
+                let Some(call) = asked.get(request.as_str()) else {
+                    continue;
+                };
+                let line = if *approved {
+                    format!(
+                        "approved by {by}{}{}",
+                        scope
+                            .and_then(|s| serde_json::to_value(s).ok())
+                            .and_then(|v| v.as_str().map(|s| format!(" ({s})")))
+                            .unwrap_or_default(),
+                        if edited_args.is_some() {
+                            ", with edited arguments"
+                        } else {
+                            ""
+                        }
+                    )
+                } else {
+                    format!("denied by {by}: {reason}")
+                };
+                (*call, line)
+            }
+            EventKind::ApprovalExpired { request } => {
+                let Some(call) = asked.get(request.as_str()) else {
+                    continue;
+                };
+                (*call, "the approval request expired unanswered".to_owned())
+            }
+            EventKind::CallReconciled {
+                call,
+                happened,
+                by,
+                note,
+                resend,
+                ..
+            } => {
+                let what = match (happened, resend) {
+                    (true, _) => "it happened",
+                    (false, true) => "it did not happen; sent again",
+                    (false, false) => "it did not happen",
+                };
+                (*call, format!("reconciled by {by}: {what} ({note})"))
+            }
+            _ => continue,
+        };
+        said.entry(call).or_default().push(line);
+    }
+    said
+}
+
 /// The longest result a call's detail shows, in bytes.
 const RESULT_SHOWN_MAX: usize = 4096;
 
@@ -1140,15 +1218,23 @@ async fn run_page(
             _ => {}
         }
     }
+    let said = people_said(&events);
     for s in &report.steps {
         for c in &s.calls {
             let fault = c.fault.as_ref().map_or_else(String::new, |f| {
                 format!("{} ({}): {}", f.code, f.layer, f.message)
             });
             let status = shown.get(&c.call).copied().unwrap_or("in flight");
+            let people = said.get(&c.call).map_or_else(String::new, |lines| {
+                let items: String = lines
+                    .iter()
+                    .map(|l| format!("<li>{}</li>", esc(l)))
+                    .collect();
+                format!("<ul class=\"people\">{items}</ul>")
+            });
             let _ = write!(
                 body,
-                "<tr id=\"call-{call}\"><td>{}</td><td>{call}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                "<tr id=\"call-{call}\"><td>{}</td><td>{call}</td><td><code>{}</code></td><td>{}{people}</td><td>{}</td></tr>",
                 esc(&s.id.0),
                 esc(&c.tool),
                 esc(status),
