@@ -39,8 +39,10 @@ const ANSWERS_GAP: Duration = Duration::from_millis(100);
 /// What the runs a supervisor drives did (a server's `/metrics`).
 #[derive(Debug, Default)]
 pub struct Counters {
-    /// Runs started here.
+    /// Runs started here: driven here first (a queued run a worker took up included).
     pub started: AtomicU64,
+    /// Runs queued here for workers to drive (a fleet's server).
+    pub queued: AtomicU64,
     /// Runs re-entered here.
     pub reentered: AtomicU64,
     /// Runs that ended here, by outcome.
@@ -127,6 +129,13 @@ impl Watch {
 }
 
 impl warrant_engine::Subscriber for Watch {
+    /// What another process recorded before this one took the run up: the tenant's use sees
+    /// it (the run is held here now), this process's counters do not (they count what it did).
+    fn on_earlier(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
+        self.meter.observe(&self.tenant, run, event);
+        Ok(())
+    }
+
     fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
         self.meter.observe(&self.tenant, run, event);
         let c = &self.counters;
@@ -191,6 +200,11 @@ impl Supervisor {
     pub fn queueing(mut self) -> Supervisor {
         self.queueing = true;
         self
+    }
+
+    /// The application its runs go through.
+    pub fn app(&self) -> &App {
+        &self.app
     }
 
     /// A runner that lets a run go when it waits, for whichever worker claims it next.
@@ -315,7 +329,7 @@ impl Supervisor {
                 .engine_for(&prepared)
                 .with_ids(Arc::new(Chosen(run)));
             let run = prepared.enqueue(&engine).await?;
-            self.counters.started.fetch_add(1, Ordering::Relaxed);
+            self.counters.queued.fetch_add(1, Ordering::Relaxed);
             self.meter
                 .started(&prepared.tenant, &run, SystemClock.now_ms());
             tracing::info!(run = %run, spec = %prepared.spec.id, "run queued");
@@ -371,10 +385,12 @@ impl Supervisor {
         prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
         self.watch(&engine, None, &prepared.tenant);
-        self.counters.reentered.fetch_add(1, Ordering::Relaxed);
+        // A queued run's first drive starts it here; any other entry re-enters it.
         if prepared.queued {
+            self.counters.started.fetch_add(1, Ordering::Relaxed);
             tracing::info!(run = %run, "run taken up");
         } else {
+            self.counters.reentered.fetch_add(1, Ordering::Relaxed);
             tracing::info!(run = %run, "run re-entered");
         }
         self.clone()

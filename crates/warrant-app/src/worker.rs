@@ -39,7 +39,18 @@ pub async fn work(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
-    let runner = Arc::new(Supervisor::new(app.clone(), settings.max_runs).letting_go());
+    let runner = Arc::new(Supervisor::new(app, settings.max_runs).letting_go());
+    work_with(runner, settings, shutdown).await
+}
+
+/// [`work`], through `runner` (made by the caller, to read its counters or observe its runs'
+/// engines): a supervisor that lets go of the runs that wait.
+pub async fn work_with(
+    runner: Arc<Supervisor>,
+    settings: Settings,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let app = runner.app().clone();
     let store = app.store().clone();
     let holder = app.holder().clone();
     // This worker as a claimant, now.

@@ -299,6 +299,10 @@ pub enum Command {
         /// obeys besides the config's own policies (which can narrow it, never widen it).
         #[arg(long = "policy", value_name = "FILE|DIR")]
         floor: Vec<PathBuf>,
+        /// Answer Prometheus' `/metrics` on this address (e.g. `127.0.0.1:9465`): the fleet's
+        /// state as the store has it, with the names `warrant serve` uses.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<std::net::SocketAddr>,
     },
     /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
     /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`). It is a
@@ -359,6 +363,20 @@ pub enum Command {
     },
     /// Measure the engine on the "tool loop" benchmark workload.
     Bench(BenchArgs),
+    /// Print a shell's completion script for `warrant`, e.g.
+    /// `warrant completions bash > ~/.local/share/bash-completion/completions/warrant`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print `warrant`'s manual page (roff: `warrant man | man -l -`); with `--dir`, write one
+    /// page for it and one for each command there (`warrant.1`, `warrant-run.1`, ...).
+    Man {
+        /// The folder to write the pages to.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -406,9 +424,9 @@ pub struct ServeArgs {
     pub logs: LogArgs,
     /// Export traces of the runs this server drives to this OTLP/HTTP collector
     /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions. Off by default:
-    /// nothing leaves the machine unless this is given.
+    /// nothing leaves the machine unless this (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is given.
     #[cfg(feature = "otlp")]
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
     /// Put calls' arguments and results in the exported spans (left out by default).
     #[cfg(feature = "otlp")]
@@ -454,6 +472,20 @@ pub struct WorkerArgs {
     pub grace: u64,
     #[command(flatten)]
     pub logs: LogArgs,
+    /// Answer Prometheus' `/metrics` on this address (e.g. `127.0.0.1:9464`): what the runs
+    /// this worker drove did, and the fleet's state as the store has it, with the names
+    /// `warrant serve` uses.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Export traces of the runs this worker drives to this OTLP/HTTP collector; a run taken
+    /// over from another process continues its trace.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// Put calls' arguments and results in the exported spans (left out by default).
+    #[cfg(feature = "otlp")]
+    #[arg(long, requires = "otlp_endpoint")]
+    pub otlp_content: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -167,12 +167,13 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             http,
             memory_store,
             floor,
+            metrics,
             ..
         } => {
             let (config, base) = warrant_gateway::GatewayConfig::load(&config)
                 .map_err(|e| Failure::invalid(anyhow!(e)))?;
             let store = (!memory_store).then_some(&store_path);
-            gateway(store, config, &base, http.as_deref(), floor).await
+            gateway(store, config, &base, http.as_deref(), floor, metrics).await
         }
         Command::McpServe {
             provider,
@@ -196,6 +197,14 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Schema { which } => schema(which),
         Command::Bench(args) => crate::bench::run(&store_path, &args).await,
+        Command::Completions { shell } => {
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cli, "warrant", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
+            Ok(exit::ATTAINED)
+        }
+        Command::Man { dir } => man(dir.as_deref()),
         Command::Serve(args) => serve(&store_path, args).await,
         Command::Worker(args) => worker(&store_path, args).await,
         Command::Store {
@@ -356,7 +365,7 @@ async fn mcp_serve(
         warrant_gateway::GatewayConfig::parse(&text, warrant_core::spec::Format::Json, "--config")
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let base = std::env::current_dir().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    gateway(Some(store_path), config, &base, http, Vec::new()).await
+    gateway(Some(store_path), config, &base, http, Vec::new(), None).await
 }
 
 /// Serves a gateway until its client leaves (stdio) or the process is stopped (HTTP).
@@ -366,6 +375,7 @@ async fn gateway(
     base: &Path,
     http: Option<&str>,
     floor: Vec<PathBuf>,
+    metrics: Option<std::net::SocketAddr>,
 ) -> Result<u8> {
     let user = operator(None);
     let tokens = warrant_gateway::Tokens::from_config(&config, &user)
@@ -397,6 +407,9 @@ async fn gateway(
         None => Arc::new(warrant_store::MemoryStore::new()),
     };
     let app = app(store).with_floor(floor)?;
+    if let Some(addr) = metrics {
+        metrics_on(addr, app.clone(), None).await?;
+    }
     let gateway = warrant_gateway::Gateway::start(app, config, base, &user)
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
@@ -1513,6 +1526,29 @@ fn explain(code: Option<&str>) -> Result<u8> {
     Ok(exit::ATTAINED)
 }
 
+/// `warrant man`: the manual page, generated from the same definitions as `--help`.
+fn man(dir: Option<&Path>) -> Result<u8> {
+    let cli = <Cli as clap::CommandFactory>::command();
+    match dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .and_then(|()| clap_mangen::generate_to(cli, dir))
+                .map_err(|e| {
+                    Failure::failed(anyhow!("writing the pages to {}: {e}", dir.display()))
+                })?;
+            outln!("wrote the manual pages to {}", dir.display());
+        }
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cli)
+                .render(&mut page)
+                .map_err(|e| Failure::failed(anyhow!("rendering the manual page: {e}")))?;
+            out!("{}", String::from_utf8_lossy(&page));
+        }
+    }
+    Ok(exit::ATTAINED)
+}
+
 fn schema(which: SchemaKind) -> Result<u8> {
     let schema = match which {
         SchemaKind::Spec => schemars::schema_for!(Spec),
@@ -1872,11 +1908,54 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
         grace: Duration::from_secs(args.grace),
     };
     errln!("warrant worker: {} on `{store_path}`", app.holder());
-    warrant_app::worker::work(app, settings, shutdown_signal())
+    let mut runner = warrant_app::Supervisor::new(app.clone(), settings.max_runs).letting_go();
+    #[cfg(feature = "otlp")]
+    if let Some(endpoint) = args.otlp_endpoint {
+        let otlp = warrant_server::otlp::Settings {
+            endpoint,
+            content: args.otlp_content,
+        };
+        runner = warrant_server::otlp::observe(runner, &otlp)
+            .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    }
+    let runner = Arc::new(runner);
+    if let Some(addr) = args.metrics {
+        metrics_on(addr, app, Some(runner.clone())).await?;
+    }
+    warrant_app::worker::work_with(runner, settings, shutdown_signal())
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
     errln!("warrant worker: stopped");
     Ok(exit::ATTAINED)
+}
+
+/// Answers `/metrics` on `addr` for as long as the process lives: a worker's (with the
+/// supervisor its runs go through) or a gateway's (the fleet's state only).
+async fn metrics_on(
+    addr: std::net::SocketAddr,
+    app: App,
+    runner: Option<Arc<warrant_app::Supervisor>>,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::invalid(anyhow!("--metrics: cannot listen on `{addr}`: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    errln!("metrics at http://{bound}/metrics");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the metrics endpoint answers for as long as the process lives"
+    )]
+    tokio::spawn(async move {
+        if let Err(e) =
+            warrant_server::metrics::serve_metrics(listener, app, runner, std::future::pending())
+                .await
+        {
+            errln!("warning: the metrics endpoint stopped: {e}");
+        }
+    });
+    Ok(())
 }
 
 /// Resolves at SIGTERM or Ctrl-C.

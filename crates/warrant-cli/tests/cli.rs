@@ -118,6 +118,58 @@ fn the_version_names_the_commit_the_day_and_the_features() {
     assert!(!store.exists(), "--version writes nothing");
 }
 
+#[test]
+fn completions_and_the_manual_page_are_generated_from_the_commands() {
+    let (dir, store) = scratch();
+    let bash = warrant(&store, &["completions", "bash"]);
+    assert_eq!(bash.status.code(), Some(0), "{}", stderr(&bash));
+    let script = stdout(&bash);
+    assert!(
+        script.contains("_warrant()") && script.contains("complete -F"),
+        "{script}"
+    );
+    // Every command is offered, and a command's own options.
+    for word in [
+        "run",
+        "serve",
+        "worker",
+        "gateway",
+        "approve",
+        "reconcile",
+        "--max-runs",
+    ] {
+        assert!(script.contains(word), "{word}");
+    }
+    let zsh = stdout(&warrant(&store, &["completions", "zsh"]));
+    assert!(zsh.starts_with("#compdef warrant"), "{zsh}");
+    let refused = warrant(&store, &["completions", "tcsh"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+
+    let man = stdout(&warrant(&store, &["man"]));
+    assert!(man.contains(".TH warrant"), "{man}");
+    assert!(
+        man.contains("governable") || man.contains("Warrant"),
+        "{man}"
+    );
+    let pages = dir.path().join("man");
+    let wrote = warrant(&store, &["man", "--dir", pages.to_str().unwrap()]);
+    assert_eq!(wrote.status.code(), Some(0), "{}", stderr(&wrote));
+    for page in [
+        "warrant.1",
+        "warrant-run.1",
+        "warrant-serve.1",
+        "warrant-worker.1",
+    ] {
+        let text = std::fs::read_to_string(pages.join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page}");
+    }
+    assert!(!store.exists(), "neither writes the store");
+}
+
 /// The parts of `warrant 0.1.0 (commit 1a2b3c4, built 2026-03-01, features: a, b)`.
 fn parse_version(line: &str) -> warrant_core::event::BuildInfo {
     let rest = line

@@ -330,17 +330,7 @@ steps:
 
 /// Starts the catalog's spec as Ann, through the API: the run's id.
 async fn start_as_ann(api: &reqwest::Client, base: &str) -> String {
-    let started: Value = api
-        .post(format!("{base}/v1/runs"))
-        .bearer_auth("tok-ann")
-        .json(&json!({"spec_path": "spec.yaml"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    started["run_id"].as_str().unwrap().to_owned()
+    start_via_api(api, base, json!({"spec_path": "spec.yaml"})).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

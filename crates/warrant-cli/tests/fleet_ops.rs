@@ -321,3 +321,164 @@ steps:
     assert_eq!(body["status"], "queued", "{body}");
     assert!(!marker.exists(), "queueing started the spec's MCP server");
 }
+
+/// A Prometheus page's value of `name{labels}` (`labels` as written, `""` for none).
+fn scraped(page: &str, name: &str, labels: &str) -> Option<u64> {
+    let key = format!("{name}{labels} ");
+    page.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .map(|v| v.trim().parse().unwrap())
+}
+
+fn get_text(url: &str) -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
+}
+
+/// Every front door answers `/metrics` with the same names: after a known workload, the
+/// server's and the worker's figures are what each did, and both tell the fleet's state as the
+/// store has it.
+#[test]
+fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
+    let url = store("metrics");
+    let at = Path::new(&url);
+    assert!(warrant(at, &["store", "migrate"]).status.success());
+    let server = start_server(at, &support::root().join("examples"), &[], None);
+    let port = support::free_port();
+    let _w = worker(&url, &["--metrics", &format!("127.0.0.1:{port}")]);
+    let gateway_port = support::free_port();
+
+    // Three runs that attain, one that waits for its approval.
+    let plain = json!({"spec_path": "pay-rent/spec.yaml"});
+    let asking = json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]});
+    let mut ids = Vec::new();
+    for body in [&plain, &plain, &plain] {
+        ids.push(
+            post(&server.base, body)["run_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let waiting = post(&server.base, &asking)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for id in &ids {
+        until(at, id, "attained", |v| v["status"] == "attained");
+    }
+    until(at, &waiting, "waited", |v| v["status"] == "waiting");
+
+    // The server queued all four and drove none.
+    let served = get_text(&format!("{}/metrics", server.base));
+    assert_eq!(
+        scraped(&served, "warrant_runs_queued_total", ""),
+        Some(4),
+        "{served}"
+    );
+    assert_eq!(scraped(&served, "warrant_runs_started_total", ""), Some(0));
+
+    // The worker took up all four; its decisions and events are the logs'.
+    let page = get_text(&format!("http://127.0.0.1:{port}/metrics"));
+    assert_eq!(
+        scraped(&page, "warrant_runs_started_total", ""),
+        Some(4),
+        "{page}"
+    );
+    assert_eq!(
+        scraped(&page, "warrant_runs_ended_total", "{outcome=\"attained\"}"),
+        Some(3),
+        "{page}"
+    );
+    let (mut decisions, mut events, mut queued) = (0, 0, 0);
+    for id in ids.iter().chain([&waiting]) {
+        let log = warrant(at, &["events", id, "--json"]);
+        for line in stdout(&log).lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            events += 1;
+            match e["type"].as_str().unwrap() {
+                "decided" => decisions += 1,
+                "run_started" => queued += 1,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(queued, 4);
+    assert_eq!(
+        scraped(&page, "warrant_decisions_total", ""),
+        Some(decisions),
+        "{page}"
+    );
+    // Every event but the one the server wrote when it queued each run.
+    assert_eq!(
+        scraped(&page, "warrant_events_total", ""),
+        Some(events - queued),
+        "{page}"
+    );
+    // The fleet's state, from the store, the same at either door.
+    for page in [&served, &page] {
+        assert_eq!(
+            scraped(page, "warrant_runs", "{status=\"waiting\"}"),
+            Some(1),
+            "{page}"
+        );
+        assert_eq!(
+            scraped(page, "warrant_runs", "{status=\"running\"}"),
+            Some(0),
+            "{page}"
+        );
+        assert_eq!(
+            scraped(page, "warrant_approvals_pending", ""),
+            Some(1),
+            "{page}"
+        );
+    }
+
+    // A gateway's door tells the fleet's state too.
+    let config = support::root().join("examples/gateway/gateway.yaml");
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .current_dir(support::root())
+        .env("WARRANT_STORE", &url)
+        .args(["gateway", "--http", "127.0.0.1:0", "--metrics"])
+        .arg(format!("127.0.0.1:{gateway_port}"))
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut page = String::new();
+    for _ in 0..200 {
+        if let Ok(r) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(reqwest::get(format!(
+                "http://127.0.0.1:{gateway_port}/metrics"
+            )))
+        {
+            page = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(r.text())
+                .unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert_eq!(
+        scraped(&page, "warrant_approvals_pending", ""),
+        Some(1),
+        "{page}"
+    );
+    assert_eq!(
+        scraped(&page, "warrant_runs", "{status=\"waiting\"}"),
+        Some(1),
+        "{page}"
+    );
+}

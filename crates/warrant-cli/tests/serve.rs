@@ -1190,6 +1190,47 @@ async fn the_server_logs_structured_lines_filtered_as_asked() {
             && l["fields"]["status"] == 201),
         "{lines:?}"
     );
+    // A control action is one `info` line: who, what, on which run, and how it came out —
+    // a refusal too, with its problem.
+    let (status, _) = call(
+        client()
+            .post(format!("{}/v1/runs/{id}/cancel", s.base))
+            .json(&json!({"reason": "done anyway"})),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = call(
+        client()
+            .post(format!("{}/v1/runs/{id}/calls/c9/reconcile", s.base))
+            .json(&json!({"happened": true})),
+        None,
+    )
+    .await;
+    assert!(status.is_client_error());
+    let mut actions = Vec::new();
+    for _ in 0..100 {
+        actions = std::fs::read_to_string(&log_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["fields"]["message"] == "control action refused")
+            .collect();
+        if actions.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    let cancel = &actions[0]["fields"];
+    assert_eq!(actions[0]["level"], "INFO");
+    assert_eq!(cancel["action"], "cancel");
+    assert_eq!(cancel["run"], id.as_str());
+    assert_eq!(cancel["about"], "done anyway");
+    assert_eq!(cancel["by"], "local/local");
+    assert_eq!(cancel["status"], 409);
+    assert_eq!(actions[1]["fields"]["action"], "reconcile");
+    assert_eq!(actions[1]["fields"]["about"], "c9: happened");
     drop(s);
 
     let o = warrant(

@@ -23,6 +23,13 @@ pub const SUBSCRIBER_QUEUE_MAX: usize = 1024;
 pub trait Subscriber: Send + 'static {
     /// One event of `run`. An error stops this subscriber (and is reported), nothing else.
     fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String>;
+
+    /// One event of `run` recorded before this engine took the run up (by the process that
+    /// drove it earlier, or that queued it), read from the store so the subscriber sees the
+    /// run whole. The same as `on_event` unless the subscriber counts what this process did.
+    fn on_earlier(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
+        self.on_event(run, event)
+    }
 }
 
 /// A subscriber that stopped.
@@ -200,32 +207,39 @@ impl Worker {
         };
         let seen = self.seen.get(run).copied().unwrap_or(0);
         if first.seq > seen + 1 {
-            self.fill(run, seen + 1, first.seq - 1).await?;
+            // Before the first event it is handed of a run, what the run recorded earlier;
+            // after that, what it missed of this engine's own.
+            self.fill(run, seen + 1, first.seq - 1, seen == 0).await?;
         }
         for e in events {
-            self.emit(run, e)?;
+            self.emit(run, e, false)?;
         }
         Ok(())
     }
 
-    fn emit(&mut self, run: &RunId, e: &Event) -> Result<(), String> {
+    fn emit(&mut self, run: &RunId, e: &Event, earlier: bool) -> Result<(), String> {
         let seen = self.seen.entry(run.clone()).or_insert(0);
         if e.seq <= *seen {
             return Ok(());
         }
         *seen = e.seq;
-        self.subscriber.on_event(run, e)
+        if earlier {
+            self.subscriber.on_earlier(run, e)
+        } else {
+            self.subscriber.on_event(run, e)
+        }
     }
 
-    /// Reads events `from..=to` of `run` from the store and delivers them.
-    async fn fill(&mut self, run: &RunId, from: u64, to: u64) -> Result<(), String> {
+    /// Reads events `from..=to` of `run` from the store and delivers them (`earlier`: as
+    /// recorded before this engine took the run up).
+    async fn fill(&mut self, run: &RunId, from: u64, to: u64, earlier: bool) -> Result<(), String> {
         let events = self
             .store
             .read(run, from)
             .await
             .map_err(|e| format!("catching up from the store: {e}"))?;
         for stored in events.iter().take_while(|s| s.event.seq <= to) {
-            self.emit(run, &stored.event)?;
+            self.emit(run, &stored.event, earlier)?;
         }
         Ok(())
     }
@@ -238,7 +252,7 @@ impl Worker {
         for (run, upto) in missed {
             let seen = self.seen.get(&run).copied().unwrap_or(0);
             if upto > seen {
-                self.fill(&run, seen + 1, upto).await?;
+                self.fill(&run, seen + 1, upto, false).await?;
             }
         }
         Ok(())

@@ -151,15 +151,20 @@ pub async fn specs(
     State(shared): State<Arc<Shared>>,
     _caller: Caller,
 ) -> Result<Json<Vec<CatalogSpec>>, Problem> {
-    let entries = shared
-        .app
-        .spec_catalog()
-        .catalog(None)
-        .await
-        .map_err(warrant_app::AppError::from)?;
-    let mut seen = std::collections::BTreeSet::new();
-    Ok(Json(
-        entries
+    Ok(Json(shared.catalog_specs().await?))
+}
+
+impl Shared {
+    /// The current version of each spec in the store's catalog that is not retired.
+    pub(crate) async fn catalog_specs(&self) -> Result<Vec<CatalogSpec>, Problem> {
+        let entries = self
+            .app
+            .spec_catalog()
+            .catalog(None)
+            .await
+            .map_err(warrant_app::AppError::from)?;
+        let mut seen = std::collections::BTreeSet::new();
+        Ok(entries
             .into_iter()
             .filter(|e| e.retired_at_ms.is_none() && seen.insert(e.id.clone()))
             .map(|e| CatalogSpec {
@@ -170,8 +175,8 @@ pub async fn specs(
                 added_at_ms: e.added_at_ms,
                 added_by: e.added_by,
             })
-            .collect(),
-    ))
+            .collect())
+    }
 }
 
 /// What `POST /v1/runs` takes.
@@ -875,6 +880,17 @@ impl Shared {
         run: &RunId,
         reason: &str,
     ) -> Result<Response, Problem> {
+        let done = self.cancel_inner(caller, run, reason).await;
+        log_action(caller, "cancel", run, reason, done.as_ref().map(|_| ()));
+        done
+    }
+
+    async fn cancel_inner(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        reason: &str,
+    ) -> Result<Response, Problem> {
         let reason = if reason.is_empty() {
             "cancelled through the API"
         } else {
@@ -929,6 +945,12 @@ pub async fn resume(
 impl Shared {
     /// Re-enters `run` here for `caller` (or wakes it when held here).
     pub async fn resume_run(&self, caller: &Caller, run: &RunId) -> Result<Response, Problem> {
+        let done = self.resume_inner(caller, run).await;
+        log_action(caller, "resume", run, "", done.as_ref().map(|_| ()));
+        done
+    }
+
+    async fn resume_inner(&self, caller: &Caller, run: &RunId) -> Result<Response, Problem> {
         let status = self.status_of(run).await?;
         if !status.is_live() {
             return Err(Problem::conflict(
@@ -986,6 +1008,26 @@ impl Shared {
     /// Settles `run`'s call `call`, in doubt, with what `caller` (an operator) found out; the
     /// run goes on here when no process holds it.
     pub async fn reconcile_call(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        call: &str,
+        body: &ReconcileBody,
+    ) -> Result<RunRef, Problem> {
+        let done = self.reconcile_inner(caller, run, call, body).await;
+        let what = format!(
+            "{call}: {}",
+            match (body.happened, body.resend) {
+                (true, _) => "happened",
+                (false, true) => "did not happen, send again",
+                (false, false) => "did not happen",
+            }
+        );
+        log_action(caller, "reconcile", run, &what, done.as_ref().map(|_| ()));
+        done
+    }
+
+    async fn reconcile_inner(
         &self,
         caller: &Caller,
         run: &RunId,
@@ -1179,6 +1221,26 @@ impl Shared {
         digest: &str,
         answer: Answer,
     ) -> Result<AnswerResult, Problem> {
+        let action = match &answer {
+            Answer::Approve {
+                edited: Some(_), ..
+            } => "approve with edits",
+            Answer::Approve { .. } => "approve",
+            Answer::Deny { .. } => "deny",
+        };
+        let run = RunId(request.rsplit_once("-a").map_or(request, |(r, _)| r).into());
+        let done = self.answer_inner(caller, request, digest, answer).await;
+        log_action(caller, action, &run, request, done.as_ref().map(|_| ()));
+        done
+    }
+
+    async fn answer_inner(
+        &self,
+        caller: &Caller,
+        request: &str,
+        digest: &str,
+        answer: Answer,
+    ) -> Result<AnswerResult, Problem> {
         let row = self.request(caller, request).await?;
         caller.principal.require(Role::Approver)?;
         if row.args_digest != digest {
@@ -1340,5 +1402,23 @@ pub async fn audit(
             Some(next) => cursor = Some(next),
             None => return Ok(Json(out)),
         }
+    }
+}
+
+/// Logs a control action at `info`, one line: who, what, on which run and what it was about,
+/// and how it came out (a refusal with its status and problem type).
+fn log_action(caller: &Caller, action: &str, run: &RunId, about: &str, done: Result<(), &Problem>) {
+    let by = caller.principal.by();
+    match done {
+        Ok(()) => tracing::info!(%by, action, %run, about, "control action done"),
+        Err(p) => tracing::info!(
+            %by,
+            action,
+            %run,
+            about,
+            status = p.status,
+            problem = %p.kind,
+            "control action refused"
+        ),
     }
 }

@@ -13,7 +13,6 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 use warrant_core::event::{ApprovalScope, EventKind};
 use warrant_core::provenance::Source;
 use warrant_engine::Answer;
@@ -104,10 +103,10 @@ pub(crate) fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str)
 
 /// The CSRF token of `caller`'s session: keyed by the server's secret and the cookie.
 pub(crate) fn csrf(shared: &Shared, headers: &HeaderMap) -> String {
-    let mut h = Sha256::new();
-    h.update(shared.secret);
-    h.update(cookie(headers, COOKIE).unwrap_or("local").as_bytes());
-    format!("{:x}", h.finalize())
+    let mut keyed = shared.secret.to_vec();
+    keyed.extend_from_slice(cookie(headers, COOKIE).unwrap_or("local").as_bytes());
+    let digest = warrant_core::canon::digest_bytes(&keyed);
+    digest.trim_start_matches("sha256:").to_owned()
 }
 
 pub(crate) fn check_csrf(shared: &Shared, headers: &HeaderMap, given: &str) -> Result<(), Problem> {
@@ -696,6 +695,18 @@ async fn answer_form(
     }
 }
 
+/// A form posted about run `id`: its CSRF token checked, then who posted it and the run (one
+/// the caller's tenant may see).
+async fn form_on_run(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    token: &str,
+    id: &str,
+) -> Result<(Caller, warrant_core::ids::RunId), Response> {
+    check_csrf(shared, headers, token).map_err(IntoResponse::into_response)?;
+    who_and_run(shared, headers, id).await
+}
+
 #[derive(Deserialize)]
 struct ControlForm {
     csrf: String,
@@ -707,10 +718,7 @@ async fn control_form(
     UrlPath((id, action)): UrlPath<(String, String)>,
     Form(form): Form<ControlForm>,
 ) -> Response {
-    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
-        return p.into_response();
-    }
-    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+    let (caller, run) = match form_on_run(&shared, &headers, &form.csrf, &id).await {
         Ok(w) => w,
         Err(r) => return r,
     };
@@ -749,10 +757,7 @@ async fn reconcile_form(
     UrlPath((id, call)): UrlPath<(String, String)>,
     Form(form): Form<ReconcileForm>,
 ) -> Response {
-    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
-        return p.into_response();
-    }
-    let (caller, run) = match who_and_run(&shared, &headers, &id).await {
+    let (caller, run) = match form_on_run(&shared, &headers, &form.csrf, &id).await {
         Ok(w) => w,
         Err(r) => return r,
     };

@@ -19,33 +19,6 @@ use crate::api::{Caller, StartRun};
 use crate::console::{check_csrf, csrf, esc, page, who};
 use crate::problem::Problem;
 
-/// One spec of the catalog: its id, objective and inputs.
-struct Offered {
-    id: String,
-    objective: String,
-    inputs: warrant_core::spec::Inputs,
-}
-
-/// The catalog's current specs.
-async fn offered(shared: &Shared) -> Result<Vec<Offered>, Problem> {
-    let entries = shared
-        .app
-        .spec_catalog()
-        .catalog(None)
-        .await
-        .map_err(warrant_app::AppError::from)?;
-    let mut seen = std::collections::BTreeSet::new();
-    Ok(entries
-        .into_iter()
-        .filter(|e| e.retired_at_ms.is_none() && seen.insert(e.id.clone()))
-        .map(|e| Offered {
-            objective: e.spec.objective.clone(),
-            inputs: e.spec.inputs.clone(),
-            id: e.id,
-        })
-        .collect())
-}
-
 #[derive(Debug, Default, Deserialize)]
 pub struct StartQuery {
     #[serde(default)]
@@ -75,7 +48,7 @@ async fn render(
     typed: &[(String, String)],
     problem: Option<&Problem>,
 ) -> Response {
-    let specs = match offered(shared).await {
+    let specs = match shared.catalog_specs().await {
         Ok(s) => s,
         Err(p) => return p.into_response(),
     };
@@ -326,7 +299,7 @@ pub async fn start_form(
     }
     let chosen = get("spec").to_owned();
     let started = async {
-        let specs = offered(&shared).await?;
+        let specs = shared.catalog_specs().await?;
         let spec = specs
             .iter()
             .find(|s| s.id == chosen)

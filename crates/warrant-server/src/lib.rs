@@ -12,17 +12,17 @@ pub mod auth;
 mod console;
 mod console_start;
 mod hidden;
+pub mod metrics;
 mod openapi;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod problem;
 pub mod telemetry;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -178,9 +178,7 @@ fn runner(app: &App, config: &Config) -> Result<warrant_app::Supervisor, ServerE
     }
     #[cfg(feature = "otlp")]
     if let Some(settings) = &config.otlp {
-        let exporter = Arc::new(otlp::Exporter::start(settings).map_err(ServerError::Invalid)?);
-        tracing::info!(endpoint = %settings.endpoint, content = settings.content, "exporting traces over OTLP");
-        return Ok(runner.with_observer(Arc::new(move || Box::new(exporter.tracer()))));
+        return otlp::observe(runner, settings).map_err(ServerError::Invalid);
     }
     Ok(runner)
 }
@@ -503,212 +501,19 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     }
 }
 
-/// A counter map's rows, `{label="key"}` each, in key order.
-/// `v` as a Prometheus label value (backslash, quote and newline escaped).
-fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn labelled<K: std::fmt::Display + Ord>(
-    counts: &Mutex<HashMap<K, u64>>,
-    label: &str,
-) -> Vec<(String, u64)> {
-    let Ok(m) = counts.lock() else {
-        return Vec::new();
-    };
-    let mut rows: Vec<(&K, u64)> = m.iter().map(|(k, n)| (k, *n)).collect();
-    rows.sort_by(|a, b| a.0.cmp(b.0));
-    rows.into_iter()
-        .map(|(k, n)| (format!("{{{label}=\"{k}\"}}"), n))
-        .collect()
-}
-
-/// `GET /metrics`, in Prometheus' text format.
-/// Writes `h` as a Prometheus histogram in seconds.
-fn histogram(
-    out: &mut String,
-    name: &str,
-    help: &str,
-    h: &warrant_core::metrics::HistogramSnapshot,
-) {
-    use std::fmt::Write as _;
-    use warrant_core::metrics::seconds;
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-    for (bound, n) in &h.cumulative {
-        match bound {
-            Some(us) => {
-                let _ = writeln!(out, "{name}_bucket{{le=\"{}\"}} {n}", seconds(*us));
-            }
-            None => {
-                let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {n}");
-            }
-        }
-    }
-    let _ = writeln!(out, "{name}_sum {}", seconds(h.sum_us));
-    let _ = writeln!(out, "{name}_count {}", h.count);
-}
-
+/// `GET /metrics`, in Prometheus' text format: what the runs this server drove did, each
+/// tenant's use, and the fleet's state as the store has it.
 async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
-    use std::fmt::Write as _;
-    let c = &shared.runner.counters;
-    let mut out = String::new();
-    let mut metric = |name: &str, help: &str, kind: &str, rows: Vec<(String, u64)>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, v) in rows {
-            let _ = writeln!(out, "{name}{labels} {v}");
-        }
-    };
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    metric(
-        "warrant_runs_started_total",
-        "Runs started by this server.",
-        "counter",
-        vec![(String::new(), load(&c.started))],
-    );
-    metric(
-        "warrant_runs_reentered_total",
-        "Runs re-entered by this server.",
-        "counter",
-        vec![(String::new(), load(&c.reentered))],
-    );
-    let ended = labelled(&c.ended, "outcome");
-    metric(
-        "warrant_runs_ended_total",
-        "Runs that ended while this server drove them, by outcome.",
-        "counter",
-        ended,
-    );
-    let calls = labelled(&c.calls, "status");
-    metric(
-        "warrant_calls_total",
-        "Calls that ended in runs this server drove, by status.",
-        "counter",
-        calls,
-    );
-    metric(
-        "warrant_decisions_total",
-        "Decisions taken in runs this server drove.",
-        "counter",
-        vec![(String::new(), load(&c.decisions))],
-    );
-    metric(
-        "warrant_events_total",
-        "Events appended by runs this server drove.",
-        "counter",
-        vec![(String::new(), load(&c.events))],
-    );
-    metric(
-        "warrant_runs_held",
-        "Runs held by this server now (driving or waiting).",
-        "gauge",
-        vec![(
-            String::new(),
-            u64::try_from(shared.runner.held()).unwrap_or(u64::MAX),
-        )],
-    );
+    let mut out = metrics::Exposition::default();
+    out.driven(&shared.runner);
     // Each tenant's use, over its quota's window (an hour when it has none).
     let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
     let usage = shared.runner.meter.usage(now, |t| {
         warrant_app::Meter::window_of(shared.principals.tenant(t).quota.as_ref())
     });
-    let tenant = |t: &str| format!("{{tenant=\"{}\"}}", label_value(t));
-    for (name, help, kind, pick) in [
-        (
-            "warrant_tenant_runs_started",
-            "Runs each tenant started in its quota's window.",
-            "gauge",
-            (|u: &warrant_app::TenantUse| u.runs_started) as fn(&warrant_app::TenantUse) -> u64,
-        ),
-        (
-            "warrant_tenant_runs_held",
-            "Runs each tenant holds now (not ended).",
-            "gauge",
-            |u| u.runs_held,
-        ),
-        (
-            "warrant_tenant_calls",
-            "Calls each tenant's runs made in its quota's window.",
-            "gauge",
-            |u| u.calls,
-        ),
-        (
-            "warrant_tenant_tokens",
-            "Model tokens each tenant's runs used in its quota's window.",
-            "gauge",
-            |u| u.tokens,
-        ),
-    ] {
-        metric(
-            name,
-            help,
-            kind,
-            usage.iter().map(|(t, u)| (tenant(t), pick(u))).collect(),
-        );
-    }
-    metric(
-        "warrant_tenant_quota_refusals_total",
-        "Starts refused because a tenant reached a quota, by tenant and quota.",
-        "counter",
-        usage
-            .iter()
-            .flat_map(|(t, u)| {
-                u.refused.iter().map(move |(q, n)| {
-                    (
-                        format!("{{tenant=\"{}\",quota=\"{q}\"}}", label_value(t)),
-                        *n,
-                    )
-                })
-            })
-            .collect(),
-    );
-    let pending = shared
-        .app
-        .approvals_index()
-        .pending_approvals(None)
-        .await
-        .map_or(0, |p| u64::try_from(p.len()).unwrap_or(u64::MAX));
-    metric(
-        "warrant_approvals_pending",
-        "Approval requests nobody has answered, across the store.",
-        "gauge",
-        vec![(String::new(), pending)],
-    );
-    if let Some(failed) = shared.app.health().checkpoint_failures() {
-        metric(
-            "warrant_store_checkpoint_failures_total",
-            "Copies of the store's write-ahead log back into its file that failed (the commits stay durable in the log, which grows until a copy succeeds).",
-            "counter",
-            vec![(String::new(), failed.count)],
-        );
-    }
-    histogram(
-        &mut out,
-        "warrant_step_seconds",
-        "Calls in runs this server drove, from call_started to call_finished as it saw them (schema, provenance, policy, approval, dispatch, result).",
-        &c.steps.snapshot(),
-    );
-    histogram(
-        &mut out,
-        "warrant_event_delivery_seconds",
-        "Events from their commit to their SSE frame, for the events the store handed to this server's streams as it committed them.",
-        &c.delivery.snapshot(),
-    );
-    if let Some(commits) = shared.app.health().commit_latency() {
-        histogram(
-            &mut out,
-            "warrant_store_commit_seconds",
-            "Group commits of the store, from the transaction's start to durable.",
-            &commits,
-        );
-    }
-    let mut response = out.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4"),
-    );
-    response
+    out.tenants(&usage);
+    out.fleet(&shared.app).await;
+    out.into_response()
 }
 
 #[cfg(test)]

@@ -37,6 +37,16 @@ pub struct Settings {
     pub content: bool,
 }
 
+/// `runner` with every run's engine traced to the collector `settings` name.
+pub fn observe(
+    runner: warrant_app::Supervisor,
+    settings: &Settings,
+) -> Result<warrant_app::Supervisor, String> {
+    let exporter = std::sync::Arc::new(Exporter::start(settings)?);
+    tracing::info!(endpoint = %settings.endpoint, content = settings.content, "exporting traces over OTLP");
+    Ok(runner.with_observer(std::sync::Arc::new(move || Box::new(exporter.tracer()))))
+}
+
 /// The exporter: a queue of finished spans and the task that sends them in batches.
 #[derive(Debug)]
 pub struct Exporter {

@@ -20,8 +20,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// The filter when none is given.
-pub const DEFAULT_FILTER: &str = "info";
+/// The filter when none is given: this program's `info`, and only the warnings of the MCP SDK
+/// (whose `info` lines, a few for every provider process started and stopped, would drown a
+/// worker's log).
+pub const DEFAULT_FILTER: &str = "info,rmcp=warn";
 
 /// Installs the logs for this process: `filter` in `--log`'s syntax (`LEVEL` or
 /// `TARGET=LEVEL,...`). A filter that does not parse is an error naming it.
