@@ -306,6 +306,33 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
         metrics.contains("warrant_runs_ended_total{outcome=\"attained\"} 1\n"),
         "{metrics}"
     );
+    // Every metric the shipped Grafana dashboard queries is one the server answers.
+    let dashboard =
+        std::fs::read_to_string(root().join("docs/grafana/warrant-fleet.json")).unwrap();
+    let exposed: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let mut queried = std::collections::BTreeSet::new();
+    for piece in dashboard.split("warrant_").skip(1) {
+        let name: String = piece
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        let name = format!("warrant_{name}");
+        let base = name.strip_suffix("_bucket").unwrap_or(&name).to_owned();
+        queried.insert(base);
+    }
+    assert!(queried.len() > 10, "{queried:?}");
+    let missing: Vec<_> = queried
+        .iter()
+        .filter(|q| !exposed.contains(q.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics no door answers: {missing:?}"
+    );
     // The store's WAL was copied back without a failure (a SQLite store counts them).
     assert!(
         metrics.contains("\nwarrant_store_checkpoint_failures_total 0\n"),
