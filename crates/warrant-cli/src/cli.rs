@@ -422,16 +422,36 @@ pub struct ServeArgs {
     pub hash_token: bool,
     #[command(flatten)]
     pub logs: LogArgs,
-    /// Export traces of the runs this server drives to this OTLP/HTTP collector
-    /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions. Off by default:
-    /// nothing leaves the machine unless this (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is given.
     #[cfg(feature = "otlp")]
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+}
+
+/// Where a long-running command (`serve`, `worker`) exports the traces of the runs it drives.
+#[cfg(feature = "otlp")]
+#[derive(Debug, Args)]
+pub struct OtlpArgs {
+    /// Export traces of the runs this process drives to this OTLP/HTTP collector
+    /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions; a run taken over
+    /// from another process continues its trace. Off by default: nothing leaves the machine
+    /// unless this (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is given.
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
     /// Put calls' arguments and results in the exported spans (left out by default).
-    #[cfg(feature = "otlp")]
     #[arg(long, requires = "otlp_endpoint")]
     pub otlp_content: bool,
+}
+
+#[cfg(feature = "otlp")]
+impl OtlpArgs {
+    /// The exporter's settings, when an endpoint was given.
+    pub fn settings(self) -> Option<warrant_server::otlp::Settings> {
+        self.otlp_endpoint
+            .map(|endpoint| warrant_server::otlp::Settings {
+                endpoint,
+                content: self.otlp_content,
+            })
+    }
 }
 
 /// How a long-running command (`serve`, `worker`) writes its logs.
@@ -477,15 +497,9 @@ pub struct WorkerArgs {
     /// `warrant serve` uses.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Export traces of the runs this worker drives to this OTLP/HTTP collector; a run taken
-    /// over from another process continues its trace.
     #[cfg(feature = "otlp")]
-    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
-    pub otlp_endpoint: Option<String>,
-    /// Put calls' arguments and results in the exported spans (left out by default).
-    #[cfg(feature = "otlp")]
-    #[arg(long, requires = "otlp_endpoint")]
-    pub otlp_content: bool,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1847,12 +1847,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         grace: std::time::Duration::from_secs(args.grace),
         client_timeout: std::time::Duration::from_secs(args.client_timeout),
         #[cfg(feature = "otlp")]
-        otlp: args
-            .otlp_endpoint
-            .map(|endpoint| warrant_server::otlp::Settings {
-                endpoint,
-                content: args.otlp_content,
-            }),
+        otlp: args.otlp.settings(),
         build: Some(crate::version::info()),
     };
     let store = store_path.open(Use::Create).await?;
@@ -1910,11 +1905,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
     errln!("warrant worker: {} on `{store_path}`", app.holder());
     let mut runner = warrant_app::Supervisor::new(app.clone(), settings.max_runs).letting_go();
     #[cfg(feature = "otlp")]
-    if let Some(endpoint) = args.otlp_endpoint {
-        let otlp = warrant_server::otlp::Settings {
-            endpoint,
-            content: args.otlp_content,
-        };
+    if let Some(otlp) = args.otlp.settings() {
         runner = warrant_server::otlp::observe(runner, &otlp)
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     }

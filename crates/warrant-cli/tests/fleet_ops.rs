@@ -469,7 +469,12 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = gateway.kill();
+    // Stopped as an operator stops it (SIGTERM): it ends its sessions and its upstream
+    // servers before it exits, and leaves no process behind for the tests that follow.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(gateway.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    );
     let _ = gateway.wait();
     assert_eq!(
         scraped(&page, "warrant_approvals_pending", ""),
