@@ -328,6 +328,30 @@ steps:
     - done: paid
 ";
 
+/// A server over `specs` for `people` (token, tenant, user), each a runner, approver and
+/// operator who may approve their own requests (a team of one, as its operator allows).
+fn serve_for(dir: &Path, store: &Path, specs: &Path, people: &[(&str, &str, &str)]) -> Served {
+    let principals = dir.join("principals.yaml");
+    let mut file = String::from("principals:\n");
+    for (token, tenant, user) in people {
+        file.push_str(&format!(
+            "  - {{token: 'sha256:{}', tenant: {tenant}, user: {user}, roles: [runner, approver, operator]}}\n",
+            warrant_server::token_digest(token),
+        ));
+    }
+    std::fs::write(&principals, file).unwrap();
+    start_server(
+        store,
+        specs,
+        &[
+            "--principals",
+            principals.to_str().unwrap(),
+            "--allow-self-approval",
+        ],
+        None,
+    )
+}
+
 /// Starts the catalog's spec as Ann, through the API: the run's id.
 async fn start_as_ann(api: &reqwest::Client, base: &str) -> String {
     start_via_api(api, base, json!({"spec_path": "spec.yaml"})).await
@@ -340,26 +364,12 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     std::fs::create_dir(&specs).unwrap();
     std::fs::write(specs.join("spec.yaml"), SPEC).unwrap();
     std::fs::write(specs.join("script.yaml"), SCRIPT).unwrap();
-    let principals = dir.path().join("principals.yaml");
-    std::fs::write(
-        &principals,
-        format!(
-            "principals:\n  - {{token: 'sha256:{}', tenant: acme, user: ann, roles: [runner, approver, operator]}}\n  - {{token: 'sha256:{}', tenant: globex, user: eve, roles: [runner, approver, operator]}}\n",
-            warrant_server::token_digest("tok-ann"),
-            warrant_server::token_digest("tok-eve"),
-        ),
-    )
-    .unwrap();
     // Ann starts the run and approves it herself: a team of one, as its operator allows.
-    let server = start_server(
+    let server = serve_for(
+        dir.path(),
         &store,
         &specs,
-        &[
-            "--principals",
-            principals.to_str().unwrap(),
-            "--allow-self-approval",
-        ],
-        None,
+        &[("tok-ann", "acme", "ann"), ("tok-eve", "globex", "eve")],
     );
     let base = server.base.clone();
     let api = reqwest::Client::new();
@@ -718,24 +728,12 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         .unwrap();
     assert!(added.status.success(), "{added:?}");
     let doubtful = left_in_doubt(&store, dir.path());
-    let principals = dir.path().join("principals.yaml");
-    std::fs::write(
-        &principals,
-        format!(
-            "principals:\n  - {{token: 'sha256:{}', tenant: local, user: ann, roles: [runner, approver, operator]}}\n",
-            warrant_server::token_digest("tok-ann"),
-        ),
-    )
-    .unwrap();
-    let server = start_server(
+    // Ann is of the CLI's tenant (`local`), whose run waits in doubt.
+    let server = serve_for(
+        dir.path(),
         &store,
         &examples,
-        &[
-            "--principals",
-            principals.to_str().unwrap(),
-            "--allow-self-approval",
-        ],
-        None,
+        &[("tok-ann", "local", "ann")],
     );
     let base = server.base.clone();
     let api = reqwest::Client::new();
@@ -845,6 +843,8 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
     let asked = b.text(".approval").await;
     assert!(asked.contains(&format!("a child of {root_run}")), "{asked}");
     b.click(".approval button[value=once]").await;
+    // The answer's form leads to the asking child's page: arrived there, go to the root's.
+    b.until_at(&format!("/runs/{root_run}.")).await;
     b.go(&format!("{base}/runs/{root_run}")).await;
     b.until_text("#status", "attained").await;
     let nested = b
