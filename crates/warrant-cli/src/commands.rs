@@ -1808,10 +1808,9 @@ async fn answer(
     } else {
         ApprovalState::Denied
     };
-    let run = request.rsplit_once("-a").map_or(request, |(r, _)| r);
+    let run = RunId::of_request(request).unwrap_or_else(|| RunId(request.to_owned()));
     match done {
         Answered::Recorded => {
-            let run = RunId(run.to_owned());
             outln!("{request} {verb} by {by}; {}", next_step(&app, &run).await?);
         }
         Answered::AlreadyAnswered => outln!("{request} was already {verb}: nothing changed"),

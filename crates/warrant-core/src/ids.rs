@@ -13,6 +13,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[serde(transparent)]
 pub struct RunId(pub String);
 
+impl RunId {
+    /// The run an approval request (`<run>-a<n>`) belongs to, or `None` when `request` is not
+    /// one.
+    pub fn of_request(request: &str) -> Option<RunId> {
+        request
+            .rsplit_once("-a")
+            .map(|(run, _)| RunId(run.to_owned()))
+    }
+}
+
 impl fmt::Display for RunId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

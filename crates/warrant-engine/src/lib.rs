@@ -556,14 +556,11 @@ impl Engine {
     ) -> Result<Answered, EngineError> {
         use warrant_core::event::{ApprovalScope, Event, EventKind};
         let refuse = |m: String| EngineError::Answer(m);
-        let run = request
-            .rsplit_once("-a")
-            .map(|(run, _)| RunId(run.to_owned()))
-            .ok_or_else(|| {
-                refuse(format!(
-                    "`{request}` is not an approval request id (`<run>-a<n>`)"
-                ))
-            })?;
+        let run = RunId::of_request(request).ok_or_else(|| {
+            refuse(format!(
+                "`{request}` is not an approval request id (`<run>-a<n>`)"
+            ))
+        })?;
         let events = self.log_of(&run).await?;
         let state = RunState::from_events(events.iter().map(|e| &**e))?;
         understood(&run, &state)?;

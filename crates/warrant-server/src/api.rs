@@ -1015,14 +1015,7 @@ impl Shared {
         body: &ReconcileBody,
     ) -> Result<RunRef, Problem> {
         let done = self.reconcile_inner(caller, run, call, body).await;
-        let what = format!(
-            "{call}: {}",
-            match (body.happened, body.resend) {
-                (true, _) => "happened",
-                (false, true) => "did not happen, send again",
-                (false, false) => "did not happen",
-            }
-        );
+        let what = format!("{call}: {}", reconciled(body.happened, body.resend));
         log_action(caller, "reconcile", run, &what, done.as_ref().map(|_| ()));
         done
     }
@@ -1109,11 +1102,11 @@ impl Shared {
     /// The request `request`, when the caller's tenant may see it.
     async fn request(&self, caller: &Caller, request: &str) -> Result<ApprovalRow, Problem> {
         let not_found = || Problem::not_found(format!("no approval request `{request}`"));
-        let run = request
-            .rsplit_once("-a")
-            .map(|(r, _)| r)
-            .ok_or_else(not_found)?;
-        let run = self.visible(caller, run).await.map_err(|_| not_found())?;
+        let run = RunId::of_request(request).ok_or_else(not_found)?;
+        let run = self
+            .visible(caller, &run.0)
+            .await
+            .map_err(|_| not_found())?;
         self.app
             .approvals(Some(&run))
             .await?
@@ -1228,7 +1221,7 @@ impl Shared {
             Answer::Approve { .. } => "approve",
             Answer::Deny { .. } => "deny",
         };
-        let run = RunId(request.rsplit_once("-a").map_or(request, |(r, _)| r).into());
+        let run = RunId::of_request(request).unwrap_or_else(|| RunId(request.to_owned()));
         let done = self.answer_inner(caller, request, digest, answer).await;
         log_action(caller, action, &run, request, done.as_ref().map(|_| ()));
         done
@@ -1402,6 +1395,15 @@ pub async fn audit(
             Some(next) => cursor = Some(next),
             None => return Ok(Json(out)),
         }
+    }
+}
+
+/// What an operator said of a call in doubt, in words: the same in the logs and the console.
+pub(crate) fn reconciled(happened: bool, resend: bool) -> &'static str {
+    match (happened, resend) {
+        (true, _) => "happened",
+        (false, true) => "did not happen: send it again",
+        (false, false) => "did not happen",
     }
 }
 

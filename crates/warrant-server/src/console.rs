@@ -688,7 +688,7 @@ async fn answer_form(
     };
     match shared.answer(&caller, &id, &form.args_digest, answer).await {
         Ok(_) => {
-            let run = id.rsplit_once("-a").map_or("", |(r, _)| r);
+            let run = warrant_core::ids::RunId::of_request(&id).map_or(String::new(), |r| r.0);
             Redirect::to(&format!("/runs/{run}")).into_response()
         }
         Err(p) => p.into_response(),
@@ -1060,12 +1060,8 @@ fn people_said(
                 resend,
                 ..
             } => {
-                let what = match (happened, resend) {
-                    (true, _) => "it happened",
-                    (false, true) => "it did not happen; sent again",
-                    (false, false) => "it did not happen",
-                };
-                (*call, format!("reconciled by {by}: {what} ({note})"))
+                let what = crate::api::reconciled(*happened, *resend);
+                (*call, format!("reconciled by {by}: it {what} ({note})"))
             }
             _ => continue,
         };
