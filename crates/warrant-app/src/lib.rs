@@ -26,7 +26,7 @@ pub use operator::{
     confine_decider, inline_spec,
 };
 pub use ops::{
-    App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, Prepared, Reconciled, RunOptions,
+    Answers, App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, Prepared, Reconciled, RunOptions,
     check_policies, check_policy_files, validate,
 };
 pub use providers::{

@@ -394,6 +394,43 @@ pub struct App {
     build: Option<warrant_core::event::BuildInfo>,
     /// The tenant each run acts for, as read once (it never changes).
     tenants: Arc<std::sync::Mutex<std::collections::HashMap<RunId, String>>>,
+    /// What people and operators answered through this process.
+    pub answers: Arc<Answers>,
+}
+
+/// What people and operators answered through one process (`/metrics`): counted where each
+/// answer is recorded, whichever process drives the run.
+#[derive(Debug)]
+pub struct Answers {
+    /// Approval requests answered, by answer (`approved`, `denied`; `expired` where the
+    /// process driving the run found one out of time).
+    pub approvals: warrant_core::metrics::Counts<1>,
+    /// How long each answered request had waited, from its request to its answer.
+    pub approval_wait: warrant_core::metrics::Histogram,
+    /// Calls in doubt reconciled, by what was found (`happened`, `not_performed`, `resent`).
+    pub reconciled: warrant_core::metrics::Counts<1>,
+}
+
+impl Default for Answers {
+    fn default() -> Answers {
+        Answers {
+            approvals: warrant_core::metrics::Counts::default(),
+            approval_wait: warrant_core::metrics::Histogram::over(
+                &warrant_core::metrics::WAIT_BOUNDS_US,
+            ),
+            reconciled: warrant_core::metrics::Counts::default(),
+        }
+    }
+}
+
+impl Answers {
+    /// An approval request answered `answer` after waiting `waited_ms` (when known).
+    pub fn approval(&self, answer: ApprovalState, waited_ms: Option<u64>) {
+        self.approvals.add([answer.name()], 1);
+        if let Some(ms) = waited_ms {
+            self.approval_wait.record(Duration::from_millis(ms));
+        }
+    }
 }
 
 impl App {
@@ -411,6 +448,7 @@ impl App {
             )),
             build: None,
             tenants: Arc::default(),
+            answers: Arc::default(),
         }
     }
 
@@ -1074,10 +1112,39 @@ impl App {
 
     /// Answers approval request `request`, as `by`.
     pub async fn answer(&self, request: &str, answer: Answer, by: &str) -> Result<Answered> {
-        self.engine()
+        let name = match &answer {
+            Answer::Approve { .. } => ApprovalState::Approved,
+            Answer::Deny { .. } => ApprovalState::Denied,
+        };
+        let answered = self
+            .engine()
             .answer(request, answer, by)
             .await
-            .map_err(AppError::input_refused)
+            .map_err(AppError::input_refused)?;
+        if matches!(answered, Answered::Recorded) {
+            self.answers.approval(name, self.waited(request).await);
+        }
+        Ok(answered)
+    }
+
+    /// How long approval request `request` waited until its latest answer, from its log.
+    async fn waited(&self, request: &str) -> Option<u64> {
+        let run = RunId::of_request(request)?;
+        let events = self.store.read(&run, 1).await.ok()?;
+        let mut asked = None;
+        let mut answered = None;
+        for e in &events {
+            match &e.event.kind {
+                warrant_core::EventKind::ApprovalRequested { request: r, .. } if r == request => {
+                    asked = Some(e.event.at_ms);
+                }
+                warrant_core::EventKind::ApprovalResolved { request: r, .. } if r == request => {
+                    answered = Some(e.event.at_ms);
+                }
+                _ => {}
+            }
+        }
+        Some(answered?.saturating_sub(asked?))
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.
@@ -1092,7 +1159,14 @@ impl App {
         self.engine()
             .reconcile(run, call, said.happened, said.resend, by, note)
             .await
-            .map_err(AppError::input_refused)
+            .map_err(AppError::input_refused)?;
+        let found = match (said.happened, said.resend) {
+            (true, _) => "happened",
+            (false, true) => "resent",
+            (false, false) => "not_performed",
+        };
+        self.answers.reconciled.add([found], 1);
+        Ok(())
     }
 
     /// Cancels `run`, as `by`: the process driving it ends it at its next check (waited for

@@ -220,6 +220,8 @@ pub struct RunView {
     /// The time it has waited for people (approvals, reconciliations), up to now while it
     /// waits: never spent from its deadline.
     pub waiting_ms: u64,
+    /// Tokens and cost its decisions reported, its children's, and its limits on both.
+    pub usage: warrant_core::report::UsageReport,
     /// The run that delegated to it, when it is a child.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<warrant_core::report::ParentReport>,
@@ -287,6 +289,7 @@ impl RunView {
             last_event,
             driving_ms: report.timings.driving_ms,
             waiting_ms: report.timings.waiting_ms,
+            usage: report.usage,
             parent: report.parent,
             children: report.children,
         }

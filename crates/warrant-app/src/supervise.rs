@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use warrant_core::event::{Event, EventKind};
 use warrant_core::ids::RunId;
+use warrant_core::metrics::Counts;
 use warrant_core::ports::Clock as _;
 use warrant_core::ports::IdGen;
 use warrant_engine::time::TimeOrderedIds;
@@ -46,15 +47,26 @@ pub struct Counters {
     /// Runs re-entered here.
     pub reentered: AtomicU64,
     /// Runs that ended here, by outcome.
-    pub ended: Mutex<HashMap<&'static str, u64>>,
+    pub ended: Counts<1>,
     /// Events appended by runs driven here.
     pub events: AtomicU64,
-    /// Calls that ended here, by status.
-    pub calls: Mutex<HashMap<String, u64>>,
+    /// Calls that ended here, by tool (`provider/tool`), status and the layer a failure is
+    /// attributed to (`none` for a call that succeeded).
+    pub calls: Counts<3>,
     /// Decisions taken by runs driven here.
     pub decisions: AtomicU64,
-    /// How long calls took from `call_started` to `call_finished` as this server saw them
+    /// How long each decision took here: from the event before it to `decided`.
+    pub deciding: warrant_core::metrics::Histogram,
+    /// Tokens the decisions here reported, by tenant, model and kind (`input`, `output`,
+    /// `cached`).
+    pub tokens: Counts<3>,
+    /// What the priced decisions here cost, in micro-dollars, by tenant and model.
+    pub cost: Counts<2>,
+    /// How long calls took from `call_started` to `call_finished` as this process saw them
     /// (the mediated path, dispatch and result; a wait for a person included).
+    pub calling: warrant_core::metrics::Histogram,
+    /// How long steps took from `step_started` to `step_finished` as this process saw them
+    /// (its decisions and calls; a wait for a person included).
     pub steps: warrant_core::metrics::Histogram,
     /// How long events took from their commit to their SSE frame (events the store handed
     /// over as it committed).
@@ -107,23 +119,58 @@ struct Watch {
     /// The run's tenant, and what its use is counted in.
     tenant: String,
     meter: Arc<Meter>,
-    /// Calls started and not yet finished, since when.
-    calls: HashMap<warrant_core::ids::CallId, warrant_core::metrics::Stopwatch>,
+    /// What people answered through this process: an approval found out of time counts here.
+    answers: Arc<crate::Answers>,
+    /// The decider's model (`kind:name`), what its tokens are counted under.
+    model: String,
+    /// Calls started and not yet finished: since when (when this process saw them start),
+    /// and their tool.
+    calls: HashMap<warrant_core::ids::CallId, (Option<warrant_core::metrics::Stopwatch>, String)>,
+    /// Approval requests not yet answered: when each was recorded.
+    asked: HashMap<String, u64>,
+    /// When this process saw the run's last event: a decision's time starts there.
+    last: Option<warrant_core::metrics::Stopwatch>,
+    /// When this process saw the running step start.
+    step: Option<warrant_core::metrics::Stopwatch>,
 }
 
 impl Watch {
     fn new(
         started: Option<oneshot::Sender<()>>,
         counters: Arc<Counters>,
-        tenant: String,
+        prepared: &Prepared,
         meter: Arc<Meter>,
+        answers: Arc<crate::Answers>,
     ) -> Watch {
         Watch {
             started,
             counters,
-            tenant,
+            tenant: prepared.tenant.clone(),
             meter,
+            answers,
+            model: prepared.decider.identity().to_string(),
             calls: HashMap::new(),
+            asked: HashMap::new(),
+            last: None,
+            step: None,
+        }
+    }
+
+    /// What the counts of later events need to know of `event`, an earlier one or not: when an
+    /// approval was asked for, a call's tool and, when `seen` here as it happened, its start.
+    fn remember(&mut self, event: &Event, seen: bool) {
+        match &event.kind {
+            EventKind::ApprovalRequested { request, .. } => {
+                self.asked.insert(request.clone(), event.at_ms);
+            }
+            EventKind::ApprovalResolved { request, .. } => {
+                self.asked.remove(request);
+            }
+            EventKind::CallStarted { call, tool, .. } => {
+                let since = seen.then(warrant_core::metrics::Stopwatch::start);
+                self.calls.insert(*call, (since, tool.clone()));
+            }
+            _ => {}
         }
     }
 }
@@ -133,11 +180,15 @@ impl warrant_engine::Subscriber for Watch {
     /// it (the run is held here now), this process's counters do not (they count what it did).
     fn on_earlier(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
         self.meter.observe(&self.tenant, run, event);
+        self.remember(event, false);
+        self.last = Some(warrant_core::metrics::Stopwatch::start());
         Ok(())
     }
 
     fn on_event(&mut self, run: &RunId, event: &Event) -> Result<(), String> {
         self.meter.observe(&self.tenant, run, event);
+        self.remember(event, true);
+        let since = self.last.replace(warrant_core::metrics::Stopwatch::start());
         let c = &self.counters;
         c.events.fetch_add(1, Ordering::Relaxed);
         match &event.kind {
@@ -146,26 +197,67 @@ impl warrant_engine::Subscriber for Watch {
                     let _ = tx.send(());
                 }
             }
-            EventKind::Decided { .. } => {
+            EventKind::Decided { usage, .. } => {
                 c.decisions.fetch_add(1, Ordering::Relaxed);
+                if let Some(since) = since {
+                    c.deciding.record(since.elapsed());
+                }
+                if let Some(u) = usage {
+                    let (tenant, model) = (self.tenant.as_str(), self.model.as_str());
+                    c.tokens.add([tenant, model, "input"], u.input_tokens);
+                    c.tokens.add([tenant, model, "output"], u.output_tokens);
+                    if u.cached_tokens > 0 {
+                        c.tokens.add([tenant, model, "cached"], u.cached_tokens);
+                    }
+                    if let Some(cost) = u.cost_micro_usd {
+                        c.cost.add([tenant, model], cost);
+                    }
+                }
             }
-            EventKind::CallStarted { call, .. } => {
-                self.calls
-                    .insert(*call, warrant_core::metrics::Stopwatch::start());
+            EventKind::CallFinished {
+                call,
+                status,
+                fault,
+                ..
+            } => {
+                let (since, tool) = self.calls.remove(call).unzip();
+                if let Some(since) = since.flatten() {
+                    c.calling.record(since.elapsed());
+                }
+                // A tool the step does not offer is the model's text: counted as one label, so
+                // a model cannot make a label of each name it invents.
+                let unknown = fault
+                    .as_ref()
+                    .is_some_and(|f| f.code == warrant_core::codes::Code::UnknownTool.as_str());
+                let tool = match tool {
+                    Some(t) if !unknown => t,
+                    _ => "(unknown)".to_owned(),
+                };
+                let layer = fault
+                    .as_ref()
+                    .map_or_else(|| "none".to_owned(), |f| f.layer.to_string());
+                c.calls.add([&tool, &status.to_string(), &layer], 1);
             }
-            EventKind::CallFinished { call, status, .. } => {
-                if let Some(since) = self.calls.remove(call) {
+            EventKind::StepStarted { .. } => {
+                self.step = Some(warrant_core::metrics::Stopwatch::start());
+            }
+            EventKind::StepFinished { .. } => {
+                if let Some(since) = self.step.take() {
                     c.steps.record(since.elapsed());
                 }
-                if let Ok(mut m) = c.calls.lock() {
-                    *m.entry(status.to_string()).or_default() += 1;
-                }
+            }
+            EventKind::ApprovalExpired { request } => {
+                let waited = self
+                    .asked
+                    .remove(request)
+                    .map(|asked| event.at_ms.saturating_sub(asked));
+                self.answers
+                    .approval(warrant_core::ApprovalState::Expired, waited);
             }
             EventKind::RunFinished { outcome } => {
                 self.calls.clear();
-                if let Ok(mut m) = c.ended.lock() {
-                    *m.entry(outcome.name()).or_default() += 1;
-                }
+                self.asked.clear();
+                c.ended.add([outcome.name()], 1);
             }
             _ => {}
         }
@@ -239,14 +331,15 @@ impl Supervisor {
 
     /// Subscribes what watches every run to `engine`; `started` is told when its first event
     /// is recorded.
-    fn watch(&self, engine: &Engine, started: Option<oneshot::Sender<()>>, tenant: &str) {
+    fn watch(&self, engine: &Engine, started: Option<oneshot::Sender<()>>, prepared: &Prepared) {
         engine.subscribe(
             "server",
             Box::new(Watch::new(
                 started,
                 self.counters.clone(),
-                tenant.to_owned(),
+                prepared,
                 self.meter.clone(),
+                self.app.answers.clone(),
             )),
         );
         if let Some(make) = &self.observer {
@@ -342,7 +435,7 @@ impl Supervisor {
             .engine_for(&prepared)
             .with_ids(Arc::new(Chosen(run.clone())));
         let (tx, rx) = oneshot::channel();
-        self.watch(&engine, Some(tx), &prepared.tenant);
+        self.watch(&engine, Some(tx), &prepared);
         self.counters.started.fetch_add(1, Ordering::Relaxed);
         let (failed_tx, failed_rx) = oneshot::channel();
         self.clone()
@@ -384,7 +477,7 @@ impl Supervisor {
         let mut prepared = self.app.reentry(run).await?;
         prepared.resumed_by = by;
         let engine = self.app.engine_for(&prepared);
-        self.watch(&engine, None, &prepared.tenant);
+        self.watch(&engine, None, &prepared);
         // A queued run's first drive starts it here; any other entry re-enters it.
         if prepared.queued {
             self.counters.started.fetch_add(1, Ordering::Relaxed);

@@ -434,23 +434,29 @@ pub struct OtlpArgs {
     /// Export traces of the runs this process drives to this OTLP/HTTP collector
     /// (`http://127.0.0.1:4318`), following the GenAI semantic conventions; a run taken over
     /// from another process continues its trace. Off by default: nothing leaves the machine
-    /// unless this (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is given.
-    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    /// unless this or the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (a base URL) or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the traces URL) is set. Also read:
+    /// `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS` (`key=value,...`), `OTEL_SERVICE_NAME`,
+    /// `OTEL_SDK_DISABLED=true`, and `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` (`http/json` only).
+    #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
     /// Put calls' arguments and results in the exported spans (left out by default).
-    #[arg(long, requires = "otlp_endpoint")]
+    #[arg(long)]
     pub otlp_content: bool,
 }
 
 #[cfg(feature = "otlp")]
 impl OtlpArgs {
-    /// The exporter's settings, when an endpoint was given.
-    pub fn settings(self) -> Option<warrant_server::otlp::Settings> {
-        self.otlp_endpoint
-            .map(|endpoint| warrant_server::otlp::Settings {
-                endpoint,
-                content: self.otlp_content,
-            })
+    /// The exporter's settings from the flags and the standard `OTEL_*` variables, when an
+    /// endpoint was given.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the CLI owns the environment: the standard `OTEL_*` variables configure export"
+    )]
+    pub fn settings(self) -> Result<Option<warrant_server::otlp::Settings>, String> {
+        warrant_server::otlp::Settings::resolve(self.otlp_endpoint, self.otlp_content, |name| {
+            std::env::var(name).ok()
+        })
     }
 }
 

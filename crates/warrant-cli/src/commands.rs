@@ -893,6 +893,7 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
         view.driving_ms,
         view.waiting_ms
     );
+    outln!("usage    {}", view.usage.text(&view.decider));
     for s in &view.steps {
         outln!(
             "  {:<10} {:<13} {} decisions, {} calls",
@@ -1846,7 +1847,10 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         grace: std::time::Duration::from_secs(args.grace),
         client_timeout: std::time::Duration::from_secs(args.client_timeout),
         #[cfg(feature = "otlp")]
-        otlp: args.otlp.settings(),
+        otlp: args
+            .otlp
+            .settings()
+            .map_err(|e| Failure::invalid(anyhow!(e)))?,
         build: Some(crate::version::info()),
     };
     let store = store_path.open(Use::Create).await?;
@@ -1904,7 +1908,11 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
     errln!("warrant worker: {} on `{store_path}`", app.holder());
     let mut runner = warrant_app::Supervisor::new(app.clone(), settings.max_runs).letting_go();
     #[cfg(feature = "otlp")]
-    if let Some(otlp) = args.otlp.settings() {
+    if let Some(otlp) = args
+        .otlp
+        .settings()
+        .map_err(|e| Failure::invalid(anyhow!(e)))?
+    {
         runner = warrant_server::otlp::observe(runner, &otlp)
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     }

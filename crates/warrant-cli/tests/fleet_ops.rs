@@ -486,4 +486,86 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         Some(1),
         "{page}"
     );
+
+    // A person approves the waiting run at the server: the server counts the answer and how
+    // long it waited; the worker that takes the run up again drives it to its end.
+    let pending: Value = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(support::get_json(&format!("{}/v1/approvals", server.base)));
+    let row = &pending[0];
+    let request = row["request"].as_str().unwrap().to_owned();
+    let answered = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}/v1/approvals/{request}/approve", server.base))
+                .json(&json!({"args_digest": row["args_digest"]}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        });
+    assert!(answered.is_success(), "{answered}");
+    until(at, &waiting, "attained", |v| v["status"] == "attained");
+    let served = get_text(&format!("{}/metrics", server.base));
+    assert_eq!(
+        scraped(
+            &served,
+            "warrant_approvals_answered_total",
+            "{answer=\"approved\"}"
+        ),
+        Some(1),
+        "{served}"
+    );
+    assert_eq!(
+        scraped(&served, "warrant_approval_wait_seconds_count", ""),
+        Some(1),
+        "{served}"
+    );
+    // The worker's calls by tool, status and layer, and its decisions' times, are the logs'.
+    let page = get_text(&format!("http://127.0.0.1:{port}/metrics"));
+    let mut calls: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut decisions = 0;
+    for id in ids.iter().chain([&waiting]) {
+        let log = warrant(at, &["events", id, "--json"]);
+        let mut tools = std::collections::HashMap::new();
+        for line in stdout(&log).lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            match e["type"].as_str().unwrap() {
+                "decided" => decisions += 1,
+                "call_started" => {
+                    tools.insert(e["call"].clone(), e["tool"].as_str().unwrap().to_owned());
+                }
+                "call_finished" => {
+                    let layer = e["fault"]["layer"].as_str().unwrap_or("none");
+                    let key = format!(
+                        "{{tool=\"{}\",status=\"{}\",layer=\"{layer}\"}}",
+                        tools[&e["call"]],
+                        e["status"].as_str().unwrap()
+                    );
+                    *calls.entry(key).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(calls.len() >= 2, "{calls:?}");
+    for (labels, n) in &calls {
+        assert_eq!(
+            scraped(&page, "warrant_calls_total", labels),
+            Some(*n),
+            "{labels} in {page}"
+        );
+    }
+    assert_eq!(
+        scraped(&page, "warrant_decision_seconds_count", ""),
+        Some(decisions),
+        "{page}"
+    );
+    // The scripted decider reported no tokens: no row claims any.
+    assert!(!page.contains("warrant_tokens_total{"), "{page}");
 }

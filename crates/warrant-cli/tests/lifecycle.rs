@@ -293,6 +293,11 @@ fn a_call_that_did_not_happen_is_sent_again_once_when_the_operator_asks() {
         report.contains("did not happen; sent again as c3"),
         "{report}"
     );
+    // A scripted decider reports no tokens, and the report says so rather than showing zeros.
+    assert!(
+        report.contains("\nusage    none reported (the decider scripted:"),
+        "{report}"
+    );
     let replay = warrant(&d.path, &["replay", "last", "--verify"], None);
     assert_eq!(replay.status.code(), Some(0), "{}", text(&replay));
     // `--resend` without `--did-not-happen` is a usage error.

@@ -344,6 +344,40 @@ fn openai_chat_tool_call_then_done_attains_and_sends_exactly_what_was_asked() {
     assert_eq!(decided[0]["usage"]["cached_tokens"], 128);
     // (412-128)*2 + 128*0.5 + 18*8 micro-USD.
     assert_eq!(decided[0]["usage"]["cost_micro_usd"], 568 + 64 + 144);
+    // The report sums the decisions' usage as evidence: the run's, its step's, and as text.
+    let report = offline(r.dir.path())
+        .args(["report", "last", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let usage = &report["usage"];
+    assert_eq!(usage["decisions"], 2, "{usage}");
+    assert_eq!(usage["input_tokens"], 824);
+    assert_eq!(usage["output_tokens"], 36);
+    assert_eq!(usage["cached_tokens"], 256);
+    assert_eq!(usage["cost_micro_usd"], 2 * 776);
+    assert!(usage.get("unpriced").is_none(), "{usage}");
+    assert_eq!(report["steps"][0]["usage"], *usage);
+    let text = offline(r.dir.path())
+        .args(["report", "last"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(
+            "usage    860 tokens (824 in, 36 out, 256 cached) over 2 decisions, $0.001552\n"
+        ),
+        "{text}"
+    );
+    let shown = offline(r.dir.path())
+        .args(["show", "last"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("usage    860 tokens"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
     r.kept_the_secret();
     r.replays();
 }
@@ -855,6 +889,16 @@ fn an_openai_compatible_server_gets_max_tokens_and_two_live_routes_compare() {
         .as_array()
         .unwrap_or_else(|| panic!("{compared}"));
     assert_eq!(routes.len(), 2, "{compared}");
+    // Each route's spending: the compatible server's model has no price in the table, so its
+    // decisions are counted as unpriced, not as free.
+    assert_eq!(routes[0]["usage"]["decisions"], 2, "{compared}");
+    assert_eq!(routes[0]["usage"]["input_tokens"], 824);
+    assert_eq!(routes[0]["usage"]["unpriced"], 2);
+    assert_eq!(routes[0]["usage"]["cost_micro_usd"], 0);
+    assert_eq!(routes[1]["usage"]["decisions"], 1);
+    // (412-128)*0.4 + 128*0.1 + 18*1.6 micro-USD, rounded.
+    assert_eq!(routes[1]["usage"]["cost_micro_usd"], 155);
+    assert!(routes[1]["usage"].get("unpriced").is_none());
     assert!(!text.contains(SECRET));
 }
 

@@ -35,6 +35,7 @@ fn collector() -> (Arc<Mutex<Vec<Value>>>, String) {
             reader.read_line(&mut line).unwrap();
             assert!(line.starts_with("POST /v1/traces "), "{line}");
             let mut length = 0;
+            let mut team = Value::Null;
             loop {
                 let mut h = String::new();
                 reader.read_line(&mut h).unwrap();
@@ -45,6 +46,9 @@ fn collector() -> (Arc<Mutex<Vec<Value>>>, String) {
                 if let Some(v) = h.strip_prefix("content-length:") {
                     length = v.trim().parse().unwrap();
                 }
+                if let Some(v) = h.strip_prefix("x-team:") {
+                    team = json!(v.trim());
+                }
             }
             let mut body = vec![0u8; length];
             reader.read_exact(&mut body).unwrap();
@@ -52,10 +56,16 @@ fn collector() -> (Arc<Mutex<Vec<Value>>>, String) {
             for rs in body["resourceSpans"].as_array().unwrap() {
                 let service = &rs["resource"]["attributes"][0];
                 assert_eq!(service["key"], "service.name");
+                // What the export request said besides its spans, kept with each span.
+                let sent = json!({"service": service["value"]["stringValue"], "x-team": team});
                 for ss in rs["scopeSpans"].as_array().unwrap() {
                     seen.lock()
                         .unwrap()
-                        .extend(ss["spans"].as_array().unwrap().iter().cloned());
+                        .extend(ss["spans"].as_array().unwrap().iter().map(|sp| {
+                            let mut sp = sp.clone();
+                            sp["sent"] = sent.clone();
+                            sp
+                        }));
                 }
             }
             let _ = stream.write_all(
@@ -161,16 +171,39 @@ async fn a_runs_trace_reaches_the_collector_with_content_only_when_asked() {
         .find(|sp| text(sp, "gen_ai.operation.name") == Some("chat"))
         .unwrap();
     assert_eq!(text(chat, "gen_ai.provider.name"), Some("scripted"));
+    assert_eq!(chat["sent"], json!({"service": "warrant", "x-team": null}));
     drop(s);
 
-    // Asked for: the arguments as executed and the result are in the call's span.
-    let s = start_server(
-        &store,
-        &examples,
-        &["--otlp-endpoint", &url, "--otlp-content"],
-        None,
-    );
+    // Asked for: the arguments as executed and the result are in the call's span. This time
+    // the collector is named by the standard variables alone, with a header and a service.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_warrant"));
+    cmd.current_dir(root())
+        .env("WARRANT_STORE", &store)
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{url}/v1/traces"),
+        )
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-team=fleet%20eu")
+        .env("OTEL_SERVICE_NAME", "warrant-eu")
+        .env_remove("WARRANT_FAULT")
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--otlp-content",
+            "--specs",
+        ])
+        .arg(&examples)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let s = served(cmd.spawn().unwrap());
     let trace = traced_run(&s, &spans).await;
+    assert!(
+        trace
+            .iter()
+            .all(|sp| sp["sent"] == json!({"service": "warrant-eu", "x-team": "fleet eu"})),
+        "{trace:?}"
+    );
     let transfer = trace
         .iter()
         .find(|sp| sp["name"] == "execute_tool transfer")
@@ -196,7 +229,7 @@ fn an_endpoint_that_is_not_a_url_is_refused_before_serving() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("--otlp-endpoint `localhost:4318`"),
+        stderr(&out).contains("the OTLP endpoint `localhost:4318`"),
         "{}",
         stderr(&out)
     );

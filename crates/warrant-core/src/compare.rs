@@ -29,6 +29,12 @@ pub struct RouteSummary {
     /// The first failure's code, when it did not attain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution_code: Option<String>,
+    /// Decisions taken.
+    #[serde(default)]
+    pub decisions: u32,
+    /// Tokens and cost its decisions reported (its children's included in the totals).
+    #[serde(default)]
+    pub usage: crate::report::UsageReport,
 }
 
 /// The comparison of several routes.
@@ -76,6 +82,8 @@ impl Comparison {
                     conformant: r.conformant,
                     attribution: layer,
                     attribution_code: code,
+                    decisions: r.timings.decisions,
+                    usage: r.usage.clone(),
                 }
             })
             .collect();
@@ -121,6 +129,11 @@ impl Comparison {
             if let (Some(layer), Some(code)) = (r.attribution, &r.attribution_code) {
                 out.push_str(&format!("  attributed  {layer} ({code})\n"));
             }
+            out.push_str(&format!(
+                "  decisions   {}\n  usage       {}\n",
+                r.decisions,
+                r.usage.text(&r.decider)
+            ));
             out.push_str(&format!("  run         {}\n", r.run_id));
         }
         out.push_str(&format!(

@@ -314,6 +314,67 @@ pub struct Usage {
     pub cost_micro_usd: Option<u64>,
 }
 
+/// What decisions reported they used, summed: a run's or a step's evidence of its spending.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageSum {
+    /// Decisions whose decider reported usage (a scripted decider reports none).
+    pub decisions: u32,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens (reasoning included).
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Output tokens spent reasoning (part of `output_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// What the priced decisions cost, in micro-dollars (from the model table's prices).
+    pub cost_micro_usd: u64,
+    /// Decisions reported with no price known for their model: their cost is not in
+    /// `cost_micro_usd`.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub unpriced: u32,
+}
+
+impl UsageSum {
+    /// Nothing reported yet.
+    pub const fn new() -> UsageSum {
+        UsageSum {
+            decisions: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cached_tokens: 0,
+            reasoning_tokens: 0,
+            cost_micro_usd: 0,
+            unpriced: 0,
+        }
+    }
+
+    /// Counts one decision's usage in.
+    pub fn add(&mut self, u: &Usage) {
+        self.decisions = self.decisions.saturating_add(1);
+        self.input_tokens = self.input_tokens.saturating_add(u.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(u.output_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(u.cached_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(u.reasoning_tokens);
+        match u.cost_micro_usd {
+            Some(c) => self.cost_micro_usd = self.cost_micro_usd.saturating_add(c),
+            None => self.unpriced = self.unpriced.saturating_add(1),
+        }
+    }
+
+    /// Input plus output tokens: what `limits.tokens_max` counts.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// No decision reported usage.
+    pub fn is_empty(&self) -> bool {
+        self.decisions == 0
+    }
+}
+
 /// A structured error: what the decider is told and what the report attributes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Fault {

@@ -1,6 +1,8 @@
 //! A latency histogram that many threads record into without a lock, read as Prometheus'
-//! cumulative buckets (`/metrics`).
+//! cumulative buckets (`/metrics`), and counters by label values.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -10,12 +12,35 @@ pub const BOUNDS_US: [u64; 14] = [
     1_000_000, 2_500_000,
 ];
 
+/// Upper bounds for waits on people (approvals), in microseconds: a second to a day.
+pub const WAIT_BOUNDS_US: [u64; 11] = [
+    1_000_000,
+    5_000_000,
+    15_000_000,
+    30_000_000,
+    60_000_000,
+    300_000_000,
+    900_000_000,
+    1_800_000_000,
+    3_600_000_000,
+    14_400_000_000,
+    86_400_000_000,
+];
+
 /// Counts of durations by bucket, their sum and their number.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Histogram {
-    buckets: [AtomicU64; BOUNDS_US.len() + 1],
+    bounds: &'static [u64],
+    buckets: Box<[AtomicU64]>,
     sum_us: AtomicU64,
     count: AtomicU64,
+}
+
+impl Default for Histogram {
+    /// Over [`BOUNDS_US`]: a step's, a call's or a decision's time.
+    fn default() -> Histogram {
+        Histogram::over(&BOUNDS_US)
+    }
 }
 
 /// What a [`Histogram`] held when read.
@@ -31,10 +56,20 @@ pub struct HistogramSnapshot {
 }
 
 impl Histogram {
+    /// A histogram whose buckets end at `bounds` (ascending, in µs) and one unbounded one.
+    pub fn over(bounds: &'static [u64]) -> Histogram {
+        Histogram {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_us: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
     /// Records one duration.
     pub fn record(&self, d: Duration) {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let i = BOUNDS_US.partition_point(|b| *b < us);
+        let i = self.bounds.partition_point(|b| *b < us);
         if let Some(bucket) = self.buckets.get(i) {
             bucket.fetch_add(1, Ordering::Relaxed);
         }
@@ -49,13 +84,41 @@ impl Histogram {
         let mut cumulative = Vec::with_capacity(self.buckets.len());
         for (i, b) in self.buckets.iter().enumerate() {
             running = running.saturating_add(b.load(Ordering::Relaxed));
-            cumulative.push((BOUNDS_US.get(i).copied(), running));
+            cumulative.push((self.bounds.get(i).copied(), running));
         }
         HistogramSnapshot {
             cumulative,
             sum_us: self.sum_us.load(Ordering::Relaxed),
             count: running,
         }
+    }
+}
+
+/// A counter by label values: one count for each combination of its `N` labels' values.
+#[derive(Debug)]
+pub struct Counts<const N: usize>(Mutex<BTreeMap<[String; N], u64>>);
+
+impl<const N: usize> Default for Counts<N> {
+    fn default() -> Counts<N> {
+        Counts(Mutex::new(BTreeMap::new()))
+    }
+}
+
+impl<const N: usize> Counts<N> {
+    /// Adds `n` to the count of `labels`.
+    pub fn add(&self, labels: [&str; N], n: u64) {
+        if let Ok(mut m) = self.0.lock() {
+            let count = m.entry(labels.map(str::to_owned)).or_default();
+            *count = count.saturating_add(n);
+        }
+    }
+
+    /// Every count, in label order.
+    pub fn rows(&self) -> Vec<([String; N], u64)> {
+        self.0.lock().map_or_else(
+            |_| Vec::new(),
+            |m| m.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        )
     }
 }
 

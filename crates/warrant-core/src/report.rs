@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::canon;
 use crate::event::{
     BuildInfo, CallStatus, DeciderIdentity, Effect, Event, EventKind, Fault, Layer, Lineage,
-    Outcome, StepEnd,
+    Outcome, StepEnd, UsageSum,
 };
 use crate::fold::{RunState, StepAnswer, StepState, StepStatus};
 use crate::ids::{CallId, RunId, StepId};
@@ -68,6 +68,10 @@ pub struct RunReport {
     pub warnings: Vec<String>,
     /// Timings and counts.
     pub timings: Timings,
+    /// Tokens and cost the decisions reported, the children's spending and the limits on
+    /// both (absent in a report written before usage was reported).
+    #[serde(default)]
+    pub usage: UsageReport,
     /// The run that delegated to this one, when it is a child: parent run and step, depth,
     /// ancestors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +187,9 @@ pub struct StepReport {
     /// What the decider said when it ended the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<StepAnswer>,
+    /// What its decisions reported they used (absent: none reported).
+    #[serde(default, skip_serializing_if = "UsageSum::is_empty")]
+    pub usage: UsageSum,
 }
 
 /// One call's evidence.
@@ -295,6 +302,119 @@ pub struct Timings {
     pub events: u64,
 }
 
+/// What a run spent on its decider, as evidence: what its own decisions reported, what its
+/// children spent, and the limits both count against.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageReport {
+    /// The run's own decisions.
+    #[serde(flatten)]
+    pub own: UsageSum,
+    /// Tokens its ended children spent (their own children's included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub children_tokens: u64,
+    /// What its ended children cost, in micro-dollars.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub children_cost_micro_usd: u64,
+    /// `limits.tokens_max`, when set: what the run and its children may use together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_max: Option<u64>,
+    /// `limits.cost_micro_usd_max`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micro_usd_max: Option<u64>,
+}
+
+impl UsageReport {
+    /// The run's and its children's tokens: what `tokens_max` counts.
+    pub fn total_tokens(&self) -> u64 {
+        self.own.tokens().saturating_add(self.children_tokens)
+    }
+
+    /// The run's and its children's cost, in micro-dollars.
+    pub fn total_cost_micro_usd(&self) -> u64 {
+        self.own
+            .cost_micro_usd
+            .saturating_add(self.children_cost_micro_usd)
+    }
+
+    /// One line for people: the tokens, the cost, the children's part, each limit with what
+    /// was used of it; or that the decider reported none.
+    pub fn text(&self, decider: &dyn std::fmt::Display) -> String {
+        let children = self.children_tokens > 0 || self.children_cost_micro_usd > 0;
+        if self.own.is_empty() && !children {
+            return format!("none reported (the decider {decider} reports no tokens)");
+        }
+        let o = &self.own;
+        let mut out = format!(
+            "{} tokens ({} in, {} out",
+            group(self.total_tokens()),
+            group(o.input_tokens),
+            group(o.output_tokens)
+        );
+        if o.cached_tokens > 0 {
+            let _ = write!(out, ", {} cached", group(o.cached_tokens));
+        }
+        if o.reasoning_tokens > 0 {
+            let _ = write!(out, ", {} reasoning", group(o.reasoning_tokens));
+        }
+        let _ = write!(
+            out,
+            ") over {} decisions, {}",
+            o.decisions,
+            dollars(self.total_cost_micro_usd())
+        );
+        if o.unpriced > 0 {
+            let _ = write!(
+                out,
+                " ({} decisions unpriced: no price for their model)",
+                o.unpriced
+            );
+        }
+        if children {
+            let _ = write!(
+                out,
+                "; children {} tokens, {}",
+                group(self.children_tokens),
+                dollars(self.children_cost_micro_usd)
+            );
+        }
+        if let Some(max) = self.tokens_max {
+            let _ = write!(
+                out,
+                "; tokens_max {}: {} used",
+                group(max),
+                group(self.total_tokens())
+            );
+        }
+        if let Some(max) = self.cost_micro_usd_max {
+            let _ = write!(
+                out,
+                "; cost max {}: {} used",
+                dollars(max),
+                dollars(self.total_cost_micro_usd())
+            );
+        }
+        out
+    }
+}
+
+/// Micro-dollars as dollars, to the micro-dollar: `$0.001234`.
+pub fn dollars(micro: u64) -> String {
+    format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000)
+}
+
+/// A count with thousands separated: `12,345`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl RunReport {
     /// Builds the report from the run's log.
     pub fn from_events(events: &[Arc<Event>]) -> Result<RunReport, crate::fold::FoldError> {
@@ -394,6 +514,13 @@ impl RunReport {
             answer: state.final_answer().cloned(),
             warnings: warnings(state),
             timings: timings(state),
+            usage: UsageReport {
+                own: state.usage().clone(),
+                children_tokens: state.children_spent().tokens,
+                children_cost_micro_usd: state.children_spent().cost_micro_usd,
+                tokens_max: spec.as_ref().and_then(|s| s.limits.tokens_max),
+                cost_micro_usd_max: spec.as_ref().and_then(|s| s.limits.cost_micro_usd_max),
+            },
             parent: state.parent.as_ref().map(|p| ParentReport {
                 run: p.run.clone(),
                 step: p.step.clone(),
@@ -447,6 +574,7 @@ impl RunReport {
         }
         let _ = writeln!(out, "route    {}", self.route_key);
         self.write_elapsed(out);
+        let _ = writeln!(out, "usage    {}", self.usage.text(&self.decider));
         if let Some(a) = &self.answer {
             let _ = writeln!(out, "answer   {} ({})", one_line(&a.text), a.kind);
         }
@@ -528,6 +656,14 @@ impl RunReport {
                 },
                 s.calls.len()
             );
+            if !s.usage.is_empty() {
+                let _ = write!(
+                    out,
+                    "  {} tokens, {}",
+                    group(s.usage.tokens()),
+                    dollars(s.usage.cost_micro_usd)
+                );
+            }
             if let Some(f) = &s.fault {
                 let _ = write!(out, "  [{}] {}", f.layer, f.message);
             }
@@ -548,6 +684,14 @@ impl RunReport {
                 "  {:<12} {:<13} step {}: {} decisions, {} calls",
                 c.run.0, how, c.step.0, c.spent.decisions, c.spent.calls
             );
+            if c.spent.tokens > 0 || c.spent.cost_micro_usd > 0 {
+                let _ = write!(
+                    out,
+                    ", {} tokens, {}",
+                    group(c.spent.tokens),
+                    dollars(c.spent.cost_micro_usd)
+                );
+            }
             if let Some(layer) = c.outcome.as_ref().and_then(Outcome::layer) {
                 let _ = write!(out, "  [{layer}]");
             }
@@ -682,6 +826,7 @@ fn step_reports(
                 _ => None,
             },
             answer: s.answer.clone(),
+            usage: s.usage.clone(),
         });
     }
     steps

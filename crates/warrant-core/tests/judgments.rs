@@ -286,6 +286,7 @@ decider  scripted:script.yaml
 outcome  not_attained
 route    cafe/commit:order_latte
 elapsed  130 ms (40 ms starting providers), 2 decisions, 1 calls
+usage    none reported (the decider scripted:script.yaml reports no tokens)
 answer   ordered it (done)
 steps
   order    not_attained  cafe (1 calls)  [spec] `order_latte` succeeded (c1), but its result has nothing at `/colour`: check `steps.order.publishes.color.path`

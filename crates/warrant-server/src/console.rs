@@ -1158,12 +1158,14 @@ async fn run_page(
     let mut body = format!(
         "<div id=\"run-view\"><h2>Run <code>{id}</code></h2><p>Spec <b>{spec}</b>: {objective}</p>\
          <p>Status <span id=\"status\" class=\"status s-{status}\">{status}</span> · \
-         route {route} · <a href=\"/runs/{id}/report\">report</a></p>",
+         route {route} · <a href=\"/runs/{id}/report\">report</a></p>\
+         <p class=\"usage\">Usage: {usage}</p>",
         id = esc(&run.0),
         spec = esc(&view.spec.id),
         objective = esc(&view.spec.objective),
         status = view.status,
         route = esc(&report.route.join(" → ")),
+        usage = esc(&view.usage.text(&view.decider)),
     );
     if caller.principal.may(crate::Role::Operator) && view.status.is_live() {
         let _ = write!(
@@ -1392,7 +1394,8 @@ async fn report_page(
          <tr><th>Spec</th><td>{spec} <code>{hash}</code></td></tr>\
          <tr><th>Decider</th><td>{decider}</td></tr>{build}{parent}\
          <tr><th>Route</th><td>{route}</td></tr>\
-         <tr><th>Elapsed</th><td>{elapsed}</td></tr>{answer}</tbody></table></div>",
+         <tr><th>Elapsed</th><td>{elapsed}</td></tr>\
+         <tr><th>Usage</th><td>{usage}</td></tr>{answer}</tbody></table></div>",
         id = esc(&run.0),
         o = esc(outcome),
         detail = esc(report.outcome_text().strip_prefix(outcome).unwrap_or("").trim()),
@@ -1417,17 +1420,18 @@ async fn report_page(
         )),
         route = esc(&report.route.join(" → ")),
         elapsed = esc(&report.elapsed_text()),
+        usage = esc(&report.usage.text(&report.decider)),
         answer = report.answer.as_ref().map_or(String::new(), |a| format!(
             "<tr><th>Answer</th><td>{} <small>({})</small></td></tr>",
             esc(&a.text),
             esc(&a.kind.to_string())
         )),
     );
-    body.push_str("<h3>Steps</h3><div class=\"scroll\"><table><thead><tr><th>Step</th><th>Status</th><th>Provider</th><th>Decisions</th><th>Calls</th><th>Why</th></tr></thead><tbody>");
+    body.push_str("<h3>Steps</h3><div class=\"scroll\"><table><thead><tr><th>Step</th><th>Status</th><th>Provider</th><th>Decisions</th><th>Tokens</th><th>Calls</th><th>Why</th></tr></thead><tbody>");
     for s in &report.steps {
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&s.id.0),
             status_badge(&s.status),
             esc(if s.provider.is_empty() {
@@ -1436,6 +1440,15 @@ async fn report_page(
                 &s.provider
             }),
             s.decisions,
+            if s.usage.is_empty() {
+                "—".to_owned()
+            } else {
+                format!(
+                    "{} ({})",
+                    warrant_core::report::group(s.usage.tokens()),
+                    warrant_core::report::dollars(s.usage.cost_micro_usd)
+                )
+            },
             s.calls.len(),
             s.fault.as_ref().map_or(String::new(), |f| esc(&format!(
                 "[{}] {}",
@@ -1450,11 +1463,20 @@ async fn report_page(
             let how = c.outcome.as_ref().map_or("unfinished", |o| o.name());
             let _ = write!(
                 body,
-                "<tr><td><a href=\"/runs/{r}/report\">{r}</a></td><td>{}</td><td>{}</td><td>{} decisions, {} calls</td></tr>",
+                "<tr><td><a href=\"/runs/{r}/report\">{r}</a></td><td>{}</td><td>{}</td><td>{} decisions, {} calls{}</td></tr>",
                 status_badge(how),
                 esc(&c.step.0),
                 c.spent.decisions,
                 c.spent.calls,
+                if c.spent.tokens > 0 || c.spent.cost_micro_usd > 0 {
+                    format!(
+                        ", {} tokens, {}",
+                        warrant_core::report::group(c.spent.tokens),
+                        warrant_core::report::dollars(c.spent.cost_micro_usd)
+                    )
+                } else {
+                    String::new()
+                },
                 r = esc(&c.run.0),
             );
         }

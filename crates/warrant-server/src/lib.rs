@@ -506,6 +506,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
 async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     let mut out = metrics::Exposition::default();
     out.driven(&shared.runner);
+    out.answers(&shared.app);
     // Each tenant's use, over its quota's window (an hour when it has none).
     let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
     let usage = shared.runner.meter.usage(now, |t| {

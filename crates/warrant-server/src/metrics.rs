@@ -9,10 +9,10 @@
 //!   `warrant_approvals_pending`, `warrant_approval_oldest_wait_seconds`);
 //! - the store's own health (checkpoint failures, group-commit latency).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -91,19 +91,31 @@ impl Exposition {
             "warrant_runs_ended_total",
             "Runs that ended while this process drove them, by outcome.",
             "counter",
-            labelled(&c.ended, "outcome"),
+            counted(&c.ended, ["outcome"]),
         );
         self.metric(
             "warrant_calls_total",
-            "Calls that ended in runs this process drove, by status.",
+            "Calls that ended in runs this process drove, by tool, status and the layer a failure is attributed to (`none` when it succeeded; a tool the step does not offer is `(unknown)`).",
             "counter",
-            labelled(&c.calls, "status"),
+            counted(&c.calls, ["tool", "status", "layer"]),
         );
         self.metric(
             "warrant_decisions_total",
             "Decisions taken in runs this process drove.",
             "counter",
             vec![(String::new(), load(&c.decisions))],
+        );
+        self.metric(
+            "warrant_tokens_total",
+            "Model tokens the decisions of runs this process drove reported, by tenant, model and kind (input, output; cached is part of input).",
+            "counter",
+            counted(&c.tokens, ["tenant", "model", "kind"]),
+        );
+        self.metric(
+            "warrant_cost_micro_usd_total",
+            "What those decisions cost by the model table's prices, in micro-dollars, by tenant and model (a model with no price adds nothing).",
+            "counter",
+            counted(&c.cost, ["tenant", "model"]),
         );
         self.metric(
             "warrant_events_total",
@@ -122,13 +134,45 @@ impl Exposition {
         );
         self.histogram(
             "warrant_step_seconds",
-            "Calls in runs this process drove, from call_started to call_finished as it saw them (schema, provenance, policy, approval, dispatch, result).",
+            "Steps of runs this process drove, from step_started to step_finished as it saw them (their decisions and calls).",
             &c.steps.snapshot(),
+        );
+        self.histogram(
+            "warrant_call_seconds",
+            "Calls in runs this process drove, from call_started to call_finished as it saw them (schema, provenance, policy, approval, dispatch, result).",
+            &c.calling.snapshot(),
+        );
+        self.histogram(
+            "warrant_decision_seconds",
+            "Decisions in runs this process drove, from the event before each to its `decided` (the decider's time: a model's round trip, or a script's step).",
+            &c.deciding.snapshot(),
         );
         self.histogram(
             "warrant_event_delivery_seconds",
             "Events from their commit to their SSE frame, for the events the store handed to this process's streams as it committed them.",
             &c.delivery.snapshot(),
+        );
+    }
+
+    /// What people and operators answered through this process.
+    pub fn answers(&mut self, app: &warrant_app::App) {
+        let a = &app.answers;
+        self.metric(
+            "warrant_approvals_answered_total",
+            "Approval requests answered through this process, by answer (approved, denied; expired where the process driving the run found one out of time).",
+            "counter",
+            counted(&a.approvals, ["answer"]),
+        );
+        self.histogram(
+            "warrant_approval_wait_seconds",
+            "Answered approval requests, from the request to its answer as recorded: a person's time, never a run's deadline.",
+            &a.approval_wait.snapshot(),
+        );
+        self.metric(
+            "warrant_reconciliations_total",
+            "Calls in doubt an operator reconciled through this process, by what was found (happened, not_performed, resent).",
+            "counter",
+            counted(&a.reconciled, ["found"]),
         );
     }
 
@@ -287,22 +331,21 @@ fn label_value(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// A counter map's rows, `{label="key"}` each, in key order.
-fn labelled<K: std::fmt::Display + Ord>(
-    counts: &Mutex<HashMap<K, u64>>,
-    label: &str,
+/// A counter's rows, `{name="value",...}` each, in label order.
+fn counted<const N: usize>(
+    counts: &warrant_core::metrics::Counts<N>,
+    names: [&str; N],
 ) -> Vec<(String, u64)> {
-    let Ok(m) = counts.lock() else {
-        return Vec::new();
-    };
-    let mut rows: Vec<(&K, u64)> = m.iter().map(|(k, n)| (k, *n)).collect();
-    rows.sort_by(|a, b| a.0.cmp(b.0));
-    rows.into_iter()
-        .map(|(k, n)| {
-            (
-                format!("{{{label}=\"{}\"}}", label_value(&k.to_string())),
-                n,
-            )
+    counts
+        .rows()
+        .into_iter()
+        .map(|(values, n)| {
+            let pairs: Vec<String> = names
+                .iter()
+                .zip(&values)
+                .map(|(name, v)| format!("{name}=\"{}\"", label_value(v)))
+                .collect();
+            (format!("{{{}}}", pairs.join(",")), n)
         })
         .collect()
 }
@@ -323,6 +366,7 @@ pub async fn serve_metrics(
             if let Some(r) = &runner {
                 out.driven(r);
             }
+            out.answers(&app);
             out.fleet(&app).await;
             out.into_response()
         }

@@ -28,13 +28,111 @@ const LINGER: Duration = Duration::from_secs(1);
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where traces go and what they hold.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// The collector's base URL (`http://127.0.0.1:4318`, spans go to `/v1/traces` under it)
     /// or its full traces URL.
     pub endpoint: String,
+    /// `endpoint` is the traces URL as it is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
+    pub exact: bool,
     /// Put calls' arguments and results in their spans.
     pub content: bool,
+    /// The `service.name` of the spans' resource (`warrant` unless `OTEL_SERVICE_NAME`).
+    pub service: String,
+    /// Headers sent with each export (`OTEL_EXPORTER_OTLP_HEADERS`): a hosted collector's key.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Settings {
+    /// The settings from a flag's endpoint (`--otlp-endpoint`, which wins) and the standard
+    /// `OTEL_*` variables `env` looks up: `OTEL_SDK_DISABLED=true` turns export off,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is the traces URL as it is and
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` a base URL, `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS` are
+    /// `key=value` pairs, `OTEL_SERVICE_NAME` names the service, and
+    /// `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` may only be `http/json` (what is sent). `None`:
+    /// no endpoint, nothing is exported.
+    pub fn resolve(
+        flag: Option<String>,
+        content: bool,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Settings>, String> {
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        let (endpoint, exact) = match flag {
+            Some(url) => (url, false),
+            None => match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+                // Used as it is: it names the traces URL itself.
+                Some(url) => (url, true),
+                None => match var("OTEL_EXPORTER_OTLP_ENDPOINT") {
+                    Some(url) => (url, false),
+                    None => return Ok(None),
+                },
+            },
+        };
+        for name in [
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ] {
+            if let Some(p) = var(name)
+                && p.trim() != "http/json"
+            {
+                return Err(format!(
+                    "{name}=`{p}`: Warrant exports OTLP over HTTP as JSON only; set it to \
+                     `http/json` or leave it unset (every OpenTelemetry Collector takes it on \
+                     port 4318)"
+                ));
+            }
+        }
+        let mut headers = Vec::new();
+        for name in [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ] {
+            if let Some(list) = var(name) {
+                for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
+                    let (k, v) = pair
+                        .split_once('=')
+                        .ok_or_else(|| format!("{name}: `{}` is not `key=value`", pair.trim()))?;
+                    let key = k.trim().to_owned();
+                    let value = percent_decode(v.trim()).ok_or_else(|| {
+                        format!("{name}: the value of `{key}` is not valid percent-encoded UTF-8")
+                    })?;
+                    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                        return Err(format!("{name}: `{key}` is not a header name"));
+                    }
+                    headers.retain(|(h, _): &(String, String)| !h.eq_ignore_ascii_case(&key));
+                    headers.push((key, value));
+                }
+            }
+        }
+        Ok(Some(Settings {
+            endpoint,
+            exact,
+            content,
+            service: var("OTEL_SERVICE_NAME").unwrap_or_else(|| "warrant".to_owned()),
+            headers,
+        }))
+    }
+}
+
+/// `%XX` escapes decoded (what `OTEL_EXPORTER_OTLP_HEADERS` values may hold).
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// `runner` with every run's engine traced to the collector `settings` name.
@@ -60,9 +158,24 @@ impl Exporter {
     /// Checks `settings` and starts the sending task on the current runtime.
     pub fn start(settings: &Settings) -> Result<Exporter, String> {
         let url = traces_url(&settings.endpoint)?;
+        let url = if settings.exact {
+            settings.endpoint.trim().to_owned()
+        } else {
+            url
+        };
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (k, v) in &settings.headers {
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("OTLP header `{k}` is not a header name"))?;
+            let mut value = reqwest::header::HeaderValue::from_str(v)
+                .map_err(|_| format!("OTLP header `{k}`: its value is not a header value"))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(EXPORT_TIMEOUT)
+            .default_headers(headers)
             .build()
             .map_err(|e| format!("cannot make the OTLP client: {e}"))?;
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -70,7 +183,7 @@ impl Exporter {
             clippy::disallowed_methods,
             reason = "the exporter owns the task that sends its spans"
         )]
-        tokio::spawn(send_batches(client, url, rx));
+        tokio::spawn(send_batches(client, url, settings.service.clone(), rx));
         Ok(Exporter {
             tx,
             content: settings.content,
@@ -94,7 +207,7 @@ fn traces_url(endpoint: &str) -> Result<String, String> {
     let url = endpoint.trim_end_matches('/');
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(format!(
-            "--otlp-endpoint `{endpoint}` is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)"
+            "the OTLP endpoint `{endpoint}` is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)"
         ));
     }
     Ok(if url.ends_with("/v1/traces") {
@@ -104,9 +217,14 @@ fn traces_url(endpoint: &str) -> Result<String, String> {
     })
 }
 
-async fn send_batches(client: reqwest::Client, url: String, mut rx: mpsc::Receiver<Value>) {
+async fn send_batches(
+    client: reqwest::Client,
+    url: String,
+    service: String,
+    mut rx: mpsc::Receiver<Value>,
+) {
     let resource = json!({"attributes": [
-        attr("service.name", "warrant"),
+        attr("service.name", &service),
         attr("service.version", env!("CARGO_PKG_VERSION")),
     ]});
     while let Some(first) = rx.recv().await {
@@ -357,6 +475,81 @@ fn hex_id(run: &str, what: &str, bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_standard_variables_choose_the_endpoint_headers_and_service() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(Settings::resolve(None, false, env(&[])).unwrap(), None);
+        let s = Settings::resolve(
+            None,
+            false,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://base:4318"),
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c/otlp/spans"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, x-team=ops"),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "API-KEY=c"),
+                ("OTEL_SERVICE_NAME", "fleet-eu"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (s.endpoint.as_str(), s.exact),
+            ("http://c/otlp/spans", true)
+        );
+        assert_eq!(s.service, "fleet-eu");
+        assert_eq!(
+            s.headers,
+            vec![
+                ("x-team".to_owned(), "ops".to_owned()),
+                ("API-KEY".to_owned(), "c".to_owned())
+            ]
+        );
+        // The flag wins; the SDK switch turns everything off.
+        let s = Settings::resolve(
+            Some("http://flag:4318".into()),
+            true,
+            env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c/x")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (s.endpoint.as_str(), s.exact, s.content),
+            ("http://flag:4318", false, true)
+        );
+        assert_eq!(
+            Settings::resolve(
+                Some("http://flag:4318".into()),
+                false,
+                env(&[("OTEL_SDK_DISABLED", "TRUE")])
+            )
+            .unwrap(),
+            None
+        );
+        // What cannot be honoured is refused, saying which variable.
+        for (name, value) in [
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "no-equals"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "k=%zz"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "bad name=v"),
+        ] {
+            let vars: &'static [(&'static str, &'static str)] = Box::leak(
+                vec![
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    (name, value),
+                ]
+                .into_boxed_slice(),
+            );
+            let e = Settings::resolve(None, false, env(vars)).unwrap_err();
+            assert!(e.starts_with(name), "{e}");
+        }
+    }
 
     #[test]
     fn the_endpoint_names_the_traces_path_once() {

@@ -901,6 +901,11 @@ export type RunReport = {
      */
     unsettled?: Array<UnsettledReport>;
     /**
+     * Tokens and cost the decisions reported, the children's spending and the limits on
+     * both (absent in a report written before usage was reported).
+     */
+    usage?: UsageReport;
+    /**
      * What this build could not read in the log (events of unknown types).
      */
     warnings?: Array<string>;
@@ -1024,6 +1029,10 @@ export type RunView = {
      * Calls left unsettled.
      */
     unsettled: Array<UnsettledReport>;
+    /**
+     * Tokens and cost its decisions reported, its children's, and its limits on both.
+     */
+    usage: UsageReport;
     /**
      * The time it has waited for people (approvals, reconciliations), up to now while it
      * waits: never spent from its deadline.
@@ -1296,6 +1305,10 @@ export type StepReport = {
      * `pending`, `running`, `attained`, `not_attained` or `skipped`.
      */
     status: string;
+    /**
+     * What its decisions reported they used (absent: none reported).
+     */
+    usage?: UsageSum;
 };
 
 /**
@@ -1405,6 +1418,93 @@ export type UnsettledReport = {
      * The tool.
      */
     tool: string;
+};
+
+/**
+ * What a run spent on its decider, as evidence: what its own decisions reported, what its
+ * children spent, and the limits both count against.
+ */
+export type UsageReport = {
+    /**
+     * Input tokens served from the provider's cache (part of `input_tokens`).
+     */
+    cached_tokens?: number;
+    /**
+     * What its ended children cost, in micro-dollars.
+     */
+    children_cost_micro_usd?: number;
+    /**
+     * Tokens its ended children spent (their own children's included).
+     */
+    children_tokens?: number;
+    /**
+     * What the priced decisions cost, in micro-dollars (from the model table's prices).
+     */
+    cost_micro_usd: number;
+    /**
+     * `limits.cost_micro_usd_max`, when set.
+     */
+    cost_micro_usd_max?: number | null;
+    /**
+     * Decisions whose decider reported usage (a scripted decider reports none).
+     */
+    decisions: number;
+    /**
+     * Input tokens.
+     */
+    input_tokens: number;
+    /**
+     * Output tokens (reasoning included).
+     */
+    output_tokens: number;
+    /**
+     * Output tokens spent reasoning (part of `output_tokens`).
+     */
+    reasoning_tokens?: number;
+    /**
+     * `limits.tokens_max`, when set: what the run and its children may use together.
+     */
+    tokens_max?: number | null;
+    /**
+     * Decisions reported with no price known for their model: their cost is not in
+     * `cost_micro_usd`.
+     */
+    unpriced?: number;
+};
+
+/**
+ * What decisions reported they used, summed: a run's or a step's evidence of its spending.
+ */
+export type UsageSum = {
+    /**
+     * Input tokens served from the provider's cache (part of `input_tokens`).
+     */
+    cached_tokens?: number;
+    /**
+     * What the priced decisions cost, in micro-dollars (from the model table's prices).
+     */
+    cost_micro_usd: number;
+    /**
+     * Decisions whose decider reported usage (a scripted decider reports none).
+     */
+    decisions: number;
+    /**
+     * Input tokens.
+     */
+    input_tokens: number;
+    /**
+     * Output tokens (reasoning included).
+     */
+    output_tokens: number;
+    /**
+     * Output tokens spent reasoning (part of `output_tokens`).
+     */
+    reasoning_tokens?: number;
+    /**
+     * Decisions reported with no price known for their model: their cost is not in
+     * `cost_micro_usd`.
+     */
+    unpriced?: number;
 };
 
 export type HealthData = {

@@ -222,10 +222,6 @@ impl RunState {
             if *decision_no != self.decisions + 1 {
                 return Err(format!("expected decision {}", self.decisions + 1));
             }
-            if let Some(u) = usage {
-                self.tokens_used += u.input_tokens + u.output_tokens;
-                self.cost_micro_usd += u.cost_micro_usd.unwrap_or(0);
-            }
             let planning = matches!(
                 &e.kind,
                 EventKind::Decided {
@@ -237,6 +233,10 @@ impl RunState {
                 return Err("a plan comes before any other decision, once".into());
             }
             let s = step_state(&mut self.steps, i)?;
+            if let Some(u) = usage {
+                self.usage.add(u);
+                s.usage.add(u);
+            }
             // The plan is the run's, not its first step's: that step's decisions start after it.
             if !planning {
                 s.decisions += 1;

@@ -66,6 +66,8 @@ pub struct StepState {
     pub answer: Option<StepAnswer>,
     /// The child runs it delegated to, in the order spawned.
     pub children: Vec<ChildRecord>,
+    /// What its decisions reported they used.
+    pub usage: crate::event::UsageSum,
 }
 
 /// A child run a step delegated to, as the parent's log knows it.
@@ -109,6 +111,7 @@ impl StepState {
             finished_at_ms: None,
             answer: None,
             children: Vec::new(),
+            usage: crate::event::UsageSum::new(),
         }
     }
 
@@ -556,10 +559,8 @@ pub struct RunState {
     pub(crate) clocks: Clocks,
     /// The values its starter gave its inputs (a root run's), by name.
     pub(crate) inputs: Vec<(String, Arc<Value>)>,
-    /// Tokens the decider reported (input plus output).
-    pub(crate) tokens_used: u64,
-    /// Cost the decider reported, in micro-dollars.
-    pub(crate) cost_micro_usd: u64,
+    /// What its decisions reported they used.
+    pub(crate) usage: crate::event::UsageSum,
     /// The run that delegated to this one, when it is a child.
     pub(crate) parent: Option<ParentLink>,
     /// What its ended children spent.

@@ -92,8 +92,8 @@ impl RunState {
             calls: u32::try_from(self.calls.len())
                 .unwrap_or(u32::MAX)
                 .saturating_add(c.calls),
-            tokens: self.tokens_used.saturating_add(c.tokens),
-            cost_micro_usd: self.cost_micro_usd.saturating_add(c.cost_micro_usd),
+            tokens: self.usage.tokens().saturating_add(c.tokens),
+            cost_micro_usd: self.usage.cost_micro_usd.saturating_add(c.cost_micro_usd),
         }
     }
 
@@ -102,8 +102,8 @@ impl RunState {
         Spent {
             decisions: self.decisions,
             calls: u32::try_from(self.calls.len()).unwrap_or(u32::MAX),
-            tokens: self.tokens_used,
-            cost_micro_usd: self.cost_micro_usd,
+            tokens: self.usage.tokens(),
+            cost_micro_usd: self.usage.cost_micro_usd,
         }
     }
 
@@ -234,12 +234,22 @@ impl RunState {
 
     /// Tokens the decider reported (input plus output).
     pub fn tokens_used(&self) -> u64 {
-        self.tokens_used
+        self.usage.tokens()
     }
 
     /// Cost the decider reported, in micro-dollars.
     pub fn cost_micro_usd(&self) -> u64 {
-        self.cost_micro_usd
+        self.usage.cost_micro_usd
+    }
+
+    /// What its ended children spent, together.
+    pub fn children_spent(&self) -> &Spent {
+        &self.children_spent
+    }
+
+    /// What the run's own decisions reported they used (its children's left out).
+    pub fn usage(&self) -> &crate::event::UsageSum {
+        &self.usage
     }
 
     /// How many characters of a provider's own message its faults lead with

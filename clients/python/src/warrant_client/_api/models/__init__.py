@@ -72,6 +72,8 @@ from .step_report import StepReport
 from .step_row import StepRow
 from .timings import Timings
 from .unsettled_report import UnsettledReport
+from .usage_report import UsageReport
+from .usage_sum import UsageSum
 
 __all__ = (
     "AnswerResult",
@@ -146,4 +148,6 @@ __all__ = (
     "StepRow",
     "Timings",
     "UnsettledReport",
+    "UsageReport",
+    "UsageSum",
 )

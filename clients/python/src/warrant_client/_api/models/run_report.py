@@ -30,6 +30,7 @@ if TYPE_CHECKING:
   from ..models.step_report import StepReport
   from ..models.timings import Timings
   from ..models.unsettled_report import UnsettledReport
+  from ..models.usage_report import UsageReport
 
 
 
@@ -74,6 +75,9 @@ class RunReport:
             unsettled (list[UnsettledReport] | Unset): Commits whose effect is not settled as happened: in doubt, or
                 reconciled as not
                 performed (and whether they were sent again).
+            usage (UsageReport | Unset): What a run spent on its decider, as evidence: what its own decisions reported, what
+                its
+                children spent, and the limits both count against.
             warnings (list[str] | Unset): What this build could not read in the log (events of unknown types).
      """
 
@@ -96,6 +100,7 @@ class RunReport:
     outcome: None | OutcomeType0 | OutcomeType1 | OutcomeType2 | OutcomeType3 | OutcomeType4 | OutcomeType5 | Unset = UNSET
     parent: None | ParentReport | Unset = UNSET
     unsettled: list[UnsettledReport] | Unset = UNSET
+    usage: UsageReport | Unset = UNSET
     warnings: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -122,6 +127,7 @@ class RunReport:
         from ..models.step_report import StepReport # noqa: PLC0415
         from ..models.timings import Timings # noqa: PLC0415
         from ..models.unsettled_report import UnsettledReport # noqa: PLC0415
+        from ..models.usage_report import UsageReport # noqa: PLC0415
         carried = []
         for carried_item_data in self.carried:
             carried_item = carried_item_data.to_dict()
@@ -230,6 +236,10 @@ class RunReport:
 
 
 
+        usage: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.usage, Unset):
+            usage = self.usage.to_dict()
+
         warnings: list[str] | Unset = UNSET
         if not isinstance(self.warnings, Unset):
             warnings = self.warnings
@@ -266,6 +276,8 @@ class RunReport:
             field_dict["parent"] = parent
         if unsettled is not UNSET:
             field_dict["unsettled"] = unsettled
+        if usage is not UNSET:
+            field_dict["usage"] = usage
         if warnings is not UNSET:
             field_dict["warnings"] = warnings
 
@@ -293,6 +305,7 @@ class RunReport:
         from ..models.step_report import StepReport # noqa: PLC0415
         from ..models.timings import Timings # noqa: PLC0415
         from ..models.unsettled_report import UnsettledReport # noqa: PLC0415
+        from ..models.usage_report import UsageReport # noqa: PLC0415
         d = dict(src_dict)
         carried = []
         _carried = d.pop("carried")
@@ -516,6 +529,16 @@ class RunReport:
                 unsettled.append(unsettled_item)
 
 
+        _usage = d.pop("usage", UNSET)
+        usage: UsageReport | Unset
+        if isinstance(_usage,  Unset):
+            usage = UNSET
+        else:
+            usage = UsageReport.from_dict(_usage)
+
+
+
+
         warnings = cast(list[str], d.pop("warnings", UNSET))
 
 
@@ -539,6 +562,7 @@ class RunReport:
             outcome=outcome,
             parent=parent,
             unsettled=unsettled,
+            usage=usage,
             warnings=warnings,
         )
 

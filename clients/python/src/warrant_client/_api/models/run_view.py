@@ -23,6 +23,7 @@ if TYPE_CHECKING:
   from ..models.step_answer import StepAnswer
   from ..models.step_row import StepRow
   from ..models.unsettled_report import UnsettledReport
+  from ..models.usage_report import UsageReport
 
 
 
@@ -49,6 +50,8 @@ class RunView:
                 runs no process drives, as a reader shows them (`warrant_engine::lease::shown_status`).
             steps (list[StepRow]): Its steps.
             unsettled (list[UnsettledReport]): Calls left unsettled.
+            usage (UsageReport): What a run spent on its decider, as evidence: what its own decisions reported, what its
+                children spent, and the limits both count against.
             waiting_ms (int): The time it has waited for people (approvals, reconciliations), up to now while it
                 waits: never spent from its deadline.
             waiting_on (list[DoubtRow]): Calls in doubt: reconcile them.
@@ -69,6 +72,7 @@ class RunView:
     status: RunStatus
     steps: list[StepRow]
     unsettled: list[UnsettledReport]
+    usage: UsageReport
     waiting_ms: int
     waiting_on: list[DoubtRow]
     warnings: list[str]
@@ -94,6 +98,7 @@ class RunView:
         from ..models.step_answer import StepAnswer # noqa: PLC0415
         from ..models.step_row import StepRow # noqa: PLC0415
         from ..models.unsettled_report import UnsettledReport # noqa: PLC0415
+        from ..models.usage_report import UsageReport # noqa: PLC0415
         approvals = []
         for approvals_item_data in self.approvals:
             approvals_item = approvals_item_data.to_dict()
@@ -126,6 +131,8 @@ class RunView:
             unsettled.append(unsettled_item)
 
 
+
+        usage = self.usage.to_dict()
 
         waiting_ms = self.waiting_ms
 
@@ -190,6 +197,7 @@ class RunView:
             "status": status,
             "steps": steps,
             "unsettled": unsettled,
+            "usage": usage,
             "waiting_ms": waiting_ms,
             "waiting_on": waiting_on,
             "warnings": warnings,
@@ -221,6 +229,7 @@ class RunView:
         from ..models.step_answer import StepAnswer # noqa: PLC0415
         from ..models.step_row import StepRow # noqa: PLC0415
         from ..models.unsettled_report import UnsettledReport # noqa: PLC0415
+        from ..models.usage_report import UsageReport # noqa: PLC0415
         d = dict(src_dict)
         approvals = []
         _approvals = d.pop("approvals")
@@ -274,6 +283,11 @@ class RunView:
 
 
             unsettled.append(unsettled_item)
+
+
+        usage = UsageReport.from_dict(d.pop("usage"))
+
+
 
 
         waiting_ms = d.pop("waiting_ms")
@@ -373,6 +387,7 @@ class RunView:
             status=status,
             steps=steps,
             unsettled=unsettled,
+            usage=usage,
             waiting_ms=waiting_ms,
             waiting_on=waiting_on,
             warnings=warnings,

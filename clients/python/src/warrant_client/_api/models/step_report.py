@@ -15,6 +15,7 @@ if TYPE_CHECKING:
   from ..models.call_report import CallReport
   from ..models.fault import Fault
   from ..models.step_answer import StepAnswer
+  from ..models.usage_sum import UsageSum
 
 
 
@@ -40,6 +41,8 @@ class StepReport:
             blocked_by (None | str | Unset): For a skipped step: the dependency not attained.
             elapsed_ms (int | None | Unset): Milliseconds it took.
             fault (Fault | None | Unset): Why it was not attained or was skipped.
+            usage (UsageSum | Unset): What decisions reported they used, summed: a run's or a step's evidence of its
+                spending.
      """
 
     calls: list[CallReport]
@@ -53,6 +56,7 @@ class StepReport:
     blocked_by: None | str | Unset = UNSET
     elapsed_ms: int | None | Unset = UNSET
     fault: Fault | None | Unset = UNSET
+    usage: UsageSum | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -63,6 +67,7 @@ class StepReport:
         from ..models.call_report import CallReport # noqa: PLC0415
         from ..models.fault import Fault # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
+        from ..models.usage_sum import UsageSum # noqa: PLC0415
         calls = []
         for calls_item_data in self.calls:
             calls_item = calls_item_data.to_dict()
@@ -110,6 +115,10 @@ class StepReport:
         else:
             fault = self.fault
 
+        usage: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.usage, Unset):
+            usage = self.usage.to_dict()
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -130,6 +139,8 @@ class StepReport:
             field_dict["elapsed_ms"] = elapsed_ms
         if fault is not UNSET:
             field_dict["fault"] = fault
+        if usage is not UNSET:
+            field_dict["usage"] = usage
 
         return field_dict
 
@@ -140,6 +151,7 @@ class StepReport:
         from ..models.call_report import CallReport # noqa: PLC0415
         from ..models.fault import Fault # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
+        from ..models.usage_sum import UsageSum # noqa: PLC0415
         d = dict(src_dict)
         calls = []
         _calls = d.pop("calls")
@@ -223,6 +235,16 @@ class StepReport:
         fault = _parse_fault(d.pop("fault", UNSET))
 
 
+        _usage = d.pop("usage", UNSET)
+        usage: UsageSum | Unset
+        if isinstance(_usage,  Unset):
+            usage = UNSET
+        else:
+            usage = UsageSum.from_dict(_usage)
+
+
+
+
         step_report = cls(
             calls=calls,
             commit_required=commit_required,
@@ -235,6 +257,7 @@ class StepReport:
             blocked_by=blocked_by,
             elapsed_ms=elapsed_ms,
             fault=fault,
+            usage=usage,
         )
 
 
