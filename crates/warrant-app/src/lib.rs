@@ -36,7 +36,7 @@ pub use providers::{
 pub use quota::{Exceeded, Meter, Quota, TenantUse};
 pub use rows::{ApprovalRow, CallRow, DoubtRow, LastEvent, RunView, StepRow, Waiting};
 pub use session::GoneClient;
-pub use supervise::{Counters, Observer, Supervisor};
+pub use supervise::{Counters, Driving, Observer, Supervisor};
 pub use warrant_surfaces::Secrets;
 
 /// Largest spec, model table or policy file read (a spec is a page, not a database).

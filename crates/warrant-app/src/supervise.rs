@@ -132,27 +132,67 @@ struct Watch {
     last: Option<warrant_core::metrics::Stopwatch>,
     /// When this process saw the running step start.
     step: Option<warrant_core::metrics::Stopwatch>,
+    /// Counts the run as started when its `run_started` is recorded here (a gateway's
+    /// session; a supervisor counts the runs it starts itself).
+    count_start: bool,
+}
+
+impl Counters {
+    /// A subscriber that counts, here, what a run that begins with its first recorded event
+    /// does (a gateway's session, acting for `tenant` through `client`), and the tenant's
+    /// use in `meter`.
+    pub fn watcher(
+        self: &Arc<Self>,
+        tenant: &str,
+        client: String,
+        meter: Arc<Meter>,
+        answers: Arc<crate::Answers>,
+    ) -> Box<dyn warrant_engine::Subscriber> {
+        let mut watch = Watch::new(None, self.clone(), tenant, client, meter, answers);
+        watch.count_start = true;
+        Box::new(watch)
+    }
+}
+
+/// What a front door that drives runs tells `/metrics`: its counters and the runs it holds.
+pub trait Driving: Send + Sync {
+    /// What the runs it drove did.
+    fn counters(&self) -> &Counters;
+    /// Runs (or sessions) it holds now.
+    fn held(&self) -> usize;
+}
+
+impl Driving for Supervisor {
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn held(&self) -> usize {
+        Supervisor::held(self)
+    }
 }
 
 impl Watch {
     fn new(
         started: Option<oneshot::Sender<()>>,
         counters: Arc<Counters>,
-        prepared: &Prepared,
+        tenant: &str,
+        model: String,
         meter: Arc<Meter>,
         answers: Arc<crate::Answers>,
     ) -> Watch {
         Watch {
             started,
             counters,
-            tenant: prepared.tenant.clone(),
+            tenant: tenant.to_owned(),
             meter,
             answers,
-            model: prepared.decider.identity().to_string(),
+            model,
             calls: HashMap::new(),
             asked: HashMap::new(),
             last: None,
             step: None,
+            count_start: false,
         }
     }
 
@@ -195,6 +235,9 @@ impl warrant_engine::Subscriber for Watch {
             EventKind::RunStarted { .. } => {
                 if let Some(tx) = self.started.take() {
                     let _ = tx.send(());
+                }
+                if self.count_start {
+                    c.started.fetch_add(1, Ordering::Relaxed);
                 }
             }
             EventKind::Decided { usage, .. } => {
@@ -337,7 +380,8 @@ impl Supervisor {
             Box::new(Watch::new(
                 started,
                 self.counters.clone(),
-                prepared,
+                &prepared.tenant,
+                prepared.decider.identity().to_string(),
                 self.meter.clone(),
                 self.app.answers.clone(),
             )),

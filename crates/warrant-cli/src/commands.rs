@@ -377,6 +377,8 @@ async fn gateway(
     floor: Vec<PathBuf>,
     metrics: Option<std::net::SocketAddr>,
 ) -> Result<u8> {
+    // A SIGTERM from the moment the gateway answers anything (its metrics first) stops it.
+    let stop = shutdown_signal();
     let user = operator(None);
     let tokens = warrant_gateway::Tokens::from_config(&config, &user)
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
@@ -407,12 +409,12 @@ async fn gateway(
         None => Arc::new(warrant_store::MemoryStore::new()),
     };
     let app = app(store).with_floor(floor)?;
-    if let Some(addr) = metrics {
-        metrics_on(addr, app.clone(), None).await?;
-    }
-    let gateway = warrant_gateway::Gateway::start(app, config, base, &user)
+    let gateway = warrant_gateway::Gateway::start(app.clone(), config, base, &user)
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    if let Some(addr) = metrics {
+        metrics_on(addr, app, Some(gateway.clone())).await?;
+    }
     let closed = gateway
         .close_interrupted()
         .await
@@ -427,7 +429,18 @@ async fn gateway(
         }
     }
     let served = match listener {
-        None => warrant_gateway::serve_stdio(gateway.clone()).await,
+        None => {
+            let serving = warrant_gateway::serve_stdio(gateway.clone());
+            tokio::pin!(serving);
+            tokio::select! {
+                done = &mut serving => done,
+                () = stop => {
+                    // Stopped while its client is still there: each session records its end.
+                    gateway.stop(std::time::Duration::from_secs(10)).await;
+                    Ok(())
+                }
+            }
+        }
         Some((listener, bound)) => {
             errln!(
                 "gateway `{}` serving {} tools over MCP at http://{bound}/mcp",
@@ -438,7 +451,7 @@ async fn gateway(
             tokio::pin!(serving);
             tokio::select! {
                 done = &mut serving => done,
-                () = shutdown_signal() => {
+                () = stop => {
                     // Every session records its end (`closed` by the gateway) before exit.
                     gateway.stop(std::time::Duration::from_secs(10)).await;
                     serving.await
@@ -1932,7 +1945,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
 async fn metrics_on(
     addr: std::net::SocketAddr,
     app: App,
-    runner: Option<Arc<warrant_app::Supervisor>>,
+    runner: Option<Arc<dyn warrant_app::Driving>>,
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -1991,17 +2004,23 @@ async fn webmcp_serve(names: &[String], listen: &str) -> Result<u8> {
     Ok(0)
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    // Listening starts here, not at the first poll: a signal that comes in between is kept.
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate()).ok();
+    let interrupt = signal(SignalKind::interrupt()).ok();
+    async move {
+        let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            () = wait(interrupt) => {}
+            () = wait(term) => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
     }
 }

@@ -451,20 +451,19 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         .unwrap();
     let mut page = String::new();
     for _ in 0..200 {
-        if let Ok(r) = tokio::runtime::Builder::new_current_thread()
+        // The response and its body on one runtime: the body may need more than one read.
+        let got = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
-            .block_on(reqwest::get(format!(
-                "http://127.0.0.1:{gateway_port}/metrics"
-            )))
-        {
-            page = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(r.text())
-                .unwrap();
+            .block_on(async {
+                reqwest::get(format!("http://127.0.0.1:{gateway_port}/metrics"))
+                    .await?
+                    .text()
+                    .await
+            });
+        if let Ok(text) = got {
+            page = text;
             break;
         }
         std::thread::sleep(Duration::from_millis(50));

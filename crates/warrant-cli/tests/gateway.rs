@@ -70,6 +70,11 @@ impl World {
 
     /// `warrant gateway CONFIG --http 127.0.0.1:0`, with `env`, and the URL it serves at.
     fn http(&self, env: &[(&str, &str)]) -> (Served, String) {
+        self.http_with(&[], env)
+    }
+
+    /// The same, with more arguments.
+    fn http_with(&self, args: &[&str], env: &[(&str, &str)]) -> (Served, String) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
         cmd.args([
             "gateway",
@@ -77,6 +82,7 @@ impl World {
             "--http",
             "127.0.0.1:0",
         ])
+        .args(args)
         .env("WARRANT_STORE", &self.store)
         .env_remove("WARRANT_FAULT")
         .stderr(std::process::Stdio::piped());
@@ -92,7 +98,10 @@ impl World {
                 .next()
                 .unwrap_or_else(|| panic!("the gateway stopped: {said:?}"))
                 .unwrap();
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            if let Some(url) = line
+                .split_whitespace()
+                .find(|w| w.starts_with("http://") && w.ends_with("/mcp"))
+            {
                 break url.to_owned();
             }
             said.push(line);
@@ -477,7 +486,8 @@ fn a_typescript_client_over_stdio_is_governed_call_by_call() {
 #[test]
 fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_runs() {
     let world = World::new();
-    let (_gateway, url) = world.http(&[]);
+    let metrics = format!("127.0.0.1:{}", support::free_port());
+    let (_gateway, url) = world.http_with(&["--metrics", &metrics], &[]);
     let plan = scenario(&world, json!({"url": url}));
     let seen = drive(Client::Python, &plan);
     let runs = world.runs();
@@ -509,6 +519,68 @@ fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_ru
         .map(|r| r["decider"].as_str().unwrap())
         .collect();
     assert_eq!(deciders.len(), 2, "{deciders:?}");
+
+    // The gateway's `/metrics` counts its sessions with a server's names: three runs, each
+    // call by tool, status and layer as the logs have them, the approval its client gave.
+    let scrape = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                reqwest::get(format!("http://{metrics}/metrics"))
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap()
+            })
+    };
+    let scraped = |page: &str, name: &str| -> Option<u64> {
+        page.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .map(|v| v.trim().parse().unwrap())
+    };
+    let mut calls: std::collections::BTreeMap<String, u64> = Default::default();
+    for r in &runs {
+        let log = world.warrant(&["events", r["run_id"].as_str().unwrap(), "--json"]);
+        let mut tools = std::collections::HashMap::new();
+        for line in String::from_utf8_lossy(&log.stdout).lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            match e["type"].as_str().unwrap() {
+                "call_started" => {
+                    tools.insert(e["call"].clone(), e["tool"].as_str().unwrap().to_owned());
+                }
+                "call_finished" => {
+                    let key = format!(
+                        "warrant_calls_total{{tool=\"{}\",status=\"{}\",layer=\"{}\"}}",
+                        tools[&e["call"]],
+                        e["status"].as_str().unwrap(),
+                        e["fault"]["layer"].as_str().unwrap_or("none")
+                    );
+                    *calls.entry(key).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(calls.len() >= 3, "{calls:?}");
+    // Each session's counts land as its subscriber reads its log: wait for the last of them.
+    let mut page = String::new();
+    let counted = eventually(|| {
+        page = scrape();
+        scraped(&page, "warrant_runs_started_total") == Some(3)
+            && calls.iter().all(|(key, n)| scraped(&page, key) == Some(*n))
+    });
+    assert!(counted, "{calls:?} in {page}");
+    assert_eq!(
+        scraped(
+            &page,
+            "warrant_approvals_answered_total{answer=\"approved\"}"
+        ),
+        Some(1),
+        "{page}"
+    );
 }
 
 fn eventually(mut ok: impl FnMut() -> bool) -> bool {

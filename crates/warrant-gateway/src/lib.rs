@@ -49,6 +49,19 @@ pub struct Gateway {
     pub(crate) changes: tokio::sync::watch::Sender<u64>,
     /// What each tenant's sessions used (quotas).
     pub(crate) meter: Arc<warrant_app::Meter>,
+    /// What the sessions' runs did (`/metrics`, the same names as a server's).
+    pub counters: Arc<warrant_app::Counters>,
+}
+
+impl warrant_app::Driving for Gateway {
+    fn counters(&self) -> &warrant_app::Counters {
+        &self.counters
+    }
+
+    /// The sessions whose run has not ended.
+    fn held(&self) -> usize {
+        *self.live.borrow()
+    }
 }
 
 /// A session counted as live.
@@ -204,6 +217,7 @@ impl Gateway {
             changes: tokio::sync::watch::Sender::new(0),
             stateless: Mutex::new(std::collections::HashMap::new()),
             meter: Arc::default(),
+            counters: Arc::default(),
         });
         // An upstream's `listChanged` reaches every client (after the gateway lists again).
         let changed = Arc::new(tokio::sync::Notify::new());

@@ -307,6 +307,7 @@ pub(crate) fn start(
             .collect(),
         digest: None,
     };
+    let model = identity.to_string();
     let decider = Arc::new(ClientDecider::new(
         identity,
         receiver,
@@ -314,11 +315,13 @@ pub(crate) fn start(
     ));
     let engine = gateway.app.engine_acting_for(tenant, user);
     engine.subscribe(
-        "quotas",
-        Box::new(Metered {
-            tenant: tenant.to_owned(),
-            meter: gateway.meter.clone(),
-        }),
+        "counts",
+        gateway.counters.watcher(
+            tenant,
+            model,
+            gateway.meter.clone(),
+            gateway.app.answers.clone(),
+        ),
     );
     let by = format!("{tenant}/{user} (through {client})");
     let live = gateway.session_guard();
@@ -548,22 +551,5 @@ async fn wait_for_answer(
             _ = changes.changed() => {}
             _ = &mut *gone => return false,
         }
-    }
-}
-
-/// Counts what a session's run does against its tenant's quotas.
-struct Metered {
-    tenant: String,
-    meter: Arc<warrant_app::Meter>,
-}
-
-impl warrant_engine::Subscriber for Metered {
-    fn on_event(
-        &mut self,
-        run: &warrant_core::ids::RunId,
-        event: &warrant_core::Event,
-    ) -> Result<(), String> {
-        self.meter.observe(&self.tenant, run, event);
-        Ok(())
     }
 }

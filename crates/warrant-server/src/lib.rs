@@ -505,7 +505,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> axum::response::Response {
 /// tenant's use, and the fleet's state as the store has it.
 async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response {
     let mut out = metrics::Exposition::default();
-    out.driven(&shared.runner);
+    out.driven(shared.runner.as_ref());
     out.answers(&shared.app);
     // Each tenant's use, over its quota's window (an hour when it has none).
     let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);

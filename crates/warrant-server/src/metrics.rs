@@ -66,8 +66,8 @@ impl Exposition {
     }
 
     /// What the runs `runner` drove did, and how many it holds now.
-    pub fn driven(&mut self, runner: &warrant_app::Supervisor) {
-        let c = &runner.counters;
+    pub fn driven(&mut self, runner: &dyn warrant_app::Driving) {
+        let c = runner.counters();
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         self.metric(
             "warrant_runs_started_total",
@@ -351,11 +351,11 @@ fn counted<const N: usize>(
 }
 
 /// Answers `/metrics` (and `/healthz`) on `listener` until `shutdown` resolves: the metrics of
-/// a worker (`runner` the supervisor its runs go through) or of a gateway (the fleet's only).
+/// a worker (`runner` the supervisor its runs go through) or of a gateway (its sessions).
 pub async fn serve_metrics(
     listener: tokio::net::TcpListener,
     app: warrant_app::App,
-    runner: Option<Arc<warrant_app::Supervisor>>,
+    runner: Option<Arc<dyn warrant_app::Driving>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let page = move || {
@@ -364,7 +364,7 @@ pub async fn serve_metrics(
         async move {
             let mut out = Exposition::default();
             if let Some(r) = &runner {
-                out.driven(r);
+                out.driven(r.as_ref());
             }
             out.answers(&app);
             out.fleet(&app).await;
