@@ -159,7 +159,18 @@ async fn a_runs_trace_reaches_the_collector_with_content_only_when_asked() {
         .find(|sp| sp["name"] == "execute_tool transfer")
         .unwrap_or_else(|| panic!("no transfer span in {trace:?}"));
     assert_eq!(text(transfer, "gen_ai.tool.name"), Some("transfer"));
-    assert_eq!(transfer["parentSpanId"], root_span["spanId"]);
+    // A call is a child of its step's span, the step a child of the run's.
+    let step = trace
+        .iter()
+        .find(|sp| sp["spanId"] == transfer["parentSpanId"])
+        .unwrap_or_else(|| panic!("no parent of the transfer in {trace:?}"));
+    assert!(
+        step["name"].as_str().unwrap().starts_with("step "),
+        "{step}"
+    );
+    assert!(text(step, "warrant.step.id").is_some(), "{step}");
+    assert_eq!(step["parentSpanId"], root_span["spanId"]);
+    assert_eq!(step["status"]["code"], 0);
     assert_eq!(transfer["status"]["code"], 0);
     assert!(
         attr(transfer, "gen_ai.tool.call.arguments").is_none()
@@ -171,6 +182,12 @@ async fn a_runs_trace_reaches_the_collector_with_content_only_when_asked() {
         .find(|sp| text(sp, "gen_ai.operation.name") == Some("chat"))
         .unwrap();
     assert_eq!(text(chat, "gen_ai.provider.name"), Some("scripted"));
+    assert!(
+        trace
+            .iter()
+            .any(|sp| sp["spanId"] == chat["parentSpanId"] && text(sp, "warrant.step.id").is_some()),
+        "a decision is a child of its step: {chat}"
+    );
     assert_eq!(chat["sent"], json!({"service": "warrant", "x-team": null}));
     drop(s);
 

@@ -272,6 +272,9 @@ struct RunTrace {
     last_ms: u64,
     /// Calls started: their tool, start and arguments.
     calls: HashMap<CallId, (String, u64, Option<Arc<Value>>)>,
+    /// The step running: its id, its span's id and when it started. Its decisions and calls
+    /// are its spans' children.
+    step: Option<(String, String, u64)>,
 }
 
 /// Turns one engine's events into spans (a [`warrant_engine::Subscriber`]).
@@ -333,6 +336,36 @@ impl warrant_engine::Subscriber for Tracer {
                     attrs,
                     None,
                 ));
+            }
+            EventKind::StepStarted { step, .. } => {
+                t.step = Some((
+                    step.0.to_string(),
+                    hex_id(&run.0, &format!("step/{step}"), 8),
+                    at,
+                ));
+            }
+            EventKind::StepFinished { step, end } => {
+                if let Some((id, span_id, started)) = t.step.take() {
+                    let mut attrs = vec![
+                        attr("warrant.step.id", &id),
+                        attr("gen_ai.conversation.id", &run.0),
+                    ];
+                    let failed = match end {
+                        warrant_core::event::StepEnd::Attained => None,
+                        warrant_core::event::StepEnd::NotAttained { fault } => {
+                            attrs.push(attr("error.type", &fault.code));
+                            Some(fault.code.clone())
+                        }
+                    };
+                    out.push(span(
+                        t,
+                        &span_id,
+                        &format!("step {step}"),
+                        (started, at),
+                        attrs,
+                        failed,
+                    ));
+                }
             }
             EventKind::CallStarted {
                 call, tool, args, ..
@@ -424,7 +457,7 @@ impl warrant_engine::Subscriber for Tracer {
     }
 }
 
-/// One OTLP span (JSON encoding), a child of the run's span.
+/// One OTLP span (JSON encoding), a child of the running step's span, or of the run's.
 fn span(
     t: &RunTrace,
     id: &str,
@@ -440,7 +473,7 @@ fn span(
     json!({
         "traceId": t.trace,
         "spanId": id,
-        "parentSpanId": t.root,
+        "parentSpanId": t.step.as_ref().map_or(&t.root, |(_, step, _)| step),
         "name": name,
         "kind": 1,
         "startTimeUnixNano": nanos(start_ms.min(end_ms)),
