@@ -1116,35 +1116,15 @@ impl App {
             Answer::Approve { .. } => ApprovalState::Approved,
             Answer::Deny { .. } => ApprovalState::Denied,
         };
-        let answered = self
+        let (answered, waited_ms) = self
             .engine()
-            .answer(request, answer, by)
+            .answer_timed(request, answer, by)
             .await
             .map_err(AppError::input_refused)?;
         if matches!(answered, Answered::Recorded) {
-            self.answers.approval(name, self.waited(request).await);
+            self.answers.approval(name, waited_ms);
         }
         Ok(answered)
-    }
-
-    /// How long approval request `request` waited until its latest answer, from its log.
-    async fn waited(&self, request: &str) -> Option<u64> {
-        let run = RunId::of_request(request)?;
-        let events = self.store.read(&run, 1).await.ok()?;
-        let mut asked = None;
-        let mut answered = None;
-        for e in &events {
-            match &e.event.kind {
-                warrant_core::EventKind::ApprovalRequested { request: r, .. } if r == request => {
-                    asked = Some(e.event.at_ms);
-                }
-                warrant_core::EventKind::ApprovalResolved { request: r, .. } if r == request => {
-                    answered = Some(e.event.at_ms);
-                }
-                _ => {}
-            }
-        }
-        Some(answered?.saturating_sub(asked?))
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.

@@ -276,10 +276,8 @@ impl warrant_engine::Subscriber for Watch {
                     Some(t) if !unknown => t,
                     _ => "(unknown)".to_owned(),
                 };
-                let layer = fault
-                    .as_ref()
-                    .map_or_else(|| "none".to_owned(), |f| f.layer.to_string());
-                c.calls.add([&tool, &status.to_string(), &layer], 1);
+                let layer = fault.as_ref().map_or("none", |f| f.layer.as_str());
+                c.calls.add([&tool, status.as_str(), layer], 1);
             }
             EventKind::StepStarted { .. } => {
                 self.step = Some(warrant_core::metrics::Stopwatch::start());

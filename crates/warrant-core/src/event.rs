@@ -65,16 +65,23 @@ pub enum Layer {
     Spec,
 }
 
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Layer {
+    /// Its wire name, e.g. `policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Layer::Model => "model",
             Layer::Orchestration => "orchestration",
             Layer::Provider => "provider",
             Layer::Policy => "policy",
             Layer::Runtime => "runtime",
             Layer::Spec => "spec",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -315,7 +322,7 @@ pub struct Usage {
 }
 
 /// What decisions reported they used, summed: a run's or a step's evidence of its spending.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct UsageSum {
     /// Decisions whose decider reported usage (a scripted decider reports none).
     pub decisions: u32,
@@ -337,8 +344,14 @@ pub struct UsageSum {
     pub unpriced: u32,
 }
 
+impl Default for UsageSum {
+    fn default() -> UsageSum {
+        UsageSum::new()
+    }
+}
+
 impl UsageSum {
-    /// Nothing reported yet.
+    /// Nothing reported yet (`const`, for a step's state that never ran).
     pub const fn new() -> UsageSum {
         UsageSum {
             decisions: 0,

@@ -372,9 +372,8 @@ impl UsageReport {
         if children {
             let _ = write!(
                 out,
-                "; children {} tokens, {}",
-                group(self.children_tokens),
-                dollars(self.children_cost_micro_usd)
+                "; children {}",
+                tokens_and_cost(self.children_tokens, self.children_cost_micro_usd)
             );
         }
         if let Some(max) = self.tokens_max {
@@ -395,6 +394,11 @@ impl UsageReport {
         }
         out
     }
+}
+
+/// Tokens and what they cost, for people: `1,234 tokens, $0.001234`.
+pub fn tokens_and_cost(tokens: u64, cost_micro_usd: u64) -> String {
+    format!("{} tokens, {}", group(tokens), dollars(cost_micro_usd))
 }
 
 /// Micro-dollars as dollars, to the micro-dollar: `$0.001234`.
@@ -659,9 +663,8 @@ impl RunReport {
             if !s.usage.is_empty() {
                 let _ = write!(
                     out,
-                    "  {} tokens, {}",
-                    group(s.usage.tokens()),
-                    dollars(s.usage.cost_micro_usd)
+                    "  {}",
+                    tokens_and_cost(s.usage.tokens(), s.usage.cost_micro_usd)
                 );
             }
             if let Some(f) = &s.fault {
@@ -687,9 +690,8 @@ impl RunReport {
             if c.spent.tokens > 0 || c.spent.cost_micro_usd > 0 {
                 let _ = write!(
                     out,
-                    ", {} tokens, {}",
-                    group(c.spent.tokens),
-                    dollars(c.spent.cost_micro_usd)
+                    ", {}",
+                    tokens_and_cost(c.spent.tokens, c.spent.cost_micro_usd)
                 );
             }
             if let Some(layer) = c.outcome.as_ref().and_then(Outcome::layer) {

@@ -539,6 +539,19 @@ impl Engine {
         answer: Answer,
         by: &str,
     ) -> Result<Answered, EngineError> {
+        self.answer_timed(request, answer, by)
+            .await
+            .map(|(answered, _)| answered)
+    }
+
+    /// [`Engine::answer`], with how long the request had waited when the answer was recorded
+    /// (`None` when nothing new was recorded).
+    pub async fn answer_timed(
+        &self,
+        request: &str,
+        answer: Answer,
+        by: &str,
+    ) -> Result<(Answered, Option<u64>), EngineError> {
         operator_input(|| self.answer_once(request, &answer, by))
             .await
             .unwrap_or_else(|| {
@@ -553,7 +566,7 @@ impl Engine {
         request: &str,
         answer: &Answer,
         by: &str,
-    ) -> Result<Answered, EngineError> {
+    ) -> Result<(Answered, Option<u64>), EngineError> {
         use warrant_core::event::{ApprovalScope, Event, EventKind};
         let refuse = |m: String| EngineError::Answer(m);
         let run = RunId::of_request(request).ok_or_else(|| {
@@ -574,7 +587,7 @@ impl Engine {
             )));
         }
         if let Some(done) = answered_already(approval, answer, request, by)? {
-            return Ok(done);
+            return Ok((done, None));
         }
         let now = self.clock.now_ms();
         answer_fits(approval, answer, request, now)?;
@@ -629,7 +642,10 @@ impl Engine {
         };
         self.append(&run, state.last_seq(), vec![Arc::new(event)], None)
             .await?;
-        Ok(Answered::Recorded)
+        Ok((
+            Answered::Recorded,
+            Some(now.saturating_sub(approval.requested_at_ms)),
+        ))
     }
 
     /// Re-enters a run whose process stopped: folds its log, settles the call whose result was

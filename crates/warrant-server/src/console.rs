@@ -1470,9 +1470,11 @@ async fn report_page(
                 c.spent.calls,
                 if c.spent.tokens > 0 || c.spent.cost_micro_usd > 0 {
                     format!(
-                        ", {} tokens, {}",
-                        warrant_core::report::group(c.spent.tokens),
-                        warrant_core::report::dollars(c.spent.cost_micro_usd)
+                        ", {}",
+                        warrant_core::report::tokens_and_cost(
+                            c.spent.tokens,
+                            c.spent.cost_micro_usd
+                        )
                     )
                 } else {
                     String::new()

@@ -586,6 +586,7 @@ impl RunState {
                     schema_digest: schema_digest.clone(),
                     status: ApprovalStatus::Pending,
                     consumed_by: Vec::new(),
+                    requested_at_ms: e.at_ms,
                     expires_at_ms: *expires_at_ms,
                     edited: None,
                     approvers: (*approvers).max(1),

@@ -258,6 +258,8 @@ pub struct Approval {
     pub status: ApprovalStatus,
     /// Calls it let through.
     pub consumed_by: Vec<CallId>,
+    /// When it was asked.
+    pub requested_at_ms: u64,
     /// When it expires unanswered.
     pub expires_at_ms: u64,
     /// An approval with edits: the arguments approved instead, and their digest (which the
