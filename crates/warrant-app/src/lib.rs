@@ -18,6 +18,7 @@ pub mod quota;
 mod rows;
 mod session;
 pub mod supervise;
+pub mod webhooks;
 pub mod worker;
 
 pub use load::{Deciders, load_spec, parse_spec, read_text};

@@ -20,8 +20,8 @@ use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{BoxFuture, EventStore, RunQuery};
 use warrant_core::store::{
-    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-    StoreHealth,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
+    SpecCatalog, StoreHealth,
 };
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, PendingApproval, RunPage, RunSummary, StoreError,
@@ -349,6 +349,8 @@ impl Leases for Outage {
 impl SpecCatalog for Outage {}
 
 impl IdempotencyKeys for Outage {}
+
+impl NoticeOutbox for Outage {}
 
 impl StoreHealth for Outage {}
 

@@ -16,6 +16,7 @@ pub mod event;
 pub mod fold;
 pub mod ids;
 pub mod metrics;
+pub mod notice;
 pub mod num;
 pub mod ports;
 pub mod projection;

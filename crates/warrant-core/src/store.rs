@@ -509,6 +509,61 @@ pub trait IdempotencyKeys: Send + Sync {
     }
 }
 
+/// The outbox of notices ([`crate::notice`]): written by the append that records their
+/// events, in its transaction; taken, settled and listed by the processes that deliver them.
+/// A store without an outbox keeps none, and says so when asked to list.
+pub trait NoticeOutbox: Send + Sync {
+    /// Takes up to `want` pending notices due at `now_ms` (oldest first), leasing each for
+    /// `lease_ms` (its `next_at_ms` moves on by that much and its `attempts` up by one), so
+    /// no other process takes it meanwhile; one whose lease lapsed is taken again.
+    fn notices_due(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        want: usize,
+    ) -> BoxFuture<'_, Result<Vec<crate::notice::Notice>, StoreError>> {
+        let _ = (now_ms, lease_ms, want);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+    /// Records what became of a notice taken: its state, next time, last error, the
+    /// endpoints that took it and when it settled. Only a notice still pending is changed
+    /// (a process whose lease lapsed cannot undo another's delivery): whether it was.
+    fn notice_settle(
+        &self,
+        notice: &crate::notice::Notice,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = notice;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+    /// Adds `notice` unless one with its id is there (a notice no event makes:
+    /// `approval.expiring`): whether it was added.
+    fn notice_put(&self, notice: crate::notice::Notice) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = notice;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+    /// The notices `query` asks for, newest first.
+    fn notices(
+        &self,
+        query: crate::notice::NoticeQuery,
+    ) -> BoxFuture<'_, Result<Vec<crate::notice::Notice>, StoreError>> {
+        let _ = query;
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no notices".into(),
+        ))))
+    }
+    /// How many notices are in each state.
+    fn notice_counts(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<(crate::notice::NoticeState, u64)>, StoreError>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+    /// Removes up to `most` delivered or failed notices settled before `before_ms`: how many.
+    fn notices_purge(&self, before_ms: u64, most: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let _ = (before_ms, most);
+        Box::pin(std::future::ready(Ok(0)))
+    }
+}
+
 /// What the adapter measures of itself, when it does (its commits' latency, its log's copies
 /// back).
 pub trait StoreHealth: Send + Sync {
@@ -534,6 +589,7 @@ pub trait EventStore:
     + Leases
     + SpecCatalog
     + IdempotencyKeys
+    + NoticeOutbox
     + StoreHealth
 {
 }
@@ -546,6 +602,7 @@ impl<T> EventStore for T where
         + Leases
         + SpecCatalog
         + IdempotencyKeys
+        + NoticeOutbox
         + StoreHealth
         + ?Sized
 {

@@ -118,6 +118,16 @@ const OTHER_VOCABULARIES: &[(&str, &str, &str)] = &[
         "a JSON field of the bench's decider",
     ),
     (
+        "crates/warrant-core/src/notice.rs",
+        "pending",
+        "a notice's delivery state",
+    ),
+    (
+        "crates/warrant-core/src/notice.rs",
+        "failed",
+        "a notice's delivery state",
+    ),
+    (
         "crates/warrant-store/src/contract.rs",
         "*",
         "the store contract suite: tests, compiled for other crates' tests",

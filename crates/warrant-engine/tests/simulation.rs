@@ -45,8 +45,8 @@ use warrant_core::ports::{
 };
 use warrant_core::projection::Projection;
 use warrant_core::store::{
-    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-    StoreHealth,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
+    SpecCatalog, StoreHealth,
 };
 use warrant_core::{Outcome, RunState};
 use warrant_engine::replay::replay;
@@ -759,5 +759,7 @@ impl Leases for OnRealTime {
 impl SpecCatalog for OnRealTime {}
 
 impl IdempotencyKeys for OnRealTime {}
+
+impl NoticeOutbox for OnRealTime {}
 
 impl StoreHealth for OnRealTime {}

@@ -162,6 +162,94 @@ where
     a_catalog_keeps_every_version_and_retires_them(&make().await).await;
     an_idempotency_key_is_kept_once_per_tenant_until_it_expires(&make().await).await;
     concurrent_puts_of_one_idempotency_key_all_find_one_run(&make().await).await;
+    appends_fill_the_outbox_and_deliverers_take_each_notice_once(&make().await).await;
+}
+
+/// An append's notices are in the outbox as soon as it commits and never for one that
+/// failed; a notice taken is leased (another taker does not get it until the lease lapses);
+/// a settled notice is not changed by a late settle; a put is insert-if-absent; a settled
+/// notice is purged when old.
+pub async fn appends_fill_the_outbox_and_deliverers_take_each_notice_once(store: &dyn EventStore) {
+    use warrant_core::notice::{Notice, NoticeKind, NoticeQuery, NoticeState};
+    let run = RunId("n1".into());
+    store
+        .append(&run, 0, vec![started("n1"), asked(2, "n1-a1")], None)
+        .await
+        .unwrap();
+    // A conflicting append writes no notice.
+    assert!(
+        store
+            .append(&run, 1, vec![finished(2)], None)
+            .await
+            .is_err()
+    );
+    let listed = store.notices(NoticeQuery::default()).await.unwrap();
+    let mut ids: Vec<&str> = listed.iter().map(|n| n.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["n1/2/approval.requested", "n1/2/run.waiting"]);
+    assert!(listed.iter().all(|n| n.state == NoticeState::Pending));
+    // Taken: leased to the taker, one attempt more; not due to anyone else meanwhile.
+    let taken = store.notices_due(100, 30_000, 10).await.unwrap();
+    assert_eq!(taken.len(), 2);
+    assert!(
+        taken
+            .iter()
+            .all(|n| n.attempts == 1 && n.next_at_ms == 30_100)
+    );
+    assert!(store.notices_due(200, 30_000, 10).await.unwrap().is_empty());
+    // The lease lapsed: taken again.
+    let again = store.notices_due(30_100, 30_000, 1).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempts, 2);
+    // Settled delivered: a late settle (a taker whose lease lapsed) changes nothing.
+    let mut done = again[0].clone();
+    done.state = NoticeState::Delivered;
+    done.delivered_to = vec!["ops".into()];
+    done.settled_at_ms = Some(30_200);
+    assert!(store.notice_settle(&done).await.unwrap());
+    let mut late = again[0].clone();
+    late.last_error = Some("timed out".into());
+    assert!(!store.notice_settle(&late).await.unwrap());
+    let now = store
+        .notices(NoticeQuery {
+            state: Some(NoticeState::Delivered),
+            ..NoticeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].delivered_to, vec!["ops".to_owned()]);
+    assert_eq!(now[0].last_error, None);
+    // The run ends: its notice joins the outbox.
+    store
+        .append(&run, 2, vec![finished(3)], None)
+        .await
+        .unwrap();
+    let of_run = store
+        .notices(NoticeQuery {
+            run: Some(run.clone()),
+            limit: 1,
+            ..NoticeQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(of_run.len(), 1);
+    assert_eq!(of_run[0].kind, NoticeKind::RunFinished);
+    // A put is insert-if-absent.
+    let expiring = Notice::new(&run, 2, NoticeKind::ApprovalExpiring, 500);
+    assert!(store.notice_put(expiring.clone()).await.unwrap());
+    assert!(!store.notice_put(expiring).await.unwrap());
+    let counts = store.notice_counts().await.unwrap();
+    let count = |s| counts.iter().find(|(k, _)| *k == s).map_or(0, |(_, n)| *n);
+    assert_eq!(count(NoticeState::Pending), 3);
+    assert_eq!(count(NoticeState::Delivered), 1);
+    // Purged once old: only settled ones.
+    assert_eq!(store.notices_purge(30_000, 10).await.unwrap(), 0);
+    assert_eq!(store.notices_purge(40_000, 10).await.unwrap(), 1);
+    assert_eq!(
+        store.notices(NoticeQuery::default()).await.unwrap().len(),
+        3
+    );
 }
 
 /// An idempotency record of `tenant`'s `key` for `run`, kept at `at_ms` until `expires_at_ms`.

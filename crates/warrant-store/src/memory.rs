@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
+use warrant_core::notice::{Notice, NoticeQuery, NoticeState};
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
-    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-    StoreHealth,
+    ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
+    SpecCatalog, StoreHealth,
 };
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
@@ -29,6 +30,8 @@ struct Inner {
     catalog: Vec<warrant_core::ports::CatalogEntry>,
     /// Idempotency keys by tenant and key.
     idempotency: HashMap<(String, String), IdempotencyRecord>,
+    /// The outbox of notices, by id.
+    notices: BTreeMap<String, Notice>,
 }
 
 struct RunLog {
@@ -99,6 +102,7 @@ impl MemoryStore {
             order,
             position,
             pending,
+            notices,
             ..
         } = &mut *guard;
         // A run already known is found once (most appends): its log is checked and extended
@@ -121,7 +125,8 @@ impl MemoryStore {
                     actual: log.summary.events,
                 });
             }
-            let facts = crate::appended_facts(run, &events, expected)?;
+            let mut facts = crate::appended_facts(run, &events, expected)?;
+            keep_notices(notices, &mut facts);
             extend(log, position, pending, run, events, facts, driver)
         } else {
             if expected != 0 {
@@ -131,7 +136,7 @@ impl MemoryStore {
                     actual: 0,
                 });
             }
-            let facts = crate::appended_facts(run, &events, expected)?;
+            let mut facts = crate::appended_facts(run, &events, expected)?;
             let Some(crate::Started {
                 spec_id,
                 decider,
@@ -159,6 +164,7 @@ impl MemoryStore {
                 },
                 events: Vec::new(),
             });
+            keep_notices(notices, &mut facts);
             extend(log, position, pending, run, events, facts, driver)
         };
         // A child answered makes its root ready: the root's driver carries the tree on.
@@ -169,6 +175,13 @@ impl MemoryStore {
             log.summary.status = RunStatus::Ready;
         }
         Ok(())
+    }
+}
+
+/// Puts an append's notices in the outbox (an id already there is kept as it is).
+fn keep_notices(outbox: &mut BTreeMap<String, Notice>, facts: &mut crate::RunFacts) {
+    for n in std::mem::take(&mut facts.notices) {
+        outbox.entry(n.id.clone()).or_insert(n);
     }
 }
 
@@ -463,6 +476,99 @@ impl IdempotencyKeys for MemoryStore {
             slot.clone()
         });
         ready(held)
+    }
+}
+
+impl NoticeOutbox for MemoryStore {
+    fn notices_due(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        want: usize,
+    ) -> BoxFuture<'_, Result<Vec<Notice>, StoreError>> {
+        let taken = lock(&self.inner).map(|mut inner| {
+            let mut due: Vec<&mut Notice> = inner
+                .notices
+                .values_mut()
+                .filter(|n| n.state == NoticeState::Pending && n.next_at_ms <= now_ms)
+                .collect();
+            due.sort_by(|a, b| (a.at_ms, &a.id).cmp(&(b.at_ms, &b.id)));
+            due.into_iter()
+                .take(want)
+                .map(|n| {
+                    n.next_at_ms = now_ms.saturating_add(lease_ms);
+                    n.attempts = n.attempts.saturating_add(1);
+                    n.clone()
+                })
+                .collect()
+        });
+        ready(taken)
+    }
+    fn notice_settle(&self, notice: &Notice) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let settled = lock(&self.inner).map(|mut inner| match inner.notices.get_mut(&notice.id) {
+            Some(held) if held.state == NoticeState::Pending => {
+                *held = notice.clone();
+                true
+            }
+            _ => false,
+        });
+        ready(settled)
+    }
+    fn notice_put(&self, notice: Notice) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let added = lock(&self.inner).map(|mut inner| {
+            if inner.notices.contains_key(&notice.id) {
+                return false;
+            }
+            inner.notices.insert(notice.id.clone(), notice);
+            true
+        });
+        ready(added)
+    }
+    fn notices(&self, query: NoticeQuery) -> BoxFuture<'_, Result<Vec<Notice>, StoreError>> {
+        let rows = lock(&self.inner).map(|inner| {
+            let mut rows: Vec<Notice> = inner
+                .notices
+                .values()
+                .filter(|n| query.state.is_none_or(|s| n.state == s))
+                .filter(|n| query.run.as_ref().is_none_or(|r| n.run_id == *r))
+                .cloned()
+                .collect();
+            rows.sort_by(|a, b| (b.at_ms, &b.id).cmp(&(a.at_ms, &a.id)));
+            if query.limit > 0 {
+                rows.truncate(query.limit);
+            }
+            rows
+        });
+        ready(rows)
+    }
+    fn notice_counts(&self) -> BoxFuture<'_, Result<Vec<(NoticeState, u64)>, StoreError>> {
+        let counts = lock(&self.inner).map(|inner| {
+            NoticeState::ALL
+                .into_iter()
+                .map(|s| {
+                    let n = inner.notices.values().filter(|n| n.state == s).count();
+                    (s, n as u64)
+                })
+                .collect()
+        });
+        ready(counts)
+    }
+    fn notices_purge(&self, before_ms: u64, most: usize) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let purged = lock(&self.inner).map(|mut inner| {
+            let old: Vec<String> = inner
+                .notices
+                .values()
+                .filter(|n| n.state != NoticeState::Pending)
+                .filter(|n| n.settled_at_ms.is_some_and(|t| t < before_ms))
+                .map(|n| n.id.clone())
+                .take(most)
+                .collect();
+            for id in &old {
+                inner.notices.remove(id);
+            }
+            old.len() as u64
+        });
+        ready(purged)
     }
 }
 

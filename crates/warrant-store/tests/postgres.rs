@@ -20,7 +20,9 @@ use std::time::Duration;
 use warrant_core::event::{Event, EventKind, Principal};
 use warrant_core::ids::RunId;
 use warrant_core::ports::{Driver, EventStore, FairShare, LEASE_TTL_MS, StoreError};
-use warrant_core::store::{IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog};
+use warrant_core::store::{
+    IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex, SpecCatalog,
+};
 use warrant_store::PostgresStore;
 use warrant_store::contract::{self, postgres_scratch, step};
 
@@ -73,8 +75,8 @@ async fn the_postgres_store_keeps_the_whole_contract() {
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
-    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 3));
-    // A store of schema 2 (before idempotency keys) is brought up to 3, by command.
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (4, 4));
+    // A store of schema 3 (before the outbox of notices) is brought up to 4, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -82,18 +84,43 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         tokio::spawn(conn);
         client
             .batch_execute(
-                "DROP TABLE warrant_idempotency;
+                "DROP TABLE warrant_notices;
+                 UPDATE warrant_meta SET value = '3' WHERE key = 'schema_version';",
+            )
+            .await
+            .unwrap();
+        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
+        assert!(err.contains("warrant store migrate"), "{err}");
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 4));
+        let store = PostgresStore::open(&url).await.unwrap();
+        assert!(
+            store
+                .notices(warrant_core::notice::NoticeQuery::default())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+    // A store of schema 2 (before idempotency keys) is brought up to 4, by command.
+    {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(
+                "DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 3));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 4));
         let store = PostgresStore::open(&url).await.unwrap();
         assert_eq!(store.idempotency_get("t", "k", 1).await.unwrap(), None);
     }
-    // A store of schema 1 (before the catalog) is brought up to 3, by command.
+    // A store of schema 1 (before the catalog) is brought up to 4, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -101,14 +128,14 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         tokio::spawn(conn);
         client
             .batch_execute(
-                "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency;
+                "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 3));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 4));
         let store = PostgresStore::open(&url).await.unwrap();
         assert!(store.catalog(None).await.unwrap().is_empty());
     }

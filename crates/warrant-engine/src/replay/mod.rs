@@ -680,8 +680,8 @@ mod memory {
     use warrant_core::ids::RunId;
     use warrant_core::ports::BoxFuture;
     use warrant_core::store::{
-        ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, RunsIndex, SpecCatalog,
-        StoreHealth,
+        ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
+        SpecCatalog, StoreHealth,
     };
     use warrant_core::store::{
         CancelRequest, Claim, Driver, EventFeed, PendingApproval, RunPage, RunQuery, RunSummary,
@@ -800,6 +800,8 @@ mod memory {
     impl SpecCatalog for Log {}
 
     impl IdempotencyKeys for Log {}
+
+    impl NoticeOutbox for Log {}
 
     impl StoreHealth for Log {}
 }

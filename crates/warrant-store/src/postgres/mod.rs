@@ -47,12 +47,13 @@ macro_rules! summary {
     };
 }
 
-/// The schema this build reads and writes (3: idempotency keys).
-pub const SCHEMA_VERSION: i64 = 3;
+/// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices).
+pub const SCHEMA_VERSION: i64 = 4;
 
 // After the macro above: the parts of the store use it.
 mod follow;
 mod leases;
+mod notices;
 mod writer;
 
 use follow::*;
@@ -105,6 +106,14 @@ const MIGRATIONS: &[&str] = &[
          created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL,
          PRIMARY KEY (tenant, key));
      CREATE INDEX warrant_idempotency_by_expiry ON warrant_idempotency (expires_at_ms);",
+    // 4: the outbox of notices, written with the appends that make them.
+    "CREATE TABLE warrant_notices (
+         id TEXT PRIMARY KEY, run_id TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL,
+         at_ms BIGINT NOT NULL, state TEXT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
+         next_at_ms BIGINT NOT NULL, last_error TEXT, delivered_to TEXT NOT NULL DEFAULT '[]',
+         settled_at_ms BIGINT);
+     CREATE INDEX warrant_notices_due ON warrant_notices (next_at_ms) WHERE state = 'pending';
+     CREATE INDEX warrant_notices_by_time ON warrant_notices (at_ms);",
 ];
 
 /// A store on a PostgreSQL database.
@@ -147,6 +156,7 @@ struct Request {
     started: Option<crate::Started>,
     status: Option<RunStatus>,
     approvals: Vec<ApprovalChange>,
+    notices: Vec<warrant_core::notice::Notice>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
@@ -618,6 +628,7 @@ impl LogWriter for PostgresStore {
                 started: facts.started,
                 status: facts.status,
                 approvals: facts.approvals,
+                notices: facts.notices,
                 driver: driver.cloned(),
                 reply,
             })

@@ -92,6 +92,11 @@ pub(super) const INSERT_APPROVALS: &str =
     ON CONFLICT (request) DO NOTHING";
 pub(super) const SETTLE_APPROVALS: &str = "DELETE FROM warrant_approvals WHERE request = ANY($1)";
 pub(super) const END_APPROVALS: &str = "DELETE FROM warrant_approvals WHERE run_id = ANY($1)";
+pub(super) const INSERT_NOTICES: &str =
+    "INSERT INTO warrant_notices (id, run_id, seq, kind, at_ms, state, next_at_ms)
+    SELECT i, r, s, k, a, 'pending', a
+    FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[]) AS u(i, r, s, k, a)
+    ON CONFLICT (id) DO NOTHING";
 pub(super) const NOTIFY_MOVED: &str = "SELECT pg_notify($1, r) FROM UNNEST($2::text[]) AS r";
 pub(super) const NOTIFY_READY: &str = "SELECT pg_notify($1, '')";
 
@@ -126,6 +131,16 @@ pub(super) struct NewApprovals<'a> {
     pub(super) bodies: Vec<String>,
 }
 
+/// Notices a batch makes, column by column.
+#[derive(Default)]
+pub(super) struct NewNotices<'a> {
+    pub(super) ids: Vec<&'a str>,
+    pub(super) runs: Vec<&'a str>,
+    pub(super) seqs: Vec<i64>,
+    pub(super) kinds: Vec<&'static str>,
+    pub(super) at: Vec<i64>,
+}
+
 /// A run's row as the writer locked it.
 pub(super) struct Locked {
     pub(super) last_seq: u64,
@@ -147,6 +162,7 @@ pub(super) struct Statements {
     pub(super) insert_approvals: tokio_postgres::Statement,
     pub(super) settle_approvals: tokio_postgres::Statement,
     pub(super) end_approvals: tokio_postgres::Statement,
+    pub(super) insert_notices: tokio_postgres::Statement,
     pub(super) notify_moved: tokio_postgres::Statement,
     pub(super) notify_ready: tokio_postgres::Statement,
 }
@@ -161,6 +177,7 @@ impl Statements {
             insert_approvals: conn.statement(INSERT_APPROVALS).await?,
             settle_approvals: conn.statement(SETTLE_APPROVALS).await?,
             end_approvals: conn.statement(END_APPROVALS).await?,
+            insert_notices: conn.statement(INSERT_NOTICES).await?,
             notify_moved: conn.statement(NOTIFY_MOVED).await?,
             notify_ready: conn.statement(NOTIFY_READY).await?,
         })
@@ -251,6 +268,7 @@ pub(super) async fn commit_batch(
     let mut asked: Vec<(&str, &PendingApproval)> = Vec::new();
     let mut settled: Vec<&str> = Vec::new();
     let mut ended: Vec<&str> = Vec::new();
+    let mut told = NewNotices::default();
     for req in batch {
         let Some(row) = runs.get_mut(&req.run.0) else {
             results.push(Err(if req.expected == 0 && req.started.is_none() {
@@ -310,6 +328,13 @@ pub(super) async fn commit_batch(
                 ApprovalChange::Ended => ended.push(&req.run.0),
             }
         }
+        for n in &req.notices {
+            told.ids.push(&n.id);
+            told.runs.push(&req.run.0);
+            told.seqs.push(sql_int(n.seq)?);
+            told.kinds.push(n.kind.name());
+            told.at.push(sql_int(n.at_ms)?);
+        }
         results.push(Ok(()));
     }
     // The rest goes out at once (pipelined), and is committed together.
@@ -351,6 +376,7 @@ pub(super) async fn commit_batch(
         &approvals.asked_at,
         &approvals.bodies,
     ];
+    let notice_params: [Param<'_>; 5] = [&told.ids, &told.runs, &told.seqs, &told.kinds, &told.at];
     let settled_params: [Param<'_>; 1] = [&settled];
     let ended_params: [Param<'_>; 1] = [&ended];
     // Delivered at commit: followers of these runs wake; workers wake for runs now ready to
@@ -387,6 +413,9 @@ pub(super) async fn commit_batch(
     }
     if !ended.is_empty() {
         writes.push(Box::pin(tx.execute(&st.end_approvals, &ended_params)));
+    }
+    if !told.ids.is_empty() {
+        writes.push(Box::pin(tx.execute(&st.insert_notices, &notice_params)));
     }
     if !woken.is_empty() {
         writes.push(Box::pin(tx.execute(

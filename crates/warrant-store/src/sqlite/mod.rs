@@ -33,6 +33,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::{broadcast, oneshot, watch};
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
+use warrant_core::notice::Notice;
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
@@ -67,7 +68,9 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// fsynced for an append of a few hundred bytes).
 /// 6: the `idempotency` table, a tenant's `Idempotency-Key`s and the runs they start
 /// (`IdempotencyKeys::idempotency_put`), so a restarted server still knows them.
-pub const SCHEMA_VERSION: i64 = 6;
+/// 7: the `notices` table, the outbox of notices each append writes in its transaction
+/// (`NoticeOutbox`).
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (the append
 /// otherwise advances the row's last sequence and position only): a lease lapses between
@@ -86,6 +89,7 @@ macro_rules! log_last_seq {
 // After the macro above: the parts of the store use it.
 mod follow;
 mod leases;
+mod notices;
 mod read;
 mod schema;
 mod writer;
@@ -124,6 +128,7 @@ struct Request {
     started: Option<crate::Started>,
     status: Option<RunStatus>,
     approvals: Vec<ApprovalChange>,
+    notices: Vec<Notice>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
@@ -446,6 +451,7 @@ impl SqliteStore {
             None => {
                 conn.execute_batch(APPROVALS_TABLE).map_err(io)?;
                 conn.execute_batch(IDEMPOTENCY_TABLE).map_err(io)?;
+                conn.execute_batch(NOTICES_TABLE).map_err(io)?;
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
                     [SCHEMA_VERSION.to_string()],
@@ -658,6 +664,7 @@ impl LogWriter for SqliteStore {
             started: facts.started,
             status: facts.status,
             approvals: facts.approvals,
+            notices: facts.notices,
             driver: driver.cloned(),
             reply,
         };

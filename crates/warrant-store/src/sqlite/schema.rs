@@ -223,6 +223,16 @@ pub(super) const IDEMPOTENCY_TABLE: &str = "CREATE TABLE IF NOT EXISTS idempoten
     created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL, PRIMARY KEY (tenant, key));
  CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at_ms);";
 
+/// The outbox of notices (schema 7), written with the appends that make them; found by due
+/// time for delivery and by time for listing.
+pub(super) const NOTICES_TABLE: &str = "CREATE TABLE IF NOT EXISTS notices (
+    id TEXT PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    at_ms INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    next_at_ms INTEGER NOT NULL, last_error TEXT, delivered_to TEXT NOT NULL DEFAULT '[]',
+    settled_at_ms INTEGER);
+ CREATE INDEX IF NOT EXISTS notices_due ON notices (state, next_at_ms);
+ CREATE INDEX IF NOT EXISTS notices_by_time ON notices (at_ms);";
+
 /// Brings a store of schema `from` up to this build's, in one transaction.
 pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
     let failed = |e: rusqlite::Error| {
@@ -276,6 +286,9 @@ pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
         }
         if from < 6 {
             conn.execute_batch(IDEMPOTENCY_TABLE).map_err(failed)?;
+        }
+        if from < 7 {
+            conn.execute_batch(NOTICES_TABLE).map_err(failed)?;
         }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",

@@ -471,6 +471,9 @@ pub(super) fn commit_batch(
                     }
                 }
             }
+            for n in &req.notices {
+                super::notices::insert(&tx, n)?;
+            }
             let now_known = Known {
                 seq: new_last,
                 position: last_position,
