@@ -396,6 +396,8 @@ pub struct App {
     tenants: Arc<std::sync::Mutex<std::collections::HashMap<RunId, String>>>,
     /// What people and operators answered through this process.
     pub answers: Arc<Answers>,
+    /// What this process's webhooks delivered (`crate::webhooks::Deliverer`).
+    pub deliveries: Arc<crate::webhooks::Deliveries>,
 }
 
 /// What people and operators answered through one process (`/metrics`): counted where each
@@ -449,6 +451,7 @@ impl App {
             build: None,
             tenants: Arc::default(),
             answers: Arc::default(),
+            deliveries: Arc::default(),
         }
     }
 

@@ -455,10 +455,10 @@ impl Deliverer {
             .build()
             .map_err(|e| format!("cannot make the webhooks' HTTP client: {e}"))?;
         Ok(Deliverer {
+            deliveries: app.deliveries.clone(),
             app,
             hooks,
             client,
-            deliveries: Arc::new(Deliveries::default()),
             warned: Mutex::new(HashSet::new()),
         })
     }
@@ -705,6 +705,10 @@ impl Message {
         let mut approve_url = None;
         let mut deny_url = None;
         let (about, line) = match event.map(|e| &e.event.kind) {
+            Some(other) if notice.kind == NoticeKind::RunWaiting => (
+                json!({"waiting_on": other.name()}),
+                format!("Run {run} ({spec}) waits for a person ({})", other.name()),
+            ),
             Some(EventKind::ApprovalRequested {
                 request,
                 tool,
@@ -782,10 +786,6 @@ impl Message {
                     format!("Run {run} ({spec}) ended {}", status.name()),
                 )
             }
-            Some(other) if notice.kind == NoticeKind::RunWaiting => (
-                json!({"waiting_on": other.name()}),
-                format!("Run {run} ({spec}) waits for a person ({})", other.name()),
-            ),
             _ => (json!({}), format!("Run {run}: {}", notice.kind.name())),
         };
         Message {

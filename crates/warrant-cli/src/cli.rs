@@ -303,6 +303,10 @@ pub enum Command {
         /// state as the store has it, with the names `warrant serve` uses.
         #[arg(long, value_name = "ADDR")]
         metrics: Option<std::net::SocketAddr>,
+        /// The operator's webhooks (YAML), told of the sessions' approvals, waits, ends and
+        /// calls in doubt (as `warrant serve --webhooks`).
+        #[arg(long, value_name = "FILE")]
+        webhooks: Option<PathBuf>,
     },
     /// Serve one of Warrant's in-process providers as an MCP server, on stdio or over
     /// Streamable HTTP, for any MCP client to drive (e.g. `warrant mcp-serve cafe`). It is a
@@ -345,6 +349,12 @@ pub enum Command {
     Store {
         #[command(subcommand)]
         command: StoreCommand,
+    },
+    /// The store's outbox of notices and what became of their delivery to the operator's
+    /// webhooks; and a check of a webhooks file.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
     },
     /// The operator's catalog kept in the store (a fleet's): the specs runners may start by
     /// id (`{"spec_id": ...}` in `POST /v1/runs`), each version kept by its digest.
@@ -420,6 +430,12 @@ pub struct ServeArgs {
     /// exit.
     #[arg(long)]
     pub hash_token: bool,
+    /// The operator's webhooks (YAML): endpoints told of approvals asked, answered and about
+    /// to expire, runs waiting and finished, and calls in doubt, from the store's outbox, at
+    /// least once, signed (Standard Webhooks); `links` adds signed approve and deny links.
+    /// `warrant webhooks check FILE` checks one.
+    #[arg(long, value_name = "FILE")]
+    pub webhooks: Option<PathBuf>,
     #[command(flatten)]
     pub logs: LogArgs,
     #[cfg(feature = "otlp")]
@@ -503,6 +519,12 @@ pub struct WorkerArgs {
     /// `warrant serve` uses.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// The operator's webhooks (YAML): endpoints told of approvals asked, answered and about
+    /// to expire, runs waiting and finished, and calls in doubt, from the store's outbox, at
+    /// least once, signed (Standard Webhooks); `links` adds signed approve and deny links.
+    /// `warrant webhooks check FILE` checks one.
+    #[arg(long, value_name = "FILE")]
+    pub webhooks: Option<PathBuf>,
     #[cfg(feature = "otlp")]
     #[command(flatten)]
     pub otlp: OtlpArgs,
@@ -535,6 +557,31 @@ pub enum SpecsCommand {
         /// Only this version (its digest, or a prefix of it).
         #[arg(long, value_name = "DIGEST")]
         digest: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// List the notices and their deliveries, newest first: each one's state (pending,
+    /// delivered, failed), attempts, the endpoints that took it and the last error.
+    Deliveries {
+        /// Only notices in this state: pending, delivered or failed.
+        #[arg(long, value_name = "STATE")]
+        state: Option<String>,
+        /// Only the notices of this run.
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// At most this many.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a webhooks file: every error names its field.
+    Check {
+        /// The webhooks file.
+        file: PathBuf,
     },
 }
 

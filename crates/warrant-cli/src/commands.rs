@@ -168,12 +168,15 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             memory_store,
             floor,
             metrics,
+            webhooks,
             ..
         } => {
             let (config, base) = warrant_gateway::GatewayConfig::load(&config)
                 .map_err(|e| Failure::invalid(anyhow!(e)))?;
+            let hooks = webhooks_file(webhooks.as_deref())?;
             let store = (!memory_store).then_some(&store_path);
-            gateway(store, config, &base, http.as_deref(), floor, metrics).await
+            let doors = Doors { metrics, hooks };
+            gateway(store, config, &base, http.as_deref(), floor, doors).await
         }
         Command::McpServe {
             provider,
@@ -211,6 +214,126 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             command: crate::cli::StoreCommand::Migrate,
         } => crate::store::migrate(&store_path).await,
         Command::Specs { command } => specs(&store_path, command).await,
+        Command::Webhooks { command } => webhooks(&store_path, command).await,
+    }
+}
+
+/// The operator's webhooks file, read and checked, when one was given.
+fn webhooks_file(path: Option<&Path>) -> Result<Option<Arc<warrant_app::webhooks::Webhooks>>> {
+    path.map(|p| {
+        warrant_app::webhooks::Webhooks::from_file(p)
+            .map(Arc::new)
+            .map_err(|e| Failure::invalid(anyhow!("--webhooks: {e}")))
+    })
+    .transpose()
+}
+
+/// Delivers the store's notices to `hooks`' endpoints for as long as the process lives (a
+/// worker's, a gateway's; a server delivers its own).
+fn deliver_notices(app: &App, hooks: Option<Arc<warrant_app::webhooks::Webhooks>>) -> Result<()> {
+    let Some(hooks) = hooks else {
+        return Ok(());
+    };
+    let names: Vec<&str> = hooks.endpoints.iter().map(|e| e.name.as_str()).collect();
+    errln!("webhooks: delivering to {}", names.join(", "));
+    let deliverer = warrant_app::webhooks::Deliverer::new(app.clone(), hooks)
+        .map_err(|e| Failure::invalid(anyhow!(e)))?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the webhooks are delivered for as long as the process lives"
+    )]
+    tokio::spawn(Arc::new(deliverer).run(std::future::pending()));
+    Ok(())
+}
+
+/// What a long-running command answers besides its work: `/metrics`, and webhooks.
+struct Doors {
+    metrics: Option<std::net::SocketAddr>,
+    hooks: Option<Arc<warrant_app::webhooks::Webhooks>>,
+}
+
+/// `warrant webhooks ...`.
+async fn webhooks(store_path: &StoreAt, command: crate::cli::WebhooksCommand) -> Result<u8> {
+    use crate::cli::WebhooksCommand;
+    match command {
+        WebhooksCommand::Check { file } => {
+            let hooks = warrant_app::webhooks::Webhooks::from_file(&file)
+                .map_err(|e| Failure::invalid(anyhow!(e)))?;
+            for e in &hooks.endpoints {
+                outln!("{}: {:?} body", e.name, e.format);
+            }
+            outln!(
+                "{}: {} endpoint(s){}",
+                file.display(),
+                hooks.endpoints.len(),
+                if hooks.links.is_some() {
+                    ", with approve and deny links"
+                } else {
+                    ""
+                }
+            );
+            Ok(exit::ATTAINED)
+        }
+        WebhooksCommand::Deliveries {
+            state,
+            run,
+            limit,
+            json,
+        } => {
+            let state = state
+                .as_deref()
+                .map(str::parse::<warrant_core::notice::NoticeState>)
+                .transpose()
+                .map_err(|e| Failure::invalid(anyhow!("--state: {e}")))?;
+            let store = store_path.open(Use::Read).await?;
+            let notices = store
+                .notices(warrant_core::notice::NoticeQuery {
+                    state,
+                    run: run.map(warrant_core::ids::RunId),
+                    limit,
+                })
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if json {
+                let rows: Vec<Value> = notices
+                    .iter()
+                    .map(|n| {
+                        json!({
+                            "id": n.id, "run_id": n.run_id, "seq": n.seq, "type": n.kind.name(),
+                            "at_ms": n.at_ms, "state": n.state.name(), "attempts": n.attempts,
+                            "next_at_ms": n.next_at_ms, "last_error": n.last_error,
+                            "delivered_to": n.delivered_to, "settled_at_ms": n.settled_at_ms,
+                        })
+                    })
+                    .collect();
+                print_json(&rows)?;
+            } else if notices.is_empty() {
+                errln!(
+                    "no notices in `{store_path}` (they are made as runs ask for approval, wait and end)"
+                );
+            } else {
+                for n in &notices {
+                    let to = if n.delivered_to.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  to {}", n.delivered_to.join(", "))
+                    };
+                    let error = n
+                        .last_error
+                        .as_deref()
+                        .map(|e| format!("  last error: {e}"))
+                        .unwrap_or_default();
+                    outln!(
+                        "{:<40} {:<9} {} attempt(s)  {}{to}{error}",
+                        n.id,
+                        n.state.name(),
+                        n.attempts,
+                        when(n.at_ms),
+                    );
+                }
+            }
+            Ok(exit::ATTAINED)
+        }
     }
 }
 
@@ -365,7 +488,11 @@ async fn mcp_serve(
         warrant_gateway::GatewayConfig::parse(&text, warrant_core::spec::Format::Json, "--config")
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     let base = std::env::current_dir().map_err(|e| Failure::failed(anyhow!("{e}")))?;
-    gateway(Some(store_path), config, &base, http, Vec::new(), None).await
+    let doors = Doors {
+        metrics: None,
+        hooks: None,
+    };
+    gateway(Some(store_path), config, &base, http, Vec::new(), doors).await
 }
 
 /// Serves a gateway until its client leaves (stdio) or the process is stopped (HTTP).
@@ -375,7 +502,7 @@ async fn gateway(
     base: &Path,
     http: Option<&str>,
     floor: Vec<PathBuf>,
-    metrics: Option<std::net::SocketAddr>,
+    doors: Doors,
 ) -> Result<u8> {
     // A SIGTERM from the moment the gateway answers anything (its metrics first) stops it.
     let stop = shutdown_signal();
@@ -412,7 +539,8 @@ async fn gateway(
     let gateway = warrant_gateway::Gateway::start(app.clone(), config, base, &user)
         .await
         .map_err(|e| Failure::invalid(anyhow!(e)))?;
-    if let Some(addr) = metrics {
+    deliver_notices(&app, doors.hooks)?;
+    if let Some(addr) = doors.metrics {
         metrics_on(addr, app, Some(gateway.clone())).await?;
     }
     let closed = gateway
@@ -1865,6 +1993,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
             .settings()
             .map_err(|e| Failure::invalid(anyhow!(e)))?,
         build: Some(crate::version::info()),
+        webhooks: webhooks_file(args.webhooks.as_deref())?,
     };
     let store = store_path.open(Use::Create).await?;
     let server = warrant_server::Server::bind(config, store)
@@ -1930,6 +2059,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
             .map_err(|e| Failure::invalid(anyhow!(e)))?;
     }
     let runner = Arc::new(runner);
+    deliver_notices(&app, webhooks_file(args.webhooks.as_deref())?)?;
     if let Some(addr) = args.metrics {
         metrics_on(addr, app, Some(runner.clone())).await?;
     }

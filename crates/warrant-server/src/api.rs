@@ -1100,7 +1100,11 @@ impl Shared {
     }
 
     /// The request `request`, when the caller's tenant may see it.
-    async fn request(&self, caller: &Caller, request: &str) -> Result<ApprovalRow, Problem> {
+    pub(crate) async fn request(
+        &self,
+        caller: &Caller,
+        request: &str,
+    ) -> Result<ApprovalRow, Problem> {
         let not_found = || Problem::not_found(format!("no approval request `{request}`"));
         let run = RunId::of_request(request).ok_or_else(not_found)?;
         let run = self

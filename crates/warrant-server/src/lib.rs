@@ -12,6 +12,7 @@ pub mod auth;
 mod console;
 mod console_start;
 mod hidden;
+mod links;
 pub mod metrics;
 mod openapi;
 #[cfg(feature = "otlp")]
@@ -70,6 +71,9 @@ pub struct Config {
     pub otlp: Option<otlp::Settings>,
     /// The build of the program serving, named in the `run_started` of every run it starts.
     pub build: Option<warrant_core::event::BuildInfo>,
+    /// The operator's webhooks (`--webhooks FILE`): the server delivers the store's notices
+    /// to them, and answers their signed approve and deny links.
+    pub webhooks: Option<Arc<warrant_app::webhooks::Webhooks>>,
 }
 
 /// Why a server did not start.
@@ -100,6 +104,8 @@ pub(crate) struct Shared {
     /// in the store to the run's first event), so two of this server's requests never race
     /// for one key; between servers the store decides (`api::start_run`).
     pub(crate) starting: tokio::sync::Mutex<()>,
+    /// The operator's webhooks, if any.
+    pub(crate) webhooks: Option<Arc<warrant_app::webhooks::Webhooks>>,
 }
 
 impl Shared {
@@ -248,6 +254,7 @@ impl Server {
             secret,
             ready: AtomicBool::new(false),
             starting: tokio::sync::Mutex::new(()),
+            webhooks: config.webhooks.clone(),
         });
         Ok(Server {
             listener,
@@ -300,9 +307,22 @@ impl Server {
                     }
                 }
             };
+            // The store's notices go out to the operator's webhooks, if any.
+            let deliver = async {
+                match &shared.webhooks {
+                    Some(hooks) => match warrant_app::webhooks::Deliverer::new(
+                        shared.app.clone(),
+                        hooks.clone(),
+                    ) {
+                        Ok(d) => Arc::new(d).run(std::future::pending()).await,
+                        Err(e) => tracing::error!(error = %e, "webhooks: not delivering"),
+                    },
+                    None => {}
+                }
+            };
             // Runs answered by another process are taken up as the store tells of its
             // commits; the store's health is looked at each second.
-            tokio::join!(shared.runner.watch_answers(), health);
+            tokio::join!(shared.runner.watch_answers(), health, deliver);
         };
         let router = router(self.shared.clone());
         let served = accept(self.listener, router, self.client_timeout, shutdown);
@@ -418,6 +438,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .merge(console::routes())
+        .merge(links::routes())
         .fallback(|| async { Problem::not_found("nothing here (the API is under /v1)") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
         .layer(DefaultBodyLimit::max(limit))
@@ -507,6 +528,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> axum::response::Response 
     let mut out = metrics::Exposition::default();
     out.driven(shared.runner.as_ref());
     out.answers(&shared.app);
+    out.webhooks(&shared.app).await;
     // Each tenant's use, over its quota's window (an hour when it has none).
     let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
     let usage = shared.runner.meter.usage(now, |t| {

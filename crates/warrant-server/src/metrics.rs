@@ -176,6 +176,37 @@ impl Exposition {
         );
     }
 
+    /// What this process's webhooks posted, and the store's outbox of notices by state (the
+    /// fleet's: any process may deliver them).
+    pub async fn webhooks(&mut self, app: &warrant_app::App) {
+        let d = &app.deliveries;
+        self.metric(
+            "warrant_webhook_posts_total",
+            "Posts of notices to the operator's webhooks by this process, by endpoint and result (delivered, failed).",
+            "counter",
+            counted(&d.posts, ["endpoint", "result"]),
+        );
+        self.metric(
+            "warrant_webhook_given_up_total",
+            "Notices this process gave up on, by reason (attempts: every retry failed; too_old: older than max_age_seconds when first taken).",
+            "counter",
+            counted(&d.given_up, ["reason"]),
+        );
+        if let Ok(counts) = app.outbox().notice_counts().await
+            && !counts.is_empty()
+        {
+            self.metric(
+                "warrant_notices",
+                "Notices in the store's outbox, by state (pending: to be delivered; delivered; failed: given up).",
+                "gauge",
+                counts
+                    .into_iter()
+                    .map(|(s, n)| (format!("{{state=\"{}\"}}", s.name()), n))
+                    .collect(),
+            );
+        }
+    }
+
     /// Each tenant's use over its quota's window.
     pub fn tenants(&mut self, usage: &BTreeMap<String, warrant_app::TenantUse>) {
         let tenant = |t: &str| format!("{{tenant=\"{}\"}}", label_value(t));
@@ -367,6 +398,7 @@ pub async fn serve_metrics(
                 out.driven(r.as_ref());
             }
             out.answers(&app);
+            out.webhooks(&app).await;
             out.fleet(&app).await;
             out.into_response()
         }
