@@ -570,16 +570,20 @@ impl Deliverer {
             }
             match self.post(endpoint, &notice, &about).await {
                 Ok(()) => {
-                    self.deliveries.posts.add([&endpoint.name, "delivered"], 1);
+                    self.deliveries
+                        .posts
+                        .add([&endpoint.name, NoticeState::Delivered.name()], 1);
                     notice.delivered_to.push(endpoint.name.clone());
                 }
                 Err(why) => {
-                    self.deliveries.posts.add([&endpoint.name, "failed"], 1);
+                    self.deliveries
+                        .posts
+                        .add([&endpoint.name, NoticeState::Failed.name()], 1);
                     errors.push(format!("{}: {why}", endpoint.name));
                 }
             }
         }
-        let now = self::now_ms();
+        let now = now_ms;
         if errors.is_empty() {
             notice.state = NoticeState::Delivered;
             notice.last_error = None;

@@ -446,3 +446,87 @@ async fn a_supervisor_holds_a_waiting_run_until_it_is_answered_and_no_more_than_
     supervisor.stop(std::time::Duration::from_secs(5)).await;
     assert_eq!(supervisor.room(), 0, "a stopping supervisor takes no run");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_about_to_expire_is_told_once_and_a_notice_nobody_takes_is_retried_then_given_up()
+{
+    use warrant_core::notice::{NoticeKind, NoticeQuery, NoticeState};
+    let store: Arc<dyn EventStore> = Arc::new(MemoryStore::new());
+    let app = app_over(store.clone());
+    let prepared = asking().await;
+    let held = prepared.drive(&app.engine_for(&prepared)).await.unwrap();
+    prepared.shutdown().await;
+    let asked = app.approvals(Some(&held.run_id)).await.unwrap();
+    let expires = asked[0].expires_at_ms;
+    // An endpoint nothing listens on: every post fails.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let hooks = warrant_app::webhooks::Webhooks::parse(
+        &format!(
+            "endpoints: [{{name: ops, url: 'http://127.0.0.1:{port}/', secret: 0123456789abcdef}}]
+retry: {{attempts: 3, first_seconds: 1}}
+expiring_seconds: 60
+max_age_seconds: 100000000"
+        ),
+        "hooks.yaml",
+    )
+    .unwrap();
+    let deliverer =
+        Arc::new(warrant_app::webhooks::Deliverer::new(app.clone(), Arc::new(hooks)).unwrap());
+    let kinds = |notices: &[warrant_core::notice::Notice]| {
+        let mut k: Vec<NoticeKind> = notices.iter().map(|n| n.kind).collect();
+        k.sort();
+        k
+    };
+    // Long before the expiry: no warning. Within a minute of it: one, however often it looks.
+    deliverer.round(expires - 120_000).await.unwrap();
+    let before = app.notices(NoticeQuery::default()).await.unwrap();
+    assert_eq!(
+        kinds(&before),
+        vec![NoticeKind::ApprovalRequested, NoticeKind::RunWaiting]
+    );
+    deliverer.round(expires - 30_000).await.unwrap();
+    deliverer.round(expires - 29_990).await.unwrap();
+    let after = app.notices(NoticeQuery::default()).await.unwrap();
+    assert_eq!(
+        kinds(&after),
+        vec![
+            NoticeKind::ApprovalRequested,
+            NoticeKind::ApprovalExpiring,
+            NoticeKind::RunWaiting
+        ]
+    );
+    // Every post failed: each notice is pending with its error, until its attempts run out.
+    assert!(
+        after.iter().all(|n| n.state == NoticeState::Pending),
+        "{after:#?}"
+    );
+    assert!(
+        after.iter().all(|n| n
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("ops: cannot post"))),
+        "{after:#?}"
+    );
+    deliverer.round(expires + 3_600_000).await.unwrap();
+    deliverer.round(expires + 3_700_000).await.unwrap();
+    let given_up = app.notices(NoticeQuery::default()).await.unwrap();
+    assert!(
+        given_up
+            .iter()
+            .all(|n| n.state == NoticeState::Failed && n.attempts == 3),
+        "{given_up:#?}"
+    );
+    assert_eq!(
+        app.deliveries
+            .given_up
+            .rows()
+            .iter()
+            .map(|(_, n)| *n)
+            .sum::<u64>(),
+        3
+    );
+}

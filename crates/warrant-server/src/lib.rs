@@ -309,15 +309,12 @@ impl Server {
             };
             // The store's notices go out to the operator's webhooks, if any.
             let deliver = async {
-                match &shared.webhooks {
-                    Some(hooks) => match warrant_app::webhooks::Deliverer::new(
-                        shared.app.clone(),
-                        hooks.clone(),
-                    ) {
-                        Ok(d) => Arc::new(d).run(std::future::pending()).await,
-                        Err(e) => tracing::error!(error = %e, "webhooks: not delivering"),
-                    },
-                    None => {}
+                let Some(hooks) = &shared.webhooks else {
+                    return;
+                };
+                match warrant_app::webhooks::Deliverer::new(shared.app.clone(), hooks.clone()) {
+                    Ok(d) => Arc::new(d).run(std::future::pending()).await,
+                    Err(e) => tracing::error!(error = %e, "webhooks: not delivering"),
                 }
             };
             // Runs answered by another process are taken up as the store tells of its

@@ -400,6 +400,54 @@ impl Followed {
     }
 }
 
+/// A notice as a SQL store's row holds it, read back.
+pub(crate) struct NoticeRow {
+    pub(crate) id: String,
+    pub(crate) run_id: String,
+    pub(crate) seq: u64,
+    pub(crate) kind: String,
+    pub(crate) at_ms: u64,
+    pub(crate) state: String,
+    pub(crate) attempts: u64,
+    pub(crate) next_at_ms: u64,
+    pub(crate) last_error: Option<String>,
+    pub(crate) delivered_to: String,
+    pub(crate) settled_at_ms: Option<u64>,
+}
+
+impl NoticeRow {
+    /// The notice, its names checked: a row this build cannot read is an error naming it.
+    pub(crate) fn notice(
+        self,
+    ) -> Result<warrant_core::notice::Notice, warrant_core::store::StoreError> {
+        let bad = |what: &str, e: String| {
+            warrant_core::store::StoreError::Io(format!("notice `{}`: {what}: {e}", self.id))
+        };
+        let kind = self.kind.parse().map_err(|e| bad("kind", e))?;
+        let state = self.state.parse().map_err(|e| bad("state", e))?;
+        let delivered_to: Vec<String> = serde_json::from_str(&self.delivered_to)
+            .map_err(|e| bad("delivered_to", e.to_string()))?;
+        Ok(warrant_core::notice::Notice {
+            run_id: warrant_core::ids::RunId(self.run_id),
+            seq: self.seq,
+            kind,
+            at_ms: self.at_ms,
+            state,
+            attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
+            next_at_ms: self.next_at_ms,
+            last_error: self.last_error,
+            delivered_to,
+            settled_at_ms: self.settled_at_ms,
+            id: self.id,
+        })
+    }
+}
+
+/// The endpoints that took a notice, as the stores keep them (a JSON array).
+pub(crate) fn delivered_json(notice: &warrant_core::notice::Notice) -> String {
+    serde_json::to_string(&notice.delivered_to).unwrap_or_else(|_| "[]".to_owned())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 mod tests {
@@ -472,52 +520,4 @@ mod tests {
         outbox.post([Answer(sender, 1)]);
         assert!(matches!(waiting.as_mut().poll(&mut cx), Poll::Ready(Ok(1))));
     }
-}
-
-/// A notice as a SQL store's row holds it, read back.
-pub(crate) struct NoticeRow {
-    pub(crate) id: String,
-    pub(crate) run_id: String,
-    pub(crate) seq: u64,
-    pub(crate) kind: String,
-    pub(crate) at_ms: u64,
-    pub(crate) state: String,
-    pub(crate) attempts: u64,
-    pub(crate) next_at_ms: u64,
-    pub(crate) last_error: Option<String>,
-    pub(crate) delivered_to: String,
-    pub(crate) settled_at_ms: Option<u64>,
-}
-
-impl NoticeRow {
-    /// The notice, its names checked: a row this build cannot read is an error naming it.
-    pub(crate) fn notice(
-        self,
-    ) -> Result<warrant_core::notice::Notice, warrant_core::store::StoreError> {
-        let bad = |what: &str, e: String| {
-            warrant_core::store::StoreError::Io(format!("notice `{}`: {what}: {e}", self.id))
-        };
-        let kind = self.kind.parse().map_err(|e| bad("kind", e))?;
-        let state = self.state.parse().map_err(|e| bad("state", e))?;
-        let delivered_to: Vec<String> = serde_json::from_str(&self.delivered_to)
-            .map_err(|e| bad("delivered_to", e.to_string()))?;
-        Ok(warrant_core::notice::Notice {
-            run_id: warrant_core::ids::RunId(self.run_id),
-            seq: self.seq,
-            kind,
-            at_ms: self.at_ms,
-            state,
-            attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
-            next_at_ms: self.next_at_ms,
-            last_error: self.last_error,
-            delivered_to,
-            settled_at_ms: self.settled_at_ms,
-            id: self.id,
-        })
-    }
-}
-
-/// The endpoints that took a notice, as the stores keep them (a JSON array).
-pub(crate) fn delivered_json(notice: &warrant_core::notice::Notice) -> String {
-    serde_json::to_string(&notice.delivered_to).unwrap_or_else(|_| "[]".to_owned())
 }

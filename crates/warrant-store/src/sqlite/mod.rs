@@ -127,10 +127,24 @@ struct Request {
     events: Vec<Arc<Event>>,
     started: Option<crate::Started>,
     status: Option<RunStatus>,
-    approvals: Vec<ApprovalChange>,
-    notices: Vec<Notice>,
+    /// What the append changes in the approvals index and the outbox, when anything (most
+    /// appends change neither: nothing is allocated, and the request stays small).
+    indexed: Option<Box<Indexed>>,
     driver: Option<Driver>,
     reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// An append's changes to the approvals index and the outbox of notices.
+struct Indexed {
+    approvals: Vec<ApprovalChange>,
+    notices: Vec<Notice>,
+}
+
+impl Indexed {
+    fn of(approvals: Vec<ApprovalChange>, notices: Vec<Notice>) -> Option<Box<Indexed>> {
+        (!approvals.is_empty() || !notices.is_empty())
+            .then(|| Box::new(Indexed { approvals, notices }))
+    }
 }
 
 /// What the writer thread is asked to do, in one group-committed transaction with whatever
@@ -663,8 +677,7 @@ impl LogWriter for SqliteStore {
             events,
             started: facts.started,
             status: facts.status,
-            approvals: facts.approvals,
-            notices: facts.notices,
+            indexed: Indexed::of(facts.approvals, facts.notices),
             driver: driver.cloned(),
             reply,
         };

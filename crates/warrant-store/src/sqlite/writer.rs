@@ -454,7 +454,11 @@ pub(super) fn commit_batch(
                 }
                 _ => {}
             }
-            for change in &req.approvals {
+            let (approvals, notices) = match req.indexed.as_deref() {
+                Some(i) => (i.approvals.as_slice(), i.notices.as_slice()),
+                None => (&[][..], &[][..]),
+            };
+            for change in approvals {
                 match change {
                     ApprovalChange::Asked(p) => insert_pending(&tx, p)?,
                     ApprovalChange::Settled(request) => {
@@ -471,7 +475,7 @@ pub(super) fn commit_batch(
                     }
                 }
             }
-            for n in &req.notices {
+            for n in notices {
                 super::notices::insert(&tx, n)?;
             }
             let now_known = Known {
