@@ -352,6 +352,8 @@ impl IdempotencyKeys for Outage {}
 
 impl NoticeOutbox for Outage {}
 
+impl warrant_core::store::Schedules for Outage {}
+
 impl StoreHealth for Outage {}
 
 #[tokio::test]

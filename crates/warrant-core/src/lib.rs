@@ -22,6 +22,7 @@ pub mod ports;
 pub mod projection;
 pub mod provenance;
 pub mod report;
+pub mod schedule;
 pub mod scope;
 pub mod spec;
 pub mod status;

@@ -564,6 +564,51 @@ pub trait NoticeOutbox: Send + Sync {
     }
 }
 
+/// The operator's schedules and their ticks, shared by every process of a fleet: a tick is
+/// claimed once (insert-if-absent by schedule and time), so exactly one process starts its run.
+pub trait Schedules: Send + Sync {
+    /// Keeps `schedule` (replacing the one with its id): whether it is new.
+    fn schedule_put(
+        &self,
+        schedule: crate::schedule::Schedule,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = schedule;
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no schedules".into(),
+        ))))
+    }
+    /// Every schedule, by id.
+    fn schedules(&self) -> BoxFuture<'_, Result<Vec<crate::schedule::Schedule>, StoreError>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+    /// Removes schedule `id` and its ticks: whether it was there.
+    fn schedule_remove(&self, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+    /// Claims `tick` unless its schedule's tick at that time is claimed already (by any
+    /// process): whether this claim won.
+    fn tick_claim(&self, tick: crate::schedule::Tick) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = tick;
+        Box::pin(std::future::ready(Ok(false)))
+    }
+    /// Records what became of a claimed tick (its state, run and note).
+    fn tick_update(&self, tick: &crate::schedule::Tick) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = tick;
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// The ticks of `schedule` (of every schedule if `None`), newest first, at most `limit`
+    /// (0: all).
+    fn ticks(
+        &self,
+        schedule: Option<&str>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<crate::schedule::Tick>, StoreError>> {
+        let _ = (schedule, limit);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+}
+
 /// What the adapter measures of itself, when it does (its commits' latency, its log's copies
 /// back).
 pub trait StoreHealth: Send + Sync {
@@ -590,6 +635,7 @@ pub trait EventStore:
     + SpecCatalog
     + IdempotencyKeys
     + NoticeOutbox
+    + Schedules
     + StoreHealth
 {
 }
@@ -603,6 +649,7 @@ impl<T> EventStore for T where
         + SpecCatalog
         + IdempotencyKeys
         + NoticeOutbox
+        + Schedules
         + StoreHealth
         + ?Sized
 {

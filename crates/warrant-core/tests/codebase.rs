@@ -128,6 +128,16 @@ const OTHER_VOCABULARIES: &[(&str, &str, &str)] = &[
         "a notice's delivery state",
     ),
     (
+        "crates/warrant-core/src/schedule.rs",
+        "queued",
+        "a schedule's tick state",
+    ),
+    (
+        "crates/warrant-core/src/schedule.rs",
+        "failed",
+        "a schedule's tick state",
+    ),
+    (
         "crates/warrant-store/src/contract.rs",
         "*",
         "the store contract suite: tests, compiled for other crates' tests",

@@ -762,4 +762,6 @@ impl IdempotencyKeys for OnRealTime {}
 
 impl NoticeOutbox for OnRealTime {}
 
+impl warrant_core::store::Schedules for OnRealTime {}
+
 impl StoreHealth for OnRealTime {}

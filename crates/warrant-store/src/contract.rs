@@ -163,6 +163,56 @@ where
     an_idempotency_key_is_kept_once_per_tenant_until_it_expires(&make().await).await;
     concurrent_puts_of_one_idempotency_key_all_find_one_run(&make().await).await;
     appends_fill_the_outbox_and_deliverers_take_each_notice_once(&make().await).await;
+    a_schedules_tick_is_claimed_once_and_its_state_kept(&make().await).await;
+}
+
+/// A schedule is kept by id (put again: replaced); a tick is claimed once whoever claims it,
+/// its state updated in place; ticks are listed newest first; removing a schedule removes
+/// its ticks.
+pub async fn a_schedules_tick_is_claimed_once_and_its_state_kept(store: &dyn EventStore) {
+    use warrant_core::schedule::{Schedule, Tick, TickState};
+    let mut nightly = Schedule {
+        id: "nightly".into(),
+        cron: "0 2 * * *".parse().unwrap(),
+        time_zone: "Europe/Berlin".into(),
+        spec_id: "pay-to".into(),
+        spec_digest: None,
+        inputs: serde_json::Map::new(),
+        overlap: Default::default(),
+        catch_up: Default::default(),
+        tenant: "acme".into(),
+        user: "ops".into(),
+        paused: false,
+        created_at_ms: 1_000,
+        from_ms: 1_000,
+    };
+    assert!(store.schedule_put(nightly.clone()).await.unwrap());
+    nightly.paused = true;
+    assert!(!store.schedule_put(nightly.clone()).await.unwrap());
+    assert_eq!(store.schedules().await.unwrap(), vec![nightly.clone()]);
+    let tick = |at_ms| Tick {
+        schedule: "nightly".into(),
+        at_ms,
+        run_id: Some(RunId(format!("r{at_ms}"))),
+        state: TickState::Started,
+        note: None,
+    };
+    assert!(store.tick_claim(tick(10)).await.unwrap());
+    assert!(!store.tick_claim(tick(10)).await.unwrap());
+    assert!(store.tick_claim(tick(20)).await.unwrap());
+    let mut queued = tick(30);
+    queued.state = TickState::Queued;
+    assert!(store.tick_claim(queued.clone()).await.unwrap());
+    queued.state = TickState::Started;
+    queued.note = Some("the previous run ended".into());
+    store.tick_update(&queued).await.unwrap();
+    let listed = store.ticks(Some("nightly"), 2).await.unwrap();
+    assert_eq!(listed, vec![queued, tick(20)]);
+    assert!(store.ticks(Some("other"), 0).await.unwrap().is_empty());
+    assert!(store.schedule_remove("nightly").await.unwrap());
+    assert!(!store.schedule_remove("nightly").await.unwrap());
+    assert!(store.ticks(None, 0).await.unwrap().is_empty());
+    assert!(store.schedules().await.unwrap().is_empty());
 }
 
 /// An append's notices are in the outbox as soon as it commits and never for one that

@@ -448,6 +448,40 @@ pub(crate) fn delivered_json(notice: &warrant_core::notice::Notice) -> String {
     serde_json::to_string(&notice.delivered_to).unwrap_or_else(|_| "[]".to_owned())
 }
 
+/// A schedule as a SQL store keeps it (its JSON), read back.
+pub(crate) fn schedule_of(
+    body: &str,
+) -> Result<warrant_core::schedule::Schedule, warrant_core::store::StoreError> {
+    serde_json::from_str(body)
+        .map_err(|e| warrant_core::store::StoreError::Io(format!("a schedule in the store: {e}")))
+}
+
+/// A schedule as a SQL store keeps it.
+pub(crate) fn schedule_body(
+    schedule: &warrant_core::schedule::Schedule,
+) -> Result<String, warrant_core::store::StoreError> {
+    serde_json::to_string(schedule).map_err(|e| warrant_core::store::StoreError::Io(e.to_string()))
+}
+
+/// A tick as a SQL store's row holds it, read back.
+pub(crate) fn tick_of(
+    schedule: String,
+    at_ms: u64,
+    run_id: Option<String>,
+    state: &str,
+    note: Option<String>,
+) -> Result<warrant_core::schedule::Tick, warrant_core::store::StoreError> {
+    Ok(warrant_core::schedule::Tick {
+        state: state.parse().map_err(|e: String| {
+            warrant_core::store::StoreError::Io(format!("tick {schedule}@{at_ms}: {e}"))
+        })?,
+        schedule,
+        at_ms,
+        run_id: run_id.map(warrant_core::ids::RunId),
+        note,
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 mod tests {

@@ -7,11 +7,12 @@ use tokio::sync::watch;
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::notice::{Notice, NoticeQuery, NoticeState};
+use warrant_core::schedule::{Schedule, Tick};
 use warrant_core::ports::BoxFuture;
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
     ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
-    SpecCatalog, StoreHealth,
+    Schedules, SpecCatalog, StoreHealth,
 };
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventFeed, Held, IDEMPOTENCY_PURGE_MAX, IdempotencyRecord,
@@ -32,6 +33,9 @@ struct Inner {
     idempotency: HashMap<(String, String), IdempotencyRecord>,
     /// The outbox of notices, by id.
     notices: BTreeMap<String, Notice>,
+    /// Schedules by id, and their ticks by schedule and time.
+    schedules: BTreeMap<String, Schedule>,
+    ticks: BTreeMap<(String, u64), Tick>,
 }
 
 struct RunLog {
@@ -569,6 +573,59 @@ impl NoticeOutbox for MemoryStore {
             old.len() as u64
         });
         ready(purged)
+    }
+}
+
+impl Schedules for MemoryStore {
+    fn schedule_put(&self, schedule: Schedule) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let new = lock(&self.inner)
+            .map(|mut inner| inner.schedules.insert(schedule.id.clone(), schedule).is_none());
+        ready(new)
+    }
+    fn schedules(&self) -> BoxFuture<'_, Result<Vec<Schedule>, StoreError>> {
+        ready(lock(&self.inner).map(|inner| inner.schedules.values().cloned().collect()))
+    }
+    fn schedule_remove(&self, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let removed = lock(&self.inner).map(|mut inner| {
+            inner.ticks.retain(|(s, _), _| s != id);
+            inner.schedules.remove(id).is_some()
+        });
+        ready(removed)
+    }
+    fn tick_claim(&self, tick: Tick) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let won = lock(&self.inner).map(|mut inner| {
+            let key = (tick.schedule.clone(), tick.at_ms);
+            if inner.ticks.contains_key(&key) {
+                return false;
+            }
+            inner.ticks.insert(key, tick);
+            true
+        });
+        ready(won)
+    }
+    fn tick_update(&self, tick: &Tick) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            if let Some(held) = inner.ticks.get_mut(&(tick.schedule.clone(), tick.at_ms)) {
+                *held = tick.clone();
+            }
+        });
+        ready(done)
+    }
+    fn ticks(&self, schedule: Option<&str>, limit: usize) -> BoxFuture<'_, Result<Vec<Tick>, StoreError>> {
+        let rows = lock(&self.inner).map(|inner| {
+            let mut rows: Vec<Tick> = inner
+                .ticks
+                .values()
+                .filter(|t| schedule.is_none_or(|s| t.schedule == s))
+                .cloned()
+                .collect();
+            rows.sort_by(|a, b| (b.at_ms, &b.schedule).cmp(&(a.at_ms, &a.schedule)));
+            if limit > 0 {
+                rows.truncate(limit);
+            }
+            rows
+        });
+        ready(rows)
     }
 }
 

@@ -803,5 +803,7 @@ mod memory {
 
     impl NoticeOutbox for Log {}
 
+    impl warrant_core::store::Schedules for Log {}
+
     impl StoreHealth for Log {}
 }

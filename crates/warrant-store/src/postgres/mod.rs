@@ -47,13 +47,15 @@ macro_rules! summary {
     };
 }
 
-/// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices).
+/// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices,
+/// schedules and their ticks).
 pub const SCHEMA_VERSION: i64 = 4;
 
 // After the macro above: the parts of the store use it.
 mod follow;
 mod leases;
 mod notices;
+mod schedules;
 mod writer;
 
 use follow::*;
@@ -106,14 +108,19 @@ const MIGRATIONS: &[&str] = &[
          created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL,
          PRIMARY KEY (tenant, key));
      CREATE INDEX warrant_idempotency_by_expiry ON warrant_idempotency (expires_at_ms);",
-    // 4: the outbox of notices, written with the appends that make them.
+    // 4: the outbox of notices, written with the appends that make them; schedules and the
+    // ticks claimed.
     "CREATE TABLE warrant_notices (
          id TEXT PRIMARY KEY, run_id TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL,
          at_ms BIGINT NOT NULL, state TEXT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
          next_at_ms BIGINT NOT NULL, last_error TEXT, delivered_to TEXT NOT NULL DEFAULT '[]',
          settled_at_ms BIGINT);
      CREATE INDEX warrant_notices_due ON warrant_notices (next_at_ms) WHERE state = 'pending';
-     CREATE INDEX warrant_notices_by_time ON warrant_notices (at_ms);",
+     CREATE INDEX warrant_notices_by_time ON warrant_notices (at_ms);
+     CREATE TABLE warrant_schedules (id TEXT PRIMARY KEY, body TEXT NOT NULL);
+     CREATE TABLE warrant_ticks (
+         schedule TEXT NOT NULL, at_ms BIGINT NOT NULL, run_id TEXT, state TEXT NOT NULL,
+         note TEXT, PRIMARY KEY (schedule, at_ms));",
 ];
 
 /// A store on a PostgreSQL database.

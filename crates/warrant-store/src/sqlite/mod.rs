@@ -69,7 +69,7 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// 6: the `idempotency` table, a tenant's `Idempotency-Key`s and the runs they start
 /// (`IdempotencyKeys::idempotency_put`), so a restarted server still knows them.
 /// 7: the `notices` table, the outbox of notices each append writes in its transaction
-/// (`NoticeOutbox`).
+/// (`NoticeOutbox`); the `schedules` and `ticks` tables (`Schedules`).
 pub const SCHEMA_VERSION: i64 = 7;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (the append
@@ -90,6 +90,7 @@ macro_rules! log_last_seq {
 mod follow;
 mod leases;
 mod notices;
+mod schedules;
 mod read;
 mod schema;
 mod writer;
@@ -466,6 +467,7 @@ impl SqliteStore {
                 conn.execute_batch(APPROVALS_TABLE).map_err(io)?;
                 conn.execute_batch(IDEMPOTENCY_TABLE).map_err(io)?;
                 conn.execute_batch(NOTICES_TABLE).map_err(io)?;
+                conn.execute_batch(SCHEDULES_TABLES).map_err(io)?;
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
                     [SCHEMA_VERSION.to_string()],

@@ -233,6 +233,14 @@ pub(super) const NOTICES_TABLE: &str = "CREATE TABLE IF NOT EXISTS notices (
  CREATE INDEX IF NOT EXISTS notices_due ON notices (state, next_at_ms);
  CREATE INDEX IF NOT EXISTS notices_by_time ON notices (at_ms);";
 
+/// The operator's schedules (schema 7), each as its JSON, and their ticks, one row a tick
+/// claimed (the key makes a claim insert-if-absent).
+pub(super) const SCHEDULES_TABLES: &str = "CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY, body TEXT NOT NULL);
+ CREATE TABLE IF NOT EXISTS ticks (
+    schedule TEXT NOT NULL, at_ms INTEGER NOT NULL, run_id TEXT, state TEXT NOT NULL, note TEXT,
+    PRIMARY KEY (schedule, at_ms));";
+
 /// Brings a store of schema `from` up to this build's, in one transaction.
 pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
     let failed = |e: rusqlite::Error| {
@@ -289,6 +297,7 @@ pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
         }
         if from < 7 {
             conn.execute_batch(NOTICES_TABLE).map_err(failed)?;
+            conn.execute_batch(SCHEDULES_TABLES).map_err(failed)?;
         }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
