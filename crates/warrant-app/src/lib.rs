@@ -16,6 +16,7 @@ mod ops;
 mod providers;
 pub mod quota;
 mod rows;
+pub mod schedule;
 mod session;
 pub mod supervise;
 pub mod webhooks;

@@ -315,7 +315,7 @@ pub struct Reconciled {
 /// The values `given` for `spec`'s inputs, checked: every one declared and every declared
 /// one given (or defaulted by its schema), each valid against its schema. Errors name the
 /// input and what is wrong.
-fn given_inputs(
+pub(crate) fn given_inputs(
     spec: &Spec,
     mut given: std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Result<std::collections::BTreeMap<String, serde_json::Value>> {
