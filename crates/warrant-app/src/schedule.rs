@@ -13,9 +13,7 @@ use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 use warrant_core::ids::RunId;
 use warrant_core::ports::BoxFuture;
-use warrant_core::schedule::{
-    CatchUp, Cron, Overlap, Schedule, Tick, TickState, due_ticks,
-};
+use warrant_core::schedule::{CatchUp, Cron, Overlap, Schedule, Tick, TickState, due_ticks};
 use warrant_core::status::RunStatus;
 use warrant_core::store::Schedules;
 
@@ -39,7 +37,13 @@ pub fn time_zone(name: &str) -> std::result::Result<TimeZone, String> {
 /// The ticks of `cron` in `tz` after `after_ms` and at or before `upto_ms` (ms since the
 /// epoch), oldest first, at most `most`. A local time that a clock change skips runs at the
 /// first minute after the gap; one it repeats runs once, at its first occurrence.
-pub fn ticks_between(cron: &Cron, tz: &TimeZone, after_ms: u64, upto_ms: u64, most: usize) -> Vec<u64> {
+pub fn ticks_between(
+    cron: &Cron,
+    tz: &TimeZone,
+    after_ms: u64,
+    upto_ms: u64,
+    most: usize,
+) -> Vec<u64> {
     let mut out = Vec::new();
     let Ok(after) = jiff::Timestamp::from_millisecond(i64::try_from(after_ms).unwrap_or(i64::MAX))
     else {
@@ -167,7 +171,11 @@ impl Scheduler {
     }
 
     /// Looks every [`LOOK_EVERY`] until `stop` resolves.
-    pub async fn run(self, clock: Arc<dyn warrant_core::ports::Clock>, stop: impl std::future::Future<Output = ()>) {
+    pub async fn run(
+        self,
+        clock: Arc<dyn warrant_core::ports::Clock>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
         tokio::pin!(stop);
         loop {
             if let Err(e) = self.look(clock.now_ms()).await {
@@ -188,7 +196,9 @@ impl Scheduler {
         for schedule in self.store.schedules().await? {
             match self.look_at(&schedule, now_ms).await {
                 Ok(n) => started += n,
-                Err(e) => tracing::warn!(schedule = %schedule.id, error = %e, "schedules: a schedule's look failed"),
+                Err(e) => {
+                    tracing::warn!(schedule = %schedule.id, error = %e, "schedules: a schedule's look failed")
+                }
             }
         }
         Ok(started)
@@ -239,7 +249,9 @@ impl Scheduler {
             (None, _) => (TickState::Started, None),
             (Some(prev), Overlap::Skip) => (
                 TickState::Skipped,
-                Some(format!("run {prev} of an earlier tick has not ended (overlap: skip)")),
+                Some(format!(
+                    "run {prev} of an earlier tick has not ended (overlap: skip)"
+                )),
             ),
             (Some(prev), Overlap::Queue) => (
                 TickState::Queued,
@@ -268,7 +280,10 @@ impl Scheduler {
         if let (Some(prev), Overlap::Cancel) = (self.live_run(schedule).await?, schedule.overlap)
             && prev != run
         {
-            let reason = format!("schedule `{}`: superseded by its tick at {at_ms}", schedule.id);
+            let reason = format!(
+                "schedule `{}`: superseded by its tick at {at_ms}",
+                schedule.id
+            );
             self.starter.cancel(&prev, &reason).await;
         }
         self.start(schedule, tick).await
@@ -454,7 +469,13 @@ mod tests {
         // and runs at 03:30 local; on the day they go back (25 October) it happens twice and
         // runs once.
         let cron: Cron = "30 2 * * *".parse().unwrap();
-        let spring = ticks_between(&cron, &berlin, ms("2026-03-27T12:00:00Z"), ms("2026-03-31T00:00:00Z"), 10);
+        let spring = ticks_between(
+            &cron,
+            &berlin,
+            ms("2026-03-27T12:00:00Z"),
+            ms("2026-03-31T00:00:00Z"),
+            10,
+        );
         assert_eq!(
             spring,
             vec![
@@ -463,12 +484,27 @@ mod tests {
                 ms("2026-03-30T00:30:00Z"),
             ]
         );
-        let autumn = ticks_between(&cron, &berlin, ms("2026-10-24T12:00:00Z"), ms("2026-10-26T12:00:00Z"), 10);
-        assert_eq!(autumn, vec![ms("2026-10-25T00:30:00Z"), ms("2026-10-26T01:30:00Z")]);
+        let autumn = ticks_between(
+            &cron,
+            &berlin,
+            ms("2026-10-24T12:00:00Z"),
+            ms("2026-10-26T12:00:00Z"),
+            10,
+        );
+        assert_eq!(
+            autumn,
+            vec![ms("2026-10-25T00:30:00Z"), ms("2026-10-26T01:30:00Z")]
+        );
         // Within the bounds only, at most `most`, never on a day that never comes.
         let every = "*/20 * * * *".parse().unwrap();
         let utc = time_zone("UTC").unwrap();
-        let three = ticks_between(&every, &utc, ms("2026-01-01T00:00:00Z"), ms("2026-01-01T01:00:00Z"), 10);
+        let three = ticks_between(
+            &every,
+            &utc,
+            ms("2026-01-01T00:00:00Z"),
+            ms("2026-01-01T01:00:00Z"),
+            10,
+        );
         assert_eq!(
             three,
             vec![
@@ -479,6 +515,10 @@ mod tests {
         );
         let never = "0 0 31 2 *".parse().unwrap();
         assert!(ticks_between(&never, &utc, 0, ms("2030-01-01T00:00:00Z"), 10).is_empty());
-        assert!(time_zone("Mars/Olympus").unwrap_err().contains("Mars/Olympus"));
+        assert!(
+            time_zone("Mars/Olympus")
+                .unwrap_err()
+                .contains("Mars/Olympus")
+        );
     }
 }

@@ -80,7 +80,13 @@ fn bit16(set: u16, i: u8) -> bool {
 
 /// The values one field names, as a bit set (bit `v` for value `v`), and whether it is
 /// restricted (not `*`).
-fn field(text: &str, name: &str, min: u32, max: u32, names: &[&str]) -> Result<(u64, bool), String> {
+fn field(
+    text: &str,
+    name: &str,
+    min: u32,
+    max: u32,
+    names: &[&str],
+) -> Result<(u64, bool), String> {
     let value = |s: &str| -> Result<u32, String> {
         if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(s)) {
             return Ok(u32::try_from(i).unwrap_or(0) + min);

@@ -7,8 +7,8 @@ use tokio::sync::watch;
 use warrant_core::event::{Event, StoredEvent};
 use warrant_core::ids::RunId;
 use warrant_core::notice::{Notice, NoticeQuery, NoticeState};
-use warrant_core::schedule::{Schedule, Tick};
 use warrant_core::ports::BoxFuture;
+use warrant_core::schedule::{Schedule, Tick};
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
     ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
@@ -578,8 +578,12 @@ impl NoticeOutbox for MemoryStore {
 
 impl Schedules for MemoryStore {
     fn schedule_put(&self, schedule: Schedule) -> BoxFuture<'_, Result<bool, StoreError>> {
-        let new = lock(&self.inner)
-            .map(|mut inner| inner.schedules.insert(schedule.id.clone(), schedule).is_none());
+        let new = lock(&self.inner).map(|mut inner| {
+            inner
+                .schedules
+                .insert(schedule.id.clone(), schedule)
+                .is_none()
+        });
         ready(new)
     }
     fn schedules(&self) -> BoxFuture<'_, Result<Vec<Schedule>, StoreError>> {
@@ -611,7 +615,11 @@ impl Schedules for MemoryStore {
         });
         ready(done)
     }
-    fn ticks(&self, schedule: Option<&str>, limit: usize) -> BoxFuture<'_, Result<Vec<Tick>, StoreError>> {
+    fn ticks(
+        &self,
+        schedule: Option<&str>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Tick>, StoreError>> {
         let rows = lock(&self.inner).map(|inner| {
             let mut rows: Vec<Tick> = inner
                 .ticks

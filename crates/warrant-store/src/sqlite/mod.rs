@@ -90,8 +90,8 @@ macro_rules! log_last_seq {
 mod follow;
 mod leases;
 mod notices;
-mod schedules;
 mod read;
+mod schedules;
 mod schema;
 mod writer;
 

@@ -145,4 +145,3 @@ impl Schedules for SqliteStore {
         })
     }
 }
-
