@@ -34,6 +34,18 @@ pub fn time_zone(name: &str) -> std::result::Result<TimeZone, String> {
     TimeZone::get(name).map_err(|e| format!("time zone `{name}`: {e}"))
 }
 
+/// A time as a person writes it: RFC 3339 (`2026-12-01T00:00:00Z`, or with an offset) or
+/// milliseconds since the epoch.
+pub fn parse_time(text: &str) -> std::result::Result<u64, String> {
+    if let Ok(ms) = text.parse::<u64>() {
+        return Ok(ms);
+    }
+    let ts: jiff::Timestamp = text.parse().map_err(|e| {
+        format!("`{text}` is neither RFC 3339 (`2026-12-01T00:00:00Z`) nor milliseconds: {e}")
+    })?;
+    u64::try_from(ts.as_millisecond()).map_err(|_| format!("`{text}` is before 1970"))
+}
+
 /// The ticks of `cron` in `tz` after `after_ms` and at or before `upto_ms` (ms since the
 /// epoch), oldest first, at most `most`. A local time that a clock change skips runs at the
 /// first minute after the gap; one it repeats runs once, at its first occurrence.
@@ -274,6 +286,7 @@ impl Scheduler {
         if !self.store.tick_claim(tick.clone()).await? {
             return Ok(0);
         }
+        warrant_fault::hit(warrant_fault::FaultPoint::AfterTickClaim);
         if tick.state != TickState::Started {
             return Ok(0);
         }
@@ -427,6 +440,15 @@ impl Starter for SupervisorStarter {
 }
 
 impl App {
+    /// The scheduler of a front door whose runs go through `runner`.
+    pub fn scheduler(&self, runner: Arc<crate::Supervisor>) -> Scheduler {
+        let store: Arc<dyn Schedules> = self.store().clone();
+        Scheduler::new(
+            store,
+            Arc::new(SupervisorStarter::new(self.clone(), runner)),
+        )
+    }
+
     /// The store's schedules.
     pub fn schedules_index(&self) -> &dyn Schedules {
         self.store().as_ref()

@@ -350,6 +350,13 @@ pub enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// The operator's schedules: runs of a catalog spec started at the ticks of a cron
+    /// expression in a time zone, by `warrant serve` and `warrant worker` (each tick once
+    /// across a fleet).
+    Schedules {
+        #[command(subcommand)]
+        command: SchedulesCommand,
+    },
     /// The store's outbox of notices and what became of their delivery to the operator's
     /// webhooks; and a check of a webhooks file.
     Webhooks {
@@ -558,6 +565,105 @@ pub enum SpecsCommand {
         #[arg(long, value_name = "DIGEST")]
         digest: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SchedulesCommand {
+    /// Add a schedule (or replace the one with its id): the catalog spec `--spec` started at
+    /// each tick of `--cron` in `--tz`, from now on.
+    Add {
+        /// Its name.
+        id: String,
+        /// When: a five-field cron expression (minute hour day month weekday), e.g.
+        /// `"30 2 * * MON-FRI"`.
+        #[arg(long, value_name = "EXPR")]
+        cron: String,
+        /// In which time zone (IANA: `Europe/Berlin`; `UTC`).
+        #[arg(long = "tz", value_name = "ZONE", default_value = "UTC")]
+        time_zone: String,
+        /// The catalog spec each tick starts (`warrant specs add`): its newest version then.
+        #[arg(long = "spec", value_name = "SPEC_ID")]
+        spec_id: String,
+        /// Exactly this version of it (a digest).
+        #[arg(long, value_name = "DIGEST")]
+        digest: Option<String>,
+        /// A value of one of the spec's inputs (repeatable): `NAME=VALUE`, read as JSON when
+        /// it parses as JSON, else as a string.
+        #[arg(long = "input", value_name = "NAME=VALUE", value_parser = parse_input)]
+        inputs: Vec<(String, serde_json::Value)>,
+        /// What a tick does while the previous run goes on.
+        #[arg(long, value_enum, default_value_t = OverlapArg::Skip)]
+        overlap: OverlapArg,
+        /// Which ticks missed while no process looked are run.
+        #[arg(long = "catch-up", value_enum, default_value_t = CatchUpArg::Latest)]
+        catch_up: CatchUpArg,
+        /// The user the runs act for (default: $USER).
+        #[arg(long = "as", value_name = "WHO")]
+        by: Option<String>,
+        /// The tenant the runs act for.
+        #[arg(long, value_name = "TENANT", default_value = "local")]
+        tenant: String,
+        /// Count its ticks from this time (RFC 3339, e.g. `2026-12-01T00:00:00Z`, or ms since
+        /// the epoch; default: now). A past time makes the ticks since then due at once, run as
+        /// `--catch-up` says (a backfill).
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+    },
+    /// List the schedules: each one's next tick and its last.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a schedule: no tick starts anything until it is resumed.
+    Pause {
+        /// The schedule.
+        id: String,
+    },
+    /// Resume a paused schedule: from its next tick (the ticks missed while paused are not
+    /// run).
+    Resume {
+        /// The schedule.
+        id: String,
+    },
+    /// Remove a schedule and the record of its ticks (its runs stay).
+    Remove {
+        /// The schedule.
+        id: String,
+    },
+    /// A schedule's ticks, newest first: each one's run, or why it started none.
+    Ticks {
+        /// The schedule.
+        id: String,
+        /// At most this many.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `--overlap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OverlapArg {
+    /// The tick starts nothing.
+    Skip,
+    /// The tick's run starts when the previous one ends.
+    Queue,
+    /// The previous run is cancelled.
+    Cancel,
+}
+
+/// `--catch-up`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatchUpArg {
+    /// Only the most recent missed tick.
+    Latest,
+    /// Every missed tick (at most 100).
+    All,
+    /// None.
+    None,
 }
 
 #[derive(Debug, Subcommand)]

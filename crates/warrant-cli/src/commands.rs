@@ -215,6 +215,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         } => crate::store::migrate(&store_path).await,
         Command::Specs { command } => specs(&store_path, command).await,
         Command::Webhooks { command } => webhooks(&store_path, command).await,
+        Command::Schedules { command } => schedules(&store_path, command).await,
     }
 }
 
@@ -250,6 +251,215 @@ fn deliver_notices(app: &App, hooks: Option<Arc<warrant_app::webhooks::Webhooks>
 struct Doors {
     metrics: Option<std::net::SocketAddr>,
     hooks: Option<Arc<warrant_app::webhooks::Webhooks>>,
+}
+
+/// `warrant schedules ...`.
+async fn schedules(store_path: &StoreAt, command: crate::cli::SchedulesCommand) -> Result<u8> {
+    use crate::cli::{CatchUpArg, OverlapArg, SchedulesCommand};
+    use warrant_core::schedule::{CatchUp, Overlap, Schedule};
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    match command {
+        SchedulesCommand::Add {
+            id,
+            cron,
+            time_zone,
+            spec_id,
+            digest,
+            inputs,
+            overlap,
+            catch_up,
+            by,
+            tenant,
+            from,
+        } => {
+            let from_ms = match from.as_deref() {
+                None => now,
+                Some(t) => warrant_app::schedule::parse_time(t)
+                    .map_err(|e| Failure::invalid(anyhow!("--from: {e}")))?,
+            };
+            let cron = cron
+                .parse()
+                .map_err(|e| Failure::invalid(anyhow!("--cron: {e}")))?;
+            let schedule = Schedule {
+                id: id.clone(),
+                cron,
+                time_zone,
+                spec_id,
+                spec_digest: digest,
+                inputs: inputs.into_iter().collect(),
+                overlap: match overlap {
+                    OverlapArg::Skip => Overlap::Skip,
+                    OverlapArg::Queue => Overlap::Queue,
+                    OverlapArg::Cancel => Overlap::Cancel,
+                },
+                catch_up: match catch_up {
+                    CatchUpArg::Latest => CatchUp::Latest,
+                    CatchUpArg::All => CatchUp::All,
+                    CatchUpArg::None => CatchUp::None,
+                },
+                tenant,
+                user: operator(by),
+                paused: false,
+                created_at_ms: now,
+                from_ms,
+            };
+            let app = app(store_path.open(Use::Create).await?);
+            let next = next_tick(&schedule, now);
+            let new = app.schedule_put(schedule).await?;
+            outln!(
+                "{} schedule `{id}`{}",
+                if new { "added" } else { "replaced" },
+                next.map(|t| format!(": next tick {}", when(t)))
+                    .unwrap_or_default()
+            );
+            Ok(exit::ATTAINED)
+        }
+        SchedulesCommand::List { json } => {
+            let store = store_path.open(Use::Read).await?;
+            let all = store
+                .schedules()
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            let mut rows = Vec::new();
+            for s in &all {
+                let last = store
+                    .ticks(Some(&s.id), 1)
+                    .await
+                    .map_err(|e| Failure::failed(anyhow!("{e}")))?
+                    .into_iter()
+                    .next();
+                let next = (!s.paused).then(|| next_tick(s, now)).flatten();
+                rows.push((s, next, last));
+            }
+            if json {
+                let out: Vec<Value> = rows
+                    .iter()
+                    .map(|(s, next, last)| {
+                        let mut v = serde_json::to_value(s).unwrap_or_default();
+                        if let Some(o) = v.as_object_mut() {
+                            o.insert("next_tick_ms".into(), json!(next));
+                            o.insert("last_tick".into(), json!(last));
+                        }
+                        v
+                    })
+                    .collect();
+                print_json(&out)?;
+            } else if rows.is_empty() {
+                errln!("no schedules in `{store_path}` (`warrant schedules add`)");
+            } else {
+                for (s, next, last) in &rows {
+                    let state = if s.paused { "paused" } else { "active" };
+                    let next = next.map_or_else(|| "-".to_owned(), when);
+                    let last = last.as_ref().map_or_else(
+                        || "never".to_owned(),
+                        |t| format!("{} {}", when(t.at_ms), t.state.name()),
+                    );
+                    outln!(
+                        "{:<20} {:<18} {:<14} {:<16} {state:<7} next {next}  last {last}",
+                        s.id,
+                        s.cron,
+                        s.time_zone,
+                        s.spec_id
+                    );
+                }
+            }
+            Ok(exit::ATTAINED)
+        }
+        SchedulesCommand::Pause { id } => set_paused(store_path, &id, true, now).await,
+        SchedulesCommand::Resume { id } => set_paused(store_path, &id, false, now).await,
+        SchedulesCommand::Remove { id } => {
+            let store = store_path.open(Use::Existing).await?;
+            let removed = store
+                .schedule_remove(&id)
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if !removed {
+                return Err(Failure::invalid(anyhow!(
+                    "no schedule `{id}` (`warrant schedules list`)"
+                )));
+            }
+            outln!("removed schedule `{id}`");
+            Ok(exit::ATTAINED)
+        }
+        SchedulesCommand::Ticks { id, limit, json } => {
+            let store = store_path.open(Use::Read).await?;
+            let ticks = store
+                .ticks(Some(&id), limit)
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+            if json {
+                print_json(&ticks)?;
+            } else if ticks.is_empty() {
+                errln!("no ticks of `{id}` yet");
+            } else {
+                for t in &ticks {
+                    outln!(
+                        "{}  {:<8} {}{}",
+                        when(t.at_ms),
+                        t.state.name(),
+                        t.run_id.as_ref().map_or("-", |r| r.0.as_str()),
+                        t.note
+                            .as_deref()
+                            .map(|n| format!("  ({n})"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+            Ok(exit::ATTAINED)
+        }
+    }
+}
+
+/// Pauses or resumes schedule `id` (resumed: from `now_ms` on, the ticks missed while paused
+/// not run).
+async fn set_paused(store_path: &StoreAt, id: &str, paused: bool, now_ms: u64) -> Result<u8> {
+    let store = store_path.open(Use::Existing).await?;
+    let mut schedule = store
+        .schedules()
+        .await
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?
+        .into_iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| {
+            Failure::invalid(anyhow!("no schedule `{id}` (`warrant schedules list`)"))
+        })?;
+    if schedule.paused == paused {
+        outln!(
+            "schedule `{id}` is {} already",
+            if paused { "paused" } else { "active" }
+        );
+        return Ok(exit::ATTAINED);
+    }
+    schedule.paused = paused;
+    if !paused {
+        schedule.from_ms = now_ms;
+    }
+    let next = (!paused).then(|| next_tick(&schedule, now_ms)).flatten();
+    store
+        .schedule_put(schedule)
+        .await
+        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    outln!(
+        "{} schedule `{id}`{}",
+        if paused { "paused" } else { "resumed" },
+        next.map(|t| format!(": next tick {}", when(t)))
+            .unwrap_or_default()
+    );
+    Ok(exit::ATTAINED)
+}
+
+/// The first tick of `schedule` after `now_ms`, if one comes within a year.
+fn next_tick(schedule: &warrant_core::schedule::Schedule, now_ms: u64) -> Option<u64> {
+    let tz = warrant_app::schedule::time_zone(&schedule.time_zone).ok()?;
+    warrant_app::schedule::ticks_between(
+        &schedule.cron,
+        &tz,
+        now_ms,
+        now_ms.saturating_add(366 * 86_400_000),
+        1,
+    )
+    .first()
+    .copied()
 }
 
 /// `warrant webhooks ...`.
@@ -2060,6 +2270,17 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
     }
     let runner = Arc::new(runner);
     deliver_notices(&app, webhooks_file(args.webhooks.as_deref())?)?;
+    // The store's schedules start their due ticks' runs here too (a tick runs once however
+    // many processes look).
+    let scheduler = app.scheduler(runner.clone());
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the schedules are looked at for as long as the worker lives"
+    )]
+    tokio::spawn(scheduler.run(
+        Arc::new(warrant_engine::SystemClock),
+        std::future::pending(),
+    ));
     if let Some(addr) = args.metrics {
         metrics_on(addr, app, Some(runner.clone())).await?;
     }

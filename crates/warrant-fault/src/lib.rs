@@ -26,11 +26,13 @@ pub enum FaultPoint {
     /// A server kept a request's `Idempotency-Key` with the run id it chose; the run has not
     /// started.
     AfterIdempotencyKey,
+    /// A scheduler claimed a tick with the run id it chose; the run has not started.
+    AfterTickClaim,
 }
 
 impl FaultPoint {
     /// Every point.
-    pub const ALL: [FaultPoint; 8] = [
+    pub const ALL: [FaultPoint; 9] = [
         FaultPoint::AfterIntent,
         FaultPoint::ApprovalConsumed,
         FaultPoint::AfterInvoke,
@@ -39,6 +41,7 @@ impl FaultPoint {
         FaultPoint::AfterSpawn,
         FaultPoint::BeforeJoin,
         FaultPoint::AfterIdempotencyKey,
+        FaultPoint::AfterTickClaim,
     ];
 
     /// Its name, as `WARRANT_FAULT` gives it.
@@ -52,6 +55,7 @@ impl FaultPoint {
             FaultPoint::AfterSpawn => "after-spawn",
             FaultPoint::BeforeJoin => "before-join",
             FaultPoint::AfterIdempotencyKey => "after-idempotency-key",
+            FaultPoint::AfterTickClaim => "after-tick-claim",
         }
     }
 

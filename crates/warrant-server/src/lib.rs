@@ -317,9 +317,14 @@ impl Server {
                     Err(e) => tracing::error!(error = %e, "webhooks: not delivering"),
                 }
             };
+            // The store's schedules start their due ticks' runs.
+            let schedules = shared.app.scheduler(shared.runner.clone()).run(
+                Arc::new(warrant_engine::SystemClock),
+                std::future::pending(),
+            );
             // Runs answered by another process are taken up as the store tells of its
             // commits; the store's health is looked at each second.
-            tokio::join!(shared.runner.watch_answers(), health, deliver);
+            tokio::join!(shared.runner.watch_answers(), health, deliver, schedules);
         };
         let router = router(self.shared.clone());
         let served = accept(self.listener, router, self.client_timeout, shutdown);
