@@ -439,7 +439,135 @@ impl Starter for SupervisorStarter {
     }
 }
 
+/// A schedule as a front door shows it: what it starts, when, and how its last tick went.
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct ScheduleView {
+    /// Its name.
+    pub id: String,
+    /// The cron expression.
+    pub cron: String,
+    /// Its time zone.
+    pub time_zone: String,
+    /// The catalog spec each tick starts.
+    pub spec_id: String,
+    /// Exactly this version of it, if pinned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_digest: Option<String>,
+    /// The inputs each run is started with.
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+    /// `skip`, `queue` or `cancel`.
+    pub overlap: String,
+    /// `latest`, `all` or `none`.
+    pub catch_up: String,
+    /// The tenant its runs act for.
+    pub tenant: String,
+    /// The user its runs act for.
+    pub user: String,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Its next tick (ms since the epoch), unless paused or none comes within a year.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_tick_ms: Option<u64>,
+    /// Its latest tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_tick: Option<Tick>,
+}
+
+/// The first tick of `schedule` after `now_ms`, if one comes within a year (none while
+/// paused).
+pub fn next_tick(schedule: &Schedule, now_ms: u64) -> Option<u64> {
+    if schedule.paused {
+        return None;
+    }
+    let tz = time_zone(&schedule.time_zone).ok()?;
+    ticks_between(
+        &schedule.cron,
+        &tz,
+        now_ms,
+        now_ms.saturating_add(366 * 86_400_000),
+        1,
+    )
+    .first()
+    .copied()
+}
+
+fn word<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 impl App {
+    /// The schedules (of `tenant` only, if given) as a front door shows them at `now_ms`.
+    pub async fn schedule_views(
+        &self,
+        tenant: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Vec<ScheduleView>> {
+        let mut out = Vec::new();
+        for s in self.schedules_index().schedules().await? {
+            if tenant.is_some_and(|t| t != s.tenant) {
+                continue;
+            }
+            let last_tick = self
+                .schedules_index()
+                .ticks(Some(&s.id), 1)
+                .await?
+                .into_iter()
+                .next();
+            out.push(ScheduleView {
+                next_tick_ms: next_tick(&s, now_ms),
+                id: s.id,
+                cron: s.cron.to_string(),
+                time_zone: s.time_zone,
+                spec_id: s.spec_id,
+                spec_digest: s.spec_digest,
+                inputs: s.inputs,
+                overlap: word(&s.overlap),
+                catch_up: word(&s.catch_up),
+                tenant: s.tenant,
+                user: s.user,
+                paused: s.paused,
+                last_tick,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Pauses or resumes schedule `id` (of `tenant` only, if given: another's is not found);
+    /// resumed, its ticks count from `now_ms` (those missed while paused are not run).
+    /// Whether it changed.
+    pub async fn schedule_paused(
+        &self,
+        id: &str,
+        tenant: Option<&str>,
+        paused: bool,
+        now_ms: u64,
+    ) -> Result<bool> {
+        let found = self
+            .schedules_index()
+            .schedules()
+            .await?
+            .into_iter()
+            .find(|s| s.id == id && tenant.is_none_or(|t| t == s.tenant));
+        let Some(mut schedule) = found else {
+            return Err(AppError::NotFound(format!(
+                "no schedule `{}`",
+                warrant_core::text::echo(id)
+            )));
+        };
+        if schedule.paused == paused {
+            return Ok(false);
+        }
+        schedule.paused = paused;
+        if !paused {
+            schedule.from_ms = now_ms;
+        }
+        self.schedules_index().schedule_put(schedule).await?;
+        Ok(true)
+    }
+
     /// The scheduler of a front door whose runs go through `runner`.
     pub fn scheduler(&self, runner: Arc<crate::Supervisor>) -> Scheduler {
         let store: Arc<dyn Schedules> = self.store().clone();

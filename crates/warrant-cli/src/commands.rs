@@ -304,7 +304,7 @@ async fn schedules(store_path: &StoreAt, command: crate::cli::SchedulesCommand) 
                 from_ms,
             };
             let app = app(store_path.open(Use::Create).await?);
-            let next = next_tick(&schedule, now);
+            let next = warrant_app::schedule::next_tick(&schedule, now);
             let new = app.schedule_put(schedule).await?;
             outln!(
                 "{} schedule `{id}`{}",
@@ -328,7 +328,7 @@ async fn schedules(store_path: &StoreAt, command: crate::cli::SchedulesCommand) 
                     .map_err(|e| Failure::failed(anyhow!("{e}")))?
                     .into_iter()
                     .next();
-                let next = (!s.paused).then(|| next_tick(s, now)).flatten();
+                let next = warrant_app::schedule::next_tick(s, now);
                 rows.push((s, next, last));
             }
             if json {
@@ -410,56 +410,27 @@ async fn schedules(store_path: &StoreAt, command: crate::cli::SchedulesCommand) 
     }
 }
 
-/// Pauses or resumes schedule `id` (resumed: from `now_ms` on, the ticks missed while paused
-/// not run).
+/// Pauses or resumes schedule `id`.
 async fn set_paused(store_path: &StoreAt, id: &str, paused: bool, now_ms: u64) -> Result<u8> {
-    let store = store_path.open(Use::Existing).await?;
-    let mut schedule = store
-        .schedules()
-        .await
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?
-        .into_iter()
-        .find(|s| s.id == id)
-        .ok_or_else(|| {
-            Failure::invalid(anyhow!("no schedule `{id}` (`warrant schedules list`)"))
-        })?;
-    if schedule.paused == paused {
-        outln!(
-            "schedule `{id}` is {} already",
-            if paused { "paused" } else { "active" }
-        );
+    let app = app(store_path.open(Use::Existing).await?);
+    let changed = app.schedule_paused(id, None, paused, now_ms).await?;
+    let word = if paused { "paused" } else { "resumed" };
+    if !changed {
+        outln!("schedule `{id}` is {word} already");
         return Ok(exit::ATTAINED);
     }
-    schedule.paused = paused;
-    if !paused {
-        schedule.from_ms = now_ms;
-    }
-    let next = (!paused).then(|| next_tick(&schedule, now_ms)).flatten();
-    store
-        .schedule_put(schedule)
-        .await
-        .map_err(|e| Failure::failed(anyhow!("{e}")))?;
+    let next = app
+        .schedule_views(None, now_ms)
+        .await?
+        .into_iter()
+        .find(|s| s.id == id)
+        .and_then(|s| s.next_tick_ms);
     outln!(
-        "{} schedule `{id}`{}",
-        if paused { "paused" } else { "resumed" },
+        "{word} schedule `{id}`{}",
         next.map(|t| format!(": next tick {}", when(t)))
             .unwrap_or_default()
     );
     Ok(exit::ATTAINED)
-}
-
-/// The first tick of `schedule` after `now_ms`, if one comes within a year.
-fn next_tick(schedule: &warrant_core::schedule::Schedule, now_ms: u64) -> Option<u64> {
-    let tz = warrant_app::schedule::time_zone(&schedule.time_zone).ok()?;
-    warrant_app::schedule::ticks_between(
-        &schedule.cron,
-        &tz,
-        now_ms,
-        now_ms.saturating_add(366 * 86_400_000),
-        1,
-    )
-    .first()
-    .copied()
 }
 
 /// `warrant webhooks ...`.

@@ -177,8 +177,46 @@ fn a_backfill_runs_each_missed_tick_once_and_a_paused_schedule_starts_nothing() 
         let shown = json(&warrant(&store, &["show", run, "--json"]));
         assert_eq!(shown["spec"]["id"], "pay-rent", "{shown}");
     }
-    // Paused: its ticks start nothing more.
-    assert!(ok(&warrant(&store, &["schedules", "pause", "minutely"])).contains("paused schedule"));
+    // Through the API: listed with its last tick, and paused by an operator; its ticks
+    // start nothing more.
+    let api = |method: &str, path: &str| -> Value {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let client = reqwest::Client::new();
+                let url = format!("{}{path}", server.base);
+                let r = match method {
+                    "get" => client.get(&url),
+                    _ => client.post(&url),
+                }
+                .send()
+                .await
+                .unwrap();
+                let status = r.status().as_u16();
+                let kind = r.headers()["content-type"].to_str().unwrap().to_owned();
+                let body: Value = r.json().await.unwrap();
+                let doc: Value = client
+                    .get(format!("{}/v1/openapi.json", server.base))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                conforms(&doc, method, path, status, &kind, &body);
+                assert_eq!(status, 200, "{body}");
+                body
+            })
+    };
+    let listed = api("get", "/v1/schedules");
+    assert_eq!(listed[0]["id"], "minutely");
+    assert_eq!(listed[0]["overlap"], "queue");
+    assert_eq!(listed[0]["last_tick"]["state"], "started");
+    let paused = api("post", "/v1/schedules/minutely/pause");
+    assert_eq!(paused["paused"], true);
+    assert!(paused.get("next_tick_ms").is_none(), "{paused}");
     let listed = json(&warrant(&store, &["schedules", "list", "--json"]));
     assert_eq!(listed[0]["paused"], true);
     assert!(listed[0]["next_tick_ms"].is_null());

@@ -255,13 +255,14 @@ pub struct Schedule {
 }
 
 /// What became of one tick.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tick {
     /// The schedule.
     pub schedule: String,
     /// The tick's time (ms since the epoch).
     pub at_ms: u64,
     /// The run it started (the id chosen when the tick was claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<crate::ids::RunId>,
     /// `started`, `queued` (waiting for the previous run), `skipped` or `failed`.
     pub state: TickState,
@@ -271,7 +272,7 @@ pub struct Tick {
 }
 
 /// Where a tick stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TickState {
     /// Its run was started.

@@ -154,7 +154,70 @@ pub async fn specs(
     Ok(Json(shared.catalog_specs().await?))
 }
 
+/// `GET /v1/schedules`: the tenant's schedules, each with its next tick and its last.
+pub async fn schedules(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+) -> Result<Json<Vec<warrant_app::schedule::ScheduleView>>, Problem> {
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    Ok(Json(
+        shared
+            .app
+            .schedule_views(Some(&caller.principal.tenant), now)
+            .await?,
+    ))
+}
+
+/// `POST /v1/schedules/{id}/pause`.
+pub async fn pause_schedule(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<warrant_app::schedule::ScheduleView>, Problem> {
+    shared.schedule_paused(&caller, &id, true).await
+}
+
+/// `POST /v1/schedules/{id}/resume`.
+pub async fn resume_schedule(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<warrant_app::schedule::ScheduleView>, Problem> {
+    shared.schedule_paused(&caller, &id, false).await
+}
+
 impl Shared {
+    /// Pauses or resumes the caller's tenant's schedule `id` (an operator's): the schedule as
+    /// it is then.
+    pub(crate) async fn schedule_paused(
+        &self,
+        caller: &Caller,
+        id: &str,
+        paused: bool,
+    ) -> Result<Json<warrant_app::schedule::ScheduleView>, Problem> {
+        caller.principal.require(Role::Operator)?;
+        let tenant = Some(caller.principal.tenant.as_str());
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        let changed = self.app.schedule_paused(id, tenant, paused, now).await?;
+        if changed {
+            tracing::info!(
+                principal = %caller.principal.by(),
+                schedule = %id,
+                action = if paused { "pause" } else { "resume" },
+                "schedule"
+            );
+        }
+        self.app
+            .schedule_views(tenant, now)
+            .await?
+            .into_iter()
+            .find(|s| s.id == id)
+            .map(Json)
+            .ok_or_else(|| {
+                Problem::not_found(format!("no schedule `{}`", warrant_core::text::echo(id)))
+            })
+    }
+
     /// The current version of each spec in the store's catalog that is not retired.
     pub(crate) async fn catalog_specs(&self) -> Result<Vec<CatalogSpec>, Problem> {
         let entries = self

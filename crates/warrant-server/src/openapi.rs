@@ -236,6 +236,36 @@ fn ops() -> Vec<Op> {
             )
         },
         Op {
+            answer: Answer::Json(schema::<Vec<warrant_app::schedule::ScheduleView>>),
+            ..op(
+                "get",
+                "/v1/schedules",
+                "listSchedules",
+                "The tenant's schedules: the catalog spec each starts at the ticks of its cron expression, its next tick and how its last went.",
+                "viewer",
+            )
+        },
+        Op {
+            answer: Answer::Json(schema::<warrant_app::schedule::ScheduleView>),
+            ..op(
+                "post",
+                "/v1/schedules/{id}/pause",
+                "pauseSchedule",
+                "Pause a schedule: its ticks start nothing until it is resumed.",
+                "operator",
+            )
+        },
+        Op {
+            answer: Answer::Json(schema::<warrant_app::schedule::ScheduleView>),
+            ..op(
+                "post",
+                "/v1/schedules/{id}/resume",
+                "resumeSchedule",
+                "Resume a schedule from its next tick (the ticks missed while paused are not run).",
+                "operator",
+            )
+        },
+        Op {
             answer: Answer::Json(schema::<serde_json::Map<String, Value>>),
             ..op(
                 "get",

@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
+import type { ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSchedulesData, ListSchedulesErrors, ListSchedulesResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, PauseScheduleData, PauseScheduleErrors, PauseScheduleResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, ResumeScheduleData, ResumeScheduleErrors, ResumeScheduleResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -163,6 +163,33 @@ export const getRunReport = <ThrowOnError extends boolean = false>(options: Opti
 export const resumeRun = <ThrowOnError extends boolean = false>(options: Options<ResumeRunData, ThrowOnError>) => (options.client ?? client).post<ResumeRunResponses, ResumeRunErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/runs/{id}/resume',
+    ...options
+});
+
+/**
+ * The tenant's schedules: the catalog spec each starts at the ticks of its cron expression, its next tick and how its last went.
+ */
+export const listSchedules = <ThrowOnError extends boolean = false>(options?: Options<ListSchedulesData, ThrowOnError>) => (options?.client ?? client).get<ListSchedulesResponses, ListSchedulesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/schedules',
+    ...options
+});
+
+/**
+ * Pause a schedule: its ticks start nothing until it is resumed.
+ */
+export const pauseSchedule = <ThrowOnError extends boolean = false>(options: Options<PauseScheduleData, ThrowOnError>) => (options.client ?? client).post<PauseScheduleResponses, PauseScheduleErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/schedules/{id}/pause',
+    ...options
+});
+
+/**
+ * Resume a schedule from its next tick (the ticks missed while paused are not run).
+ */
+export const resumeSchedule = <ThrowOnError extends boolean = false>(options: Options<ResumeScheduleData, ThrowOnError>) => (options.client ?? client).post<ResumeScheduleResponses, ResumeScheduleErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/schedules/{id}/resume',
     ...options
 });
 

@@ -1093,6 +1093,66 @@ export type RunsQuery = {
 };
 
 /**
+ * A schedule as a front door shows it: what it starts, when, and how its last tick went.
+ */
+export type ScheduleView = {
+    /**
+     * `latest`, `all` or `none`.
+     */
+    catch_up: string;
+    /**
+     * The cron expression.
+     */
+    cron: string;
+    /**
+     * Its name.
+     */
+    id: string;
+    /**
+     * The inputs each run is started with.
+     */
+    inputs: {
+        [key: string]: unknown;
+    };
+    /**
+     * Its latest tick.
+     */
+    last_tick?: Tick | null;
+    /**
+     * Its next tick (ms since the epoch), unless paused or none comes within a year.
+     */
+    next_tick_ms?: number | null;
+    /**
+     * `skip`, `queue` or `cancel`.
+     */
+    overlap: string;
+    /**
+     * Whether it is paused.
+     */
+    paused: boolean;
+    /**
+     * Exactly this version of it, if pinned.
+     */
+    spec_digest?: string | null;
+    /**
+     * The catalog spec each tick starts.
+     */
+    spec_id: string;
+    /**
+     * The tenant its runs act for.
+     */
+    tenant: string;
+    /**
+     * Its time zone.
+     */
+    time_zone: string;
+    /**
+     * The user its runs act for.
+     */
+    user: string;
+};
+
+/**
  * Where an argument value was observed.
  */
 export type Source = {
@@ -1336,6 +1396,37 @@ export type StepRow = {
      */
     status: string;
 };
+
+/**
+ * What became of one tick.
+ */
+export type Tick = {
+    /**
+     * The tick's time (ms since the epoch).
+     */
+    at_ms: number;
+    /**
+     * Why it was skipped or failed.
+     */
+    note?: string | null;
+    /**
+     * The run it started (the id chosen when the tick was claimed).
+     */
+    run_id?: RunId | null;
+    /**
+     * The schedule.
+     */
+    schedule: string;
+    /**
+     * `started`, `queued` (waiting for the previous run), `skipped` or `failed`.
+     */
+    state: TickState;
+};
+
+/**
+ * Where a tick stands.
+ */
+export type TickState = 'started' | 'queued' | 'skipped' | 'failed';
 
 /**
  * Timings and counts.
@@ -1997,6 +2088,85 @@ export type ResumeRunResponses = {
 };
 
 export type ResumeRunResponse = ResumeRunResponses[keyof ResumeRunResponses];
+
+export type ListSchedulesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/schedules';
+};
+
+export type ListSchedulesErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type ListSchedulesError = ListSchedulesErrors[keyof ListSchedulesErrors];
+
+export type ListSchedulesResponses = {
+    /**
+     * OK
+     */
+    200: Array<ScheduleView>;
+};
+
+export type ListSchedulesResponse = ListSchedulesResponses[keyof ListSchedulesResponses];
+
+export type PauseScheduleData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/schedules/{id}/pause';
+};
+
+export type PauseScheduleErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type PauseScheduleError = PauseScheduleErrors[keyof PauseScheduleErrors];
+
+export type PauseScheduleResponses = {
+    /**
+     * OK
+     */
+    200: ScheduleView;
+};
+
+export type PauseScheduleResponse = PauseScheduleResponses[keyof PauseScheduleResponses];
+
+export type ResumeScheduleData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/schedules/{id}/resume';
+};
+
+export type ResumeScheduleErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type ResumeScheduleError = ResumeScheduleErrors[keyof ResumeScheduleErrors];
+
+export type ResumeScheduleResponses = {
+    /**
+     * OK
+     */
+    200: ScheduleView;
+};
+
+export type ResumeScheduleResponse = ResumeScheduleResponses[keyof ResumeScheduleResponses];
 
 export type ListSpecsData = {
     body?: never;

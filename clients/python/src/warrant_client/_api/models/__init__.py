@@ -55,6 +55,8 @@ from .run_summary import RunSummary
 from .run_view import RunView
 from .runs_page import RunsPage
 from .runs_query import RunsQuery
+from .schedule_view import ScheduleView
+from .schedule_view_inputs import ScheduleViewInputs
 from .source_type_0 import SourceType0
 from .source_type_1 import SourceType1
 from .source_type_2 import SourceType2
@@ -70,6 +72,8 @@ from .start_run_inputs import StartRunInputs
 from .step_answer import StepAnswer
 from .step_report import StepReport
 from .step_row import StepRow
+from .tick import Tick
+from .tick_state import TickState
 from .timings import Timings
 from .unsettled_report import UnsettledReport
 from .usage_report import UsageReport
@@ -131,6 +135,8 @@ __all__ = (
     "RunStatus",
     "RunSummary",
     "RunView",
+    "ScheduleView",
+    "ScheduleViewInputs",
     "SourceType0",
     "SourceType1",
     "SourceType2",
@@ -146,6 +152,8 @@ __all__ = (
     "StepAnswer",
     "StepReport",
     "StepRow",
+    "Tick",
+    "TickState",
     "Timings",
     "UnsettledReport",
     "UsageReport",
