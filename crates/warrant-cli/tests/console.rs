@@ -727,6 +727,27 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         .output()
         .unwrap();
     assert!(added.status.success(), "{added:?}");
+    // A schedule of it, nightly in Berlin.
+    let scheduled = Command::new(env!("CARGO_BIN_EXE_warrant"))
+        .env("WARRANT_STORE", &store)
+        .args([
+            "schedules",
+            "add",
+            "nightly",
+            "--spec",
+            "pay-to",
+            "--cron",
+            "0 2 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--input",
+            "to=DE89370400440532013000",
+            "--input",
+            "amount=10",
+        ])
+        .output()
+        .unwrap();
+    assert!(scheduled.status.success(), "{scheduled:?}");
     let doubtful = left_in_doubt(&store, dir.path());
     // Ann is of the CLI's tenant (`local`), whose run waits in doubt.
     let server = serve_for(
@@ -902,4 +923,18 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         "{order:?}"
     );
     b.check_page("runs").await;
+
+    // The schedules, paused and resumed by the operator.
+    b.go(&format!("{base}/schedules")).await;
+    let row = b.text("tr[data-schedule=nightly]").await;
+    assert!(row.contains("0 2 * * *") && row.contains("pay-to"), "{row}");
+    b.click("tr[data-schedule=nightly] button").await;
+    b.until_text("tr[data-schedule=nightly] .status", "paused")
+        .await;
+    b.until_text("tr[data-schedule=nightly] button", "Resume")
+        .await;
+    b.check_page("schedules").await;
+    b.click("tr[data-schedule=nightly] button").await;
+    b.until_text("tr[data-schedule=nightly] button", "Pause")
+        .await;
 }

@@ -33,6 +33,11 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route("/runs/{id}", get(run_page))
         .route("/runs/{id}/report", get(report_page))
         .route("/approvals", get(approvals_page))
+        .route("/schedules", get(crate::console_schedules::schedules_page))
+        .route(
+            "/console/schedules/{id}/{action}",
+            post(crate::console_schedules::schedule_form),
+        )
         .route("/start", get(crate::console_start::start_page))
         .route("/console/start", post(crate::console_start::start_form))
         .route(
@@ -83,7 +88,7 @@ pub(crate) fn page(title: &str, page: &str, caller: Option<&Caller>, body: &str)
         Some(c) => format!(
             "<nav><a href=\"/\">Runs</a> <a href=\"/start\">Start</a> <a href=\"/approvals\">Approvals \
              <span id=\"pending\" class=\"count\" aria-live=\"polite\" \
-             title=\"approval requests waiting\"></span></a> \
+             title=\"approval requests waiting\"></span></a> <a href=\"/schedules\">Schedules</a> \
              <span class=\"who\">{}</span>\
              <form method=\"post\" action=\"/logout\" class=\"inline\"><button>Log out</button></form></nav>",
             esc(&c.principal.by())
@@ -541,7 +546,7 @@ pub(crate) fn value_text(v: &Value) -> String {
     }
 }
 
-fn when(ms: u64) -> String {
+pub(crate) fn when(ms: u64) -> String {
     format!("<time data-ms=\"{ms}\">{ms}</time>")
 }
 

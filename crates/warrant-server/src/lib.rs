@@ -10,6 +10,7 @@
 mod api;
 pub mod auth;
 mod console;
+mod console_schedules;
 mod console_start;
 mod hidden;
 mod links;
