@@ -469,3 +469,56 @@ fn last_seq(store: &Path, run: &str) -> u64 {
         .max()
         .unwrap()
 }
+
+/// A fleet on PostgreSQL: the server has no webhooks; the worker that drives the runs does,
+/// and delivers what the runs made (the outbox is the store's, whoever wrote it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_postgresql_delivers_the_notices_of_the_fleets_runs() {
+    let url = warrant_store::contract::postgres_scratch("webhooks").await;
+    let at = Path::new(&url);
+    let migrated = warrant(at, &["store", "migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let dir = tempfile::tempdir().unwrap();
+    let r = receiver();
+    let hooks = hooks_file(dir.path(), &r, "http://127.0.0.1:7800");
+    let s = start_server(at, &root().join("examples"), &[], None);
+    let run = start(&s, json!({"spec_path": "pay-rent/spec.yaml"})).await;
+    let _worker = Stopped(
+        std::process::Command::new(env!("CARGO_BIN_EXE_warrant"))
+            .current_dir(root())
+            .env("WARRANT_STORE", &url)
+            .env_remove("WARRANT_FAULT")
+            .args(["worker", "--name", "hooks", "--webhooks"])
+            .arg(&hooks)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let finished = r.taken("/hook", "run.finished").await;
+    assert!(
+        finished.id().starts_with(&format!("{run}/")),
+        "{finished:?}"
+    );
+    assert_eq!(finished.json()["outcome"], "attained");
+    assert_eq!(
+        finished.headers["webhook-signature"],
+        expected_signature(SECRET, &finished)
+    );
+    let listed = json(&warrant(
+        at,
+        &["webhooks", "deliveries", "--run", &run, "--json"],
+    ));
+    assert_eq!(listed[0]["state"], "delivered", "{listed}");
+    assert_eq!(listed[0]["delivered_to"], json!(["ops"]));
+}
+
+/// A child process, killed when dropped (a failed assertion leaves none behind).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
