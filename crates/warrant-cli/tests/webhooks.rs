@@ -236,6 +236,17 @@ async fn until_status(s: &Served, id: &str, want: &str) {
     panic!("run {id} never reached {want}");
 }
 
+/// Submits a link's page form (no reason given).
+async fn submit(url: &str) -> reqwest::Response {
+    client()
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("reason=")
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Every post each endpoint took, by notice id: how many times.
 fn taken_by_id(posts: &[Post], path: &str) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
@@ -313,24 +324,12 @@ async fn a_waiting_run_is_told_signed_retried_and_answered_through_its_link() {
     assert!(html.contains(&digest), "{html}");
     assert_eq!(status_of(&s, &run).await, "waiting");
     // Its form's POST records the approval, bound to the digest; the run goes on.
-    let done = client()
-        .post(&approve_url)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("reason=")
-        .send()
-        .await
-        .unwrap();
+    let done = submit(&approve_url).await;
     assert_eq!(done.status(), 200);
     assert!(done.text().await.unwrap().contains("Recorded"));
     until_status(&s, &run, "attained").await;
     // The same link again records nothing more.
-    let again = client()
-        .post(&approve_url)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("reason=")
-        .send()
-        .await
-        .unwrap();
+    let again = submit(&approve_url).await;
     assert!(
         again.status() == 200 || again.status() == 409,
         "{}",

@@ -482,6 +482,14 @@ pub(crate) fn tick_of(
     })
 }
 
+/// A listing's `limit` as SQL's `LIMIT` (0: no limit).
+pub(crate) fn sql_limit(limit: usize) -> i64 {
+    match limit {
+        0 => i64::MAX,
+        n => i64::try_from(n).unwrap_or(i64::MAX),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 mod tests {

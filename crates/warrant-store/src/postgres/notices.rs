@@ -108,10 +108,7 @@ impl NoticeOutbox for PostgresStore {
     }
     fn notices(&self, query: NoticeQuery) -> BoxFuture<'_, Result<Vec<Notice>, StoreError>> {
         Box::pin(async move {
-            let limit = match query.limit {
-                0 => i64::MAX,
-                n => i64::try_from(n).unwrap_or(i64::MAX),
-            };
+            let limit = crate::sql_limit(query.limit);
             let state = query.state.map(NoticeState::name);
             let run = query.run.map(|r| r.0);
             let rows = self

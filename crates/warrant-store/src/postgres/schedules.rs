@@ -96,10 +96,7 @@ impl Schedules for PostgresStore {
     ) -> BoxFuture<'_, Result<Vec<Tick>, StoreError>> {
         let schedule = schedule.map(str::to_owned);
         Box::pin(async move {
-            let limit = match limit {
-                0 => i64::MAX,
-                n => i64::try_from(n).unwrap_or(i64::MAX),
-            };
+            let limit = crate::sql_limit(limit);
             let rows = self
                 .inner
                 .query(

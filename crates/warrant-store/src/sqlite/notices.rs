@@ -131,10 +131,7 @@ impl NoticeOutbox for SqliteStore {
             if !has_column(&conn, "notices", "id") {
                 return Ok(Vec::new());
             }
-            let limit = match query.limit {
-                0 => -1,
-                n => i64::try_from(n).unwrap_or(i64::MAX),
-            };
+            let limit = crate::sql_limit(query.limit);
             rows(
                 &conn,
                 concat!(

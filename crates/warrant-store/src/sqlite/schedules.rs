@@ -115,10 +115,7 @@ impl Schedules for SqliteStore {
             if !has_column(&conn, "ticks", "state") {
                 return Ok(Vec::new());
             }
-            let limit = match limit {
-                0 => -1,
-                n => i64::try_from(n).unwrap_or(i64::MAX),
-            };
+            let limit = crate::sql_limit(limit);
             let mut st = conn
                 .prepare_cached(
                     "SELECT schedule, at_ms, run_id, state, note FROM ticks
