@@ -10,6 +10,7 @@
 //! needs cannot be reached now, or something failed on the way — so a front door maps it to
 //! an exit code or an HTTP status in one place, never by guessing from the call site.
 
+pub mod grants;
 mod load;
 mod operator;
 mod ops;

@@ -354,6 +354,8 @@ impl NoticeOutbox for Outage {}
 
 impl warrant_core::store::Schedules for Outage {}
 
+impl warrant_core::store::Grants for Outage {}
+
 impl StoreHealth for Outage {}
 
 #[tokio::test]

@@ -189,6 +189,14 @@ pub enum Command {
         /// Who approves (default: $USER).
         #[arg(long = "as", value_name = "PRINCIPAL")]
         by: Option<String>,
+        /// Always allow this: approve it once and keep a standing grant for this tool with
+        /// these very arguments (each equal to its value now) for the run's user; with
+        /// `--until`, the grant's expiry.
+        #[arg(long, conflicts_with_all = ["edit", "scope"])]
+        always: bool,
+        /// With `--always`: for every user of the run's tenant.
+        #[arg(long, requires = "always")]
+        whole_tenant: bool,
     },
     /// Deny a request; the same effect stays denied for the rest of the run.
     Deny {
@@ -356,6 +364,13 @@ pub enum Command {
     Schedules {
         #[command(subcommand)]
         command: SchedulesCommand,
+    },
+    /// People's standing grants: "always allow" a provider's tool, with constraints on its
+    /// arguments, for a user or a tenant, until they expire or are revoked. A call a live
+    /// grant covers is approved at once (the run records which grant); any other is asked.
+    Grants {
+        #[command(subcommand)]
+        command: GrantsCommand,
     },
     /// The store's outbox of notices and what became of their delivery to the operator's
     /// webhooks; and a check of a webhooks file.
@@ -564,6 +579,65 @@ pub enum SpecsCommand {
         /// Only this version (its digest, or a prefix of it).
         #[arg(long, value_name = "DIGEST")]
         digest: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCommand {
+    /// Give a standing grant.
+    Add {
+        /// The provider.
+        #[arg(long)]
+        provider: String,
+        /// The tool.
+        #[arg(long)]
+        tool: String,
+        /// An argument that must equal this value (repeatable): `NAME=VALUE`, read as JSON
+        /// when it parses as JSON, else as a string.
+        #[arg(long = "equal", value_name = "NAME=VALUE", value_parser = parse_input)]
+        equal: Vec<(String, serde_json::Value)>,
+        /// An argument that must be one of these (repeatable): `NAME=[V1, V2, ...]` (JSON).
+        #[arg(long = "one-of", value_name = "NAME=JSON_LIST", value_parser = parse_input)]
+        one_of: Vec<(String, serde_json::Value)>,
+        /// A number argument that must be at most this (repeatable): `NAME=N`.
+        #[arg(long = "at-most", value_name = "NAME=N", value_parser = parse_input)]
+        at_most: Vec<(String, serde_json::Value)>,
+        /// Where an argument's value must come from (repeatable): `NAME=SOURCE[,SOURCE]`, each
+        /// `objective`, `input`, `carried`, `trusted_output` or `decider`.
+        #[arg(long = "from", value_name = "NAME=SOURCES", value_parser = parse_input)]
+        from: Vec<(String, serde_json::Value)>,
+        /// The tenant whose runs it covers.
+        #[arg(long, default_value = "local")]
+        tenant: String,
+        /// The user whose runs it covers (default: every user of the tenant).
+        #[arg(long)]
+        user: Option<String>,
+        /// Until when: milliseconds since the epoch, or a time from now such as `+30d`.
+        #[arg(long, value_name = "MS|+DURATION", value_parser = parse_until)]
+        until: Option<Until>,
+        /// Why it is given.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Who gives it (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+    },
+    /// List the standing grants, newest first (revoked and expired ones with `--all`).
+    List {
+        /// Include revoked and expired grants.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a standing grant: it covers nothing from now on.
+    Revoke {
+        /// The grant's id.
+        id: String,
+        /// Who revokes it (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
     },
 }
 

@@ -116,12 +116,13 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             until,
             edit,
             by,
+            always,
+            whole_tenant,
         } => {
-            let until_ms = match until {
-                None => None,
-                Some(crate::cli::Until::At(ms)) => Some(ms),
-                Some(crate::cli::Until::In(ms)) => Some(SystemClock.now_ms().saturating_add(ms)),
-            };
+            let until_ms = until_ms(until);
+            if always {
+                return approve_always(&store_path, &request, by, whole_tenant, until_ms).await;
+            }
             answer(
                 &store_path,
                 &request,
@@ -216,6 +217,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Specs { command } => specs(&store_path, command).await,
         Command::Webhooks { command } => webhooks(&store_path, command).await,
         Command::Schedules { command } => schedules(&store_path, command).await,
+        Command::Grants { command } => grants(&store_path, command).await,
     }
 }
 
@@ -251,6 +253,167 @@ fn deliver_notices(app: &App, hooks: Option<Arc<warrant_app::webhooks::Webhooks>
 struct Doors {
     metrics: Option<std::net::SocketAddr>,
     hooks: Option<Arc<warrant_app::webhooks::Webhooks>>,
+}
+
+/// A `--until` as milliseconds since the epoch.
+fn until_ms(until: Option<crate::cli::Until>) -> Option<u64> {
+    match until {
+        None => None,
+        Some(crate::cli::Until::At(ms)) => Some(ms),
+        Some(crate::cli::Until::In(ms)) => Some(SystemClock.now_ms().saturating_add(ms)),
+    }
+}
+
+/// `warrant approve REQ --always`: approved once, and a standing grant kept for the same.
+async fn approve_always(
+    store_path: &StoreAt,
+    request: &str,
+    by: Option<String>,
+    whole_tenant: bool,
+    until_ms: Option<u64>,
+) -> Result<u8> {
+    let app = app(store_path.open(Use::Existing).await?);
+    let by = operator(by);
+    let request = app.resolve_request(request).await?;
+    let now = SystemClock.now_ms();
+    let (grant, answered) = app
+        .approve_always(&request, &by, whole_tenant, until_ms, now)
+        .await?;
+    match answered {
+        Answered::Recorded => outln!("{request} approved by {by}"),
+        Answered::AlreadyAnswered => outln!("{request} was already approved"),
+    }
+    outln!(
+        "standing grant {}: always allow {}{}",
+        grant.id,
+        grant.describe(),
+        grant
+            .expires_at_ms
+            .map(|t| format!(", until {}", when(t)))
+            .unwrap_or_default()
+    );
+    let run = RunId::of_request(&request).unwrap_or_else(|| RunId(request.clone()));
+    outln!("{}", next_step(&app, &run).await?);
+    Ok(exit::ATTAINED)
+}
+
+/// `warrant grants ...`.
+async fn grants(store_path: &StoreAt, command: crate::cli::GrantsCommand) -> Result<u8> {
+    use crate::cli::GrantsCommand;
+    let now = SystemClock.now_ms();
+    match command {
+        GrantsCommand::Add {
+            provider,
+            tool,
+            equal,
+            one_of,
+            at_most,
+            from,
+            tenant,
+            user,
+            until,
+            note,
+            by,
+        } => {
+            let mut args: std::collections::BTreeMap<String, warrant_core::spec::ArgConstraint> =
+                std::collections::BTreeMap::new();
+            for (name, value) in equal {
+                args.entry(name).or_default().one_of.push(value);
+            }
+            for (name, value) in one_of {
+                let Value::Array(values) = value else {
+                    return Err(Failure::invalid(anyhow!(
+                        "--one-of {name}=...: give a JSON list, e.g. {name}='[\"a\", \"b\"]'"
+                    )));
+                };
+                args.entry(name).or_default().one_of.extend(values);
+            }
+            for (name, value) in at_most {
+                let Some(n) = value.as_f64() else {
+                    return Err(Failure::invalid(anyhow!(
+                        "--at-most {name}={value}: give a number"
+                    )));
+                };
+                args.entry(name).or_default().max = Some(n);
+            }
+            for (name, value) in from {
+                let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+                for source in text.split(',') {
+                    let parsed: warrant_core::spec::GrantSource =
+                        serde_json::from_value(Value::String(source.trim().to_owned())).map_err(
+                            |_| {
+                                Failure::invalid(anyhow!(
+                                    "--from {name}={text}: `{source}` is not a source (objective, input, carried, trusted_output or decider)"
+                                ))
+                            },
+                        )?;
+                    args.entry(name.clone()).or_default().from.push(parsed);
+                }
+            }
+            let grant = warrant_core::standing::StandingGrant {
+                id: warrant_app::grants::new_grant_id(),
+                tenant,
+                user,
+                provider,
+                tool,
+                args,
+                by: operator(by),
+                created_at_ms: now,
+                expires_at_ms: until_ms(until),
+                note,
+                revoked: None,
+            };
+            let app = app(store_path.open(Use::Create).await?);
+            let grant = app.grant_add(grant).await?;
+            outln!(
+                "standing grant {}: always allow {}{}",
+                grant.id,
+                grant.describe(),
+                grant
+                    .expires_at_ms
+                    .map(|t| format!(", until {}", when(t)))
+                    .unwrap_or_default()
+            );
+            Ok(exit::ATTAINED)
+        }
+        GrantsCommand::List { all, json } => {
+            let store = store_path.open(Use::Read).await?;
+            let grants: Vec<_> = store
+                .grants(None)
+                .await
+                .map_err(|e| Failure::failed(anyhow!("{e}")))?
+                .into_iter()
+                .filter(|g| all || g.live(now))
+                .collect();
+            if json {
+                print_json(&grants)?;
+            } else if grants.is_empty() {
+                errln!("no standing grants in `{store_path}` (`warrant grants add`, `warrant approve REQ --always`)");
+            } else {
+                for g in &grants {
+                    let state = match (&g.revoked, g.live(now)) {
+                        (Some(r), _) => format!("revoked by {} {}", r.by, when(r.at_ms)),
+                        (None, false) => "expired".to_owned(),
+                        (None, true) => g
+                            .expires_at_ms
+                            .map_or_else(|| "live".to_owned(), |t| format!("until {}", when(t))),
+                    };
+                    outln!("{}  {}  (by {}; {state})", g.id, g.describe(), g.by);
+                }
+            }
+            Ok(exit::ATTAINED)
+        }
+        GrantsCommand::Revoke { id, by } => {
+            let app = app(store_path.open(Use::Existing).await?);
+            let by = operator(by);
+            if app.grant_revoke(&id, None, &by, now).await? {
+                outln!("revoked standing grant {id}");
+            } else {
+                outln!("standing grant {id} was revoked already");
+            }
+            Ok(exit::ATTAINED)
+        }
+    }
 }
 
 /// `warrant schedules ...`.
@@ -1419,7 +1582,17 @@ fn render_event(e: &StoredEvent) -> String {
             }
         }
         EventKind::ApprovalExpired { request } => format!("{request} expired"),
-        EventKind::ApprovalConsumed { request, call } => format!("{request} used by {call}"),
+        EventKind::ApprovalConsumed {
+            request,
+            call,
+            grant,
+        } => match grant {
+            Some(g) => format!("{request} used by {call} (standing grant {g})"),
+            None => format!("{request} used by {call}"),
+        },
+        EventKind::ApprovalGranted { request, grant, .. } => {
+            format!("{request} approved by standing grant {} ({})", grant.id, grant.by)
+        }
         EventKind::CallInDoubt {
             call, tool, reason, ..
         } => format!("{call} {tool}: {reason}"),

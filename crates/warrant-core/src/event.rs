@@ -1046,6 +1046,17 @@ pub enum EventKind {
         /// The request.
         request: String,
     },
+    /// A person's standing grant answered a request at once: the call goes on without waiting
+    /// (recorded with the request, in the same append).
+    ApprovalGranted {
+        /// The request.
+        request: String,
+        /// The grant, as it was when it answered.
+        grant: Arc<crate::standing::StandingGrant>,
+        /// The rule under which the grant may answer (the approve policies').
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<Box<str>>,
+    },
     /// An approval was used by a dispatch: appended atomically with the call's intent, so it is
     /// consumed exactly once.
     ApprovalConsumed {
@@ -1053,6 +1064,9 @@ pub enum EventKind {
         request: String,
         /// The call it let through.
         call: CallId,
+        /// The standing grant that gave the approval, when one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
     },
     /// A value lifted from a call result into carried state.
     Carried {
@@ -1154,6 +1168,7 @@ impl EventKind {
             EventKind::ApprovalRequested { .. } => "approval_requested",
             EventKind::ApprovalResolved { .. } => "approval_resolved",
             EventKind::ApprovalExpired { .. } => "approval_expired",
+            EventKind::ApprovalGranted { .. } => "approval_granted",
             EventKind::ApprovalConsumed { .. } => "approval_consumed",
             EventKind::Carried { .. } => "carried",
             EventKind::StepFinished { .. } => "step_finished",
@@ -1186,6 +1201,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "approval_requested",
     "approval_resolved",
     "approval_expired",
+    "approval_granted",
     "approval_consumed",
     "carried",
     "step_finished",

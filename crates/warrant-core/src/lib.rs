@@ -25,6 +25,7 @@ pub mod report;
 pub mod schedule;
 pub mod scope;
 pub mod spec;
+pub mod standing;
 pub mod status;
 pub mod store;
 pub mod text;

@@ -187,19 +187,38 @@ impl Notice {
 }
 
 /// The notices an append of `events` to `run` makes: one per event that tells of something,
-/// and one `run.waiting` for the first event that leaves the run waiting.
+/// and one `run.waiting` (at the first event that made it wait) when the append leaves the run
+/// waiting. A request a standing grant answered in the same append is told of by neither.
 pub fn notices_of(run: &RunId, events: &[Arc<Event>]) -> Vec<Notice> {
+    let granted: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ApprovalGranted { request, .. } => Some(request.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
-    let mut waiting = false;
+    let mut waiting_at = None;
+    let mut status = None;
     for e in events {
-        if let Some(kind) = NoticeKind::of_event(&e.kind) {
+        let answered_at_once = matches!(
+            &e.kind,
+            EventKind::ApprovalRequested { request, .. } if granted.contains(&request.as_str())
+        );
+        if let Some(kind) = NoticeKind::of_event(&e.kind)
+            && !answered_at_once
+        {
             out.push(Notice::new(run, e.seq, kind, e.at_ms));
         }
-        if !waiting && crate::fold::status_after(&e.kind) == Some(crate::status::RunStatus::Waiting)
-        {
-            waiting = true;
-            out.push(Notice::new(run, e.seq, NoticeKind::RunWaiting, e.at_ms));
+        if let Some(s) = crate::fold::status_after(&e.kind) {
+            if s == crate::status::RunStatus::Waiting && waiting_at.is_none() {
+                waiting_at = Some((e.seq, e.at_ms));
+            }
+            status = Some(s);
         }
+    }
+    if let (Some(crate::status::RunStatus::Waiting), Some((seq, at_ms))) = (status, waiting_at) {
+        out.push(Notice::new(run, seq, NoticeKind::RunWaiting, at_ms));
     }
     out
 }

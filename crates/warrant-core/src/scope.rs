@@ -270,11 +270,37 @@ fn within(grant: &Grant, call: &Call<'_>) -> Result<(), String> {
 }
 
 fn check(arg: &str, value: &Value, c: &ArgConstraint, call: &Call<'_>) -> Result<(), String> {
+    check_value(arg, value, c, call.labels, call.trusted)
+}
+
+/// Whether arguments `args` (with their `labels`) meet `constraints` (top-level argument to
+/// constraint; an argument it does not name may be anything): a standing grant's test.
+pub fn admits(
+    constraints: &std::collections::BTreeMap<String, ArgConstraint>,
+    args: &Value,
+    labels: &[ArgLabel],
+    trusted: &BTreeSet<String>,
+) -> Result<(), String> {
+    for (arg, c) in constraints {
+        match args.get(arg) {
+            Some(value) => check_value(arg, value, c, labels, trusted)?,
+            // A constrained argument left out is not what the grant allows.
+            None => return Err(format!("`{arg}` is not given")),
+        }
+    }
+    Ok(())
+}
+
+fn check_value(
+    arg: &str,
+    value: &Value,
+    c: &ArgConstraint,
+    labels: &[ArgLabel],
+    trusted: &BTreeSet<String>,
+) -> Result<(), String> {
     if !c.from.is_empty() {
-        for label in call.labels.iter().filter(|l| top(l) == arg) {
-            if !admitted(&label.source, &c.from, call.trusted)
-                || holds_untrusted(label, call.trusted)
-            {
+        for label in labels.iter().filter(|l| top(l) == arg) {
+            if !admitted(&label.source, &c.from, trusted) || holds_untrusted(label, trusted) {
                 let allowed: Vec<String> = c.from.iter().map(ToString::to_string).collect();
                 return Err(format!(
                     "`{arg}` came from {}{}, and may only come from {}",

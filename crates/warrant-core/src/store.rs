@@ -609,6 +609,38 @@ pub trait Schedules: Send + Sync {
     }
 }
 
+/// People's standing grants ([`crate::standing`]), shared by every process of a fleet.
+pub trait Grants: Send + Sync {
+    /// Keeps a new grant. A store without grants refuses.
+    fn grant_put(
+        &self,
+        grant: crate::standing::StandingGrant,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = grant;
+        Box::pin(std::future::ready(Err(StoreError::Io(
+            "this store keeps no standing grants".into(),
+        ))))
+    }
+    /// The grants (of `tenant` only, if given), newest first, revoked and expired ones too.
+    fn grants(
+        &self,
+        tenant: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<crate::standing::StandingGrant>, StoreError>> {
+        let _ = tenant;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+    /// Revokes grant `id` (of `tenant` only, if given): whether it was live until now.
+    fn grant_revoke(
+        &self,
+        id: &str,
+        tenant: Option<&str>,
+        revoked: crate::standing::Revoked,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = (id, tenant, revoked);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+}
+
 /// What the adapter measures of itself, when it does (its commits' latency, its log's copies
 /// back).
 pub trait StoreHealth: Send + Sync {
@@ -636,6 +668,7 @@ pub trait EventStore:
     + IdempotencyKeys
     + NoticeOutbox
     + Schedules
+    + Grants
     + StoreHealth
 {
 }
@@ -650,6 +683,7 @@ impl<T> EventStore for T where
         + IdempotencyKeys
         + NoticeOutbox
         + Schedules
+        + Grants
         + StoreHealth
         + ?Sized
 {

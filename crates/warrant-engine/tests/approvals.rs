@@ -947,3 +947,160 @@ async fn a_front_door_for_others_refuses_a_runs_starter_as_its_approver() {
     assert!(rule.is_some_and(|r| r.contains("approver")));
     w.check(&r.run_id).await;
 }
+
+/// A person's standing grant for bank's `transfer` to one account, at most 100, for `acme/ann`.
+fn standing(id: &str, at_ms: u64) -> warrant_core::standing::StandingGrant {
+    use warrant_core::spec::ArgConstraint;
+    warrant_core::standing::StandingGrant {
+        id: id.into(),
+        tenant: "acme".into(),
+        user: Some("ann".into()),
+        provider: "bank".into(),
+        tool: "transfer".into(),
+        args: [
+            (
+                "to".to_owned(),
+                ArgConstraint {
+                    one_of: vec![json!("DE89370400440532013000")],
+                    ..ArgConstraint::default()
+                },
+            ),
+            (
+                "amount".to_owned(),
+                ArgConstraint {
+                    max: Some(100.0),
+                    ..ArgConstraint::default()
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        by: "acme/bob".into(),
+        created_at_ms: at_ms,
+        expires_at_ms: Some(at_ms + 3_600_000),
+        note: "rent top-ups".into(),
+        revoked: None,
+    }
+}
+
+#[tokio::test]
+async fn a_standing_grant_lets_the_call_it_covers_through_without_asking_and_replays() {
+    use warrant_core::store::Grants as _;
+    let mut w = world(&(transfer(50) + "    - done: paid\n"));
+    w.engine = w.engine.clone().acting_for("acme", "ann");
+    w.store
+        .grant_put(standing("g-rent", 1_700_000_000_000))
+        .await
+        .unwrap();
+    let r = w.start().await;
+    assert_eq!(r.outcome, Some(Outcome::Attained), "{:?}", r.outcome);
+    let events = w.events(&r.run_id);
+    let granted = events.iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalGranted { request, grant, .. } => Some((request.clone(), grant.clone())),
+        _ => None,
+    });
+    let (request, grant) = granted.expect("the grant answered the request");
+    assert_eq!(grant.id, "g-rent");
+    let consumed = events.iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalConsumed { request: r, grant, .. } if *r == request => Some(grant.clone()),
+        _ => None,
+    });
+    assert_eq!(consumed, Some(Some("g-rent".to_owned())));
+    // Never waiting: no event made the run wait for a person, and nothing is pending.
+    assert!(w.store.pending_approvals(None).await.unwrap().is_empty());
+    assert_eq!(w.bank.transfers().len(), 1);
+    w.check(&r.run_id).await;
+}
+
+#[tokio::test]
+async fn a_call_outside_a_grant_or_past_it_waits_for_a_person() {
+    use warrant_core::standing::Revoked;
+    use warrant_core::store::Grants as _;
+    let at = 1_700_000_000_000;
+    // Each case: the grant as stored, who the run acts for, and the amount sent.
+    let revoked = warrant_core::standing::StandingGrant {
+        revoked: Some(Revoked {
+            by: "acme/bob".into(),
+            at_ms: at,
+        }),
+        ..standing("g-revoked", at)
+    };
+    let expired = warrant_core::standing::StandingGrant {
+        expires_at_ms: Some(at + 1),
+        ..standing("g-expired", at)
+    };
+    for (grant, user, amount) in [
+        (standing("g-small", at), "ann", 500),
+        (standing("g-ann", at), "eve", 50),
+        (revoked, "ann", 50),
+        (expired, "ann", 50),
+    ] {
+        let id = grant.id.clone();
+        let mut w = world(&(transfer(amount) + "    - done: paid\n"));
+        w.engine = w.engine.clone().acting_for("acme", user);
+        w.clock.advance(10_000);
+        w.store.grant_put(grant).await.unwrap();
+        let r = w.start().await;
+        assert_eq!(r.outcome, None, "{id}: the run waits for a person");
+        let events = w.events(&r.run_id);
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::ApprovalGranted { .. })),
+            "{id}"
+        );
+        assert_eq!(w.store.pending_approvals(None).await.unwrap().len(), 1, "{id}");
+        assert!(w.bank.transfers().is_empty(), "{id}");
+    }
+}
+
+/// The approve policies rule on a standing grant as on an approver (`grant:<id>` of its
+/// tenant): one that refuses it leaves the request to a person.
+#[tokio::test]
+async fn an_authority_that_refuses_a_grant_as_approver_leaves_the_request_to_a_person() {
+    use warrant_core::ports::{ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, Verdict};
+    use warrant_core::store::Grants as _;
+    struct NoGrants;
+    impl Authority for NoGrants {
+        fn evaluate<'a>(&'a self, r: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
+            let v = if r.tool == "transfer" {
+                Verdict::Ask {
+                    reason: "a person must approve transfers".into(),
+                    approvers: 1,
+                }
+            } else {
+                Verdict::Allow {
+                    grant: "reads".into(),
+                }
+            };
+            Box::pin(std::future::ready(v))
+        }
+        fn rule_approver(&self, r: &ApproverRequest<'_>) -> ApproverVerdict {
+            if r.approver.user.starts_with("grant:") {
+                ApproverVerdict::Deny {
+                    reasons: vec!["transfers are always asked about".into()],
+                }
+            } else {
+                ApproverVerdict::NotRuled
+            }
+        }
+    }
+    let mut w = world(&(transfer(50) + "    - done: paid\n"));
+    w.engine = w
+        .engine
+        .clone()
+        .with_authority(Arc::new(NoGrants))
+        .acting_for("acme", "ann");
+    w.store
+        .grant_put(standing("g-rent", 1_700_000_000_000))
+        .await
+        .unwrap();
+    let r = w.start().await;
+    assert_eq!(r.outcome, None, "the run waits for a person");
+    assert!(
+        !w.events(&r.run_id)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ApprovalGranted { .. }))
+    );
+    assert!(w.bank.transfers().is_empty());
+}

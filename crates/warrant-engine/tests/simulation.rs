@@ -764,4 +764,6 @@ impl NoticeOutbox for OnRealTime {}
 
 impl warrant_core::store::Schedules for OnRealTime {}
 
+impl warrant_core::store::Grants for OnRealTime {}
+
 impl StoreHealth for OnRealTime {}

@@ -602,3 +602,27 @@ permit(principal, action, resource);"#,
         ]
     );
 }
+
+/// Cedar sees a standing grant as the approver `grant:<id>` of its tenant: an approve policy
+/// can keep grants from answering what a person must always see.
+#[test]
+fn an_approve_policy_can_refuse_to_let_a_standing_grant_answer() {
+    let a = authority(
+        r#"
+permit (principal, action == Warrant::Action::"commit", resource);
+permit (principal, action == Warrant::Action::"approve", resource);
+@id("transfers-are-asked")
+forbid (principal, action == Warrant::Action::"approve", resource)
+when { principal.user like "grant:*" && resource.tool == "transfer" };
+"#,
+        &[],
+    );
+    let ApproverVerdict::Deny { reasons } = rule_approver(&a, "grant:g01", &[]) else {
+        panic!("a grant answered a transfer");
+    };
+    assert!(reasons[0].contains("transfers-are-asked"), "{reasons:?}");
+    assert!(matches!(
+        rule_approver(&a, "bob", &[]),
+        ApproverVerdict::Allow { .. }
+    ));
+}

@@ -154,6 +154,147 @@ pub async fn specs(
     Ok(Json(shared.catalog_specs().await?))
 }
 
+/// `GET /v1/grants` parameters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsQuery {
+    /// Revoked and expired grants too.
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+/// `POST /v1/grants` body: a standing grant for the caller's tenant.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewGrant {
+    /// The provider.
+    pub provider: String,
+    /// The tool.
+    pub tool: String,
+    /// Argument (top-level name) to constraint: `one_of` (a single value: equal to), `min`,
+    /// `max`, `from` (`objective`, `input`, `carried`, `trusted_output`, `decider`).
+    #[serde(default)]
+    pub args: std::collections::BTreeMap<String, warrant_core::spec::ArgConstraint>,
+    /// The user whose runs it covers (absent: every user of the tenant).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Until when (ms since the epoch; absent: until revoked).
+    #[serde(default)]
+    pub expires_at_ms: Option<u64>,
+    /// Why it is given.
+    #[serde(default)]
+    pub note: String,
+}
+
+/// `GET /v1/grants`: the tenant's standing grants, newest first.
+pub async fn grants(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Query(q): Query<GrantsQuery>,
+) -> Result<Json<Vec<warrant_core::standing::StandingGrant>>, Problem> {
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let all = q.all.unwrap_or(false);
+    Ok(Json(
+        shared
+            .app
+            .grants(Some(&caller.principal.tenant))
+            .await?
+            .into_iter()
+            .filter(|g| all || g.live(now))
+            .collect(),
+    ))
+}
+
+/// `POST /v1/grants`: give a standing grant (an approver's), for the caller's tenant.
+pub async fn add_grant(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Body(body): Body<NewGrant>,
+) -> Result<(StatusCode, Json<warrant_core::standing::StandingGrant>), Problem> {
+    caller.principal.require(Role::Approver)?;
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let grant = warrant_core::standing::StandingGrant {
+        id: warrant_app::grants::new_grant_id(),
+        tenant: caller.principal.tenant.clone(),
+        user: body.user,
+        provider: body.provider,
+        tool: body.tool,
+        args: body.args,
+        by: caller.principal.by(),
+        created_at_ms: now,
+        expires_at_ms: body.expires_at_ms,
+        note: body.note,
+        revoked: None,
+    };
+    let grant = shared.app.grant_add(grant).await?;
+    Ok((StatusCode::CREATED, Json(grant)))
+}
+
+/// `POST /v1/grants/{id}/revoke`: revoke a standing grant of the caller's tenant (an
+/// approver's).
+pub async fn revoke_grant(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<warrant_core::standing::StandingGrant>, Problem> {
+    shared.revoke_grant(&caller, &id).await
+}
+
+impl Shared {
+    /// Revokes grant `id` of the caller's tenant: the grant as it is then.
+    pub(crate) async fn revoke_grant(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Json<warrant_core::standing::StandingGrant>, Problem> {
+        caller.principal.require(Role::Approver)?;
+        let tenant = Some(caller.principal.tenant.as_str());
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        self.app
+            .grant_revoke(id, tenant, &caller.principal.by(), now)
+            .await?;
+        self.app
+            .grants(tenant)
+            .await?
+            .into_iter()
+            .find(|g| g.id == id)
+            .map(Json)
+            .ok_or_else(|| Problem::not_found(format!("no standing grant `{}`", warrant_core::text::echo(id))))
+    }
+
+    /// "Always allow this" from the console: `request` approved once (its arguments shown
+    /// with `digest`) and a standing grant kept for the same tool with the same arguments.
+    pub(crate) async fn approve_always(
+        &self,
+        caller: &Caller,
+        request: &str,
+        digest: &str,
+    ) -> Result<warrant_core::standing::StandingGrant, Problem> {
+        let row = self.request(caller, request).await?;
+        caller.principal.require(Role::Approver)?;
+        if row.args_digest != digest {
+            return Err(Problem::conflict(
+                "digest-mismatch",
+                format!(
+                    "`{request}` asks about arguments with digest {}, not {digest}: look at the request again",
+                    row.args_digest
+                ),
+            ));
+        }
+        let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+        let (grant, _) = self
+            .app
+            .approve_always(request, &caller.principal.by(), false, None, now)
+            .await?;
+        if self.runner.holds(&row.run) {
+            self.runner.wake(&row.run);
+        } else if let Err(p) = self.runner.reenter(&row.run, None).await {
+            tracing::warn!(run = %row.run, problem = %p, "not re-entering");
+        }
+        Ok(grant)
+    }
+}
+
 /// `GET /v1/schedules`: the tenant's schedules, each with its next tick and its last.
 pub async fn schedules(
     State(shared): State<Arc<Shared>>,

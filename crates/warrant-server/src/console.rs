@@ -45,6 +45,7 @@ pub fn routes() -> Router<Arc<Shared>> {
             post(reconcile_form),
         )
         .route("/console/approvals/{id}", post(answer_form))
+        .route("/console/grants/{id}/revoke", post(revoke_form))
         .route("/console/runs/{id}/{action}", post(control_form))
         .route(
             "/assets/console.js",
@@ -546,6 +547,71 @@ pub(crate) fn value_text(v: &Value) -> String {
     }
 }
 
+/// The tenant's live standing grants, each with a revoke button for an approver.
+async fn standing_grants(shared: &Arc<Shared>, caller: &Caller, token: &str) -> String {
+    let now = warrant_core::ports::Clock::now_ms(&warrant_engine::SystemClock);
+    let Ok(grants) = shared.app.grants(Some(&caller.principal.tenant)).await else {
+        return String::new();
+    };
+    let live: Vec<_> = grants.into_iter().filter(|g| g.live(now)).collect();
+    if live.is_empty() {
+        return String::new();
+    }
+    let approver = caller.principal.may(crate::Role::Approver);
+    let mut out = String::from(
+        "<h3>Standing grants</h3><p>Calls these cover are approved at once; each run records          which grant let its call through.</p><ul class=\"grants\">",
+    );
+    for g in &live {
+        let revoke = if approver {
+            format!(
+                "<form method=\"post\" action=\"/console/grants/{id}/revoke\" class=\"inline\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{token}\"><button>Revoke</button></form>",
+                id = esc(&g.id)
+            )
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            out,
+            "<li data-grant=\"{id}\">{what} <small>by {by}{until}</small> {revoke}</li>",
+            id = esc(&g.id),
+            what = esc(&g.describe()),
+            by = esc(&g.by),
+            until = g
+                .expires_at_ms
+                .map(|t| format!(", until {}", when(t)))
+                .unwrap_or_default(),
+        );
+    }
+    out.push_str("</ul>");
+    out
+}
+
+#[derive(Deserialize)]
+struct RevokeForm {
+    csrf: String,
+}
+
+/// `POST /console/grants/{id}/revoke`.
+async fn revoke_form(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<RevokeForm>,
+) -> Response {
+    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
+        return p.into_response();
+    }
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    match shared.revoke_grant(&caller, &id).await {
+        Ok(_) => Redirect::to("/approvals").into_response(),
+        Err(p) => p.into_response(),
+    }
+}
+
 pub(crate) fn when(ms: u64) -> String {
     format!("<time data-ms=\"{ms}\">{ms}</time>")
 }
@@ -582,6 +648,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
              <input type=\"hidden\" name=\"args_digest\" value=\"{digest}\">\
              <button name=\"action\" value=\"once\">Approve once</button>\
              <button name=\"action\" value=\"run\">Approve for the run</button>{plan}\
+             <button name=\"action\" value=\"always\" title=\"Approve, and always allow this tool with these arguments\">Always allow</button>\
              <input name=\"reason\" placeholder=\"Reason to deny\" aria-label=\"Reason to deny\">\
              <button name=\"action\" value=\"deny\" class=\"deny\">Deny</button>\
              <details><summary>Approve with edited arguments</summary>\
@@ -610,6 +677,7 @@ async fn approvals_page(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
             edited = esc(&serde_json::to_string_pretty(&*row.args).unwrap_or_default()),
         );
     }
+    body.push_str(&standing_grants(&shared, &caller, &token).await);
     page("Approvals", "approvals", Some(&caller), &body).into_response()
 }
 
@@ -689,6 +757,15 @@ async fn answer_form(
                     .into_response();
             }
         },
+        "always" => {
+            return match shared
+                .approve_always(&caller, &id, &form.args_digest)
+                .await
+            {
+                Ok(_) => Redirect::to("/approvals").into_response(),
+                Err(p) => p.into_response(),
+            };
+        }
         other => return Problem::bad_request(format!("no action `{other}`")).into_response(),
     };
     match shared.answer(&caller, &id, &form.args_digest, answer).await {

@@ -436,6 +436,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/approvals/{id}/deny", post(api::deny))
         .route("/v1/audit", get(api::audit))
         .route("/v1/specs", get(api::specs))
+        .route("/v1/grants", get(api::grants).post(api::add_grant))
+        .route("/v1/grants/{id}/revoke", post(api::revoke_grant))
         .route("/v1/schedules", get(api::schedules))
         .route("/v1/schedules/{id}/pause", post(api::pause_schedule))
         .route("/v1/schedules/{id}/resume", post(api::resume_schedule))

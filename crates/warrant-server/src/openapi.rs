@@ -236,6 +236,39 @@ fn ops() -> Vec<Op> {
             )
         },
         Op {
+            query: Some(schema::<api::GrantsQuery>),
+            answer: Answer::Json(schema::<Vec<warrant_core::standing::StandingGrant>>),
+            ..op(
+                "get",
+                "/v1/grants",
+                "listGrants",
+                "The tenant's standing grants (live ones; `all=true` for revoked and expired ones too), newest first.",
+                "viewer",
+            )
+        },
+        Op {
+            body: Some(schema::<api::NewGrant>),
+            answer: Answer::Json(schema::<warrant_core::standing::StandingGrant>),
+            statuses: &[(201, "Given")],
+            ..op(
+                "post",
+                "/v1/grants",
+                "addGrant",
+                "Give a standing grant for the caller's tenant: a call it covers is approved at once, the run recording which grant.",
+                "approver",
+            )
+        },
+        Op {
+            answer: Answer::Json(schema::<warrant_core::standing::StandingGrant>),
+            ..op(
+                "post",
+                "/v1/grants/{id}/revoke",
+                "revokeGrant",
+                "Revoke a standing grant: it covers nothing from now on.",
+                "approver",
+            )
+        },
+        Op {
             answer: Answer::Json(schema::<Vec<warrant_app::schedule::ScheduleView>>),
             ..op(
                 "get",

@@ -164,6 +164,44 @@ where
     concurrent_puts_of_one_idempotency_key_all_find_one_run(&make().await).await;
     appends_fill_the_outbox_and_deliverers_take_each_notice_once(&make().await).await;
     a_schedules_tick_is_claimed_once_and_its_state_kept(&make().await).await;
+    standing_grants_are_kept_listed_by_tenant_and_revoked_once(&make().await).await;
+}
+
+/// A grant is kept once by id, listed newest first by tenant, and revoked once (only within
+/// its tenant, when one is named).
+pub async fn standing_grants_are_kept_listed_by_tenant_and_revoked_once(store: &dyn EventStore) {
+    use warrant_core::standing::{Revoked, StandingGrant};
+    let grant = |id: &str, tenant: &str, at: u64| StandingGrant {
+        id: id.into(),
+        tenant: tenant.into(),
+        user: None,
+        provider: "bank".into(),
+        tool: "transfer".into(),
+        args: std::collections::BTreeMap::new(),
+        by: format!("{tenant}/ann"),
+        created_at_ms: at,
+        expires_at_ms: None,
+        note: String::new(),
+        revoked: None,
+    };
+    store.grant_put(grant("g-1", "acme", 10)).await.unwrap();
+    store.grant_put(grant("g-2", "acme", 20)).await.unwrap();
+    store.grant_put(grant("g-3", "other", 30)).await.unwrap();
+    assert!(store.grant_put(grant("g-1", "acme", 40)).await.is_err());
+    let ids = |gs: Vec<StandingGrant>| gs.into_iter().map(|g| g.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.grants(Some("acme")).await.unwrap()), ["g-2", "g-1"]);
+    assert_eq!(ids(store.grants(None).await.unwrap()), ["g-3", "g-2", "g-1"]);
+    let by = Revoked {
+        by: "acme/bob".into(),
+        at_ms: 50,
+    };
+    // Another tenant's grant is not found; a grant is revoked once.
+    assert!(!store.grant_revoke("g-3", Some("acme"), by.clone()).await.unwrap());
+    assert!(store.grant_revoke("g-1", Some("acme"), by.clone()).await.unwrap());
+    assert!(!store.grant_revoke("g-1", None, by.clone()).await.unwrap());
+    let kept = store.grants(Some("acme")).await.unwrap();
+    assert_eq!(kept[1].revoked, Some(by));
+    assert_eq!(kept[0].revoked, None);
 }
 
 /// A schedule is kept by id (put again: replaced); a tick is claimed once whoever claims it,

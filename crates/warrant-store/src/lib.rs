@@ -225,6 +225,7 @@ pub(crate) fn run_facts(
                     .push(ApprovalChange::Settled(request.clone()));
             }
             EventKind::ApprovalExpired { request }
+            | EventKind::ApprovalGranted { request, .. }
             | EventKind::ApprovalConsumed { request, .. } => {
                 facts
                     .approvals
@@ -488,6 +489,22 @@ pub(crate) fn sql_limit(limit: usize) -> i64 {
         0 => i64::MAX,
         n => i64::try_from(n).unwrap_or(i64::MAX),
     }
+}
+
+/// A standing grant as a SQL store keeps it (its JSON), read back.
+pub(crate) fn grant_of(
+    body: &str,
+) -> Result<warrant_core::standing::StandingGrant, warrant_core::store::StoreError> {
+    serde_json::from_str(body).map_err(|e| {
+        warrant_core::store::StoreError::Io(format!("a standing grant in the store: {e}"))
+    })
+}
+
+/// A standing grant as a SQL store keeps it.
+pub(crate) fn grant_body(
+    grant: &warrant_core::standing::StandingGrant,
+) -> Result<String, warrant_core::store::StoreError> {
+    serde_json::to_string(grant).map_err(|e| warrant_core::store::StoreError::Io(e.to_string()))
 }
 
 #[cfg(test)]

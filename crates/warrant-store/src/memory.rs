@@ -9,6 +9,7 @@ use warrant_core::ids::RunId;
 use warrant_core::notice::{Notice, NoticeQuery, NoticeState};
 use warrant_core::ports::BoxFuture;
 use warrant_core::schedule::{Schedule, Tick};
+use warrant_core::standing::{Revoked, StandingGrant};
 use warrant_core::status::RunStatus;
 use warrant_core::store::{
     ApprovalsIndex, IdempotencyKeys, Leases, LogReader, LogWriter, NoticeOutbox, RunsIndex,
@@ -36,6 +37,8 @@ struct Inner {
     /// Schedules by id, and their ticks by schedule and time.
     schedules: BTreeMap<String, Schedule>,
     ticks: BTreeMap<(String, u64), Tick>,
+    /// Standing grants, in the order they were given.
+    grants: Vec<StandingGrant>,
 }
 
 struct RunLog {
@@ -634,6 +637,52 @@ impl Schedules for MemoryStore {
             rows
         });
         ready(rows)
+    }
+}
+
+impl warrant_core::store::Grants for MemoryStore {
+    fn grant_put(&self, grant: StandingGrant) -> BoxFuture<'_, Result<(), StoreError>> {
+        let kept = lock(&self.inner).and_then(|mut inner| {
+            if inner.grants.iter().any(|g| g.id == grant.id) {
+                return Err(StoreError::Io(format!("grant `{}` exists already", grant.id)));
+            }
+            inner.grants.push(grant);
+            Ok(())
+        });
+        ready(kept)
+    }
+    fn grants(&self, tenant: Option<&str>) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
+        let rows = lock(&self.inner).map(|inner| {
+            inner
+                .grants
+                .iter()
+                .rev()
+                .filter(|g| tenant.is_none_or(|t| g.tenant == t))
+                .cloned()
+                .collect()
+        });
+        ready(rows)
+    }
+    fn grant_revoke(
+        &self,
+        id: &str,
+        tenant: Option<&str>,
+        revoked: Revoked,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let done = lock(&self.inner).map(|mut inner| {
+            match inner
+                .grants
+                .iter_mut()
+                .find(|g| g.id == id && tenant.is_none_or(|t| g.tenant == t))
+            {
+                Some(g) if g.revoked.is_none() => {
+                    g.revoked = Some(revoked);
+                    true
+                }
+                _ => false,
+            }
+        });
+        ready(done)
     }
 }
 

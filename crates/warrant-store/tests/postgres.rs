@@ -84,7 +84,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         tokio::spawn(conn);
         client
             .batch_execute(
-                "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
+                "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
                  UPDATE warrant_meta SET value = '3' WHERE key = 'schema_version';",
             )
             .await
@@ -110,7 +110,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         client
             .batch_execute(
                 "DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
-                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
+                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
                  UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
             )
             .await
@@ -130,7 +130,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         client
             .batch_execute(
                 "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
-                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
+                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
                  UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
             )
             .await

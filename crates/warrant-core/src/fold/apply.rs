@@ -592,6 +592,7 @@ impl RunState {
                     approvers: (*approvers).max(1),
                     approved_by: Vec::new(),
                     proposed_scope: *proposed_scope,
+                    grant: None,
                 });
             }
             EventKind::ApprovalExpired { request } => {
@@ -603,7 +604,29 @@ impl RunState {
                 }
                 a.status = ApprovalStatus::Expired;
             }
-            EventKind::ApprovalConsumed { request, call } => {
+            EventKind::ApprovalGranted { request, grant, .. } => {
+                let a = self
+                    .approval_mut(request)
+                    .ok_or_else(|| format!("unknown approval request `{request}`"))?;
+                if a.status != ApprovalStatus::Pending {
+                    return Err(format!("approval request `{request}` is already resolved"));
+                }
+                // A grant is one person's answer: a request that needs several is not for it.
+                if a.approvers > 1 {
+                    return Err(format!(
+                        "approval request `{request}` needs {} approvers: a standing grant cannot answer it",
+                        a.approvers
+                    ));
+                }
+                a.status = ApprovalStatus::Approved {
+                    scope: ApprovalScope::Once,
+                    until_ms: None,
+                };
+                a.approved_by
+                    .push((grant.by.clone(), ApprovalScope::Once, None));
+                a.grant = Some(grant.id.clone());
+            }
+            EventKind::ApprovalConsumed { request, call, .. } => {
                 let a = self
                     .approval_mut(request)
                     .ok_or_else(|| format!("unknown approval request `{request}`"))?;

@@ -272,6 +272,8 @@ pub struct Approval {
     /// The scope the request proposed: only a request that proposed `plan` (it described the
     /// run's plan) can approve the plan.
     pub proposed_scope: ApprovalScope,
+    /// The standing grant that answered it, when one did (`approval_granted`).
+    pub grant: Option<String>,
 }
 
 impl Approval {
@@ -333,9 +335,11 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
         EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => {
             Some(RunStatus::Ready)
         }
+        // A standing grant answered the request it follows at once: the run goes on.
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
         | EventKind::RunTakenUp { .. }
+        | EventKind::ApprovalGranted { .. }
         | EventKind::ApprovalExpired { .. } => Some(RunStatus::Running),
         _ => None,
     }
@@ -662,7 +666,8 @@ impl RunState {
             | EventKind::Carried { .. } => self.apply_settle(e),
             EventKind::ApprovalRequested { .. }
             | EventKind::ApprovalExpired { .. }
-            | EventKind::ApprovalConsumed { .. } => self.apply_asked(e),
+            | EventKind::ApprovalConsumed { .. }
+            | EventKind::ApprovalGranted { .. } => self.apply_asked(e),
             EventKind::ApprovalResolved { .. } => self.apply_resolved(e),
             EventKind::ChildSpawned { .. }
             | EventKind::ChildWaiting { .. }

@@ -11,8 +11,8 @@ use warrant_core::event::{CallStatus, DeciderIdentity, Event, EventKind, encode}
 use warrant_core::fold::RunState;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
-    Authority, BoxFuture, CapabilityRequest, ControlVerdict, DecideError, Decided, Decider,
-    ExecutionControl, IdGen, Interception, Interceptor, Verdict,
+    ApproverRequest, ApproverVerdict, Authority, BoxFuture, CapabilityRequest, ControlVerdict,
+    DecideError, Decided, Decider, ExecutionControl, IdGen, Interception, Interceptor, Verdict,
 };
 use warrant_core::projection::Projection;
 
@@ -76,7 +76,7 @@ pub async fn replay(events: &[Arc<Event>]) -> Result<ReplayCheck, ReplayError> {
         return Err(ReplayError::NoStart);
     };
     let recorded: Arc<[Arc<Event>]> = Arc::from(events.to_vec());
-    let store = Arc::new(crate::replay::memory::Log::default());
+    let store = Arc::new(crate::replay::memory::Log::granting(events));
     let interceptors: Vec<Arc<dyn Interceptor>> = ReplayInterceptor::from_log(events)
         .into_iter()
         .map(|i| Arc::new(i) as Arc<dyn Interceptor>)
@@ -344,6 +344,8 @@ struct ReplayAuthority {
     dispatched: HashSet<CallId>,
     /// How the recorded authority described itself.
     description: Option<Value>,
+    /// Calls a standing grant answered for, with the rule the approve policies gave it.
+    granted: HashMap<CallId, Option<Box<str>>>,
 }
 
 impl ReplayAuthority {
@@ -354,6 +356,7 @@ impl ReplayAuthority {
         // Approvals of a run's plan as a whole (scope `plan`), and the call each was asked
         // about: a later call within the plan consumed one after the authority allowed it.
         let mut plan_approvals: HashMap<String, CallId> = HashMap::new();
+        let mut granted = HashMap::new();
         let mut requested_for: HashMap<String, CallId> = HashMap::new();
         // Asks come from the whole log (this segment included): the engine meets each from the
         // recorded approvals, or makes the request again.
@@ -383,8 +386,13 @@ impl ReplayAuthority {
                         plan_approvals.insert(request.clone(), *call);
                     }
                 }
-                EventKind::ApprovalConsumed { call, request } => {
+                EventKind::ApprovalConsumed { call, request, .. } => {
                     consumed.insert(*call, request.clone());
+                }
+                EventKind::ApprovalGranted { request, rule, .. } => {
+                    if let Some(call) = requested_for.get(request) {
+                        granted.insert(*call, rule.clone());
+                    }
                 }
                 // A call let through by an approval asked too (a run-scoped grant met it).
                 // A call within an approved plan, other than the one the plan was asked
@@ -447,6 +455,7 @@ impl ReplayAuthority {
             consumed: consumed.into_keys().collect(),
             dispatched,
             description,
+            granted,
         }
     }
 }
@@ -454,6 +463,20 @@ impl ReplayAuthority {
 impl Authority for ReplayAuthority {
     fn describe(&self) -> Option<Value> {
         self.description.clone()
+    }
+
+    /// A standing grant may answer as it did: under the rule recorded, or not at all where
+    /// none answered.
+    fn rule_approver(&self, request: &ApproverRequest<'_>) -> ApproverVerdict {
+        match self.granted.get(&request.call.call) {
+            Some(Some(rule)) => ApproverVerdict::Allow {
+                rule: rule.to_string(),
+            },
+            Some(None) => ApproverVerdict::NotRuled,
+            None => ApproverVerdict::Deny {
+                reasons: vec!["no standing grant answered this call in the recorded run".into()],
+            },
+        }
     }
 
     fn evaluate<'a>(&'a self, request: &'a CapabilityRequest<'a>) -> BoxFuture<'a, Verdict> {
@@ -691,9 +714,29 @@ mod memory {
     #[derive(Default)]
     pub(super) struct Log {
         events: Mutex<Vec<Arc<Event>>>,
+        /// The standing grants the recorded run was answered by, as they were then: the
+        /// engine finds them again, and rules as it did.
+        granted: Vec<warrant_core::standing::StandingGrant>,
     }
 
     impl Log {
+        /// A log for the replay of `recorded`, knowing the grants it was answered by.
+        pub(super) fn granting(recorded: &[Arc<Event>]) -> Log {
+            let granted = recorded
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    warrant_core::event::EventKind::ApprovalGranted { grant, .. } => {
+                        Some((**grant).clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            Log {
+                events: Mutex::new(Vec::new()),
+                granted,
+            }
+        }
+
         pub(super) fn events(&self) -> Vec<Arc<Event>> {
             self.events.lock().map(|e| e.clone()).unwrap_or_default()
         }
@@ -802,6 +845,14 @@ mod memory {
     impl IdempotencyKeys for Log {}
 
     impl NoticeOutbox for Log {}
+    impl warrant_core::store::Grants for Log {
+        fn grants(
+            &self,
+            _tenant: Option<&str>,
+        ) -> BoxFuture<'_, Result<Vec<warrant_core::standing::StandingGrant>, StoreError>> {
+            ready(Ok(self.granted.clone()))
+        }
+    }
 
     impl warrant_core::store::Schedules for Log {}
 

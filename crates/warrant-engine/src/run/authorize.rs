@@ -4,10 +4,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use warrant_core::codes::Code;
-use warrant_core::event::{ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer};
+use warrant_core::event::{
+    ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer, Principal,
+};
 use warrant_core::fold::ApprovalStatus;
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{CancelRequest, CapabilityRequest, ControlVerdict, Verdict};
+use warrant_core::ports::{
+    ApproverRequest, ApproverVerdict, CancelRequest, CapabilityRequest, ControlVerdict, Verdict,
+};
+use warrant_core::standing::Asked;
+use warrant_core::store::Grants as _;
 use warrant_core::spec::StepSpec;
 use warrant_core::{canon, provenance};
 
@@ -88,8 +94,76 @@ impl Run<'_> {
                 self.rules.authority.evaluate(&self.capability_request(j)),
             )
             .await;
-        let ruling = self.rule(j, answered, denied_other);
+        let ruling = match self.rule(j, answered, denied_other) {
+            Ruling::Request(asked) => self.standing(j, asked).await,
+            other => other,
+        };
         self.carry_out(ruling)
+    }
+
+    /// A request about to be made, answered at once by a person's standing grant when one
+    /// covers the call (its principal, provider, tool and argument constraints, live at the
+    /// run's time) and the approve policies let the grant answer (Cedar sees it as the approver
+    /// `grant:<id>` of its tenant). A request that needs several approvers, a store that cannot
+    /// be read in time, or no grant that covers it: the request is made, as it would be.
+    async fn standing(&mut self, j: &Judged<'_>, asked: EventKind) -> Ruling {
+        let EventKind::ApprovalRequested {
+            request, approvers, ..
+        } = &asked
+        else {
+            return Ruling::Request(asked);
+        };
+        if *approvers > 1 {
+            return Ruling::Request(asked);
+        }
+        let tenant = self.state.principal().tenant.clone();
+        let store = self.engine.store.clone();
+        let grants = match self.bounded(Bound::Call, store.grants(Some(&tenant))).await {
+            Ok(Ok(grants)) => grants,
+            _ => return Ruling::Request(asked),
+        };
+        let trusted = self.spec.trusted_providers();
+        let starter = self.state.principal();
+        let at = Asked {
+            tenant: &starter.tenant,
+            user: &starter.user,
+            provider: &j.step.provider,
+            tool: &j.action.name,
+            args: j.args,
+            labels: j.labels,
+            trusted: &trusted,
+            at_ms: self.state.last_at_ms(),
+        };
+        for grant in grants {
+            if grant.covers(&at).is_err() {
+                continue;
+            }
+            let approver = Principal {
+                tenant: grant.tenant.clone(),
+                user: format!("grant:{}", grant.id),
+                agent: String::new(),
+            };
+            let call = self.capability_request(j);
+            let verdict = self.rules.authority.rule_approver(&ApproverRequest {
+                approver: &approver,
+                starter,
+                call: &call,
+                approvals_needed: 1,
+                approved_by: &[],
+            });
+            let rule = match verdict {
+                ApproverVerdict::Allow { rule } => Some(rule.into_boxed_str()),
+                ApproverVerdict::NotRuled => None,
+                ApproverVerdict::Deny { .. } => continue,
+            };
+            let granted = EventKind::ApprovalGranted {
+                request: request.clone(),
+                grant: Arc::new(grant),
+                rule,
+            };
+            return Ruling::Granted(asked, granted);
+        }
+        Ruling::Request(asked)
     }
 
     /// Carries out what the Bridge ruled on a call: the approval it consumes, the
@@ -101,6 +175,21 @@ impl Run<'_> {
             Ruling::Cancelled(cancel, refusal) => {
                 self.cancel = Some(cancel);
                 Err(refusal)
+            }
+            Ruling::Granted(requested, granted) => {
+                let request = match &requested {
+                    EventKind::ApprovalRequested { request, .. } => request.clone(),
+                    _ => String::new(),
+                };
+                let recorded = self.stage(requested).and_then(|_| self.stage(granted));
+                if let Err(e) = recorded {
+                    return Err(refuse(
+                        Code::ApprovalUnrecorded,
+                        Layer::Runtime,
+                        format!("the approval by a standing grant could not be recorded: {e}"),
+                    ));
+                }
+                Ok(Some(request))
             }
             Ruling::Request(requested) => {
                 if let Err(e) = self.stage(requested) {
@@ -382,6 +471,9 @@ pub(super) enum Ruling {
     Cancelled(CancelRequest, Refusal),
     /// A person must approve it: this `approval_requested` is recorded and the call held.
     Request(EventKind),
+    /// A person's standing grant approves it: the `approval_requested` and the
+    /// `approval_granted` that answers it are recorded, and the call goes on.
+    Granted(EventKind, EventKind),
 }
 
 /// Where a call stands with the run's plan (`plan_first` under the `untrusted-input`

@@ -161,7 +161,12 @@ impl Run<'_> {
         // INVARIANT (approvals): the approval is consumed in the same atomic append as the intent.
         let consumed = consume.is_some();
         if let Some(request) = consume {
-            self.stage(EventKind::ApprovalConsumed { request, call })?;
+            let grant = self.state.approval(&request).and_then(|a| a.grant.clone());
+            self.stage(EventKind::ApprovalConsumed {
+                request,
+                call,
+                grant,
+            })?;
         }
 
         let idempotency_key = warrant_core::ports::idempotency_key(&self.run_id, call);

@@ -54,6 +54,7 @@ pub const SCHEMA_VERSION: i64 = 4;
 // After the macro above: the parts of the store use it.
 mod follow;
 mod leases;
+mod grants;
 mod notices;
 mod schedules;
 mod writer;
@@ -120,7 +121,11 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE warrant_schedules (id TEXT PRIMARY KEY, body TEXT NOT NULL);
      CREATE TABLE warrant_ticks (
          schedule TEXT NOT NULL, at_ms BIGINT NOT NULL, run_id TEXT, state TEXT NOT NULL,
-         note TEXT, PRIMARY KEY (schedule, at_ms));",
+         note TEXT, PRIMARY KEY (schedule, at_ms));
+     CREATE TABLE warrant_grants (
+         id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at_ms BIGINT NOT NULL,
+         revoked BOOLEAN NOT NULL DEFAULT false, body TEXT NOT NULL);
+     CREATE INDEX warrant_grants_by_tenant ON warrant_grants (tenant, created_at_ms);",
 ];
 
 /// A store on a PostgreSQL database.

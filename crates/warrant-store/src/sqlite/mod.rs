@@ -69,7 +69,8 @@ pub const GROUP_COMMIT_MAX: usize = 2048;
 /// 6: the `idempotency` table, a tenant's `Idempotency-Key`s and the runs they start
 /// (`IdempotencyKeys::idempotency_put`), so a restarted server still knows them.
 /// 7: the `notices` table, the outbox of notices each append writes in its transaction
-/// (`NoticeOutbox`); the `schedules` and `ticks` tables (`Schedules`).
+/// (`NoticeOutbox`); the `schedules` and `ticks` tables (`Schedules`); the `grants` table
+/// (`Grants`).
 pub const SCHEMA_VERSION: i64 = 7;
 
 /// How often, at most, an append writes its driver's heartbeat to the run's row (the append

@@ -234,12 +234,17 @@ pub(super) const NOTICES_TABLE: &str = "CREATE TABLE IF NOT EXISTS notices (
  CREATE INDEX IF NOT EXISTS notices_by_time ON notices (at_ms);";
 
 /// The operator's schedules (schema 7), each as its JSON, and their ticks, one row a tick
-/// claimed (the key makes a claim insert-if-absent).
+/// claimed (the key makes a claim insert-if-absent); people's standing grants, each as its
+/// JSON.
 pub(super) const SCHEDULES_TABLES: &str = "CREATE TABLE IF NOT EXISTS schedules (
     id TEXT PRIMARY KEY, body TEXT NOT NULL);
  CREATE TABLE IF NOT EXISTS ticks (
     schedule TEXT NOT NULL, at_ms INTEGER NOT NULL, run_id TEXT, state TEXT NOT NULL, note TEXT,
-    PRIMARY KEY (schedule, at_ms));";
+    PRIMARY KEY (schedule, at_ms));
+ CREATE TABLE IF NOT EXISTS grants (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL);
+ CREATE INDEX IF NOT EXISTS grants_by_tenant ON grants (tenant, created_at_ms);";
 
 /// Brings a store of schema `from` up to this build's, in one transaction.
 pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
