@@ -262,7 +262,7 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     );
     assert_eq!(
         warrant_store::SqliteStore::schema_of(&store).unwrap(),
-        Some(6)
+        Some(7)
     );
     assert_eq!(events(&store), before);
     let again = warrant(&store, &["store", "migrate"]);
