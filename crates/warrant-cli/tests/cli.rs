@@ -226,7 +226,7 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let (_dir, store) = scratch();
     let created = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&created).contains("created (schema 6)"),
+        stdout(&created).contains("created (schema 7)"),
         "{}",
         stdout(&created)
     );
@@ -256,18 +256,18 @@ fn an_older_sqlite_store_is_upgraded_by_the_first_write_and_says_so() {
     let second = warrant(&store, &["run", "examples/cafe-gallery/spec.yaml"]);
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
     assert!(
-        stderr(&second).contains("from schema 4 to 6"),
+        stderr(&second).contains("from schema 4 to 7"),
         "{}",
         stderr(&second)
     );
     assert_eq!(
         warrant_store::SqliteStore::schema_of(&store).unwrap(),
-        Some(6)
+        Some(7)
     );
     assert_eq!(events(&store), before);
     let again = warrant(&store, &["store", "migrate"]);
     assert!(
-        stdout(&again).contains("schema 6, up to date"),
+        stdout(&again).contains("schema 7, up to date"),
         "{}",
         stdout(&again)
     );
