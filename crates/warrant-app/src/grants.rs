@@ -15,7 +15,7 @@ use crate::{App, AppError, Result};
 /// A new grant's id: `g` and a time-ordered unique part.
 pub fn new_grant_id() -> String {
     use warrant_core::ports::IdGen as _;
-    let run = warrant_engine::TimeOrderedIds::default().run_id();
+    let run = warrant_engine::time::TimeOrderedIds::default().run_id();
     format!("g{}", run.0.trim_start_matches('r'))
 }
 
@@ -53,11 +53,7 @@ impl App {
         by: &str,
         now_ms: u64,
     ) -> Result<bool> {
-        let known = self
-            .grants(tenant)
-            .await?
-            .into_iter()
-            .any(|g| g.id == id);
+        let known = self.grants(tenant).await?.into_iter().any(|g| g.id == id);
         if !known {
             return Err(AppError::NotFound(format!(
                 "no standing grant `{}`",
@@ -68,7 +64,10 @@ impl App {
             by: by.to_owned(),
             at_ms: now_ms,
         };
-        let done = self.grants_index().grant_revoke(id, tenant, revoked).await?;
+        let done = self
+            .grants_index()
+            .grant_revoke(id, tenant, revoked)
+            .await?;
         if done {
             tracing::info!(grant = %id, by = %by, "standing grant revoked");
         }

@@ -583,6 +583,10 @@ pub enum SpecsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process: the size of a command line's value does not matter"
+)]
 pub enum GrantsCommand {
     /// Give a standing grant.
     Add {

@@ -337,7 +337,9 @@ async fn grants(store_path: &StoreAt, command: crate::cli::GrantsCommand) -> Res
                 args.entry(name).or_default().max = Some(n);
             }
             for (name, value) in from {
-                let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
                 for source in text.split(',') {
                     let parsed: warrant_core::spec::GrantSource =
                         serde_json::from_value(Value::String(source.trim().to_owned())).map_err(
@@ -388,12 +390,14 @@ async fn grants(store_path: &StoreAt, command: crate::cli::GrantsCommand) -> Res
             if json {
                 print_json(&grants)?;
             } else if grants.is_empty() {
-                errln!("no standing grants in `{store_path}` (`warrant grants add`, `warrant approve REQ --always`)");
+                errln!(
+                    "no standing grants in `{store_path}` (`warrant grants add`, `warrant approve REQ --always`)"
+                );
             } else {
                 for g in &grants {
                     let state = match (&g.revoked, g.live(now)) {
                         (Some(r), _) => format!("revoked by {} {}", r.by, when(r.at_ms)),
-                        (None, false) => "expired".to_owned(),
+                        (None, false) => "past its expiry".to_owned(),
                         (None, true) => g
                             .expires_at_ms
                             .map_or_else(|| "live".to_owned(), |t| format!("until {}", when(t))),
@@ -1591,7 +1595,10 @@ fn render_event(e: &StoredEvent) -> String {
             None => format!("{request} used by {call}"),
         },
         EventKind::ApprovalGranted { request, grant, .. } => {
-            format!("{request} approved by standing grant {} ({})", grant.id, grant.by)
+            format!(
+                "{request} approved by standing grant {} ({})",
+                grant.id, grant.by
+            )
         }
         EventKind::CallInDoubt {
             call, tool, reason, ..

@@ -154,10 +154,10 @@ impl StandingGrant {
                 constraints.push(format!("{arg} from {}", from.join(" or ")));
             }
         }
-        let whom = self
-            .user
-            .as_ref()
-            .map_or_else(|| format!("anyone of {}", self.tenant), |u| format!("{}/{u}", self.tenant));
+        let whom = self.user.as_ref().map_or_else(
+            || format!("anyone of {}", self.tenant),
+            |u| format!("{}/{u}", self.tenant),
+        );
         format!(
             "`{}` on {} for {whom}{}",
             self.tool,
@@ -233,18 +233,55 @@ mod tests {
             let err = g.covers(&Asked { args, ..asked }).unwrap_err();
             assert!(err.contains(says), "{err}");
         }
-        assert!(g.covers(&Asked { user: "eve", ..asked }).is_err());
-        assert!(g.covers(&Asked { tool: "close", ..asked }).is_err());
-        assert!(g.covers(&Asked { at_ms: 1_000, ..asked }).unwrap_err().contains("expired"));
+        assert!(
+            g.covers(&Asked {
+                user: "eve",
+                ..asked
+            })
+            .is_err()
+        );
+        assert!(
+            g.covers(&Asked {
+                tool: "close",
+                ..asked
+            })
+            .is_err()
+        );
+        assert!(
+            g.covers(&Asked {
+                at_ms: 1_000,
+                ..asked
+            })
+            .unwrap_err()
+            .contains("expired")
+        );
         let revoked = StandingGrant {
-            revoked: Some(Revoked { by: "acme/bob".into(), at_ms: 20 }),
+            revoked: Some(Revoked {
+                by: "acme/bob".into(),
+                at_ms: 20,
+            }),
             ..grant()
         };
         assert!(revoked.covers(&asked).unwrap_err().contains("revoked"));
         // For a whole tenant: any of its users.
-        let tenant_wide = StandingGrant { user: None, ..grant() };
-        tenant_wide.covers(&Asked { user: "eve", ..asked }).unwrap();
-        assert!(tenant_wide.covers(&Asked { tenant: "other", ..asked }).is_err());
+        let tenant_wide = StandingGrant {
+            user: None,
+            ..grant()
+        };
+        tenant_wide
+            .covers(&Asked {
+                user: "eve",
+                ..asked
+            })
+            .unwrap();
+        assert!(
+            tenant_wide
+                .covers(&Asked {
+                    tenant: "other",
+                    ..asked
+                })
+                .is_err()
+        );
         assert_eq!(
             g.describe(),
             "`transfer` on bank for acme/ann where amount <= 100, to = \"DE89370400440532013000\""

@@ -985,7 +985,7 @@ fn standing(id: &str, at_ms: u64) -> warrant_core::standing::StandingGrant {
 
 #[tokio::test]
 async fn a_standing_grant_lets_the_call_it_covers_through_without_asking_and_replays() {
-    use warrant_core::store::Grants as _;
+    use warrant_core::store::{ApprovalsIndex as _, Grants as _};
     let mut w = world(&(transfer(50) + "    - done: paid\n"));
     w.engine = w.engine.clone().acting_for("acme", "ann");
     w.store
@@ -1002,7 +1002,9 @@ async fn a_standing_grant_lets_the_call_it_covers_through_without_asking_and_rep
     let (request, grant) = granted.expect("the grant answered the request");
     assert_eq!(grant.id, "g-rent");
     let consumed = events.iter().find_map(|e| match &e.kind {
-        EventKind::ApprovalConsumed { request: r, grant, .. } if *r == request => Some(grant.clone()),
+        EventKind::ApprovalConsumed {
+            request: r, grant, ..
+        } if *r == request => Some(grant.clone()),
         _ => None,
     });
     assert_eq!(consumed, Some(Some("g-rent".to_owned())));
@@ -1015,7 +1017,7 @@ async fn a_standing_grant_lets_the_call_it_covers_through_without_asking_and_rep
 #[tokio::test]
 async fn a_call_outside_a_grant_or_past_it_waits_for_a_person() {
     use warrant_core::standing::Revoked;
-    use warrant_core::store::Grants as _;
+    use warrant_core::store::{ApprovalsIndex as _, Grants as _};
     let at = 1_700_000_000_000;
     // Each case: the grant as stored, who the run acts for, and the amount sent.
     let revoked = warrant_core::standing::StandingGrant {
@@ -1049,7 +1051,11 @@ async fn a_call_outside_a_grant_or_past_it_waits_for_a_person() {
                 .any(|e| matches!(e.kind, EventKind::ApprovalGranted { .. })),
             "{id}"
         );
-        assert_eq!(w.store.pending_approvals(None).await.unwrap().len(), 1, "{id}");
+        assert_eq!(
+            w.store.pending_approvals(None).await.unwrap().len(),
+            1,
+            "{id}"
+        );
         assert!(w.bank.transfers().is_empty(), "{id}");
     }
 }
@@ -1058,7 +1064,9 @@ async fn a_call_outside_a_grant_or_past_it_waits_for_a_person() {
 /// tenant): one that refuses it leaves the request to a person.
 #[tokio::test]
 async fn an_authority_that_refuses_a_grant_as_approver_leaves_the_request_to_a_person() {
-    use warrant_core::ports::{ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, Verdict};
+    use warrant_core::ports::{
+        ApproverRequest, ApproverVerdict, Authority, CapabilityRequest, Verdict,
+    };
     use warrant_core::store::Grants as _;
     struct NoGrants;
     impl Authority for NoGrants {

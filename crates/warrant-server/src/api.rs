@@ -259,7 +259,12 @@ impl Shared {
             .into_iter()
             .find(|g| g.id == id)
             .map(Json)
-            .ok_or_else(|| Problem::not_found(format!("no standing grant `{}`", warrant_core::text::echo(id))))
+            .ok_or_else(|| {
+                Problem::not_found(format!(
+                    "no standing grant `{}`",
+                    warrant_core::text::echo(id)
+                ))
+            })
     }
 
     /// "Always allow this" from the console: `request` approved once (its arguments shown

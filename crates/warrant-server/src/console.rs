@@ -758,10 +758,7 @@ async fn answer_form(
             }
         },
         "always" => {
-            return match shared
-                .approve_always(&caller, &id, &form.args_digest)
-                .await
-            {
+            return match shared.approve_always(&caller, &id, &form.args_digest).await {
                 Ok(_) => Redirect::to("/approvals").into_response(),
                 Err(p) => p.into_response(),
             };

@@ -189,15 +189,31 @@ pub async fn standing_grants_are_kept_listed_by_tenant_and_revoked_once(store: &
     store.grant_put(grant("g-3", "other", 30)).await.unwrap();
     assert!(store.grant_put(grant("g-1", "acme", 40)).await.is_err());
     let ids = |gs: Vec<StandingGrant>| gs.into_iter().map(|g| g.id).collect::<Vec<_>>();
-    assert_eq!(ids(store.grants(Some("acme")).await.unwrap()), ["g-2", "g-1"]);
-    assert_eq!(ids(store.grants(None).await.unwrap()), ["g-3", "g-2", "g-1"]);
+    assert_eq!(
+        ids(store.grants(Some("acme")).await.unwrap()),
+        ["g-2", "g-1"]
+    );
+    assert_eq!(
+        ids(store.grants(None).await.unwrap()),
+        ["g-3", "g-2", "g-1"]
+    );
     let by = Revoked {
         by: "acme/bob".into(),
         at_ms: 50,
     };
     // Another tenant's grant is not found; a grant is revoked once.
-    assert!(!store.grant_revoke("g-3", Some("acme"), by.clone()).await.unwrap());
-    assert!(store.grant_revoke("g-1", Some("acme"), by.clone()).await.unwrap());
+    assert!(
+        !store
+            .grant_revoke("g-3", Some("acme"), by.clone())
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .grant_revoke("g-1", Some("acme"), by.clone())
+            .await
+            .unwrap()
+    );
     assert!(!store.grant_revoke("g-1", None, by.clone()).await.unwrap());
     let kept = store.grants(Some("acme")).await.unwrap();
     assert_eq!(kept[1].revoked, Some(by));

@@ -644,14 +644,20 @@ impl warrant_core::store::Grants for MemoryStore {
     fn grant_put(&self, grant: StandingGrant) -> BoxFuture<'_, Result<(), StoreError>> {
         let kept = lock(&self.inner).and_then(|mut inner| {
             if inner.grants.iter().any(|g| g.id == grant.id) {
-                return Err(StoreError::Io(format!("grant `{}` exists already", grant.id)));
+                return Err(StoreError::Io(format!(
+                    "grant `{}` exists already",
+                    grant.id
+                )));
             }
             inner.grants.push(grant);
             Ok(())
         });
         ready(kept)
     }
-    fn grants(&self, tenant: Option<&str>) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
+    fn grants(
+        &self,
+        tenant: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
         let rows = lock(&self.inner).map(|inner| {
             inner
                 .grants

@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSchedulesData, ListSchedulesErrors, ListSchedulesResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, PauseScheduleData, PauseScheduleErrors, PauseScheduleResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, ResumeScheduleData, ResumeScheduleErrors, ResumeScheduleResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
+import type { AddGrantData, AddGrantErrors, AddGrantResponses, ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListGrantsData, ListGrantsErrors, ListGrantsResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSchedulesData, ListSchedulesErrors, ListSchedulesResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, PauseScheduleData, PauseScheduleErrors, PauseScheduleResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, ResumeScheduleData, ResumeScheduleErrors, ResumeScheduleResponses, RevokeGrantData, RevokeGrantErrors, RevokeGrantResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -74,6 +74,37 @@ export const deny = <ThrowOnError extends boolean = false>(options: Options<Deny
 export const listAudit = <ThrowOnError extends boolean = false>(options?: Options<ListAuditData, ThrowOnError>) => (options?.client ?? client).get<ListAuditResponses, ListAuditErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/audit',
+    ...options
+});
+
+/**
+ * The tenant's standing grants (live ones; `all=true` for revoked and expired ones too), newest first.
+ */
+export const listGrants = <ThrowOnError extends boolean = false>(options?: Options<ListGrantsData, ThrowOnError>) => (options?.client ?? client).get<ListGrantsResponses, ListGrantsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/grants',
+    ...options
+});
+
+/**
+ * Give a standing grant for the caller's tenant: a call it covers is approved at once, the run recording which grant.
+ */
+export const addGrant = <ThrowOnError extends boolean = false>(options: Options<AddGrantData, ThrowOnError>) => (options.client ?? client).post<AddGrantResponses, AddGrantErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/grants',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Revoke a standing grant: it covers nothing from now on.
+ */
+export const revokeGrant = <ThrowOnError extends boolean = false>(options: Options<RevokeGrantData, ThrowOnError>) => (options.client ?? client).post<RevokeGrantResponses, RevokeGrantErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/grants/{id}/revoke',
     ...options
 });
 

@@ -131,6 +131,28 @@ export type ApproveBody = {
     until_ms?: number | null;
 };
 
+/**
+ * Constraints on one argument.
+ */
+export type ArgConstraint = {
+    /**
+     * Its value must come from one of these (every leaf of it).
+     */
+    from?: Array<GrantSource>;
+    /**
+     * A number at most this.
+     */
+    max?: number | null;
+    /**
+     * A number at least this.
+     */
+    min?: number | null;
+    /**
+     * It must be one of these values.
+     */
+    one_of?: Array<unknown>;
+};
+
 export type ArgLabel = ({
     source: 'objective';
 } | {
@@ -508,7 +530,7 @@ export type Event = {
     /**
      * What happened.
      */
-    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_consumed' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
+    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
     [key: string]: unknown;
 };
 
@@ -595,6 +617,21 @@ export type Fault = {
 };
 
 /**
+ * Where a granted argument's value may come from.
+ */
+export type GrantSource = 'objective' | 'input' | 'carried' | 'trusted_output' | 'decider';
+
+/**
+ * `GET /v1/grants` parameters.
+ */
+export type GrantsQuery = {
+    /**
+     * Revoked and expired grants too.
+     */
+    all?: boolean | null;
+};
+
+/**
  * The last event of a run's log.
  */
 export type LastEvent = {
@@ -655,6 +692,39 @@ export type Missing = {
      * The step.
      */
     step: StepId;
+};
+
+/**
+ * `POST /v1/grants` body: a standing grant for the caller's tenant.
+ */
+export type NewGrant = {
+    /**
+     * Argument (top-level name) to constraint: `one_of` (a single value: equal to), `min`,
+     * `max`, `from` (`objective`, `input`, `carried`, `trusted_output`, `decider`).
+     */
+    args?: {
+        [key: string]: ArgConstraint;
+    };
+    /**
+     * Until when (ms since the epoch; absent: until revoked).
+     */
+    expires_at_ms?: number | null;
+    /**
+     * Why it is given.
+     */
+    note?: string;
+    /**
+     * The provider.
+     */
+    provider: string;
+    /**
+     * The tool.
+     */
+    tool: string;
+    /**
+     * The user whose runs it covers (absent: every user of the tenant).
+     */
+    user?: string | null;
 };
 
 /**
@@ -794,6 +864,20 @@ export type RequirementReport = {
      * started`. Nothing failed.
      */
     waiting?: string | null;
+};
+
+/**
+ * A grant's revocation.
+ */
+export type Revoked = {
+    /**
+     * When (ms since the epoch).
+     */
+    at_ms: number;
+    /**
+     * Who revoked it.
+     */
+    by: string;
 };
 
 /**
@@ -1243,6 +1327,61 @@ export type Spent = {
      * Tokens the decider reported.
      */
     tokens: number;
+};
+
+/**
+ * A standing grant.
+ */
+export type StandingGrant = {
+    /**
+     * Argument (top-level name) to what its value must be: one of some values (`one_of`, a
+     * single value for "equal to"), a number within bounds (`min`, `max`), or from where it may
+     * come (`from`: `objective`, `input`, `carried`, `trusted_output`, `decider`). An argument
+     * it does not name may be anything.
+     */
+    args?: {
+        [key: string]: ArgConstraint;
+    };
+    /**
+     * Who gave it (`tenant/user`).
+     */
+    by: string;
+    /**
+     * When (ms since the epoch).
+     */
+    created_at_ms: number;
+    /**
+     * From this time on it covers nothing (ms since the epoch); absent: until revoked.
+     */
+    expires_at_ms?: number | null;
+    /**
+     * Its id (`g-...`), unique in the store.
+     */
+    id: string;
+    /**
+     * Why it was given.
+     */
+    note?: string;
+    /**
+     * The provider.
+     */
+    provider: string;
+    /**
+     * Revoked: by whom and when; it covers nothing since.
+     */
+    revoked?: Revoked | null;
+    /**
+     * The tenant whose runs it covers.
+     */
+    tenant: string;
+    /**
+     * The tool.
+     */
+    tool: string;
+    /**
+     * The user whose runs it covers; absent: every user of the tenant.
+     */
+    user?: string | null;
 };
 
 /**
@@ -1790,6 +1929,88 @@ export type ListAuditResponses = {
 };
 
 export type ListAuditResponse = ListAuditResponses[keyof ListAuditResponses];
+
+export type ListGrantsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Revoked and expired grants too.
+         */
+        all?: boolean | null;
+    };
+    url: '/v1/grants';
+};
+
+export type ListGrantsErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type ListGrantsError = ListGrantsErrors[keyof ListGrantsErrors];
+
+export type ListGrantsResponses = {
+    /**
+     * OK
+     */
+    200: Array<StandingGrant>;
+};
+
+export type ListGrantsResponse = ListGrantsResponses[keyof ListGrantsResponses];
+
+export type AddGrantData = {
+    body: NewGrant;
+    path?: never;
+    query?: never;
+    url: '/v1/grants';
+};
+
+export type AddGrantErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type AddGrantError = AddGrantErrors[keyof AddGrantErrors];
+
+export type AddGrantResponses = {
+    /**
+     * Given
+     */
+    201: StandingGrant;
+};
+
+export type AddGrantResponse = AddGrantResponses[keyof AddGrantResponses];
+
+export type RevokeGrantData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/grants/{id}/revoke';
+};
+
+export type RevokeGrantErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type RevokeGrantError = RevokeGrantErrors[keyof RevokeGrantErrors];
+
+export type RevokeGrantResponses = {
+    /**
+     * OK
+     */
+    200: StandingGrant;
+};
+
+export type RevokeGrantResponse = RevokeGrantResponses[keyof RevokeGrantResponses];
 
 export type GetOpenApiData = {
     body?: never;

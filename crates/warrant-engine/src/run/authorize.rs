@@ -4,17 +4,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use warrant_core::codes::Code;
-use warrant_core::event::{
-    ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer, Principal,
-};
+use warrant_core::event::{ApprovalScope, CallStatus, Effect, EventKind, Fault, Layer, Principal};
 use warrant_core::fold::ApprovalStatus;
 use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
     ApproverRequest, ApproverVerdict, CancelRequest, CapabilityRequest, ControlVerdict, Verdict,
 };
-use warrant_core::standing::Asked;
-use warrant_core::store::Grants as _;
 use warrant_core::spec::StepSpec;
+use warrant_core::standing::Asked;
 use warrant_core::{canon, provenance};
 
 use super::{Bound, Cut, Judged, Refusal, Run, refuse};
@@ -161,7 +158,7 @@ impl Run<'_> {
                 grant: Arc::new(grant),
                 rule,
             };
-            return Ruling::Granted(asked, granted);
+            return Ruling::Granted(Box::new((asked, granted)));
         }
         Ruling::Request(asked)
     }
@@ -176,7 +173,8 @@ impl Run<'_> {
                 self.cancel = Some(cancel);
                 Err(refusal)
             }
-            Ruling::Granted(requested, granted) => {
+            Ruling::Granted(both) => {
+                let (requested, granted) = *both;
                 let request = match &requested {
                     EventKind::ApprovalRequested { request, .. } => request.clone(),
                     _ => String::new(),
@@ -473,7 +471,7 @@ pub(super) enum Ruling {
     Request(EventKind),
     /// A person's standing grant approves it: the `approval_requested` and the
     /// `approval_granted` that answers it are recorded, and the call goes on.
-    Granted(EventKind, EventKind),
+    Granted(Box<(EventKind, EventKind)>),
 }
 
 /// Where a call stands with the run's plan (`plan_first` under the `untrusted-input`

@@ -26,12 +26,18 @@ impl Grants for PostgresStore {
                 )
                 .await?;
             if rows.is_empty() {
-                return Err(StoreError::Io(format!("grant `{}` exists already", grant.id)));
+                return Err(StoreError::Io(format!(
+                    "grant `{}` exists already",
+                    grant.id
+                )));
             }
             Ok(())
         })
     }
-    fn grants(&self, tenant: Option<&str>) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
+    fn grants(
+        &self,
+        tenant: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
         let tenant = tenant.map(str::to_owned);
         Box::pin(async move {
             let rows = self

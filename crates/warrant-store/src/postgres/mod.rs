@@ -53,8 +53,8 @@ pub const SCHEMA_VERSION: i64 = 4;
 
 // After the macro above: the parts of the store use it.
 mod follow;
-mod leases;
 mod grants;
+mod leases;
 mod notices;
 mod schedules;
 mod writer;

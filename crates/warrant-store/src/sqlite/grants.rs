@@ -30,12 +30,18 @@ impl Grants for SqliteStore {
                 })
                 .map_err(io)?;
             if n == 0 {
-                return Err(StoreError::Io(format!("grant `{}` exists already", grant.id)));
+                return Err(StoreError::Io(format!(
+                    "grant `{}` exists already",
+                    grant.id
+                )));
             }
             Ok(())
         })
     }
-    fn grants(&self, tenant: Option<&str>) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
+    fn grants(
+        &self,
+        tenant: Option<&str>,
+    ) -> BoxFuture<'_, Result<Vec<StandingGrant>, StoreError>> {
         let tenant = tenant.map(str::to_owned);
         self.reading(move |inner| {
             let conn = inner.reader()?;
@@ -82,8 +88,9 @@ impl Grants for SqliteStore {
             };
             let mut grant = grant_of(&body)?;
             grant.revoked = Some(revoked);
+            let body = grant_body(&grant)?;
             tx.prepare_cached("UPDATE grants SET revoked = 1, body = ?2 WHERE id = ?1")
-                .and_then(|mut st| st.execute(params![id, grant_body(&grant)?]))
+                .and_then(|mut st| st.execute(params![id, body]))
                 .map_err(io)?;
             tx.commit().map_err(io)?;
             Ok(true)

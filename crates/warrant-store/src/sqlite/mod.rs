@@ -89,6 +89,7 @@ macro_rules! log_last_seq {
 
 // After the macro above: the parts of the store use it.
 mod follow;
+mod grants;
 mod leases;
 mod notices;
 mod read;

@@ -5,6 +5,7 @@ from .approval_row import ApprovalRow
 from .approval_state import ApprovalState
 from .approvals_query import ApprovalsQuery
 from .approve_body import ApproveBody
+from .arg_constraint import ArgConstraint
 from .arg_label_type_0 import ArgLabelType0
 from .arg_label_type_1 import ArgLabelType1
 from .arg_label_type_2 import ArgLabelType2
@@ -34,10 +35,14 @@ from .events_query import EventsQuery
 from .failure_report import FailureReport
 from .fault import Fault
 from .get_open_api_response_200 import GetOpenApiResponse200
+from .grant_source import GrantSource
+from .grants_query import GrantsQuery
 from .last_event import LastEvent
 from .layer import Layer
 from .lineage import Lineage
 from .missing import Missing
+from .new_grant import NewGrant
+from .new_grant_args import NewGrantArgs
 from .outcome_type_0 import OutcomeType0
 from .outcome_type_1 import OutcomeType1
 from .outcome_type_2 import OutcomeType2
@@ -48,6 +53,7 @@ from .parent_report import ParentReport
 from .problem import Problem
 from .reconcile_body import ReconcileBody
 from .requirement_report import RequirementReport
+from .revoked import Revoked
 from .run_ref import RunRef
 from .run_report import RunReport
 from .run_status import RunStatus
@@ -67,6 +73,8 @@ from .source_type_6 import SourceType6
 from .source_type_7 import SourceType7
 from .spec_ref import SpecRef
 from .spent import Spent
+from .standing_grant import StandingGrant
+from .standing_grant_args import StandingGrantArgs
 from .start_run import StartRun
 from .start_run_inputs import StartRunInputs
 from .step_answer import StepAnswer
@@ -85,6 +93,7 @@ __all__ = (
     "ApprovalsQuery",
     "ApprovalState",
     "ApproveBody",
+    "ArgConstraint",
     "ArgLabelType0",
     "ArgLabelType1",
     "ArgLabelType2",
@@ -114,10 +123,14 @@ __all__ = (
     "FailureReport",
     "Fault",
     "GetOpenApiResponse200",
+    "GrantSource",
+    "GrantsQuery",
     "LastEvent",
     "Layer",
     "Lineage",
     "Missing",
+    "NewGrant",
+    "NewGrantArgs",
     "OutcomeType0",
     "OutcomeType1",
     "OutcomeType2",
@@ -128,6 +141,7 @@ __all__ = (
     "Problem",
     "ReconcileBody",
     "RequirementReport",
+    "Revoked",
     "RunRef",
     "RunReport",
     "RunsPage",
@@ -147,6 +161,8 @@ __all__ = (
     "SourceType7",
     "SpecRef",
     "Spent",
+    "StandingGrant",
+    "StandingGrantArgs",
     "StartRun",
     "StartRunInputs",
     "StepAnswer",

@@ -3,6 +3,7 @@ from enum import StrEnum
 class EventType(StrEnum):
     APPROVAL_CONSUMED = "approval_consumed"
     APPROVAL_EXPIRED = "approval_expired"
+    APPROVAL_GRANTED = "approval_granted"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_RESOLVED = "approval_resolved"
     CALL_DISPATCHED = "call_dispatched"

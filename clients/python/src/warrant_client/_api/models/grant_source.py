@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+class GrantSource(StrEnum):
+    CARRIED = "carried"
+    DECIDER = "decider"
+    INPUT = "input"
+    OBJECTIVE = "objective"
+    TRUSTED_OUTPUT = "trusted_output"
+
+    def __str__(self) -> str:
+        return str(self.value)
