@@ -462,6 +462,33 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         .await;
     b.until_text("#status", "cancelled").await;
 
+    // "Always allow": approved, and a standing grant kept for the same call; the next run's
+    // same transfer is approved at once by it, and the grant is listed with a way to revoke it.
+    let third = start_as_ann(&api, &base).await;
+    b.go(&format!("{base}/approvals")).await;
+    b.click("button[value=always]").await;
+    b.until_at("/approvals").await;
+    let granted = b.text("ul.grants li").await;
+    assert!(
+        granted.contains("`transfer` on bank for acme/ann"),
+        "{granted}"
+    );
+    b.go(&format!("{base}/runs/{third}")).await;
+    b.until_text("#status", "attained").await;
+    let fourth = start_as_ann(&api, &base).await;
+    b.go(&format!("{base}/runs/{fourth}")).await;
+    b.until_text("#status", "attained").await;
+    let timeline = b.text("#timeline").await;
+    assert!(timeline.contains("approval_granted"), "{timeline}");
+    b.go(&format!("{base}/approvals")).await;
+    b.click("ul.grants button").await;
+    b.until_at("/approvals").await;
+    assert_eq!(
+        b.script("return document.querySelectorAll('ul.grants li').length;")
+            .await,
+        json!(0)
+    );
+
     // The runs list filters by status and finds a run by its id, with when each started.
     b.go(&format!("{base}/?status=cancelled")).await;
     let listed = b.text("#runs").await;

@@ -143,3 +143,101 @@ fn a_grant_given_by_hand_is_checked_and_covers_only_within_its_constraints() {
     );
     ask_transfer(&store);
 }
+
+/// Over HTTP: a grant given for the tenant lets a run's held call through at once; listed,
+/// then revoked; each answer is one the API document promises.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_given_over_http_covers_the_tenants_runs_until_revoked() {
+    let (_dir, store) = scratch();
+    let server = start_server(&store, &root().join("examples"), &[], None);
+    let client = reqwest::Client::new();
+    let doc: Value = client
+        .get(format!("{}/v1/openapi.json", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let call = |method: &'static str, path: String, body: Option<Value>| {
+        let (client, doc, base) = (client.clone(), doc.clone(), server.base.clone());
+        async move {
+            let url = format!("{base}{path}");
+            let req = match method {
+                "get" => client.get(&url),
+                _ => client.post(&url).json(&body.unwrap_or(Value::Null)),
+            };
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let kind = r.headers()["content-type"].to_str().unwrap().to_owned();
+            let v: Value = r.json().await.unwrap();
+            conforms(
+                &doc,
+                method,
+                path.split('?').next().unwrap(),
+                status,
+                &kind,
+                &v,
+            );
+            (status, v)
+        }
+    };
+    let (status, grant) = call(
+        "post",
+        "/v1/grants".into(),
+        Some(serde_json::json!({
+            "provider": "bank", "tool": "transfer",
+            "args": {"amount": {"max": 1000}, "to": {"one_of": ["DE89370400440532013000"]}},
+            "note": "rent"
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{grant}");
+    let id = grant["id"].as_str().unwrap().to_owned();
+    assert_eq!(grant["tenant"], "local");
+    // A bad grant is refused, naming what is wrong.
+    let (status, problem) = call(
+        "post",
+        "/v1/grants".into(),
+        Some(serde_json::json!({"provider": "bank", "tool": "", "args": {}})),
+    )
+    .await;
+    assert_eq!(status, 422, "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("`tool` is empty"),
+        "{problem}"
+    );
+    // A run whose transfer is held for approval: the grant answers it at once.
+    let (status, started) = call(
+        "post",
+        "/v1/runs".into(),
+        Some(serde_json::json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{started}");
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    let mut status_now = String::new();
+    for _ in 0..200 {
+        let (_, v) = call("get", format!("/v1/runs/{run}"), None).await;
+        status_now = v["status"].as_str().unwrap().to_owned();
+        if status_now == "attained" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(status_now, "attained");
+    let (_, listed) = call("get", "/v1/grants".into(), None).await;
+    assert_eq!(listed[0]["id"], id.as_str());
+    let (status, revoked) = call("post", format!("/v1/grants/{id}/revoke"), None).await;
+    assert_eq!(status, 200, "{revoked}");
+    assert_eq!(revoked["revoked"]["by"], "local/local");
+    let (_, live) = call("get", "/v1/grants".into(), None).await;
+    assert!(live.as_array().unwrap().is_empty(), "{live}");
+    let (_, all) = call("get", "/v1/grants?all=true".into(), None).await;
+    assert_eq!(all.as_array().unwrap().len(), 1);
+    let (status, _) = call("post", "/v1/grants/g-none/revoke".into(), None).await;
+    assert_eq!(status, 404);
+}
