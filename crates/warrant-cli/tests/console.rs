@@ -854,8 +854,11 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         json!({"spec_path": "pay-rent/spec.yaml", "ask_tools": ["transfer"]}),
     )
     .await;
+    // The page is rendered when it is loaded: loaded again once the request is recorded.
     b.go(&format!("{base}/approvals")).await;
     b.until_text("#pending", "1").await;
+    b.go(&format!("{base}/approvals")).await;
+    b.text("section.approval h3").await;
     b.check_page("approvals").await;
     b.script("document.querySelector('.approval details').open = true; return 1;")
         .await;

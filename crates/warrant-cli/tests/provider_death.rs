@@ -85,6 +85,11 @@ impl World {
                     std::thread::sleep(Duration::from_millis(60 + rng.below(440)));
                     if !stop.load(Ordering::SeqCst) && kill_server(&pids) {
                         kills.fetch_add(1, Ordering::SeqCst);
+                        // The server started again gets a moment: a request starts a stopped
+                        // provider at most three times (`RESTARTS_PER_REQUEST`), and a server
+                        // killed faster than it can start and answer would fail a read on any
+                        // machine slow enough — the kills stay at random moments of its life.
+                        std::thread::sleep(Duration::from_millis(400));
                     }
                 }
             })
