@@ -283,6 +283,14 @@ async fn approve_always(
         Answered::Recorded => outln!("{request} approved by {by}"),
         Answered::AlreadyAnswered => outln!("{request} was already approved"),
     }
+    say_grant(&grant);
+    let run = RunId::of_request(&request).unwrap_or_else(|| RunId(request.clone()));
+    outln!("{}", next_step(&app, &run).await?);
+    Ok(exit::ATTAINED)
+}
+
+/// What a grant given allows, and until when.
+fn say_grant(grant: &warrant_core::standing::StandingGrant) {
     outln!(
         "standing grant {}: always allow {}{}",
         grant.id,
@@ -292,9 +300,6 @@ async fn approve_always(
             .map(|t| format!(", until {}", when(t)))
             .unwrap_or_default()
     );
-    let run = RunId::of_request(&request).unwrap_or_else(|| RunId(request.clone()));
-    outln!("{}", next_step(&app, &run).await?);
-    Ok(exit::ATTAINED)
 }
 
 /// `warrant grants ...`.
@@ -367,15 +372,7 @@ async fn grants(store_path: &StoreAt, command: crate::cli::GrantsCommand) -> Res
             };
             let app = app(store_path.open(Use::Create).await?);
             let grant = app.grant_add(grant).await?;
-            outln!(
-                "standing grant {}: always allow {}{}",
-                grant.id,
-                grant.describe(),
-                grant
-                    .expires_at_ms
-                    .map(|t| format!(", until {}", when(t)))
-                    .unwrap_or_default()
-            );
+            say_grant(&grant);
             Ok(exit::ATTAINED)
         }
         GrantsCommand::List { all, json } => {
