@@ -1031,15 +1031,25 @@ async fn a_call_outside_a_grant_or_past_it_waits_for_a_person() {
         expires_at_ms: Some(at + 1),
         ..standing("g-expired", at)
     };
+    let own = warrant_core::standing::StandingGrant {
+        by: "acme/ann".into(),
+        ..standing("g-own", at)
+    };
     for (grant, user, amount) in [
         (standing("g-small", at), "ann", 500),
+        // Her own grant, where a starter may not approve her own requests.
+        (own, "ann", 50),
         (standing("g-ann", at), "eve", 50),
         (revoked, "ann", 50),
         (expired, "ann", 50),
     ] {
         let id = grant.id.clone();
         let mut w = world(&(transfer(amount) + "    - done: paid\n"));
-        w.engine = w.engine.clone().acting_for("acme", user);
+        w.engine = w
+            .engine
+            .clone()
+            .with_self_approval(false)
+            .acting_for("acme", user);
         w.clock.advance(10_000);
         w.store.grant_put(grant).await.unwrap();
         let r = w.start().await;

@@ -135,6 +135,15 @@ impl Run<'_> {
             if grant.covers(&at).is_err() {
                 continue;
             }
+            // A grant is its giver's approval: where a run's starter may not approve their own
+            // requests, their own grant does not answer them either.
+            let giver = crate::approver::answerer(&grant.by);
+            if !self.engine.self_approval
+                && giver.tenant == starter.tenant
+                && giver.user == starter.user
+            {
+                continue;
+            }
             let approver = Principal {
                 tenant: grant.tenant.clone(),
                 user: format!("grant:{}", grant.id),
