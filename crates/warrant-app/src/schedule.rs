@@ -174,12 +174,56 @@ pub trait Starter: Send + Sync {
 pub struct Scheduler {
     store: Arc<dyn Schedules>,
     starter: Arc<dyn Starter>,
+    /// Runs of ticks known to have begun, and known to have ended: neither changes back, so a
+    /// look asks where a run stands only until it knows (once a second, a schedule's recent
+    /// ticks would otherwise each cost a read of the store).
+    known: std::sync::Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    begun: std::collections::HashSet<RunId>,
+    ended: std::collections::HashSet<RunId>,
 }
 
 impl Scheduler {
     /// A scheduler over `store`'s schedules, starting runs with `starter`.
     pub fn new(store: Arc<dyn Schedules>, starter: Arc<dyn Starter>) -> Scheduler {
-        Scheduler { store, starter }
+        Scheduler {
+            store,
+            starter,
+            known: std::sync::Mutex::new(Known::default()),
+        }
+    }
+
+    /// Where `run` stands, as far as a scheduler needs to know: whether it has begun, and
+    /// whether it goes on. Asked of the starter until it has begun and until it has ended.
+    async fn standing(&self, run: &RunId) -> (bool, bool) {
+        if self.known.lock().is_ok_and(|k| k.ended.contains(run)) {
+            return (true, false);
+        }
+        let status = self.starter.status(run).await;
+        if let Ok(mut k) = self.known.lock() {
+            match status {
+                Some(s) if s.is_live() => {
+                    k.begun.insert(run.clone());
+                }
+                Some(_) => {
+                    k.begun.insert(run.clone());
+                    k.ended.insert(run.clone());
+                }
+                None => {}
+            }
+        }
+        (status.is_some(), status.is_some_and(RunStatus::is_live))
+    }
+
+    /// Whether `run` is known to have begun (no store read once it is).
+    async fn begun(&self, run: &RunId) -> bool {
+        if self.known.lock().is_ok_and(|k| k.begun.contains(run)) {
+            return true;
+        }
+        self.standing(run).await.0
     }
 
     /// Looks every [`LOOK_EVERY`] until `stop` resolves.
@@ -257,7 +301,7 @@ impl Scheduler {
     async fn tick(&self, schedule: &Schedule, at_ms: u64) -> Result<usize> {
         let live = self.live_run(schedule).await?;
         let run = self.starter.new_run_id();
-        let (state, note) = match (live, schedule.overlap) {
+        let (state, note) = match (&live, schedule.overlap) {
             (None, _) => (TickState::Started, None),
             (Some(prev), Overlap::Skip) => (
                 TickState::Skipped,
@@ -290,14 +334,12 @@ impl Scheduler {
         if tick.state != TickState::Started {
             return Ok(0);
         }
-        if let (Some(prev), Overlap::Cancel) = (self.live_run(schedule).await?, schedule.overlap)
-            && prev != run
-        {
+        if let (Some(prev), Overlap::Cancel) = (&live, schedule.overlap) {
             let reason = format!(
                 "schedule `{}`: superseded by its tick at {at_ms}",
                 schedule.id
             );
-            self.starter.cancel(&prev, &reason).await;
+            self.starter.cancel(prev, &reason).await;
         }
         self.start(schedule, tick).await
     }
@@ -311,7 +353,7 @@ impl Scheduler {
             Ok(()) => Ok(1),
             Err(why) => {
                 // Another process's start of this very run got there first: it is started.
-                if self.starter.status(&run).await.is_some() {
+                if self.begun(&run).await {
                     return Ok(0);
                 }
                 tick.state = TickState::Failed;
@@ -329,9 +371,8 @@ impl Scheduler {
                 continue;
             }
             let Some(run) = &t.run_id else { continue };
-            match self.starter.status(run).await {
-                Some(s) if s.is_live() => return Ok(Some(run.clone())),
-                _ => {}
+            if self.standing(run).await.1 {
+                return Ok(Some(run.clone()));
             }
         }
         Ok(None)
@@ -346,7 +387,7 @@ impl Scheduler {
             match t.state {
                 TickState::Started
                     if now_ms.saturating_sub(t.at_ms) >= START_GRACE_MS
-                        && self.starter.status(run).await.is_none() =>
+                        && !self.begun(run).await =>
                 {
                     started += self.start(schedule, t.clone()).await?;
                 }

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use warrant_core::event::{EventKind, StoredEvent};
 use warrant_core::ids::RunId;
-use warrant_core::notice::{KEPT_MS, Notice, NoticeKind, NoticeQuery, NoticeState};
+use warrant_core::notice::{KEPT_MS, Notice, NoticeKind, NoticeState};
 use warrant_core::status::{ApprovalState, RunStatus};
 use warrant_core::store::NoticeOutbox;
 
@@ -52,6 +52,13 @@ const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How often a deliverer looks at the outbox.
 pub const POLL: Duration = Duration::from_millis(250);
+
+/// How often, at most, a deliverer looks for approval requests about to expire (a read of
+/// every pending request), by the clock its rounds are given.
+const EXPIRING_EVERY_MS: u64 = 5_000;
+
+/// How often, at most, a deliverer purges old settled notices (a write), likewise.
+const PURGE_EVERY_MS: u64 = 60_000;
 
 /// Most bytes of a receiver's answer kept to explain a failure.
 const ANSWER_SHOWN_MAX: usize = 200;
@@ -444,6 +451,9 @@ pub struct Deliverer {
     pub deliveries: Arc<Deliveries>,
     /// The approval requests an `approval.expiring` was put for (each once).
     warned: Mutex<HashSet<String>>,
+    /// When (by its rounds' clock) it last looked for expiring requests, and last purged:
+    /// the outbox is polled often, these need not be.
+    swept_at: Mutex<(Option<u64>, Option<u64>)>,
 }
 
 impl Deliverer {
@@ -460,6 +470,7 @@ impl Deliverer {
             hooks,
             client,
             warned: Mutex::new(HashSet::new()),
+            swept_at: Mutex::new((None, None)),
         })
     }
 
@@ -485,10 +496,15 @@ impl Deliverer {
     /// expire, purges old settled notices, and delivers what is due. How many notices it
     /// settled.
     pub async fn round(self: &Arc<Self>, now_ms: u64) -> crate::Result<usize> {
-        self.warn_expiring(now_ms).await?;
-        self.outbox()
-            .notices_purge(now_ms.saturating_sub(KEPT_MS), 100)
-            .await?;
+        let (expiring, purge) = self.sweeps_due(now_ms);
+        if expiring {
+            self.warn_expiring(now_ms).await?;
+        }
+        if purge {
+            self.outbox()
+                .notices_purge(now_ms.saturating_sub(KEPT_MS), 100)
+                .await?;
+        }
         let due = self
             .outbox()
             .notices_due(now_ms, LEASE_MS, TAKE_AT_ONCE)
@@ -508,6 +524,23 @@ impl Deliverer {
             }
         }
         Ok(settled)
+    }
+
+    /// Whether this round looks for expiring requests and purges (each marked done when due).
+    fn sweeps_due(&self, now_ms: u64) -> (bool, bool) {
+        let Ok(mut at) = self.swept_at.lock() else {
+            return (true, true);
+        };
+        let due = |last: &mut Option<u64>, every: u64| {
+            let go = last.is_none_or(|l| now_ms.saturating_sub(l) >= every);
+            if go {
+                *last = Some(now_ms);
+            }
+            go
+        };
+        let expiring = due(&mut at.0, EXPIRING_EVERY_MS);
+        let purge = due(&mut at.1, PURGE_EVERY_MS);
+        (expiring, purge)
     }
 
     async fn warn_expiring(&self, now_ms: u64) -> crate::Result<()> {
@@ -583,20 +616,19 @@ impl Deliverer {
                 }
             }
         }
-        let now = now_ms;
         if errors.is_empty() {
             notice.state = NoticeState::Delivered;
             notice.last_error = None;
-            notice.settled_at_ms = Some(now);
+            notice.settled_at_ms = Some(now_ms);
         } else {
             notice.last_error = Some(errors.join("; "));
             if notice.attempts >= self.hooks.attempts {
                 notice.state = NoticeState::Failed;
-                notice.settled_at_ms = Some(now);
+                notice.settled_at_ms = Some(now_ms);
                 self.deliveries.given_up.add(["attempts"], 1);
                 tracing::warn!(notice = %notice.id, attempts = notice.attempts, error = ?notice.last_error, "webhooks: giving up on a notice");
             } else {
-                notice.next_at_ms = now.saturating_add(self.hooks.backoff_ms(notice.attempts));
+                notice.next_at_ms = now_ms.saturating_add(self.hooks.backoff_ms(notice.attempts));
             }
         }
         Ok(self.outbox().notice_settle(&notice).await?)
@@ -864,11 +896,6 @@ impl App {
     /// The store's outbox of notices (webhooks).
     pub fn outbox(&self) -> &dyn NoticeOutbox {
         self.store().as_ref()
-    }
-
-    /// The notices `query` asks for, newest first (`warrant webhooks deliveries`).
-    pub async fn notices(&self, query: NoticeQuery) -> crate::Result<Vec<Notice>> {
-        Ok(self.outbox().notices(query).await?)
     }
 }
 

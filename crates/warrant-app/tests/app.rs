@@ -487,14 +487,14 @@ max_age_seconds: 100000000"
     };
     // Long before the expiry: no warning. Within a minute of it: one, however often it looks.
     deliverer.round(expires - 120_000).await.unwrap();
-    let before = app.notices(NoticeQuery::default()).await.unwrap();
+    let before = app.outbox().notices(NoticeQuery::default()).await.unwrap();
     assert_eq!(
         kinds(&before),
         vec![NoticeKind::ApprovalRequested, NoticeKind::RunWaiting]
     );
     deliverer.round(expires - 30_000).await.unwrap();
     deliverer.round(expires - 29_990).await.unwrap();
-    let after = app.notices(NoticeQuery::default()).await.unwrap();
+    let after = app.outbox().notices(NoticeQuery::default()).await.unwrap();
     assert_eq!(
         kinds(&after),
         vec![
@@ -517,7 +517,7 @@ max_age_seconds: 100000000"
     );
     deliverer.round(expires + 3_600_000).await.unwrap();
     deliverer.round(expires + 3_700_000).await.unwrap();
-    let given_up = app.notices(NoticeQuery::default()).await.unwrap();
+    let given_up = app.outbox().notices(NoticeQuery::default()).await.unwrap();
     assert!(
         given_up
             .iter()

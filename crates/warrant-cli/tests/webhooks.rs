@@ -247,6 +247,29 @@ async fn submit(url: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// `warrant webhooks deliveries [ARGS] --json` once none it lists is pending (bounded): the
+/// process delivering records a delivery just after its receiver answered.
+async fn settled(store: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["webhooks", "deliveries", "--json"];
+    all.extend_from_slice(args);
+    let mut listed = Value::Null;
+    for _ in 0..200 {
+        let out = warrant(store, &all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        listed = json(&out);
+        if listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["state"] != "pending")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    listed
+}
+
 /// Every post each endpoint took, by notice id: how many times.
 fn taken_by_id(posts: &[Post], path: &str) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
@@ -346,9 +369,7 @@ async fn a_waiting_run_is_told_signed_retried_and_answered_through_its_link() {
     let posts = r.posts();
     let ops = taken_by_id(&posts, "/hook");
     assert!(ops.values().all(|n| *n == 1), "{ops:?}");
-    let listed = warrant(&store, &["webhooks", "deliveries", "--json"]);
-    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
-    let listed = json(&listed);
+    let listed = settled(&store, &[]).await;
     let mut in_store: Vec<String> = listed
         .as_array()
         .unwrap()
@@ -434,7 +455,7 @@ async fn a_server_killed_with_notices_undelivered_sends_exactly_the_missing_ones
     }
     let taken = taken_by_id(&r.posts(), "/hook");
     assert!(taken.values().all(|n| *n == 1), "{taken:?}");
-    let all = json(&warrant(&store, &["webhooks", "deliveries", "--json"]));
+    let all = settled(&store, &[]).await;
     let ids: Vec<String> = all
         .as_array()
         .unwrap()
@@ -504,10 +525,7 @@ async fn a_worker_on_postgresql_delivers_the_notices_of_the_fleets_runs() {
         finished.headers["webhook-signature"],
         expected_signature(SECRET, &finished)
     );
-    let listed = json(&warrant(
-        at,
-        &["webhooks", "deliveries", "--run", &run, "--json"],
-    ));
+    let listed = settled(at, &["--run", &run]).await;
     assert_eq!(listed[0]["state"], "delivered", "{listed}");
     assert_eq!(listed[0]["delivered_to"], json!(["ops"]));
 }

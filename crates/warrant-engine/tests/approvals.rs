@@ -1122,3 +1122,49 @@ async fn an_authority_that_refuses_a_grant_as_approver_leaves_the_request_to_a_p
     );
     assert!(w.bank.transfers().is_empty());
 }
+
+/// INVARIANT (denied stays denied): a standing grant given after a person denied an effect
+/// does not let the same effect through in that run.
+#[tokio::test]
+async fn a_standing_grant_does_not_undo_a_persons_denial() {
+    use warrant_core::store::Grants as _;
+    let mut w = world(&format!(
+        "{}{}    - done: paid\n",
+        transfer(50),
+        transfer(50)
+    ));
+    w.engine = w.engine.clone().acting_for("acme", "ann");
+    let r = w.start().await;
+    let asked = w
+        .events(&r.run_id)
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ApprovalRequested { request, .. } => Some(request.clone()),
+            _ => None,
+        })
+        .unwrap();
+    w.engine
+        .answer(
+            &asked,
+            Answer::Deny {
+                reason: "not this month".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+    w.store
+        .grant_put(standing("g-late", 1_700_000_000_000))
+        .await
+        .unwrap();
+    let done = w.resume(&r.run_id).await;
+    assert!(
+        !w.events(&r.run_id)
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ApprovalGranted { .. })),
+        "the grant answered a denied effect"
+    );
+    assert!(w.bank.transfers().is_empty());
+    assert!(done.outcome.is_some());
+    w.check(&r.run_id).await;
+}
