@@ -465,6 +465,9 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
     // "Always allow": approved, and a standing grant kept for the same call; the next run's
     // same transfer is approved at once by it, and the grant is listed with a way to revoke it.
     let third = start_as_ann(&api, &base).await;
+    // The approvals page is drawn once: open it when the run's request is there.
+    b.go(&format!("{base}/runs/{third}")).await;
+    b.until_text("#status", "waiting").await;
     b.go(&format!("{base}/approvals")).await;
     b.click("button[value=always]").await;
     b.until_at("/approvals").await;
