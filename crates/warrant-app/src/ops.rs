@@ -994,7 +994,21 @@ impl App {
             Some(s) if folded == RunStatus::Running && lease::interrupted(&s, now) => {
                 (lease::shown_status(&s, now), s.note)
             }
-            _ => (folded, None),
+            _ => match state.sleeping_until() {
+                Some(until) => (
+                    folded,
+                    Some(format!(
+                        "asleep until {}{}",
+                        warrant_core::timer::rfc3339(until),
+                        if until <= now {
+                            ": its time has come, and the next process to look wakes it"
+                        } else {
+                            ""
+                        }
+                    )),
+                ),
+                None => (folded, None),
+            },
         }
     }
 

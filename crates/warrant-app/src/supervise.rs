@@ -36,6 +36,9 @@ const ANSWERS_LOOK: Duration = Duration::from_secs(30);
 /// The least time between two looks for answered runs: another process committing without
 /// pause costs one look per this, not one per commit.
 const ANSWERS_GAP: Duration = Duration::from_millis(100);
+/// How often [`Supervisor::watch_timers`] looks for sleeping runs whose time came: a run
+/// wakes within this of its time (and the time to prepare it).
+const TIMERS_LOOK: Duration = Duration::from_millis(500);
 
 /// What the runs a supervisor drives did (a server's `/metrics`).
 #[derive(Debug, Default)]
@@ -573,6 +576,50 @@ impl Supervisor {
         }
     }
 
+    /// Wakes the sleeping runs whose time came, looking every `TIMERS_LOOK`; never returns.
+    /// Nothing to do for a supervisor that queues or lets runs go (workers claim them).
+    pub async fn watch_timers(self: &Arc<Self>) {
+        if self.queueing || self.letting_go {
+            return std::future::pending().await;
+        }
+        loop {
+            if let Err(p) = self.wake_due().await {
+                tracing::warn!(problem = %p, "looking for sleeping runs to wake failed");
+            }
+            tokio::time::sleep(TIMERS_LOOK).await;
+        }
+    }
+
+    /// Re-enters every sleeping run whose time has come (each wakes as it is re-entered);
+    /// how many were taken up.
+    pub async fn wake_due(self: &Arc<Self>) -> Result<usize, AppError> {
+        let mut query = warrant_core::ports::RunQuery {
+            status: Some(warrant_core::RunStatus::Sleeping),
+            due_by: Some(SystemClock.now_ms()),
+            limit: 500,
+            ..Default::default()
+        };
+        let mut woken = 0;
+        loop {
+            let page = self.app.runs(query.clone()).await?;
+            for r in &page.runs {
+                // A child is carried on by its root.
+                if r.run_id.0.contains('.') {
+                    continue;
+                }
+                match self.reenter(&r.run_id, None).await {
+                    Ok(true) => woken += 1,
+                    Ok(false) => {}
+                    Err(p) => tracing::warn!(run = %r.run_id, problem = %p, "not waking"),
+                }
+            }
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(woken),
+            }
+        }
+    }
+
     /// Takes up the runs answered while no task here was waiting on them, or wakes the one
     /// that is: answers recorded by another process (`warrant approve`).
     pub async fn sweep(self: &Arc<Self>) -> Result<(), AppError> {
@@ -672,7 +719,9 @@ impl Supervisor {
             if let Some(outcome) = &r.outcome {
                 tracing::info!(run = %run, outcome = outcome.name(), "run ended");
             }
-            if r.outcome.is_some() || *stopping.borrow() || self.letting_go {
+            // A sleeping run is held by the store, not here: the timers' look wakes it.
+            let asleep = r.state.status() == warrant_core::RunStatus::Sleeping;
+            if r.outcome.is_some() || asleep || *stopping.borrow() || self.letting_go {
                 let _ = engine.drain_subscribers().await;
                 return;
             }

@@ -105,6 +105,7 @@ fn spec(steps: u32) -> Spec {
             required: true,
             inputs: BTreeMap::new(),
             publishes: BTreeMap::new(),
+            wait: None,
             decisions_max: None,
             grant: None,
             quarantine: BTreeMap::new(),

@@ -1288,6 +1288,13 @@ async fn print_result(
         let events = app.log(&result.run_id).await?;
         out!("{}", report.render());
         waiting_hints(&result.run_id, &Waiting::of(&result.state, &events));
+        if let Some(until) = result.state.sleeping_until() {
+            let run = &result.run_id;
+            outln!(
+                "sleeping until {}: `warrant serve` or `warrant worker` wakes it then, or `warrant resume {run}` (or `resume --all`) after then",
+                warrant_core::timer::rfc3339(until)
+            );
+        }
     }
     Ok(result_code(result))
 }
@@ -1308,7 +1315,14 @@ async fn result_json(app: &App, result: &RunResult, store_path: &StoreAt) -> Res
     {
         Ok(json!({
             "run_id": result.run_id,
-            "outcome": result.outcome.as_ref().map_or(RunStatus::Waiting.name(), Outcome::name),
+            "outcome": result.outcome.as_ref().map_or(
+                match result.state.status() {
+                    RunStatus::Sleeping => RunStatus::Sleeping.name(),
+                    _ => RunStatus::Waiting.name(),
+                },
+                Outcome::name,
+            ),
+            "sleeping_until_ms": result.state.sleeping_until(),
             "outcome_detail": result.outcome,
             "answer": report.answer,
             "waiting_on": waiting.waiting_on,
@@ -1375,7 +1389,7 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
         view.last_event.kind
     );
     outln!(
-        "time     {} ms driving, {} ms waiting for people",
+        "time     {} ms driving, {} ms waiting (for people, or asleep)",
         view.driving_ms,
         view.waiting_ms
     );
@@ -1583,6 +1597,20 @@ fn render_event(e: &StoredEvent) -> String {
             }
         }
         EventKind::ApprovalExpired { request } => format!("{request} expired"),
+        EventKind::TimerSet {
+            step,
+            until_ms,
+            reason,
+        } => format!(
+            "{step} sleeps until {}{}",
+            warrant_core::timer::rfc3339(*until_ms),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            }
+        ),
+        EventKind::TimerFired { step } => format!("{step} woke"),
         EventKind::ApprovalConsumed {
             request,
             call,
@@ -2402,7 +2430,7 @@ async fn worker(store_path: &StoreAt, args: crate::cli::WorkerArgs) -> Result<u8
             runs_per_tenant: args.tenant_runs,
             approvals_per_tenant: args.tenant_approvals,
         },
-        look_every: Duration::from_secs(1),
+        look_every: Duration::from_millis(500),
         grace: Duration::from_secs(args.grace),
     };
     errln!("warrant worker: {} on `{store_path}`", app.holder());

@@ -92,6 +92,8 @@ codes! {
         "the decider declared the step done before the tool that publishes an output succeeded";
     InvalidPlan = "invalid_plan", Model,
         "the decider's plan grants a step or a tool the spec does not allow, or it planned when no plan was asked (or did not when one was)";
+    InvalidWait = "invalid_wait", Model,
+        "the decider (or the step) asked to wait past the longest wait (366 days), or in a child run, which its parent drives and which cannot sleep";
     ScriptExhausted = "script_exhausted", Model,
         "the script has no more decisions for this step";
     UnreadableAnswer = "unreadable_answer", Model,

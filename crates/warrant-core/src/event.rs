@@ -279,6 +279,15 @@ pub enum Decision {
         #[serde(default)]
         reason: String,
     },
+    /// Sleep: the run waits, held by the store and by no process, until a time or for a
+    /// duration, and the step goes on when it wakes.
+    Wait {
+        /// How long.
+        wait: crate::timer::Wait,
+        /// Why, in the decider's words.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
     /// Fix the run's grants before anything is read (a spec with `plan_first`): step id to
     /// the tools and argument constraints the objective needs, proposed from the objective
     /// alone.
@@ -1068,6 +1077,22 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<String>,
     },
+    /// The run sleeps until `until_ms`: the store holds it (`sleeping`), no process does,
+    /// and whichever process drives runs then wakes it. Its time asleep is not driving time.
+    TimerSet {
+        /// The step that waits (before it begins its work, for a step's own `wait`).
+        step: StepId,
+        /// When it wakes (ms since the epoch).
+        until_ms: u64,
+        /// Why: the decider's reason, or the step's `wait`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+    /// The timer's time came: the run is awake and the step goes on.
+    TimerFired {
+        /// The step.
+        step: StepId,
+    },
     /// A value lifted from a call result into carried state.
     Carried {
         /// `step.output`.
@@ -1170,6 +1195,8 @@ impl EventKind {
             EventKind::ApprovalExpired { .. } => "approval_expired",
             EventKind::ApprovalGranted { .. } => "approval_granted",
             EventKind::ApprovalConsumed { .. } => "approval_consumed",
+            EventKind::TimerSet { .. } => "timer_set",
+            EventKind::TimerFired { .. } => "timer_fired",
             EventKind::Carried { .. } => "carried",
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::StepSkipped { .. } => "step_skipped",
@@ -1203,6 +1230,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "approval_expired",
     "approval_granted",
     "approval_consumed",
+    "timer_set",
+    "timer_fired",
     "carried",
     "step_finished",
     "step_skipped",

@@ -29,6 +29,7 @@ pub mod standing;
 pub mod status;
 pub mod store;
 pub mod text;
+pub mod timer;
 pub mod validate;
 
 pub use codes::Code;

@@ -623,7 +623,7 @@ impl RunReport {
         let _ = writeln!(out, "elapsed  {}", self.elapsed_text());
     }
 
-    /// The time taken (of it, starting providers, driving and waiting for people), the
+    /// The time taken (of it, starting providers, driving, and waiting for people or asleep), the
     /// decisions and the calls.
     pub fn elapsed_text(&self) -> String {
         let mut setup = if self.timings.setup_ms > 0 {
@@ -634,7 +634,7 @@ impl RunReport {
         if self.timings.waiting_ms > 0 {
             let _ = write!(
                 setup,
-                ", {} ms driving and {} ms waiting for people",
+                ", {} ms driving and {} ms waiting (for people, or asleep)",
                 self.timings.driving_ms, self.timings.waiting_ms
             );
         }
@@ -914,6 +914,11 @@ fn terminal(state: &RunState, spec: &Spec) -> Vec<RequirementReport> {
                 Some("approval")
             }
             StepStatus::Running if state.in_doubt().any(|c| c.step == i) => Some("reconciliation"),
+            StepStatus::Running
+                if state.sleeping_until().is_some() && state.current() == Some(i) =>
+            {
+                Some("timer")
+            }
             StepStatus::Running => Some("running"),
             StepStatus::Pending => Some("not started"),
             StepStatus::Finished(_) | StepStatus::Skipped { .. } => None,

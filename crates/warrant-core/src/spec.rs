@@ -388,6 +388,10 @@ pub struct StepSpec {
     /// Outputs this step publishes into carried state, lifted from a call result.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub publishes: BTreeMap<String, Publish>,
+    /// Wait before the step begins its work: for a duration (`for: 2h`) or until a time
+    /// (`until: 2026-12-08T09:00:00Z`). The run sleeps in the store meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<crate::timer::Wait>,
     /// Most decisions this step may take (overrides `limits.step_decisions_max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decisions_max: Option<u32>,

@@ -36,6 +36,9 @@ pub enum RunStatus {
     Waiting,
     /// A person answered: resuming carries it on.
     Ready,
+    /// Asleep until a time (a timer): the store holds it, no process; whichever process
+    /// drives runs then wakes it.
+    Sleeping,
     /// Ended: the objective was attained.
     Attained,
     /// Ended: the objective was not attained.
@@ -52,12 +55,13 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// Every status, in the order a person reads them.
-    pub const ALL: [RunStatus; 11] = [
+    pub const ALL: [RunStatus; 12] = [
         RunStatus::Running,
         RunStatus::Queued,
         RunStatus::Interrupted,
         RunStatus::Waiting,
         RunStatus::Ready,
+        RunStatus::Sleeping,
         RunStatus::Attained,
         RunStatus::NotAttained,
         RunStatus::Failed,
@@ -67,10 +71,11 @@ impl RunStatus {
     ];
 
     /// The statuses a store holds (the others are derived from `running` and the lease).
-    pub const STORED: [RunStatus; 9] = [
+    pub const STORED: [RunStatus; 10] = [
         RunStatus::Running,
         RunStatus::Waiting,
         RunStatus::Ready,
+        RunStatus::Sleeping,
         RunStatus::Attained,
         RunStatus::NotAttained,
         RunStatus::Failed,
@@ -80,8 +85,12 @@ impl RunStatus {
     ];
 
     /// The statuses of runs that have not ended, as a store holds them.
-    pub const LIVE_STORED: [RunStatus; 3] =
-        [RunStatus::Running, RunStatus::Waiting, RunStatus::Ready];
+    pub const LIVE_STORED: [RunStatus; 4] = [
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Ready,
+        RunStatus::Sleeping,
+    ];
 
     /// Its wire name: the one spelling, in events, stores, JSON and on a terminal.
     pub const fn name(self) -> &'static str {
@@ -91,6 +100,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::Waiting => "waiting",
             RunStatus::Ready => "ready",
+            RunStatus::Sleeping => "sleeping",
             RunStatus::Attained => "attained",
             RunStatus::NotAttained => "not_attained",
             RunStatus::Failed => "failed",
@@ -126,6 +136,7 @@ impl RunStatus {
                 | RunStatus::Interrupted
                 | RunStatus::Waiting
                 | RunStatus::Ready
+                | RunStatus::Sleeping
         )
     }
 

@@ -80,6 +80,9 @@ pub struct RunSummary {
     /// its tenant's fair share), when a store hands runs to workers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// When a `sleeping` run wakes (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_at_ms: Option<u64>,
 }
 
 /// How long a driver's lease on a run lasts without a heartbeat. A driver renews it with every
@@ -168,6 +171,8 @@ pub struct RunQuery {
     pub since_ms: Option<u64>,
     /// After this run (the previous page's cursor).
     pub after: Option<RunCursor>,
+    /// Only `sleeping` runs due to wake by this time.
+    pub due_by: Option<u64>,
     /// Most runs on the page (0: no limit).
     pub limit: usize,
 }

@@ -17,6 +17,9 @@
 //! entries: when Warrant rejects a call the script simply moves on. It models a decider that
 //! does not adapt, and it needs no state of its own, so a resumed run picks up where it was.
 //!
+//! A `wait` entry sleeps before the step's next decision: `- wait: {for: 90s}` or
+//! `- wait: {until: 2026-12-08T09:00:00Z}`.
+//!
 //! A spec with `plan_first` asks for the run's grants before anything else; a script gives
 //! them under `plan:` (step id to grant, as a step's `grant` in the spec):
 //!
@@ -55,6 +58,8 @@ struct Entry {
     claims: BTreeMap<String, String>,
     done: Option<String>,
     decline: Option<String>,
+    /// Sleep: `{for: 90s}` or `{until: 2026-12-08T09:00:00Z}`.
+    wait: Option<warrant_core::timer::Wait>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -140,12 +145,17 @@ impl Script {
 }
 
 fn entry_to_decision(e: Entry) -> Result<Decision, String> {
-    let kinds = [e.call.is_some(), e.done.is_some(), e.decline.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
+    let kinds = [
+        e.call.is_some(),
+        e.done.is_some(),
+        e.decline.is_some(),
+        e.wait.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
     if kinds != 1 {
-        return Err("each entry is exactly one of `call`, `done` or `decline`".into());
+        return Err("each entry is exactly one of `call`, `done`, `decline` or `wait`".into());
     }
     if let Some(tool) = e.call {
         let handle = match e.handle {
@@ -170,6 +180,12 @@ fn entry_to_decision(e: Entry) -> Result<Decision, String> {
     }
     if let Some(summary) = e.done {
         return Ok(Decision::Done { summary });
+    }
+    if let Some(wait) = e.wait {
+        return Ok(Decision::Wait {
+            wait,
+            reason: String::new(),
+        });
     }
     Ok(Decision::Decline {
         reason: e.decline.unwrap_or_default(),

@@ -45,10 +45,15 @@ pub fn interrupted(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bo
     summary.status == RunStatus::Running && !driven(summary, now_ms)
 }
 
-/// Whether resuming the run carries it on: it is interrupted, or a person's answer made it
-/// ready.
+/// Whether resuming the run carries it on: it is interrupted, a person's answer made it
+/// ready, or it sleeps and its time has come.
 pub fn resumable(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
-    summary.status == RunStatus::Ready || interrupted(summary, now_ms)
+    summary.status == RunStatus::Ready || interrupted(summary, now_ms) || awake(summary, now_ms)
+}
+
+/// Whether the run sleeps and its time to wake has come by `now_ms`.
+pub fn awake(summary: &warrant_core::ports::RunSummary, now_ms: u64) -> bool {
+    summary.status == RunStatus::Sleeping && summary.wake_at_ms.is_some_and(|w| w <= now_ms)
 }
 
 /// The status as a person needs it: `queued` for a run recorded and never taken up (a

@@ -53,6 +53,11 @@ impl TickingClock {
     pub fn advance(&self, ms: u64) {
         self.now.fetch_add(ms, Ordering::SeqCst);
     }
+
+    /// The time it shows, without moving it.
+    pub fn peek(&self) -> u64 {
+        self.now.load(Ordering::SeqCst)
+    }
 }
 
 impl Clock for TickingClock {

@@ -242,20 +242,22 @@ const SINCE_CHOICES: [(&str, &str, u64); 3] = [
 ];
 
 /// The live statuses the runs list counts.
-const COUNTED: [warrant_core::RunStatus; 4] = [
+const COUNTED: [warrant_core::RunStatus; 5] = [
     warrant_core::RunStatus::Running,
     warrant_core::RunStatus::Waiting,
+    warrant_core::RunStatus::Sleeping,
     warrant_core::RunStatus::Queued,
     warrant_core::RunStatus::Interrupted,
 ];
 
 /// The statuses the runs list filters by.
-const STATUS_CHOICES: [warrant_core::RunStatus; 10] = [
+const STATUS_CHOICES: [warrant_core::RunStatus; 11] = [
     warrant_core::RunStatus::Queued,
     warrant_core::RunStatus::Running,
     warrant_core::RunStatus::Interrupted,
     warrant_core::RunStatus::Waiting,
     warrant_core::RunStatus::Ready,
+    warrant_core::RunStatus::Sleeping,
     warrant_core::RunStatus::Attained,
     warrant_core::RunStatus::NotAttained,
     warrant_core::RunStatus::Failed,
@@ -1408,6 +1410,12 @@ fn next_step(view: &warrant_app::RunView) -> Option<String> {
         RunStatus::Queued => view.note.as_ref().map_or_else(
             || "Queued: the next free worker takes it up.".to_owned(),
             |n| format!("Queued: {}", esc(n)),
+        ),
+        RunStatus::Sleeping => format!(
+            "Sleeps (a timer), held by the store: it wakes by itself when its time comes{}.",
+            view.note
+                .as_ref()
+                .map_or_else(String::new, |n| format!(" ({})", esc(n)))
         ),
         _ => return None,
     };

@@ -324,8 +324,15 @@ impl Server {
                 std::future::pending(),
             );
             // Runs answered by another process are taken up as the store tells of its
-            // commits; the store's health is looked at each second.
-            tokio::join!(shared.runner.watch_answers(), health, deliver, schedules);
+            // commits; sleeping runs are woken when their time comes; the store's health is
+            // looked at each second.
+            tokio::join!(
+                shared.runner.watch_answers(),
+                shared.runner.watch_timers(),
+                health,
+                deliver,
+                schedules
+            );
         };
         let router = router(self.shared.clone());
         let served = accept(self.listener, router, self.client_timeout, shutdown);

@@ -20,12 +20,13 @@ use warrant_core::RunStatus;
 use warrant_core::ports::{Clock as _, RunQuery};
 
 /// The statuses the fleet's gauge counts: the ones a run is in while it is not over.
-const LIVE: [RunStatus; 5] = [
+const LIVE: [RunStatus; 6] = [
     RunStatus::Queued,
     RunStatus::Running,
     RunStatus::Interrupted,
     RunStatus::Waiting,
     RunStatus::Ready,
+    RunStatus::Sleeping,
 ];
 
 /// A Prometheus text exposition being written.

@@ -183,6 +183,8 @@ pub(crate) struct RunFacts {
     /// From `run_started`, when the batch holds it.
     pub(crate) started: Option<Started>,
     pub(crate) status: Option<RunStatus>,
+    /// When the run wakes, when the batch leaves it sleeping.
+    pub(crate) wake_at_ms: Option<u64>,
     /// Changes to the run's pending approvals, in order.
     pub(crate) approvals: Vec<ApprovalChange>,
     /// The notices the batch makes, for the outbox (`warrant_core::notice::notices_of`).
@@ -206,6 +208,7 @@ pub(crate) fn run_facts(
     let mut facts = RunFacts {
         started: None,
         status: None,
+        wake_at_ms: None,
         approvals: Vec::new(),
         notices: warrant_core::notice::notices_of(run, events),
     };
@@ -250,6 +253,10 @@ pub(crate) fn run_facts(
         // The one derivation every reader shares (`warrant_core::fold::status_after`).
         if let Some(status) = warrant_core::fold::status_after(&e.kind) {
             facts.status = Some(status);
+            facts.wake_at_ms = match &e.kind {
+                EventKind::TimerSet { until_ms, .. } => Some(*until_ms),
+                _ => None,
+            };
         }
     }
     facts
@@ -317,7 +324,12 @@ pub(crate) fn page(
                 .as_ref()
                 .is_none_or(|p| r.run_id.0.starts_with(p.as_str()))
         })
-        .filter(|r| query.since_ms.is_none_or(|t| r.started_at_ms >= t));
+        .filter(|r| query.since_ms.is_none_or(|t| r.started_at_ms >= t))
+        .filter(|r| {
+            query.due_by.is_none_or(|t| {
+                r.status == RunStatus::Sleeping && r.wake_at_ms.is_some_and(|w| w <= t)
+            })
+        });
     let mut runs: Vec<warrant_core::store::RunSummary> = matching
         .filter(|r| query.after.is_none() || listed_after_cursor(r))
         .collect();

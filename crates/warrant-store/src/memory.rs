@@ -168,6 +168,7 @@ impl MemoryStore {
                     heartbeat_ms: None,
                     epoch: driver.map_or(1, |d| d.epoch.max(1)),
                     note: None,
+                    wake_at_ms: None,
                 },
                 events: Vec::new(),
             });
@@ -217,6 +218,7 @@ fn extend(
         .map(|(root, _)| RunId(root.to_owned()));
     if let Some(status) = facts.status {
         log.summary.status = status;
+        log.summary.wake_at_ms = facts.wake_at_ms;
     }
     let summary = &mut log.summary;
     crate::renew_lease(

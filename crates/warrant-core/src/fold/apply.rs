@@ -259,6 +259,7 @@ impl RunState {
                             text: reason.clone(),
                         });
                     }
+                    Decision::Wait { .. } => {}
                 }
             }
             self.decision_log.push(DecisionRecord {
@@ -267,6 +268,34 @@ impl RunState {
                 at_ms: e.at_ms,
                 tainted_by: tainted_by.clone(),
             });
+        }
+        Ok(())
+    }
+
+    /// `timer_set` and `timer_fired`: the running step sleeps, then wakes.
+    pub(super) fn apply_timer(&mut self, e: &Event) -> Result<(), String> {
+        match &e.kind {
+            EventKind::TimerSet { step, until_ms, .. } => {
+                let i = self.running_step(step)?;
+                if self.sleeping.is_some() {
+                    return Err("the run already sleeps".into());
+                }
+                if self.calls.last().is_some_and(|c| c.status.is_none()) {
+                    return Err("a call is still in flight".into());
+                }
+                self.sleeping = Some((i, *until_ms));
+            }
+            EventKind::TimerFired { step } => {
+                let i = self.running_step(step)?;
+                match self.sleeping.take() {
+                    Some((at, until)) if at == i && e.at_ms >= until => {}
+                    Some((_, until)) if e.at_ms < until => {
+                        return Err(format!("the timer fired before its time, {until}"));
+                    }
+                    _ => return Err(format!("step `{step}` does not sleep")),
+                }
+            }
+            _ => {}
         }
         Ok(())
     }

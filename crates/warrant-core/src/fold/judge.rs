@@ -117,6 +117,9 @@ impl RunState {
                 _ => Next::Redrive(c.id),
             };
         }
+        if let Some((step, until)) = self.sleeping {
+            return Next::Sleep { step, until };
+        }
         if let Some(i) = self.current {
             return Next::Continue(i);
         }

@@ -330,6 +330,7 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
         EventKind::CallInDoubt { .. }
         | EventKind::ApprovalRequested { .. }
         | EventKind::ChildWaiting { .. } => Some(RunStatus::Waiting),
+        EventKind::TimerSet { .. } => Some(RunStatus::Sleeping),
         // One of several approvers approved: the request still waits for the others.
         EventKind::ApprovalResolved { awaiting, .. } if *awaiting > 0 => None,
         EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => {
@@ -340,7 +341,8 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
         | EventKind::RunResumed { .. }
         | EventKind::RunTakenUp { .. }
         | EventKind::ApprovalGranted { .. }
-        | EventKind::ApprovalExpired { .. } => Some(RunStatus::Running),
+        | EventKind::ApprovalExpired { .. }
+        | EventKind::TimerFired { .. } => Some(RunStatus::Running),
         _ => None,
     }
 }
@@ -404,7 +406,12 @@ impl Clocks {
             }
             // An operator's input, recorded by whichever process took it.
             EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. } => {}
-            k if status_after(k) == Some(RunStatus::Waiting) => {
+            // Waiting for a person, or asleep: neither is driving time.
+            k if matches!(
+                status_after(k),
+                Some(RunStatus::Waiting | RunStatus::Sleeping)
+            ) =>
+            {
                 if let Some(start) = self.segment.take() {
                     self.driven_ms += at.saturating_sub(start);
                 }
@@ -574,6 +581,8 @@ pub struct RunState {
     /// How many calls are in doubt or reconciled to be sent again and not yet sent: when none
     /// is, deciding what comes next need not look through every call.
     unsettled: u32,
+    /// The timer the run sleeps on, until it fires: its step and when it wakes.
+    pub(crate) sleeping: Option<(usize, u64)>,
 }
 
 /// What the run should do next, judged from its state.
@@ -602,6 +611,14 @@ pub enum Next {
     /// An operator reconciled that this call did not happen and asked for it to be sent again:
     /// send it as a new call, ruled on again.
     Resend(CallId),
+    /// The run sleeps (a timer): it wakes, and the step goes on, once a re-entry is recorded
+    /// at or after `until` (ms since the epoch).
+    Sleep {
+        /// The step that sleeps.
+        step: usize,
+        /// When it wakes.
+        until: u64,
+    },
     /// The run has ended.
     Ended,
 }
@@ -669,6 +686,7 @@ impl RunState {
             | EventKind::ApprovalConsumed { .. }
             | EventKind::ApprovalGranted { .. } => self.apply_asked(e),
             EventKind::ApprovalResolved { .. } => self.apply_resolved(e),
+            EventKind::TimerSet { .. } | EventKind::TimerFired { .. } => self.apply_timer(e),
             EventKind::ChildSpawned { .. }
             | EventKind::ChildWaiting { .. }
             | EventKind::ChildFinished { .. } => self.apply_children(e),

@@ -180,6 +180,11 @@ impl RunState {
         &self.approvals
     }
 
+    /// When the run's timer wakes it, while it sleeps.
+    pub fn sleeping_until(&self) -> Option<u64> {
+        self.sleeping.map(|(_, until)| until)
+    }
+
     /// Whether the last event is a person's answer (an approval resolved, a call reconciled).
     pub fn answered_last(&self) -> bool {
         self.answered_last

@@ -371,6 +371,7 @@ impl Run<'_> {
                 let end = self.state.judge_decline(i, &reason);
                 self.stage(EventKind::StepFinished { step: step_id, end })?;
             }
+            Decision::Wait { wait, reason } => self.sleep(step_id, &wait, reason)?,
             Decision::Call {
                 tool,
                 handle,

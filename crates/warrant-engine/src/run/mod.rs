@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use warrant_core::codes::Code;
 use warrant_core::event::{
-    CallStatus, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Narrowing, Outcome,
+    CallStatus, EVENTS_FORMAT, Effect, Event, EventKind, Fault, Layer, Narrowing, Outcome, StepEnd,
 };
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
-use warrant_core::ids::{CallId, RunId};
+use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::ports::{CancelRequest, Decider, Driver};
 use warrant_core::provenance;
 use warrant_core::spec::{Spec, StepSpec};
@@ -481,10 +481,23 @@ impl<'a> Run<'a> {
                 }
                 Next::Start(i) => {
                     let step = step_of(&self.spec, i)?;
+                    let (id, wait) = (step.id.clone(), step.wait);
                     self.stage(EventKind::StepStarted {
-                        step: step.id.clone(),
+                        step: id.clone(),
                         provider: step.provider.clone(),
                     })?;
+                    if let Some(wait) = wait {
+                        self.sleep(id, &wait, "the step's `wait`".into())?;
+                    }
+                }
+                Next::Sleep { step, until } => {
+                    // Judged at the last event's time (a re-entry's `run_resumed`), as an
+                    // approval's expiry is, so a replay wakes it at the same point.
+                    if self.state.last_at_ms() < until {
+                        break;
+                    }
+                    let step = step_of(&self.spec, step)?.id.clone();
+                    self.stage(EventKind::TimerFired { step })?;
                 }
                 Next::Continue(i) if step_of(&self.spec, i)?.delegate.is_some() => {
                     if !self.delegate(i).await? {
@@ -603,6 +616,39 @@ impl<'a> Run<'a> {
     /// can record after a run's end; re-entered then, it closes.
     fn can_end(&self, c: &CancelRequest) -> bool {
         !(c.close && self.state.in_doubt().next().is_some())
+    }
+
+    /// `step` sleeps as `wait` asks: the run records when it wakes and, unless that is now,
+    /// stops here, held by the store. A wait a run cannot make (too far off, or in a child run,
+    /// which its parent drives) ends the step, attributed to whoever asked.
+    pub(super) fn sleep(
+        &mut self,
+        step: StepId,
+        wait: &warrant_core::timer::Wait,
+        reason: String,
+    ) -> Result<(), EngineError> {
+        let until = if self.parent.is_some() || self.state.parent().is_some() {
+            Err("a child run cannot sleep: its parent drives it".to_owned())
+        } else {
+            wait.wake_at(self.state.last_at_ms())
+        };
+        match until {
+            Ok(until_ms) => {
+                self.stage(EventKind::TimerSet {
+                    step,
+                    until_ms,
+                    reason,
+                })?;
+            }
+            Err(why) => {
+                let fault = Fault::new(Code::InvalidWait, Layer::Model, why);
+                self.stage(EventKind::StepFinished {
+                    step,
+                    end: StepEnd::NotAttained { fault },
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn exhausted(&mut self, limit: &str, value: u64) -> Result<(), EngineError> {

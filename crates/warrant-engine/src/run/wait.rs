@@ -89,7 +89,7 @@ impl Run<'_> {
         let delegating = matches!(next, Next::Continue(i)
             if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
                 && self.state.status() == RunStatus::Waiting);
-        if !delegating && !matches!(next, Next::Wait(_)) {
+        if !delegating && !matches!(next, Next::Wait(_) | Next::Sleep { .. }) {
             return false;
         }
         // (A session's close that must wait for a reconciliation changes nothing yet.)
@@ -102,6 +102,8 @@ impl Run<'_> {
         let now = self.time.peek().unwrap_or(self.state.last_at_ms());
         match next {
             Next::Wait(call) => !expired(&self.state, &self.spec.limits, call, now),
+            // Asleep, and its time has not come.
+            Next::Sleep { until, .. } => now < until,
             _ => super::delegate::children_idle(self.engine, &self.state, now).await,
         }
     }

@@ -43,12 +43,12 @@ use crate::{ApprovalChange, Followed, url_without_password as shown};
 /// The columns of a run's summary, in `summary_row`'s order.
 macro_rules! summary {
     () => {
-        "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note"
+        "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note, wake_at_ms"
     };
 }
 
 /// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices,
-/// schedules and their ticks).
+/// schedules and their ticks, standing grants, and sleeping runs' wake times).
 pub const SCHEMA_VERSION: i64 = 4;
 
 // After the macro above: the parts of the store use it.
@@ -110,8 +110,10 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (tenant, key));
      CREATE INDEX warrant_idempotency_by_expiry ON warrant_idempotency (expires_at_ms);",
     // 4: the outbox of notices, written with the appends that make them; schedules and the
-    // ticks claimed.
-    "CREATE TABLE warrant_notices (
+    // ticks claimed; standing grants; when a sleeping run wakes.
+    "ALTER TABLE warrant_runs ADD COLUMN wake_at_ms BIGINT;
+     CREATE INDEX warrant_runs_sleeping ON warrant_runs (wake_at_ms) WHERE status = 'sleeping';
+     CREATE TABLE warrant_notices (
          id TEXT PRIMARY KEY, run_id TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL,
          at_ms BIGINT NOT NULL, state TEXT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
          next_at_ms BIGINT NOT NULL, last_error TEXT, delivered_to TEXT NOT NULL DEFAULT '[]',
@@ -167,6 +169,8 @@ struct Request {
     rows: Vec<(u64, String)>,
     started: Option<crate::Started>,
     status: Option<RunStatus>,
+    /// When the run wakes, when the append leaves it sleeping.
+    wake_at_ms: Option<u64>,
     approvals: Vec<ApprovalChange>,
     notices: Vec<warrant_core::notice::Notice>,
     driver: Option<Driver>,
@@ -568,6 +572,7 @@ fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
         heartbeat_ms: r.get::<_, Option<i64>>(7).map(unsigned).transpose()?,
         epoch: unsigned(r.get(8))?,
         note: r.get(9),
+        wake_at_ms: r.get::<_, Option<i64>>(10).map(unsigned).transpose()?,
     })
 }
 
@@ -639,6 +644,7 @@ impl LogWriter for PostgresStore {
                 rows,
                 started: facts.started,
                 status: facts.status,
+                wake_at_ms: facts.wake_at_ms,
                 approvals: facts.approvals,
                 notices: facts.notices,
                 driver: driver.cloned(),
@@ -699,6 +705,7 @@ impl RunsIndex for PostgresStore {
                            AND ($4::bigint IS NULL OR started_at_ms >= $4)
                            AND ($5::bigint IS NULL OR started_at_ms < $5 OR (started_at_ms = $5
                                 AND recorded < (SELECT recorded FROM warrant_runs WHERE run_id = $6)))
+                           AND ($8::bigint IS NULL OR (status = 'sleeping' AND wake_at_ms <= $8))
                          ORDER BY started_at_ms DESC, recorded DESC LIMIT $7"
                     ),
                     &[
@@ -709,6 +716,7 @@ impl RunsIndex for PostgresStore {
                         &after_at,
                         &after_id,
                         &limit,
+                        &query.due_by.map(sql_int).transpose()?,
                     ],
                 )
                 .await?;

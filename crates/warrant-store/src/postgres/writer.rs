@@ -83,8 +83,10 @@ pub(super) const INSERT_RUNS: &str = "INSERT INTO warrant_runs (run_id, spec_id,
 pub(super) const INSERT_EVENTS: &str = "INSERT INTO warrant_events (run_id, seq, body)
     SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])";
 pub(super) const UPDATE_RUNS: &str =
-    "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b
-    FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) AS u(r, l, s, h, b)
+    "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b,
+        wake_at_ms = CASE WHEN u.s = 'sleeping' THEN coalesce(u.w, w.wake_at_ms) END
+    FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+        AS u(r, l, s, h, b, w)
     WHERE w.run_id = u.r";
 pub(super) const INSERT_APPROVALS: &str =
     "INSERT INTO warrant_approvals (request, run_id, tenant, requested_at_ms, body)
@@ -119,6 +121,7 @@ pub(super) struct RunUpdates<'a> {
     pub(super) status: Vec<&'a str>,
     pub(super) holder: Vec<Option<&'a str>>,
     pub(super) heartbeat: Vec<Option<i64>>,
+    pub(super) wake: Vec<Option<i64>>,
 }
 
 /// Approval requests a batch makes, column by column.
@@ -148,6 +151,8 @@ pub(super) struct Locked {
     pub(super) holder: Option<String>,
     pub(super) heartbeat_ms: Option<u64>,
     pub(super) status: RunStatus,
+    /// When it wakes, if this batch put it to sleep.
+    pub(super) wake_at_ms: Option<u64>,
     pub(super) tenant: String,
     /// Whether this batch changed it.
     pub(super) touched: bool,
@@ -311,6 +316,7 @@ pub(super) async fn commit_batch(
         row.last_seq = req.expected + req.rows.len() as u64;
         if let Some(s) = req.status {
             row.status = s;
+            row.wake_at_ms = req.wake_at_ms;
         }
         if req.driver.is_some() || req.status.is_some() {
             crate::renew_lease(
@@ -349,13 +355,15 @@ pub(super) async fn commit_batch(
         update
             .heartbeat
             .push(r.heartbeat_ms.map(sql_int).transpose()?);
+        update.wake.push(r.wake_at_ms.map(sql_int).transpose()?);
     }
-    let update_params: [Param<'_>; 5] = [
+    let update_params: [Param<'_>; 6] = [
         &update.ids,
         &update.last_seq,
         &update.status,
         &update.holder,
         &update.heartbeat,
+        &update.wake,
     ];
     let mut approvals = NewApprovals::default();
     for (run, p) in &asked {
@@ -460,6 +468,7 @@ pub(super) fn locked(row: &tokio_postgres::Row) -> Result<Locked, StoreError> {
         holder: row.get(3),
         heartbeat_ms: row.get::<_, Option<i64>>(4).map(unsigned).transpose()?,
         status: status_named(row.get(5))?,
+        wake_at_ms: None,
         tenant: row.get(6),
         touched: false,
     })

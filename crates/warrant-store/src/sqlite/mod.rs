@@ -130,6 +130,8 @@ struct Request {
     events: Vec<Arc<Event>>,
     started: Option<crate::Started>,
     status: Option<RunStatus>,
+    /// When the run wakes, when the append leaves it sleeping.
+    wake_at_ms: Option<u64>,
     /// What the append changes in the approvals index and the outbox, when anything (most
     /// appends change neither: nothing is allocated, and the request stays small).
     indexed: Option<Box<Indexed>>,
@@ -448,7 +450,7 @@ impl SqliteStore {
                  run_id TEXT PRIMARY KEY, spec_id TEXT NOT NULL, decider TEXT NOT NULL,
                  status TEXT NOT NULL, started_at_ms INTEGER NOT NULL, last_seq INTEGER NOT NULL,
                  holder TEXT, heartbeat_ms INTEGER, epoch INTEGER NOT NULL DEFAULT 1,
-                 last_position INTEGER);
+                 last_position INTEGER, wake_at_ms INTEGER);
              CREATE TABLE IF NOT EXISTS cancels (
                  run_id TEXT PRIMARY KEY, by TEXT NOT NULL, reason TEXT NOT NULL);
              {EVENTS_TABLE}
@@ -681,6 +683,7 @@ impl LogWriter for SqliteStore {
             events,
             started: facts.started,
             status: facts.status,
+            wake_at_ms: facts.wake_at_ms,
             indexed: Indexed::of(facts.approvals, facts.notices),
             driver: driver.cloned(),
             reply,

@@ -30,10 +30,11 @@ pub(super) fn summary_columns(conn: &Connection) -> String {
         "last_seq"
     };
     format!(
-        "run_id, spec_id, decider, status, started_at_ms, {last_seq}, {}, {}, {}",
+        "run_id, spec_id, decider, status, started_at_ms, {last_seq}, {}, {}, {}, {}",
         or_null("holder"),
         or_null("heartbeat_ms"),
-        or_null("epoch")
+        or_null("epoch"),
+        or_null("wake_at_ms")
     )
 }
 
@@ -58,6 +59,7 @@ pub(super) fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary>
         heartbeat_ms: column_u64_opt(r, 7)?,
         epoch: column_u64_opt(r, 8)?.unwrap_or(1),
         note: None,
+        wake_at_ms: column_u64_opt(r, 9)?,
     })
 }
 
@@ -254,8 +256,14 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, 
            AND (?4 IS NULL OR started_at_ms >= ?4)
            AND (?5 IS NULL OR started_at_ms < ?5 OR (started_at_ms = ?5
                 AND rowid < (SELECT rowid FROM runs WHERE run_id = ?6)))
+           AND (?8 IS NULL OR (status = 'sleeping' AND {wake} <= ?8))
          ORDER BY started_at_ms DESC, rowid DESC LIMIT ?7",
-        summary_columns(conn)
+        summary_columns(conn),
+        wake = if has_column(conn, "runs", "wake_at_ms") {
+            "wake_at_ms"
+        } else {
+            "NULL"
+        }
     );
     // One more than asked, to tell whether there is a next page; past `i64::MAX`, all.
     let limit: i64 = if query.limit == 0 {
@@ -277,7 +285,8 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<RunPage, 
                     .map(|c| sql_int(c.started_at_ms))
                     .transpose()?,
                 query.after.as_ref().map(|c| c.run_id.0.clone()),
-                limit
+                limit,
+                query.due_by.map(sql_int).transpose()?
             ],
             summary_row,
         )

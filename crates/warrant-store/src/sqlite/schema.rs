@@ -235,7 +235,7 @@ pub(super) const NOTICES_TABLE: &str = "CREATE TABLE IF NOT EXISTS notices (
 
 /// The operator's schedules (schema 7), each as its JSON, and their ticks, one row a tick
 /// claimed (the key makes a claim insert-if-absent); people's standing grants, each as its
-/// JSON.
+/// JSON; the index of sleeping runs by when they wake.
 pub(super) const SCHEDULES_TABLES: &str = "CREATE TABLE IF NOT EXISTS schedules (
     id TEXT PRIMARY KEY, body TEXT NOT NULL);
  CREATE TABLE IF NOT EXISTS ticks (
@@ -244,7 +244,8 @@ pub(super) const SCHEDULES_TABLES: &str = "CREATE TABLE IF NOT EXISTS schedules 
  CREATE TABLE IF NOT EXISTS grants (
     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL);
- CREATE INDEX IF NOT EXISTS grants_by_tenant ON grants (tenant, created_at_ms);";
+ CREATE INDEX IF NOT EXISTS grants_by_tenant ON grants (tenant, created_at_ms);
+ CREATE INDEX IF NOT EXISTS runs_sleeping ON runs (wake_at_ms) WHERE status = 'sleeping';";
 
 /// Brings a store of schema `from` up to this build's, in one transaction.
 pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
@@ -301,6 +302,10 @@ pub(super) fn migrate(conn: &Connection, from: i64) -> Result<(), StoreError> {
             conn.execute_batch(IDEMPOTENCY_TABLE).map_err(failed)?;
         }
         if from < 7 {
+            if !has_column(conn, "runs", "wake_at_ms") {
+                conn.execute_batch("ALTER TABLE runs ADD COLUMN wake_at_ms INTEGER;")
+                    .map_err(failed)?;
+            }
             conn.execute_batch(NOTICES_TABLE).map_err(failed)?;
             conn.execute_batch(SCHEDULES_TABLES).map_err(failed)?;
         }

@@ -290,7 +290,7 @@ pub(super) fn commit_batch(
             .prepare_cached("UPDATE runs SET last_seq = ?2, last_position = ?3 WHERE run_id = ?1")
             .map_err(io)?;
         let mut set_status = tx
-            .prepare_cached("UPDATE runs SET status = ?2 WHERE run_id = ?1")
+            .prepare_cached("UPDATE runs SET status = ?2, wake_at_ms = ?3 WHERE run_id = ?1")
             .map_err(io)?;
         // The driver's lease is renewed by every append it makes while the run runs, and ends
         // with the append that makes it wait or end.
@@ -405,7 +405,11 @@ pub(super) fn commit_batch(
             let position = last_position.map(sql_int).transpose()?;
             if let Some(status) = req.status {
                 set_status
-                    .execute(params![req.run.0, status.name()])
+                    .execute(params![
+                        req.run.0,
+                        status.name(),
+                        req.wake_at_ms.map(sql_int).transpose()?
+                    ])
                     .map_err(io)?;
                 // A child answered makes its root ready: the root's driver carries the tree.
                 if let Some((root, _)) = req.run.0.split_once('.')
