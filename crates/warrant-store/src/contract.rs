@@ -24,8 +24,9 @@ use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::spec::{Format, Spec};
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventStore, IDEMPOTENCY_PURGE_MAX, IdempotencyKeys,
-    IdempotencyRecord, LEASE_TTL_MS, RunQuery, SpecCatalog, StoreError,
+    IdempotencyRecord, LEASE_TTL_MS, RunPage, RunQuery, SpecCatalog, StoreError,
 };
+use warrant_core::status::RunStatus;
 
 /// A spec for the runs the suite writes.
 pub fn spec() -> Arc<Spec> {
@@ -165,6 +166,72 @@ where
     appends_fill_the_outbox_and_deliverers_take_each_notice_once(&make().await).await;
     a_schedules_tick_is_claimed_once_and_its_state_kept(&make().await).await;
     standing_grants_are_kept_listed_by_tenant_and_revoked_once(&make().await).await;
+    a_sleeping_run_is_indexed_with_its_wake_time(&make().await).await;
+}
+
+/// `timer_set` with sequence `seq`, waking at `until_ms`.
+pub fn slept(seq: u64, until_ms: u64) -> Arc<Event> {
+    Arc::new(Event {
+        seq,
+        at_ms: 10 + seq,
+        kind: EventKind::TimerSet {
+            step: StepId("a".into()),
+            until_ms,
+            reason: String::new(),
+        },
+    })
+}
+
+/// A run that sleeps is `sleeping` with its wake time, held by nobody, and listed as due once
+/// its time has come; woken, it is `running` with no wake time.
+pub async fn a_sleeping_run_is_indexed_with_its_wake_time(store: &dyn EventStore) {
+    let d = driver("pid 1", 20, 1);
+    for (run, until) in [("early", 1_000), ("late", 5_000)] {
+        let id = RunId(run.into());
+        store
+            .append(&id, 0, vec![started(run), step(2)], Some(&d))
+            .await
+            .unwrap();
+        store
+            .append(&id, 2, vec![slept(3, until)], Some(&d))
+            .await
+            .unwrap();
+        let s = store.summary(&id).await.unwrap().unwrap();
+        assert_eq!(s.status, RunStatus::Sleeping, "{s:?}");
+        assert_eq!(s.wake_at_ms, Some(until));
+        assert_eq!(s.holder, None, "a sleeping run is held by no process");
+    }
+    let due = |at: u64| RunQuery {
+        status: Some(RunStatus::Sleeping),
+        due_by: Some(at),
+        ..RunQuery::default()
+    };
+    let names = |page: RunPage| -> Vec<String> { page.runs.into_iter().map(|r| r.run_id.0).collect() };
+    assert!(names(store.runs(due(999)).await.unwrap()).is_empty());
+    assert_eq!(names(store.runs(due(1_000)).await.unwrap()), vec!["early"]);
+    assert_eq!(names(store.runs(due(9_000)).await.unwrap()), vec!["late", "early"]);
+    // Woken (a re-entry, then the timer's firing), it runs, and is due no more.
+    let early = RunId("early".into());
+    let woke = Arc::new(Event {
+        seq: 4,
+        at_ms: 1_001,
+        kind: EventKind::RunResumed {
+            in_flight: None,
+            setup_ms: None,
+            by: None,
+        },
+    });
+    let waker = driver("pid 2", 1_001, 0);
+    let Claim::Taken { epoch } = store.claim(&early, &waker).await.unwrap() else {
+        panic!("a sleeping run is nobody's to hold");
+    };
+    store
+        .append(&early, 3, vec![woke], Some(&Driver { epoch, ..waker }))
+        .await
+        .unwrap();
+    let s = store.summary(&early).await.unwrap().unwrap();
+    assert_eq!((s.status, s.wake_at_ms), (RunStatus::Running, None));
+    assert_eq!(names(store.runs(due(9_000)).await.unwrap()), vec!["late"]);
 }
 
 /// A grant is kept once by id, listed newest first by tenant, and revoked once (only within

@@ -85,6 +85,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         client
             .batch_execute(
                 "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
                  UPDATE warrant_meta SET value = '3' WHERE key = 'schema_version';",
             )
             .await
@@ -111,6 +112,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
             .batch_execute(
                 "DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
                  UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
             )
             .await
@@ -131,6 +133,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
             .batch_execute(
                 "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
                  UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
             )
             .await
@@ -403,4 +406,35 @@ async fn a_worker_claims_a_tree_by_its_root_never_a_child_alone() {
         ["t1"],
         "the child is driven with its tree, by its root"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_run_is_claimed_by_one_worker_once_its_time_comes() {
+    let s = store("sleep").await;
+    let run = RunId("nap".into());
+    let d = driver("pid 1", 1_000, 0);
+    s.append(&run, 0, vec![started_for("nap", "t", 1_000), step(2)], Some(&d))
+        .await
+        .unwrap();
+    let epoch = s.summary(&run).await.unwrap().unwrap().epoch;
+    s.append(
+        &run,
+        2,
+        vec![contract::slept(3, 60_000)],
+        Some(&driver("pid 1", 1_001, epoch)),
+    )
+    .await
+    .unwrap();
+    // Before its time nobody takes it; at its time one worker does, with a new epoch.
+    let early = s
+        .claim_ready(&driver("pid 2", 59_999, 0), 10, FairShare::default())
+        .await
+        .unwrap();
+    assert!(early.is_empty(), "{early:?}");
+    let (a, b) = tokio::join!(
+        s.claim_ready(&driver("pid 2", 60_000, 0), 10, FairShare::default()),
+        s.claim_ready(&driver("pid 3", 60_000, 0), 10, FairShare::default()),
+    );
+    let claimed: Vec<(RunId, u64)> = a.unwrap().into_iter().chain(b.unwrap()).collect();
+    assert_eq!(claimed, vec![(run.clone(), epoch + 1)]);
 }

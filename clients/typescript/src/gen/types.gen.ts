@@ -530,7 +530,7 @@ export type Event = {
     /**
      * What happened.
      */
-    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
+    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'timer_set' | 'timer_fired' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
     [key: string]: unknown;
 };
 
@@ -1000,7 +1000,7 @@ export type RunReport = {
  * outcome's name ([`crate::fold::status_after`]); `queued` and `interrupted` are `running`
  * runs no process drives, as a reader shows them (`warrant_engine::lease::shown_status`).
  */
-export type RunStatus = 'running' | 'queued' | 'interrupted' | 'waiting' | 'ready' | 'attained' | 'not_attained' | 'failed' | 'cancelled' | 'exhausted' | 'closed';
+export type RunStatus = 'running' | 'queued' | 'interrupted' | 'waiting' | 'ready' | 'sleeping' | 'attained' | 'not_attained' | 'failed' | 'cancelled' | 'exhausted' | 'closed';
 
 /**
  * A run as the store lists it.
@@ -1049,6 +1049,10 @@ export type RunSummary = {
      * (`warrant_engine::lease`).
      */
     status: RunStatus;
+    /**
+     * When a `sleeping` run wakes (ms since the epoch).
+     */
+    wake_at_ms?: number | null;
 };
 
 /**

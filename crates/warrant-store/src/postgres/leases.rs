@@ -170,8 +170,8 @@ impl Leases for PostgresStore {
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
                          WHERE position('.' in run_id) = 0
-                           AND (status = 'ready' AND decider NOT LIKE $8 OR (status = 'running'
-                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                           AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2)
+                           AND (status = 'ready' AND decider NOT LIKE $8 OR status = 'running'
                                OR status = 'sleeping' AND wake_at_ms <= $7)
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (

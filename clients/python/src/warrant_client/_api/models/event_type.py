@@ -27,6 +27,8 @@ class EventType(StrEnum):
     STEP_FINISHED = "step_finished"
     STEP_SKIPPED = "step_skipped"
     STEP_STARTED = "step_started"
+    TIMER_FIRED = "timer_fired"
+    TIMER_SET = "timer_set"
 
     def __str__(self) -> str:
         return str(self.value)

@@ -11,6 +11,7 @@ class RunStatus(StrEnum):
     QUEUED = "queued"
     READY = "ready"
     RUNNING = "running"
+    SLEEPING = "sleeping"
     WAITING = "waiting"
 
     def __str__(self) -> str:

@@ -39,6 +39,7 @@ class RunSummary:
             holder (None | str | Unset): The process driving it, while one does.
             note (None | str | Unset): Why a run no process drives has not been taken up yet (a worker passed it over for
                 its tenant's fair share), when a store hands runs to workers.
+            wake_at_ms (int | None | Unset): When a `sleeping` run wakes (ms since the epoch).
      """
 
     decider: str
@@ -51,6 +52,7 @@ class RunSummary:
     heartbeat_ms: int | None | Unset = UNSET
     holder: None | str | Unset = UNSET
     note: None | str | Unset = UNSET
+    wake_at_ms: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -90,6 +92,12 @@ class RunSummary:
         else:
             note = self.note
 
+        wake_at_ms: int | None | Unset
+        if isinstance(self.wake_at_ms, Unset):
+            wake_at_ms = UNSET
+        else:
+            wake_at_ms = self.wake_at_ms
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -108,6 +116,8 @@ class RunSummary:
             field_dict["holder"] = holder
         if note is not UNSET:
             field_dict["note"] = note
+        if wake_at_ms is not UNSET:
+            field_dict["wake_at_ms"] = wake_at_ms
 
         return field_dict
 
@@ -163,6 +173,16 @@ class RunSummary:
         note = _parse_note(d.pop("note", UNSET))
 
 
+        def _parse_wake_at_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        wake_at_ms = _parse_wake_at_ms(d.pop("wake_at_ms", UNSET))
+
+
         run_summary = cls(
             decider=decider,
             epoch=epoch,
@@ -174,6 +194,7 @@ class RunSummary:
             heartbeat_ms=heartbeat_ms,
             holder=holder,
             note=note,
+            wake_at_ms=wake_at_ms,
         )
 
 
