@@ -29,7 +29,8 @@ pub use operator::{
     confine_decider, inline_spec,
 };
 pub use ops::{
-    Answers, App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, Prepared, Reconciled, RunOptions,
+    Answers, App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, PendingQuestion, Prepared, Reconciled,
+    RunOptions,
     check_policies, check_policy_files, validate,
 };
 pub use providers::{
@@ -137,6 +138,7 @@ impl AppError {
         use warrant_engine::EngineError;
         match e {
             EngineError::Answer(m) | EngineError::Refused(m) => AppError::Conflict(m),
+            EngineError::Unfit(m) => AppError::Invalid(m),
             EngineError::Store(s @ (StoreError::Conflict { .. } | StoreError::Fenced { .. })) => {
                 s.into()
             }

@@ -22,6 +22,23 @@ use crate::{AppError, Deciders, Result, providers};
 /// How long execution control has to rule when neither the flag's spec says.
 const CONTROL_TIMEOUT_MS: u64 = 2_000;
 
+/// Most waiting runs [`App::pending_questions`] looks through for questions.
+const QUESTIONS_LISTED: usize = 500;
+
+/// A question waiting for a person's answer, with the run that asked it and whom it acts for.
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct PendingQuestion {
+    /// The run.
+    pub run_id: RunId,
+    /// Its tenant.
+    pub tenant: String,
+    /// Whom it acts for.
+    pub user: String,
+    /// The question.
+    #[serde(flatten)]
+    pub question: warrant_core::fold::Question,
+}
+
 /// The tenant of a run that recorded none (started by the CLI, or before tenants).
 pub const LOCAL_TENANT: &str = "local";
 
@@ -1142,6 +1159,72 @@ impl App {
             self.answers.approval(name, waited_ms);
         }
         Ok(answered)
+    }
+
+    /// Answers question `question` (`<run>-q<n>`) for `by`: refused (`Invalid`) with the
+    /// schema's reasons when the answer does not fit it.
+    pub async fn answer_question(
+        &self,
+        question: &str,
+        answer: Arc<serde_json::Value>,
+        by: &str,
+    ) -> Result<Answered> {
+        self.engine()
+            .answer_question(question, answer, by)
+            .await
+            .map_err(AppError::input_refused)
+    }
+
+    /// Question `id` (`<run>-q<n>`), answered or not, with its run and whom it acts for.
+    pub async fn question(&self, id: &str) -> Result<PendingQuestion> {
+        let missing = || AppError::NotFound(format!("no question `{id}`"));
+        let run = id
+            .rsplit_once("-q")
+            .map(|(r, _)| RunId(r.to_owned()))
+            .ok_or_else(missing)?;
+        let events = self.log(&run).await.map_err(|_| missing())?;
+        let state = fold(&run, &events)?;
+        let question = state.question(id).cloned().ok_or_else(missing)?;
+        Ok(PendingQuestion {
+            run_id: run,
+            tenant: state.principal().tenant.clone(),
+            user: state.principal().user.clone(),
+            question,
+        })
+    }
+
+    /// The questions waiting for an answer: of `run`, or of every waiting run (at most
+    /// `QUESTIONS_LISTED` runs looked at), oldest first.
+    pub async fn pending_questions(&self, run: Option<&RunId>) -> Result<Vec<PendingQuestion>> {
+        let runs = match run {
+            Some(r) => vec![r.clone()],
+            None => {
+                let page = self
+                    .store
+                    .runs(RunQuery {
+                        status: Some(RunStatus::Waiting),
+                        limit: QUESTIONS_LISTED,
+                        ..RunQuery::default()
+                    })
+                    .await
+                    .map_err(AppError::from)?;
+                page.runs.into_iter().map(|r| r.run_id).collect()
+            }
+        };
+        let mut out = Vec::new();
+        for r in runs {
+            let state = fold(&r, &self.log(&r).await?)?;
+            if let Some(q) = state.pending_question() {
+                out.push(PendingQuestion {
+                    run_id: r.clone(),
+                    tenant: state.principal().tenant.clone(),
+                    user: state.principal().user.clone(),
+                    question: q.clone(),
+                });
+            }
+        }
+        out.sort_by_key(|p| p.question.asked_at_ms);
+        Ok(out)
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.

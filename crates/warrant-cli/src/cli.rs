@@ -209,6 +209,30 @@ pub enum Command {
         #[arg(long = "as", value_name = "PRINCIPAL")]
         by: Option<String>,
     },
+    /// List the questions runs asked that wait for an answer: across the store, or one run's.
+    Questions {
+        /// Only this run (a run id, a unique prefix of one, or `last`).
+        #[arg(long)]
+        run: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a question a run asked (`warrant questions`): the answer must fit the question's
+    /// schema, and enters the run as your words, trusted as the objective is.
+    Answer {
+        /// The question id (`<run>-q<n>`).
+        question: String,
+        /// The answer as JSON (`'"DE89..."'`, `42`, `'{"month": "december"}'`).
+        #[arg(long, value_name = "JSON", value_parser = parse_json_answer, conflicts_with = "text", required_unless_present = "text")]
+        json: Option<serde_json::Value>,
+        /// The answer as text (a JSON string).
+        #[arg(long, value_name = "TEXT")]
+        text: Option<String>,
+        /// Who answers (default: $USER).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        by: Option<String>,
+    },
     /// Cancel a running or waiting run, from any process sharing the store.
     Cancel {
         /// A run id, a unique prefix of one, or `last`.
@@ -1045,6 +1069,16 @@ fn parse_edit(text: &str) -> Result<serde_json::Value, String> {
         Ok(_) => Err("the edited arguments must be a JSON object".to_owned()),
         Err(e) => Err(format!("the edited arguments are not JSON: {e}")),
     }
+}
+
+/// An answer to a question, as JSON (at most 64 KiB).
+fn parse_json_answer(text: &str) -> Result<serde_json::Value, String> {
+    if text.len() > 64 << 10 {
+        return Err("the answer is over 64 KiB".to_owned());
+    }
+    serde_json::from_str(text).map_err(|e| {
+        format!("the answer is not JSON: {e} (a text answer: --text, or quote it: '\"...\"')")
+    })
 }
 
 /// `NAME=VALUE`: the value as JSON when it parses as JSON, else as text.

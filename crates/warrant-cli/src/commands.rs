@@ -140,6 +140,16 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             reason,
             by,
         } => answer(&store_path, &request, Answer::Deny { reason }, by).await,
+        Command::Questions { run, json } => questions(&store_path, run.as_deref(), json).await,
+        Command::Answer {
+            question,
+            json,
+            text,
+            by,
+        } => {
+            let given = json.or(text.map(serde_json::Value::String));
+            answer_question(&store_path, &question, given, by).await
+        }
         Command::Cancel {
             run,
             reason,
@@ -1288,6 +1298,10 @@ async fn print_result(
         let events = app.log(&result.run_id).await?;
         out!("{}", report.render());
         waiting_hints(&result.run_id, &Waiting::of(&result.state, &events));
+        if let Some(q) = result.state.pending_question() {
+            let p = result.state.principal();
+            say_question(q, &format!("{}/{}", p.tenant, p.user));
+        }
         if let Some(until) = result.state.sleeping_until() {
             let run = &result.run_id;
             outln!(
@@ -1323,6 +1337,7 @@ async fn result_json(app: &App, result: &RunResult, store_path: &StoreAt) -> Res
                 Outcome::name,
             ),
             "sleeping_until_ms": result.state.sleeping_until(),
+            "question": result.state.pending_question(),
             "outcome_detail": result.outcome,
             "answer": report.answer,
             "waiting_on": waiting.waiting_on,
@@ -2342,6 +2357,71 @@ async fn answer(
             outln!("{request} {verb} by {by}; {}", next_step(&app, &run).await?);
         }
         Answered::AlreadyAnswered => outln!("{request} was already {verb}: nothing changed"),
+    }
+    Ok(exit::ATTAINED)
+}
+
+async fn questions(store_path: &StoreAt, run: Option<&str>, json: bool) -> Result<u8> {
+    let app = app(store_path.open(Use::Read).await?);
+    let rows = match run {
+        Some(r) => app.pending_questions(Some(&app.resolve(r).await?)).await?,
+        None => app.pending_questions(None).await?,
+    };
+    if json {
+        print_json(&rows)?;
+        return Ok(exit::ATTAINED);
+    }
+    if rows.is_empty() {
+        errln!("no questions wait for an answer");
+    }
+    for r in &rows {
+        say_question(&r.question, &format!("{}/{}", r.tenant, r.user));
+    }
+    Ok(exit::ATTAINED)
+}
+
+/// A question and how to answer it.
+fn say_question(q: &warrant_core::fold::Question, asks: &str) {
+    outln!(
+        "{}  asks {asks}: {}
+    answer   fits {}
+    asked    {}
+    warrant answer {} --json '...' (or --text '...')",
+        q.id,
+        q.prompt,
+        q.schema,
+        when(q.asked_at_ms),
+        q.id
+    );
+}
+
+async fn answer_question(
+    store_path: &StoreAt,
+    question: &str,
+    given: Option<serde_json::Value>,
+    by: Option<String>,
+) -> Result<u8> {
+    let Some(given) = given else {
+        return Err(Failure::invalid(anyhow!("give the answer: --json JSON or --text TEXT")));
+    };
+    let app = app(store_path.open(Use::Existing).await?);
+    let by = operator(by);
+    // `last-q1`, a prefix of a run id: the question's full id.
+    let question = match question.rsplit_once("-q") {
+        Some((run, n)) => format!("{}-q{n}", app.resolve(run).await?),
+        None => question.to_owned(),
+    };
+    let run = question
+        .rsplit_once("-q")
+        .map_or_else(|| RunId(question.clone()), |(r, _)| RunId(r.to_owned()));
+    match app
+        .answer_question(&question, std::sync::Arc::new(given), &by)
+        .await?
+    {
+        Answered::Recorded => {
+            outln!("{question} answered by {by}; {}", next_step(&app, &run).await?);
+        }
+        Answered::AlreadyAnswered => outln!("{question} was already answered so: nothing changed"),
     }
     Ok(exit::ATTAINED)
 }

@@ -94,6 +94,8 @@ codes! {
         "the decider's plan grants a step or a tool the spec does not allow, or it planned when no plan was asked (or did not when one was)";
     InvalidWait = "invalid_wait", Model,
         "the decider (or the step) asked to wait past the longest wait (366 days), or in a child run, which its parent drives and which cannot sleep";
+    InvalidQuestion = "invalid_question", Model,
+        "the decider asked a question whose answer schema does not compile, or asked in a child run (its parent drives it; only the root asks)";
     ScriptExhausted = "script_exhausted", Model,
         "the script has no more decisions for this step";
     UnreadableAnswer = "unreadable_answer", Model,

@@ -279,6 +279,15 @@ pub enum Decision {
         #[serde(default)]
         reason: String,
     },
+    /// Ask the person the run acts for, instead of guessing: the run waits for the answer,
+    /// which must satisfy `schema`, and the step goes on with it (trusted, as the objective is).
+    Ask {
+        /// What to ask.
+        prompt: String,
+        /// A JSON Schema the answer must satisfy (absent: a string).
+        #[serde(default = "text_answer")]
+        schema: Arc<Value>,
+    },
     /// Sleep: the run waits, held by the store and by no process, until a time or for a
     /// duration, and the step goes on when it wakes.
     Wait {
@@ -304,6 +313,11 @@ pub struct Claim {
     pub arg: String,
     /// `step.output`.
     pub carried: String,
+}
+
+/// The schema of an answer a question does not describe: a string.
+fn text_answer() -> Arc<Value> {
+    Arc::new(serde_json::json!({"type": "string"}))
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -1077,6 +1091,27 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<String>,
     },
+    /// The decider asked the person the run acts for a question: the run waits for the answer.
+    QuestionAsked {
+        /// `<run>-q<n>`.
+        question: String,
+        /// The step that asks.
+        step: StepId,
+        /// What is asked, as the decider wrote it.
+        prompt: String,
+        /// The JSON Schema the answer must satisfy.
+        schema: Arc<Value>,
+    },
+    /// A person answered a question (checked against its schema before it was recorded): the
+    /// answer enters the run as the person's words, trusted as the objective is.
+    QuestionAnswered {
+        /// The question.
+        question: String,
+        /// The answer.
+        answer: Arc<Value>,
+        /// Who answered (`tenant/user`, or a local user).
+        by: String,
+    },
     /// The run sleeps until `until_ms`: the store holds it (`sleeping`), no process does,
     /// and whichever process drives runs then wakes it. Its time asleep is not driving time.
     TimerSet {
@@ -1195,6 +1230,8 @@ impl EventKind {
             EventKind::ApprovalExpired { .. } => "approval_expired",
             EventKind::ApprovalGranted { .. } => "approval_granted",
             EventKind::ApprovalConsumed { .. } => "approval_consumed",
+            EventKind::QuestionAsked { .. } => "question_asked",
+            EventKind::QuestionAnswered { .. } => "question_answered",
             EventKind::TimerSet { .. } => "timer_set",
             EventKind::TimerFired { .. } => "timer_fired",
             EventKind::Carried { .. } => "carried",
@@ -1230,6 +1267,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "approval_expired",
     "approval_granted",
     "approval_consumed",
+    "question_asked",
+    "question_answered",
     "timer_set",
     "timer_fired",
     "carried",

@@ -56,6 +56,10 @@ pub struct Projection {
     /// What the step's web page shows of itself (URL, title): text the page wrote.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<crate::event::PageSnapshot>,
+    /// The questions the run asked the person it acts for and their answers (the person's
+    /// words, trusted as the objective is), oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<crate::fold::Question>,
 }
 
 /// A step to propose a grant for.
@@ -245,6 +249,12 @@ impl Projection {
             step_decisions_left: step_max.saturating_sub(s.decisions),
             planning: None,
             page: None,
+            answers: state
+                .questions
+                .iter()
+                .filter(|q| q.answer.is_some())
+                .cloned()
+                .collect(),
             step_index,
             spec,
         })

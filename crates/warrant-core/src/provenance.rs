@@ -23,6 +23,12 @@ pub enum Source {
         /// The input.
         name: String,
     },
+    /// It is (or appears in) a person's answer to a question the run asked: a user's words,
+    /// like the objective.
+    User {
+        /// The question (`<run>-q<n>`).
+        question: String,
+    },
     /// It is a carried value (verified against evidence).
     Carried {
         /// `step.output`.
@@ -70,6 +76,7 @@ impl std::fmt::Display for Source {
         match self {
             Source::Objective => f.write_str("the objective"),
             Source::Input { name } => write!(f, "input `{name}`"),
+            Source::User { question } => write!(f, "the person's answer to {question}"),
             Source::Carried { name } => write!(f, "carried value `{name}`"),
             Source::ProviderOutput { provider, call } => {
                 write!(f, "the output of `{provider}` ({call})")
@@ -954,6 +961,8 @@ pub struct Objective {
     words: std::collections::HashSet<String>,
     /// The values the run's starter gave its inputs, each prepared as the objective is.
     inputs: Vec<(String, Objective)>,
+    /// The answers people gave the run's questions, by question, each prepared so.
+    answers: Vec<(String, Objective)>,
 }
 
 impl Objective {
@@ -967,14 +976,34 @@ impl Objective {
     pub fn with_inputs(mut self, inputs: &[(String, Arc<Value>)]) -> Objective {
         self.inputs = inputs
             .iter()
-            .map(|(name, v)| {
-                let text = v
-                    .as_str()
-                    .map_or_else(|| crate::canon::canonical_json(v), str::to_owned);
-                (name.clone(), Objective::new(&text))
-            })
+            .map(|(name, v)| (name.clone(), Objective::of_value(v)))
             .collect();
         self
+    }
+
+    /// The same, with the answers people gave the run's questions (question id, answer).
+    pub fn with_answers<'a>(
+        mut self,
+        answers: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    ) -> Objective {
+        self.answers = answers
+            .into_iter()
+            .map(|(q, v)| (q.to_owned(), Objective::of_value(v)))
+            .collect();
+        self
+    }
+
+    /// How many answers it holds.
+    pub fn answers(&self) -> usize {
+        self.answers.len()
+    }
+
+    /// A value as text to look in: a string as it is, anything else as its JSON.
+    fn of_value(v: &Value) -> Objective {
+        let text = v
+            .as_str()
+            .map_or_else(|| crate::canon::canonical_json(v), str::to_owned);
+        Objective::new(&text)
     }
 
     fn from_lower(lower: &str) -> Objective {
@@ -986,6 +1015,7 @@ impl Objective {
                 .map(|w| w.trim_end_matches('.').to_owned())
                 .collect(),
             inputs: Vec::new(),
+            answers: Vec::new(),
         }
     }
 
@@ -1040,7 +1070,16 @@ pub fn label_for(
                     .iter()
                     .find(|(_, i)| i.holds(leaf, rules))
             })
-            .map(|(name, _)| Source::Input { name: name.clone() });
+            .map(|(name, _)| Source::Input { name: name.clone() })
+            .or_else(|| {
+                objective_text
+                    .answers
+                    .iter()
+                    .find(|(_, a)| a.holds(leaf, rules))
+                    .map(|(q, _)| Source::User {
+                        question: q.clone(),
+                    })
+            });
         let output = index
             .find(leaf)
             .map(|(provider, call)| (provider, Some(call)))

@@ -80,6 +80,10 @@ pub struct RunReport {
     /// what it was given and what it spent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildReport>,
+    /// The questions the decider asked the person the run acts for, each with its answer
+    /// once given (and who gave it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<crate::fold::Question>,
 }
 
 /// Where a child run sits in its tree.
@@ -535,6 +539,7 @@ impl RunReport {
                 .as_ref()
                 .map(|spec| children(state, spec))
                 .unwrap_or_default(),
+            questions: state.questions.clone(),
         }
     }
 
@@ -544,6 +549,7 @@ impl RunReport {
         self.write_summary(&mut out);
         self.write_steps(&mut out);
         self.write_children(&mut out);
+        self.write_questions(&mut out);
         self.write_carried(&mut out);
         self.write_terminal(&mut out);
         self.write_unsettled(&mut out);
@@ -675,6 +681,29 @@ impl RunReport {
     }
 
     /// The `children` section, when the run delegated: one line per child run.
+    /// The `questions` section: each question asked and how it was answered.
+    fn write_questions(&self, out: &mut String) {
+        if self.questions.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "questions");
+        for q in &self.questions {
+            let _ = writeln!(out, "  {}  {}", q.id, q.prompt);
+            match (&q.answer, &q.by) {
+                (Some(a), by) => {
+                    let _ = writeln!(
+                        out,
+                        "      answered {a} by {}",
+                        by.as_deref().unwrap_or("someone")
+                    );
+                }
+                (None, _) => {
+                    let _ = writeln!(out, "      not answered (fits {})", q.schema);
+                }
+            }
+        }
+    }
+
     fn write_children(&self, out: &mut String) {
         if self.children.is_empty() {
             return;

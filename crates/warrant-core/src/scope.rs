@@ -196,6 +196,7 @@ fn admitted(source: &Source, allowed: &[GrantSource], trusted: &BTreeSet<String>
     let kind = match source {
         Source::Objective => GrantSource::Objective,
         Source::Input { .. } => GrantSource::Input,
+        Source::User { .. } => GrantSource::User,
         Source::Carried { .. } => GrantSource::Carried,
         Source::ProviderOutput { provider, .. } if trusted.contains(provider) => {
             GrantSource::TrustedOutput
@@ -383,7 +384,9 @@ fn holding(label: &ArgLabel) -> String {
 /// Whether a source is one a person (or the spec) vouches for.
 fn trusted_source(source: &Source, trusted: &BTreeSet<String>) -> bool {
     match source {
-        Source::Objective | Source::Input { .. } | Source::Carried { .. } => true,
+        Source::Objective | Source::Input { .. } | Source::User { .. } | Source::Carried { .. } => {
+            true
+        }
         Source::ProviderOutput { provider, .. } | Source::Description { provider } => {
             trusted.contains(provider)
         }

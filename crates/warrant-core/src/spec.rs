@@ -657,6 +657,8 @@ pub enum GrantSource {
     Objective,
     /// A value the run's starter gave one of its inputs.
     Input,
+    /// A person's answer to a question the run asked.
+    User,
     /// A carried value.
     Carried,
     /// A trusted provider's output.
@@ -671,6 +673,7 @@ impl fmt::Display for GrantSource {
         f.write_str(match self {
             GrantSource::Objective => "objective",
             GrantSource::Input => "input",
+            GrantSource::User => "user",
             GrantSource::Carried => "carried",
             GrantSource::TrustedOutput => "trusted_output",
             GrantSource::Decider => "decider",

@@ -18,7 +18,8 @@
 //! does not adapt, and it needs no state of its own, so a resumed run picks up where it was.
 //!
 //! A `wait` entry sleeps before the step's next decision: `- wait: {for: 90s}` or
-//! `- wait: {until: 2026-12-08T09:00:00Z}`.
+//! `- wait: {until: 2026-12-08T09:00:00Z}`. An `ask` entry asks the person the run acts for,
+//! and the run waits for the answer: `- ask: {prompt: Which account?, schema: {type: string}}`.
 //!
 //! A spec with `plan_first` asks for the run's grants before anything else; a script gives
 //! them under `plan:` (step id to grant, as a step's `grant` in the spec):
@@ -60,6 +61,17 @@ struct Entry {
     decline: Option<String>,
     /// Sleep: `{for: 90s}` or `{until: 2026-12-08T09:00:00Z}`.
     wait: Option<warrant_core::timer::Wait>,
+    /// Ask the person: `{prompt: ..., schema: {...}}` (no schema: a string).
+    ask: Option<AskEntry>,
+}
+
+/// A question, as a script writes it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AskEntry {
+    prompt: String,
+    #[serde(default)]
+    schema: Option<Value>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -150,12 +162,15 @@ fn entry_to_decision(e: Entry) -> Result<Decision, String> {
         e.done.is_some(),
         e.decline.is_some(),
         e.wait.is_some(),
+        e.ask.is_some(),
     ]
     .iter()
     .filter(|b| **b)
     .count();
     if kinds != 1 {
-        return Err("each entry is exactly one of `call`, `done`, `decline` or `wait`".into());
+        return Err(
+            "each entry is exactly one of `call`, `done`, `decline`, `wait` or `ask`".into(),
+        );
     }
     if let Some(tool) = e.call {
         let handle = match e.handle {
@@ -180,6 +195,15 @@ fn entry_to_decision(e: Entry) -> Result<Decision, String> {
     }
     if let Some(summary) = e.done {
         return Ok(Decision::Done { summary });
+    }
+    if let Some(ask) = e.ask {
+        return Ok(Decision::Ask {
+            prompt: ask.prompt,
+            schema: Arc::new(
+                ask.schema
+                    .unwrap_or_else(|| serde_json::json!({"type": "string"})),
+            ),
+        });
     }
     if let Some(wait) = e.wait {
         return Ok(Decision::Wait {

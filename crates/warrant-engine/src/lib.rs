@@ -140,6 +140,9 @@ pub enum EngineError {
     /// An operator's input cannot be taken (a reconciliation of a call not in doubt, ...).
     #[error("{0}")]
     Refused(String),
+    /// A person's answer does not fit what was asked (a question's schema): nothing written.
+    #[error("{0}")]
+    Unfit(String),
     /// The run's authority or execution control cannot be built (a spec's policy that does
     /// not load, one this engine has no source for, a recorded one that does not rebuild).
     #[error("{0}")]
@@ -646,6 +649,85 @@ impl Engine {
             Answered::Recorded,
             Some(now.saturating_sub(approval.requested_at_ms)),
         ))
+    }
+
+    /// Answers `question` (`<run>-q<n>`) with `answer` for `by`: the answer must satisfy the
+    /// question's schema (refused with the schema's reasons otherwise, nothing recorded). The
+    /// run becomes `ready`; resuming it carries the step on with the answer. Answering again
+    /// with the same answer changes nothing; a different one is refused.
+    pub async fn answer_question(
+        &self,
+        question: &str,
+        answer: Arc<serde_json::Value>,
+        by: &str,
+    ) -> Result<Answered, EngineError> {
+        operator_input(|| self.answer_question_once(question, &answer, by))
+            .await
+            .unwrap_or_else(|| {
+                Err(EngineError::Answer(format!(
+                    "`{question}`: the run's log kept changing while the answer was recorded; try again"
+                )))
+            })
+    }
+
+    async fn answer_question_once(
+        &self,
+        question: &str,
+        answer: &Arc<serde_json::Value>,
+        by: &str,
+    ) -> Result<Answered, EngineError> {
+        use warrant_core::event::{Event, EventKind};
+        let refuse = |m: String| EngineError::Answer(m);
+        let run = question
+            .rsplit_once("-q")
+            .filter(|(_, n)| n.parse::<u32>().is_ok())
+            .map(|(run, _)| RunId(run.to_owned()))
+            .ok_or_else(|| refuse(format!("`{question}` is not a question id (`<run>-q<n>`)")))?;
+        let events = self.log_of(&run).await?;
+        let state = RunState::from_events(events.iter().map(|e| &**e))?;
+        understood(&run, &state)?;
+        let asked = state
+            .question(question)
+            .ok_or_else(|| refuse(format!("no question `{question}`")))?;
+        if let Some(given) = &asked.answer {
+            return if **given == **answer {
+                Ok(Answered::AlreadyAnswered)
+            } else {
+                Err(refuse(format!(
+                    "`{question}` was answered already, by {}",
+                    asked.by.as_deref().unwrap_or("someone")
+                )))
+            };
+        }
+        if let Some(outcome) = &state.outcome() {
+            return Err(refuse(format!(
+                "`{question}` belongs to run `{run}`, which ended {}",
+                outcome.name()
+            )));
+        }
+        let validator = self
+            .cache
+            .validator(&asked.schema)
+            .map_err(|e| refuse(format!("`{question}`'s schema does not compile: {e}")))?;
+        let wrong = schema_errors(&validator, answer);
+        if !wrong.is_empty() {
+            return Err(EngineError::Unfit(format!(
+                "the answer to `{question}` does not fit its schema: {}",
+                wrong.join("; ")
+            )));
+        }
+        let event = Event {
+            seq: state.last_seq() + 1,
+            at_ms: self.clock.now_ms(),
+            kind: EventKind::QuestionAnswered {
+                question: question.to_owned(),
+                answer: answer.clone(),
+                by: by.to_owned(),
+            },
+        };
+        self.append(&run, state.last_seq(), vec![Arc::new(event)], None)
+            .await?;
+        Ok(Answered::Recorded)
     }
 
     /// Re-enters a run whose process stopped: folds its log, settles the call whose result was

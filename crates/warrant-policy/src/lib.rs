@@ -14,7 +14,8 @@
 //!   and the names of the top-level arguments by where
 //!   their values were observed: `untrusted_args` (an untrusted provider's output),
 //!   `trusted_output_args`, `carried_args`, `objective_args`, `input_args` (a value the run's
-//!   starter gave one of its inputs), `unobserved_args` (produced by the
+//!   starter gave one of its inputs), `user_args` (a person's answer to a question the run
+//!   asked), `unobserved_args` (produced by the
 //!   decider), `decider_args` (the same, under provenance rules 2) and `tainted_args` (produced by
 //!   the decider after it had read an untrusted provider's output); `context_tainted` and
 //!   `tainted_by` (which untrusted providers' output the decider had read when it proposed the
@@ -77,6 +78,7 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     carried_args: Set<String>,
     objective_args: Set<String>,
     input_args: Set<String>,
+    user_args: Set<String>,
     unobserved_args: Set<String>,
     decider_args: Set<String>,
     tainted_args: Set<String>,
@@ -112,6 +114,7 @@ pub const SCHEMA: &str = r#"namespace Warrant {
     carried_args: Set<String>,
     objective_args: Set<String>,
     input_args: Set<String>,
+    user_args: Set<String>,
     unobserved_args: Set<String>,
     decider_args: Set<String>,
     tainted_args: Set<String>,
@@ -478,6 +481,7 @@ impl CedarAuthority {
         let mut carried = BTreeSet::new();
         let mut objective = BTreeSet::new();
         let mut input = BTreeSet::new();
+        let mut user = BTreeSet::new();
         let mut unobserved = BTreeSet::new();
         let mut decider = BTreeSet::new();
         let mut tainted = BTreeSet::new();
@@ -508,6 +512,7 @@ impl CedarAuthority {
                     Source::Carried { .. } => carried.insert(top.clone()),
                     Source::Objective => objective.insert(top.clone()),
                     Source::Input { .. } => input.insert(top.clone()),
+                    Source::User { .. } => user.insert(top.clone()),
                     Source::Unobserved => unobserved.insert(top.clone()),
                     // Produced by the decider (rules 2): unobserved too, for policies written
                     // before; tainted when its context held untrusted text.
@@ -565,7 +570,7 @@ impl CedarAuthority {
             "run": r.run.0, "step": r.step.0, "args_digest": r.args_digest,
             "handle_age_ms": r.handle_age_ms.unwrap_or(0),
             "untrusted_args": untrusted, "trusted_output_args": trusted_output,
-            "carried_args": carried, "objective_args": objective, "input_args": input,
+            "carried_args": carried, "objective_args": objective, "input_args": input, "user_args": user,
             "unobserved_args": unobserved,
             "decider_args": decider, "tainted_args": tainted,
             "context_tainted": !r.context_taint.is_empty(), "tainted_by": r.context_taint,

@@ -1479,6 +1479,82 @@ impl Shared {
     }
 }
 
+/// `POST /v1/questions/{id}/answer` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBody {
+    /// The answer: JSON that fits the question's schema.
+    pub answer: Value,
+}
+
+/// What became of an answer to a question.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct QuestionAnswer {
+    /// The question.
+    pub question: String,
+    /// `false` when the same answer was recorded before (nothing changed).
+    pub recorded: bool,
+}
+
+/// `GET /v1/questions`: the questions the tenant's runs asked that wait for an answer, oldest
+/// first.
+pub async fn questions(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+) -> Result<Json<Vec<warrant_app::PendingQuestion>>, Problem> {
+    Ok(Json(
+        shared
+            .app
+            .pending_questions(None)
+            .await?
+            .into_iter()
+            .filter(|q| q.tenant == caller.principal.tenant)
+            .collect(),
+    ))
+}
+
+/// `POST /v1/questions/{id}/answer`: answer a question, as the person the run acts for or an
+/// approver of its tenant. An answer that does not fit the question's schema is 422, with
+/// the schema's reasons.
+pub async fn answer_question(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    UrlPath(id): UrlPath<String>,
+    Body(body): Body<AnswerBody>,
+) -> Result<Json<QuestionAnswer>, Problem> {
+    let asked = shared.app.question(&id).await?;
+    // Another tenant's question is not there.
+    if asked.tenant != caller.principal.tenant {
+        return Err(warrant_app::AppError::NotFound(format!("no question `{id}`")).into());
+    }
+    if asked.user != caller.principal.user {
+        caller.principal.require(Role::Approver)?;
+    }
+    let answered = shared
+        .app
+        .answer_question(&id, Arc::new(body.answer), &caller.principal.by())
+        .await
+        .map_err(Problem::from);
+    log_action(
+        &caller,
+        "answer",
+        &asked.run_id,
+        &id,
+        answered.as_ref().map(|_| ()),
+    );
+    let answered = answered?;
+    let run = &asked.run_id;
+    if shared.runner.holds(run) {
+        shared.runner.wake(run);
+    } else if let Err(p) = shared.runner.reenter(run, None).await {
+        tracing::warn!(run = %run, problem = %p, "not re-entering");
+    }
+    Ok(Json(QuestionAnswer {
+        question: id,
+        recorded: answered == warrant_engine::Answered::Recorded,
+    }))
+}
+
 /// `GET /v1/audit` parameters.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -485,7 +485,11 @@ fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
         | Source::Description { provider }
         | Source::Holds { provider, .. } => !trusted.contains(provider),
         Source::Decider { tainted_by } => !tainted_by.is_empty(),
-        Source::Objective | Source::Input { .. } | Source::Carried { .. } | Source::Unobserved => {
+        Source::Objective
+        | Source::Input { .. }
+        | Source::User { .. }
+        | Source::Carried { .. }
+        | Source::Unobserved => {
             false
         }
     }

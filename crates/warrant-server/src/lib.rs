@@ -444,6 +444,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/audit", get(api::audit))
         .route("/v1/specs", get(api::specs))
         .route("/v1/grants", get(api::grants).post(api::add_grant))
+        .route("/v1/questions", get(api::questions))
+        .route("/v1/questions/{id}/answer", post(api::answer_question))
         .route("/v1/grants/{id}/revoke", post(api::revoke_grant))
         .route("/v1/schedules", get(api::schedules))
         .route("/v1/schedules/{id}/pause", post(api::pause_schedule))

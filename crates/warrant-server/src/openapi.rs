@@ -269,6 +269,27 @@ fn ops() -> Vec<Op> {
             )
         },
         Op {
+            answer: Answer::Json(schema::<Vec<warrant_app::PendingQuestion>>),
+            ..op(
+                "get",
+                "/v1/questions",
+                "listQuestions",
+                "The questions the tenant's runs asked the people they act for, waiting for an answer, oldest first.",
+                "viewer",
+            )
+        },
+        Op {
+            body: Some(schema::<api::AnswerBody>),
+            answer: Answer::Json(schema::<api::QuestionAnswer>),
+            ..op(
+                "post",
+                "/v1/questions/{id}/answer",
+                "answerQuestion",
+                "Answer a question: the answer must fit its schema (422 with the schema's reasons otherwise) and enters the run as the person's words; the run goes on.",
+                "viewer",
+            )
+        },
+        Op {
             answer: Answer::Json(schema::<Vec<warrant_app::schedule::ScheduleView>>),
             ..op(
                 "get",

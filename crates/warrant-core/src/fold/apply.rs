@@ -259,7 +259,7 @@ impl RunState {
                             text: reason.clone(),
                         });
                     }
-                    Decision::Wait { .. } => {}
+                    Decision::Wait { .. } | Decision::Ask { .. } => {}
                 }
             }
             self.decision_log.push(DecisionRecord {
@@ -268,6 +268,57 @@ impl RunState {
                 at_ms: e.at_ms,
                 tainted_by: tainted_by.clone(),
             });
+        }
+        Ok(())
+    }
+
+    /// `question_asked` and `question_answered`: the running step asks, and is answered.
+    pub(super) fn apply_question(&mut self, e: &Event) -> Result<(), String> {
+        match &e.kind {
+            EventKind::QuestionAsked {
+                question,
+                step,
+                prompt,
+                schema,
+            } => {
+                let i = self.running_step(step)?;
+                let run = self.run_id.as_ref().map_or("", |r| r.0.as_str());
+                let want = format!("{run}-q{}", self.questions.len() + 1);
+                if *question != want {
+                    return Err(format!("expected question `{want}`, not `{question}`"));
+                }
+                if self.pending_question().is_some() {
+                    return Err("a question is still unanswered".into());
+                }
+                self.questions.push(super::Question {
+                    id: question.clone(),
+                    step: i,
+                    prompt: prompt.clone(),
+                    schema: schema.clone(),
+                    asked_at_ms: e.at_ms,
+                    answer: None,
+                    by: None,
+                    answered_at_ms: None,
+                });
+            }
+            EventKind::QuestionAnswered {
+                question,
+                answer,
+                by,
+            } => {
+                let q = self
+                    .questions
+                    .iter_mut()
+                    .find(|q| q.id == *question)
+                    .ok_or_else(|| format!("no question `{question}`"))?;
+                if q.answer.is_some() {
+                    return Err(format!("question `{question}` was answered already"));
+                }
+                q.answer = Some(answer.clone());
+                q.by = Some(by.clone());
+                q.answered_at_ms = Some(e.at_ms);
+            }
+            _ => {}
         }
         Ok(())
     }

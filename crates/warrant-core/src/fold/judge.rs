@@ -117,6 +117,11 @@ impl RunState {
                 _ => Next::Redrive(c.id),
             };
         }
+        if let Some(q) = self.questions.len().checked_sub(1)
+            && self.questions.get(q).is_some_and(|q| q.answer.is_none())
+        {
+            return Next::Question(q);
+        }
         if let Some((step, until)) = self.sleeping {
             return Next::Sleep { step, until };
         }

@@ -329,13 +329,14 @@ pub fn status_after(kind: &EventKind) -> Option<RunStatus> {
         EventKind::RunFinished { outcome } => Some(RunStatus::ended(outcome)),
         EventKind::CallInDoubt { .. }
         | EventKind::ApprovalRequested { .. }
-        | EventKind::ChildWaiting { .. } => Some(RunStatus::Waiting),
+        | EventKind::ChildWaiting { .. }
+        | EventKind::QuestionAsked { .. } => Some(RunStatus::Waiting),
         EventKind::TimerSet { .. } => Some(RunStatus::Sleeping),
         // One of several approvers approved: the request still waits for the others.
         EventKind::ApprovalResolved { awaiting, .. } if *awaiting > 0 => None,
-        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. } => {
-            Some(RunStatus::Ready)
-        }
+        EventKind::CallReconciled { .. }
+        | EventKind::ApprovalResolved { .. }
+        | EventKind::QuestionAnswered { .. } => Some(RunStatus::Ready),
         // A standing grant answered the request it follows at once: the run goes on.
         EventKind::RunStarted { .. }
         | EventKind::RunResumed { .. }
@@ -405,7 +406,9 @@ impl Clocks {
                 self.segment_last = at;
             }
             // An operator's input, recorded by whichever process took it.
-            EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. } => {}
+            EventKind::ApprovalResolved { .. }
+            | EventKind::CallReconciled { .. }
+            | EventKind::QuestionAnswered { .. } => {}
             // Waiting for a person, or asleep: neither is driving time.
             k if matches!(
                 status_after(k),
@@ -583,6 +586,33 @@ pub struct RunState {
     unsettled: u32,
     /// The timer the run sleeps on, until it fires: its step and when it wakes.
     pub(crate) sleeping: Option<(usize, u64)>,
+    /// The questions its decider asked, in order.
+    pub(crate) questions: Vec<Question>,
+}
+
+/// A question the decider asked the person the run acts for, and its answer once given.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Question {
+    /// `<run>-q<n>`.
+    pub id: String,
+    /// The step that asked.
+    #[serde(skip)]
+    pub step: usize,
+    /// What was asked.
+    pub prompt: String,
+    /// The schema the answer must satisfy.
+    pub schema: Arc<Value>,
+    /// When it was asked.
+    pub asked_at_ms: u64,
+    /// The answer, once given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Arc<Value>>,
+    /// Who answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_at_ms: Option<u64>,
 }
 
 /// What the run should do next, judged from its state.
@@ -611,6 +641,9 @@ pub enum Next {
     /// An operator reconciled that this call did not happen and asked for it to be sent again:
     /// send it as a new call, ruled on again.
     Resend(CallId),
+    /// The decider asked the person a question (this one, by index): nothing happens until it
+    /// is answered.
+    Question(usize),
     /// The run sleeps (a timer): it wakes, and the step goes on, once a re-entry is recorded
     /// at or after `until` (ms since the epoch).
     Sleep {
@@ -687,6 +720,9 @@ impl RunState {
             | EventKind::ApprovalGranted { .. } => self.apply_asked(e),
             EventKind::ApprovalResolved { .. } => self.apply_resolved(e),
             EventKind::TimerSet { .. } | EventKind::TimerFired { .. } => self.apply_timer(e),
+            EventKind::QuestionAsked { .. } | EventKind::QuestionAnswered { .. } => {
+                self.apply_question(e)
+            }
             EventKind::ChildSpawned { .. }
             | EventKind::ChildWaiting { .. }
             | EventKind::ChildFinished { .. } => self.apply_children(e),
@@ -695,7 +731,9 @@ impl RunState {
         .map_err(fail)?;
         self.answered_last = matches!(
             e.kind,
-            EventKind::ApprovalResolved { .. } | EventKind::CallReconciled { .. }
+            EventKind::ApprovalResolved { .. }
+                | EventKind::CallReconciled { .. }
+                | EventKind::QuestionAnswered { .. }
         );
         self.clocks.apply(&e.kind, e.at_ms);
         if let Some(status) = status_after(&e.kind) {
@@ -778,6 +816,7 @@ impl RunState {
     pub fn waiting(&self) -> bool {
         self.outcome.is_none()
             && (self.in_doubt().next().is_some()
+                || self.pending_question().is_some()
                 || self.calls.last().is_some_and(|c| {
                     c.status.is_none()
                         && c.executed.is_none()

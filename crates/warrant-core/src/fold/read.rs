@@ -180,6 +180,21 @@ impl RunState {
         &self.approvals
     }
 
+    /// The questions its decider asked, in order, with their answers.
+    pub fn questions(&self) -> &[crate::fold::Question] {
+        &self.questions
+    }
+
+    /// The question that waits for an answer, if one does.
+    pub fn pending_question(&self) -> Option<&crate::fold::Question> {
+        self.questions.last().filter(|q| q.answer.is_none())
+    }
+
+    /// The question with this id.
+    pub fn question(&self, id: &str) -> Option<&crate::fold::Question> {
+        self.questions.iter().find(|q| q.id == id)
+    }
+
     /// When the run's timer wakes it, while it sleeps.
     pub fn sleeping_until(&self) -> Option<u64> {
         self.sleeping.map(|(_, until)| until)

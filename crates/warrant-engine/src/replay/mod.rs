@@ -238,7 +238,9 @@ fn first_divergence(events: &[Arc<Event>], regenerated: &[Arc<Event>]) -> Option
 fn is_operator_input(e: &Event) -> bool {
     matches!(
         e.kind,
-        EventKind::CallReconciled { .. } | EventKind::ApprovalResolved { .. }
+        EventKind::CallReconciled { .. }
+            | EventKind::ApprovalResolved { .. }
+            | EventKind::QuestionAnswered { .. }
     )
 }
 

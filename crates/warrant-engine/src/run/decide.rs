@@ -372,6 +372,7 @@ impl Run<'_> {
                 self.stage(EventKind::StepFinished { step: step_id, end })?;
             }
             Decision::Wait { wait, reason } => self.sleep(step_id, &wait, reason)?,
+            Decision::Ask { prompt, schema } => self.ask(step_id, prompt, schema)?,
             Decision::Call {
                 tool,
                 handle,

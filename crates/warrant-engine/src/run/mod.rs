@@ -188,9 +188,14 @@ impl<'a> Run<'a> {
             .cloned()
             .unwrap_or_else(|| RunId(String::new()));
         let durable_seq = state.last_seq();
-        let objective = match state.inputs() {
-            [] => engine.cache.objective(&spec),
-            given => Arc::new(provenance::Objective::new(&spec.objective).with_inputs(given)),
+        let answered = answers_of(&state);
+        let objective = match (state.inputs(), answered.is_empty()) {
+            ([], true) => engine.cache.objective(&spec),
+            (given, _) => Arc::new(
+                provenance::Objective::new(&spec.objective)
+                    .with_inputs(given)
+                    .with_answers(answered),
+            ),
         };
         Run {
             engine,
@@ -490,6 +495,8 @@ impl<'a> Run<'a> {
                         self.sleep(id, &wait, "the step's `wait`".into())?;
                     }
                 }
+                // A question waits for a person's answer, as an approval does.
+                Next::Question(_) => break,
                 Next::Sleep { step, until } => {
                     // Judged at the last event's time (a re-entry's `run_resumed`), as an
                     // approval's expiry is, so a replay wakes it at the same point.
@@ -618,6 +625,42 @@ impl<'a> Run<'a> {
         !(c.close && self.state.in_doubt().next().is_some())
     }
 
+    /// `step` asks the person the run acts for `prompt`: the run records the question and
+    /// waits for its answer. A question whose schema does not compile, or one a child run asks
+    /// (its root's process drives it), ends the step as the decider's fault.
+    pub(super) fn ask(
+        &mut self,
+        step: StepId,
+        prompt: String,
+        schema: Arc<Value>,
+    ) -> Result<(), EngineError> {
+        let problem = if self.parent.is_some() || self.state.parent().is_some() {
+            Some("a child run cannot ask a question: only its root asks a person".to_owned())
+        } else {
+            self.engine
+                .cache
+                .validator(&schema)
+                .err()
+                .map(|e| format!("the answer's schema does not compile: {e}"))
+        };
+        if let Some(why) = problem {
+            let fault = Fault::new(Code::InvalidQuestion, Layer::Model, why);
+            self.stage(EventKind::StepFinished {
+                step,
+                end: StepEnd::NotAttained { fault },
+            })?;
+            return Ok(());
+        }
+        let question = format!("{}-q{}", self.run_id, self.state.questions().len() + 1);
+        self.stage(EventKind::QuestionAsked {
+            question,
+            step,
+            prompt,
+            schema,
+        })?;
+        Ok(())
+    }
+
     /// `step` sleeps as `wait` asks: the run records when it wakes and, unless that is now,
     /// stops here, held by the store. A wait a run cannot make (too far off, or in a child run,
     /// which its parent drives) ends the step, attributed to whoever asked.
@@ -697,4 +740,13 @@ impl<'a> Run<'a> {
 /// A provider's own message in its error answer, as long as the run's bound allows.
 fn error_message(state: &RunState, output: &Value) -> String {
     warrant_core::text::provider_message_within(output, state.message_max())
+}
+
+/// The answers people gave the run's questions: question id and answer.
+fn answers_of(state: &RunState) -> Vec<(&str, &Value)> {
+    state
+        .questions()
+        .iter()
+        .filter_map(|q| q.answer.as_deref().map(|a| (q.id.as_str(), a)))
+        .collect()
 }

@@ -89,7 +89,12 @@ impl Run<'_> {
         let delegating = matches!(next, Next::Continue(i)
             if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
                 && self.state.status() == RunStatus::Waiting);
-        if !delegating && !matches!(next, Next::Wait(_) | Next::Sleep { .. }) {
+        if !delegating
+            && !matches!(
+                next,
+                Next::Wait(_) | Next::Sleep { .. } | Next::Question(_)
+            )
+        {
             return false;
         }
         // (A session's close that must wait for a reconciliation changes nothing yet.)
@@ -104,6 +109,8 @@ impl Run<'_> {
             Next::Wait(call) => !expired(&self.state, &self.spec.limits, call, now),
             // Asleep, and its time has not come.
             Next::Sleep { until, .. } => now < until,
+            // Unanswered: nothing has changed.
+            Next::Question(_) => true,
             _ => super::delegate::children_idle(self.engine, &self.state, now).await,
         }
     }
