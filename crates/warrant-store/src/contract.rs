@@ -22,11 +22,11 @@ use warrant_core::event::{
 };
 use warrant_core::ids::{CallId, RunId, StepId};
 use warrant_core::spec::{Format, Spec};
+use warrant_core::status::RunStatus;
 use warrant_core::store::{
     CancelRequest, Claim, Driver, EventStore, IDEMPOTENCY_PURGE_MAX, IdempotencyKeys,
     IdempotencyRecord, LEASE_TTL_MS, RunPage, RunQuery, SpecCatalog, StoreError,
 };
-use warrant_core::status::RunStatus;
 
 /// A spec for the runs the suite writes.
 pub fn spec() -> Arc<Spec> {
@@ -206,10 +206,14 @@ pub async fn a_sleeping_run_is_indexed_with_its_wake_time(store: &dyn EventStore
         due_by: Some(at),
         ..RunQuery::default()
     };
-    let names = |page: RunPage| -> Vec<String> { page.runs.into_iter().map(|r| r.run_id.0).collect() };
+    let names =
+        |page: RunPage| -> Vec<String> { page.runs.into_iter().map(|r| r.run_id.0).collect() };
     assert!(names(store.runs(due(999)).await.unwrap()).is_empty());
     assert_eq!(names(store.runs(due(1_000)).await.unwrap()), vec!["early"]);
-    assert_eq!(names(store.runs(due(9_000)).await.unwrap()), vec!["late", "early"]);
+    assert_eq!(
+        names(store.runs(due(9_000)).await.unwrap()),
+        vec!["late", "early"]
+    );
     // Woken (a re-entry, then the timer's firing), it runs, and is due no more.
     let early = RunId("early".into());
     let woke = Arc::new(Event {

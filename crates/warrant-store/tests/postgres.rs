@@ -413,9 +413,14 @@ async fn a_sleeping_run_is_claimed_by_one_worker_once_its_time_comes() {
     let s = store("sleep").await;
     let run = RunId("nap".into());
     let d = driver("pid 1", 1_000, 0);
-    s.append(&run, 0, vec![started_for("nap", "t", 1_000), step(2)], Some(&d))
-        .await
-        .unwrap();
+    s.append(
+        &run,
+        0,
+        vec![started_for("nap", "t", 1_000), step(2)],
+        Some(&d),
+    )
+    .await
+    .unwrap();
     let epoch = s.summary(&run).await.unwrap().unwrap().epoch;
     s.append(
         &run,

@@ -170,9 +170,10 @@ impl Leases for PostgresStore {
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
                          WHERE position('.' in run_id) = 0
-                           AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2)
-                           AND (status = 'ready' AND decider NOT LIKE $8 OR status = 'running'
-                               OR status = 'sleeping' AND wake_at_ms <= $7)
+                           AND (status = 'ready' AND decider NOT LIKE $8 OR (status = 'running'
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                               OR status = 'sleeping' AND wake_at_ms <= $7
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (
                          SELECT c.run_id, c.tenant, c.started_at_ms, c.recorded, c.last_seq,
