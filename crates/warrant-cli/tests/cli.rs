@@ -797,10 +797,10 @@ fn runs_are_listed_by_status_spec_and_number() {
     assert_eq!(ids(&["--status", "attained"]), vec!["attained"]);
     assert_eq!(ids(&["--limit", "1"]).len(), 1);
     assert!(ids(&["--spec", "no-such-spec"]).is_empty());
-    let bad = warrant(&store, &["runs", "--status", "sleeping"]);
+    let bad = warrant(&store, &["runs", "--status", "snoozing"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        stderr(&bad).contains("no status `sleeping`"),
+        stderr(&bad).contains("no status `snoozing`"),
         "{}",
         stderr(&bad)
     );

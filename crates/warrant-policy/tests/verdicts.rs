@@ -626,3 +626,45 @@ when { principal.user like "grant:*" && resource.tool == "transfer" };
         ApproverVerdict::Allow { .. }
     ));
 }
+
+#[test]
+fn a_persons_answer_reaches_policies_as_user_args() {
+    // Money goes only to an account a person named: in their answer to the run's question.
+    let a = authority(
+        r#"
+@id("reads")
+permit (principal, action == Warrant::Action::"read", resource);
+@id("pay-whom-the-person-named")
+permit (principal, action == Warrant::Action::"commit", resource)
+when { context.user_args.contains("to") };
+"#,
+        &[],
+    );
+    let answered = Source::User {
+        question: "r1-q1".into(),
+    };
+    let v = rule(
+        &a,
+        Effect::Commit,
+        "transfer",
+        json!({"to": "DE89370400440532013000", "amount": 950}),
+        &[("/to", answered), ("/amount", Source::Objective)],
+    );
+    assert_eq!(
+        v,
+        Verdict::Allow {
+            grant: "pay-whom-the-person-named".into()
+        }
+    );
+    // The same account from the objective, or the decider, is not the person's answer.
+    for other in [Source::Objective, Source::Unobserved] {
+        let v = rule(
+            &a,
+            Effect::Commit,
+            "transfer",
+            json!({"to": "DE89370400440532013000", "amount": 950}),
+            &[("/to", other)],
+        );
+        assert!(matches!(v, Verdict::Deny { .. }), "{v:?}");
+    }
+}
