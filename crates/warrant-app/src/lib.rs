@@ -30,8 +30,7 @@ pub use operator::{
 };
 pub use ops::{
     Answers, App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, PendingQuestion, Prepared, Reconciled,
-    RunOptions,
-    check_policies, check_policy_files, validate,
+    RunOptions, check_policies, check_policy_files, validate,
 };
 pub use providers::{
     check_rule_tools, connect, connect_on, connect_with, grant_problems, missing_tools,

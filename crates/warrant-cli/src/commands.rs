@@ -1626,6 +1626,14 @@ fn render_event(e: &StoredEvent) -> String {
             }
         ),
         EventKind::TimerFired { step } => format!("{step} woke"),
+        EventKind::QuestionAsked {
+            question, prompt, ..
+        } => format!("{question}: {prompt}"),
+        EventKind::QuestionAnswered {
+            question,
+            answer,
+            by,
+        } => format!("{question} answered by {by}: {answer}"),
         EventKind::ApprovalConsumed {
             request,
             call,
@@ -2402,7 +2410,9 @@ async fn answer_question(
     by: Option<String>,
 ) -> Result<u8> {
     let Some(given) = given else {
-        return Err(Failure::invalid(anyhow!("give the answer: --json JSON or --text TEXT")));
+        return Err(Failure::invalid(anyhow!(
+            "give the answer: --json JSON or --text TEXT"
+        )));
     };
     let app = app(store_path.open(Use::Existing).await?);
     let by = operator(by);
@@ -2419,7 +2429,10 @@ async fn answer_question(
         .await?
     {
         Answered::Recorded => {
-            outln!("{question} answered by {by}; {}", next_step(&app, &run).await?);
+            outln!(
+                "{question} answered by {by}; {}",
+                next_step(&app, &run).await?
+            );
         }
         Answered::AlreadyAnswered => outln!("{question} was already answered so: nothing changed"),
     }

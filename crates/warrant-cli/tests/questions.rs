@@ -59,11 +59,16 @@ fn a_question_is_listed_answered_within_its_schema_and_shown_in_the_report() {
     let run = r["run_id"].as_str().unwrap();
     let q = r["question"]["id"].as_str().unwrap().to_owned();
     assert_eq!(q, format!("{run}-q1"));
-    assert_eq!(r["question"]["prompt"], "Which account should the rent go to?");
+    assert_eq!(
+        r["question"]["prompt"],
+        "Which account should the rent go to?"
+    );
 
     let listed = stdout(&warrant(&store, &["questions"]));
     assert!(
-        listed.contains(&q) && listed.contains("Which account") && listed.contains("warrant answer"),
+        listed.contains(&q)
+            && listed.contains("Which account")
+            && listed.contains("warrant answer"),
         "{listed}"
     );
     let rows = json(&warrant(&store, &["questions", "--json"]));
@@ -83,7 +88,11 @@ fn a_question_is_listed_answered_within_its_schema_and_shown_in_the_report() {
 
     let good = warrant(&store, &["answer", &q, "--text", IBAN, "--as", "ana"]);
     assert!(good.status.success(), "{}", stderr(&good));
-    assert!(stdout(&good).contains("answered by ana"), "{}", stdout(&good));
+    assert!(
+        stdout(&good).contains("answered by ana"),
+        "{}",
+        stdout(&good)
+    );
     assert_eq!(status(&store, run), "ready");
 
     let resumed = warrant(&store, &["resume", run, "--json", "-q"]);

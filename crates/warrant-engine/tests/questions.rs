@@ -75,7 +75,11 @@ async fn a_question_waits_for_an_answer_that_fits_and_the_answer_is_the_persons(
     let run = r.run_id.clone();
     assert_eq!(r.outcome, None);
     assert_eq!(r.state.status(), RunStatus::Waiting);
-    let q = r.state.pending_question().expect("a question waits").clone();
+    let q = r
+        .state
+        .pending_question()
+        .expect("a question waits")
+        .clone();
     assert_eq!(q.id, format!("{run}-q1"));
     assert_eq!(q.prompt, "Which account is your landlord's?");
 
@@ -121,7 +125,12 @@ async fn a_question_waits_for_an_answer_that_fits_and_the_answer_is_the_persons(
 
     // Resumed, the decider goes on; the transfer's account is the person's answer.
     let r = engine.resume(&run, &decider, &surfaces).await.unwrap();
-    let asked = r.state.pending_approvals().next().expect("the transfer asks").clone();
+    let asked = r
+        .state
+        .pending_approvals()
+        .next()
+        .expect("the transfer asks")
+        .clone();
     let events = store.events(&run);
     let provenance = events
         .iter()

@@ -489,9 +489,7 @@ fn untrusted(source: &Source, trusted: &BTreeSet<String>) -> bool {
         | Source::Input { .. }
         | Source::User { .. }
         | Source::Carried { .. }
-        | Source::Unobserved => {
-            false
-        }
+        | Source::Unobserved => false,
     }
 }
 

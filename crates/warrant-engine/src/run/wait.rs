@@ -89,12 +89,7 @@ impl Run<'_> {
         let delegating = matches!(next, Next::Continue(i)
             if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
                 && self.state.status() == RunStatus::Waiting);
-        if !delegating
-            && !matches!(
-                next,
-                Next::Wait(_) | Next::Sleep { .. } | Next::Question(_)
-            )
-        {
+        if !delegating && !matches!(next, Next::Wait(_) | Next::Sleep { .. } | Next::Question(_)) {
             return false;
         }
         // (A session's close that must wait for a reconciliation changes nothing yet.)
