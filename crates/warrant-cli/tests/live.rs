@@ -383,6 +383,64 @@ fn openai_chat_tool_call_then_done_attains_and_sends_exactly_what_was_asked() {
 }
 
 #[test]
+fn a_live_model_asks_the_person_and_its_next_request_carries_their_answer() {
+    let ask = json!({
+        "prompt": "Which milk do you want reported first?",
+        "schema": {"type": "string", "enum": ["oat", "soy"]}
+    })
+    .to_string();
+    let s = stub(vec![
+        Canned::ok(chat_call("call_ask", "warrant_ask", &ask)),
+        Canned::ok(chat_call("call_1", "read_menu", "{}")),
+        Canned::ok(chat_done("oat first, then whole, soy and almond")),
+    ]);
+    let r = run(&s, "openai:gpt-4.1");
+    // It waits for the person, with the question the model asked.
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert_eq!(r.summary["outcome"], "waiting");
+    assert_eq!(
+        r.summary["question"]["prompt"],
+        "Which milk do you want reported first?"
+    );
+    let q = r.summary["question"]["id"].as_str().unwrap().to_owned();
+    // The tool was offered, described as a question to the person.
+    let offered = seen_tools(&s.seen.lock().unwrap()[0].body);
+    assert!(offered.contains(&"warrant_ask".to_owned()), "{offered:?}");
+    // Outside its schema, the answer is refused; inside, it is recorded.
+    let bad = warrant(r.dir.path(), &s, &["answer", &q, "--text", "almond"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    let good = warrant(r.dir.path(), &s, &["answer", &q, "--text", "oat"]);
+    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    let resumed = warrant(r.dir.path(), &s, &["resume", "last", "--json", "-q"]);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    // The next request tells the model the person's answer, as theirs.
+    let seen = s.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    let system = seen[1].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("The person's answers to your questions")
+            && system.contains(&format!("{q} \"Which milk do you want reported first?\": \"oat\"")),
+        "{system}"
+    );
+    r.replays();
+}
+
+/// The names of the tools a Chat Completions request offers.
+fn seen_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
 fn openai_chat_parallel_tool_calls_run_one_at_a_time_in_order_and_say_so() {
     let two = sse(&[
         json!({"choices": [{"index": 0, "delta": {"tool_calls": [
