@@ -23,12 +23,6 @@ pub enum Source {
         /// The input.
         name: String,
     },
-    /// It is (or appears in) a person's answer to a question the run asked: a user's words,
-    /// like the objective.
-    User {
-        /// The question (`<run>-q<n>`).
-        question: String,
-    },
     /// It is a carried value (verified against evidence).
     Carried {
         /// `step.output`.
@@ -68,6 +62,12 @@ pub enum Source {
         /// The untrusted providers whose output the decider had been shown.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tainted_by: Vec<String>,
+    },
+    /// It is (or appears in) a person's answer to a question the run asked: a user's words,
+    /// like the objective.
+    User {
+        /// The question (`<run>-q<n>`).
+        question: String,
     },
 }
 

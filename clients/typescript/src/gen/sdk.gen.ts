@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { AddGrantData, AddGrantErrors, AddGrantResponses, ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListGrantsData, ListGrantsErrors, ListGrantsResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSchedulesData, ListSchedulesErrors, ListSchedulesResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, PauseScheduleData, PauseScheduleErrors, PauseScheduleResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, ResumeScheduleData, ResumeScheduleErrors, ResumeScheduleResponses, RevokeGrantData, RevokeGrantErrors, RevokeGrantResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
+import type { AddGrantData, AddGrantErrors, AddGrantResponses, AnswerQuestionData, AnswerQuestionErrors, AnswerQuestionResponses, ApproveData, ApproveErrors, ApproveResponses, CancelRunData, CancelRunErrors, CancelRunResponses, DenyData, DenyErrors, DenyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetRunData, GetRunErrors, GetRunReportData, GetRunReportErrors, GetRunReportResponses, GetRunResponses, HealthData, HealthErrors, HealthResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditData, ListAuditErrors, ListAuditResponses, ListGrantsData, ListGrantsErrors, ListGrantsResponses, ListQuestionsData, ListQuestionsErrors, ListQuestionsResponses, ListRunEventsData, ListRunEventsErrors, ListRunEventsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSchedulesData, ListSchedulesErrors, ListSchedulesResponses, ListSpecsData, ListSpecsErrors, ListSpecsResponses, MetricsData, MetricsErrors, MetricsResponses, PauseScheduleData, PauseScheduleErrors, PauseScheduleResponses, ReadinessData, ReadinessErrors, ReadinessResponses, ReconcileCallData, ReconcileCallErrors, ReconcileCallResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, ResumeScheduleData, ResumeScheduleErrors, ResumeScheduleResponses, RevokeGrantData, RevokeGrantErrors, RevokeGrantResponses, StartRunData, StartRunErrors, StartRunResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -112,6 +112,28 @@ export const revokeGrant = <ThrowOnError extends boolean = false>(options: Optio
  * This document.
  */
 export const getOpenApi = <ThrowOnError extends boolean = false>(options?: Options<GetOpenApiData, ThrowOnError>) => (options?.client ?? client).get<GetOpenApiResponses, GetOpenApiErrors, ThrowOnError>({ url: '/v1/openapi.json', ...options });
+
+/**
+ * The questions the tenant's runs asked the people they act for, waiting for an answer, oldest first.
+ */
+export const listQuestions = <ThrowOnError extends boolean = false>(options?: Options<ListQuestionsData, ThrowOnError>) => (options?.client ?? client).get<ListQuestionsResponses, ListQuestionsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/questions',
+    ...options
+});
+
+/**
+ * Answer a question: the answer must fit its schema (422 with the schema's reasons otherwise) and enters the run as the person's words; the run goes on.
+ */
+export const answerQuestion = <ThrowOnError extends boolean = false>(options: Options<AnswerQuestionData, ThrowOnError>) => (options.client ?? client).post<AnswerQuestionResponses, AnswerQuestionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/questions/{id}/answer',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
 
 /**
  * The tenant's runs, newest first, a page at a time.

@@ -5,6 +5,16 @@ export type ClientOptions = {
 };
 
 /**
+ * `POST /v1/questions/{id}/answer` body.
+ */
+export type AnswerBody = {
+    /**
+     * The answer: JSON that fits the question's schema.
+     */
+    answer: unknown;
+};
+
+/**
  * What became of an answer.
  */
 export type AnswerResult = {
@@ -201,6 +211,12 @@ export type ArgLabel = ({
      * The untrusted providers whose output the decider had been shown.
      */
     tainted_by?: Array<string>;
+} | {
+    /**
+     * The question (`<run>-q<n>`).
+     */
+    question: string;
+    source: 'user';
 }) & {
     /**
      * Where else it was observed: a value the objective names that a provider's output also
@@ -530,7 +546,7 @@ export type Event = {
     /**
      * What happened.
      */
-    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'timer_set' | 'timer_fired' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
+    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'question_asked' | 'question_answered' | 'timer_set' | 'timer_fired' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
     [key: string]: unknown;
 };
 
@@ -619,7 +635,7 @@ export type Fault = {
 /**
  * Where a granted argument's value may come from.
  */
-export type GrantSource = 'objective' | 'input' | 'carried' | 'trusted_output' | 'decider';
+export type GrantSource = 'objective' | 'input' | 'user' | 'carried' | 'trusted_output' | 'decider';
 
 /**
  * `GET /v1/grants` parameters.
@@ -799,6 +815,52 @@ export type ParentReport = {
 };
 
 /**
+ * A question waiting for a person's answer, with the run that asked it and whom it acts for.
+ */
+export type PendingQuestion = {
+    /**
+     * The answer, once given.
+     */
+    answer?: unknown;
+    /**
+     * When.
+     */
+    answered_at_ms?: number | null;
+    /**
+     * When it was asked.
+     */
+    asked_at_ms: number;
+    /**
+     * Who answered.
+     */
+    by?: string | null;
+    /**
+     * `<run>-q<n>`.
+     */
+    id: string;
+    /**
+     * What was asked.
+     */
+    prompt: string;
+    /**
+     * The run.
+     */
+    run_id: RunId;
+    /**
+     * The schema the answer must satisfy.
+     */
+    schema: unknown;
+    /**
+     * Its tenant.
+     */
+    tenant: string;
+    /**
+     * Whom it acts for.
+     */
+    user: string;
+};
+
+/**
  * A problem, as the API answers it.
  */
 export type Problem = {
@@ -818,6 +880,54 @@ export type Problem = {
      * A stable URI naming the kind of problem (`urn:warrant:problem:<kind>`).
      */
     type: string;
+};
+
+/**
+ * A question the decider asked the person the run acts for, and its answer once given.
+ */
+export type Question = {
+    /**
+     * The answer, once given.
+     */
+    answer?: unknown;
+    /**
+     * When.
+     */
+    answered_at_ms?: number | null;
+    /**
+     * When it was asked.
+     */
+    asked_at_ms: number;
+    /**
+     * Who answered.
+     */
+    by?: string | null;
+    /**
+     * `<run>-q<n>`.
+     */
+    id: string;
+    /**
+     * What was asked.
+     */
+    prompt: string;
+    /**
+     * The schema the answer must satisfy.
+     */
+    schema: unknown;
+};
+
+/**
+ * What became of an answer to a question.
+ */
+export type QuestionAnswer = {
+    /**
+     * The question.
+     */
+    question: string;
+    /**
+     * `false` when the same answer was recorded before (nothing changed).
+     */
+    recorded: boolean;
 };
 
 /**
@@ -947,6 +1057,11 @@ export type RunReport = {
      * ancestors.
      */
     parent?: ParentReport | null;
+    /**
+     * The questions the decider asked the person the run acts for, each with its answer
+     * once given (and who gave it).
+     */
+    questions?: Array<Question>;
     /**
      * `provider/effect:tool` of each successful call, in order.
      */
@@ -1291,6 +1406,12 @@ export type Source = {
      * The untrusted providers whose output the decider had been shown.
      */
     tainted_by?: Array<string>;
+} | {
+    /**
+     * The question (`<run>-q<n>`).
+     */
+    question: string;
+    source: 'user';
 };
 
 /**
@@ -2042,6 +2163,58 @@ export type GetOpenApiResponses = {
 };
 
 export type GetOpenApiResponse = GetOpenApiResponses[keyof GetOpenApiResponses];
+
+export type ListQuestionsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/questions';
+};
+
+export type ListQuestionsErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type ListQuestionsError = ListQuestionsErrors[keyof ListQuestionsErrors];
+
+export type ListQuestionsResponses = {
+    /**
+     * OK
+     */
+    200: Array<PendingQuestion>;
+};
+
+export type ListQuestionsResponse = ListQuestionsResponses[keyof ListQuestionsResponses];
+
+export type AnswerQuestionData = {
+    body: AnswerBody;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/questions/{id}/answer';
+};
+
+export type AnswerQuestionErrors = {
+    /**
+     * A problem (RFC 9457)
+     */
+    default: Problem;
+};
+
+export type AnswerQuestionError = AnswerQuestionErrors[keyof AnswerQuestionErrors];
+
+export type AnswerQuestionResponses = {
+    /**
+     * OK
+     */
+    200: QuestionAnswer;
+};
+
+export type AnswerQuestionResponse = AnswerQuestionResponses[keyof AnswerQuestionResponses];
 
 export type ListRunsData = {
     body?: never;

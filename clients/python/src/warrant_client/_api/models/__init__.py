@@ -1,5 +1,6 @@
 """ Contains all the data models used in inputs/outputs """
 
+from .answer_body import AnswerBody
 from .answer_result import AnswerResult
 from .approval_row import ApprovalRow
 from .approval_state import ApprovalState
@@ -14,6 +15,7 @@ from .arg_label_type_4 import ArgLabelType4
 from .arg_label_type_5 import ArgLabelType5
 from .arg_label_type_6 import ArgLabelType6
 from .arg_label_type_7 import ArgLabelType7
+from .arg_label_type_8 import ArgLabelType8
 from .audit_entry import AuditEntry
 from .audit_query import AuditQuery
 from .budget import Budget
@@ -50,7 +52,10 @@ from .outcome_type_3 import OutcomeType3
 from .outcome_type_4 import OutcomeType4
 from .outcome_type_5 import OutcomeType5
 from .parent_report import ParentReport
+from .pending_question import PendingQuestion
 from .problem import Problem
+from .question import Question
+from .question_answer import QuestionAnswer
 from .reconcile_body import ReconcileBody
 from .requirement_report import RequirementReport
 from .revoked import Revoked
@@ -71,6 +76,7 @@ from .source_type_4 import SourceType4
 from .source_type_5 import SourceType5
 from .source_type_6 import SourceType6
 from .source_type_7 import SourceType7
+from .source_type_8 import SourceType8
 from .spec_ref import SpecRef
 from .spent import Spent
 from .standing_grant import StandingGrant
@@ -88,6 +94,7 @@ from .usage_report import UsageReport
 from .usage_sum import UsageSum
 
 __all__ = (
+    "AnswerBody",
     "AnswerResult",
     "ApprovalRow",
     "ApprovalsQuery",
@@ -102,6 +109,7 @@ __all__ = (
     "ArgLabelType5",
     "ArgLabelType6",
     "ArgLabelType7",
+    "ArgLabelType8",
     "AuditEntry",
     "AuditQuery",
     "Budget",
@@ -138,7 +146,10 @@ __all__ = (
     "OutcomeType4",
     "OutcomeType5",
     "ParentReport",
+    "PendingQuestion",
     "Problem",
+    "Question",
+    "QuestionAnswer",
     "ReconcileBody",
     "RequirementReport",
     "Revoked",
@@ -159,6 +170,7 @@ __all__ = (
     "SourceType5",
     "SourceType6",
     "SourceType7",
+    "SourceType8",
     "SpecRef",
     "Spent",
     "StandingGrant",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
   from ..models.arg_label_type_5 import ArgLabelType5
   from ..models.arg_label_type_6 import ArgLabelType6
   from ..models.arg_label_type_7 import ArgLabelType7
+  from ..models.arg_label_type_8 import ArgLabelType8
 
 
 
@@ -42,7 +43,7 @@ class ApprovalRow:
             expires_at_ms (int): Unanswered at this time, it expires.
             proposed_scope (str): The scope it proposes: `plan` when it describes the run's plan, to approve as a whole.
             provenance (list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 |
-                ArgLabelType6 | ArgLabelType7]): Where each argument value was observed.
+                ArgLabelType6 | ArgLabelType7 | ArgLabelType8]): Where each argument value was observed.
             provider (str): The provider.
             reason (str): What the authority said needs approving.
             request (str): `<run>-a<n>`: what `approve` and `deny` take.
@@ -61,7 +62,7 @@ class ApprovalRow:
     call: str
     expires_at_ms: int
     proposed_scope: str
-    provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7]
+    provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7 | ArgLabelType8]
     provider: str
     reason: str
     request: str
@@ -86,6 +87,7 @@ class ApprovalRow:
         from ..models.arg_label_type_5 import ArgLabelType5 # noqa: PLC0415
         from ..models.arg_label_type_6 import ArgLabelType6 # noqa: PLC0415
         from ..models.arg_label_type_7 import ArgLabelType7 # noqa: PLC0415
+        from ..models.arg_label_type_8 import ArgLabelType8 # noqa: PLC0415
         approvers = self.approvers
 
         args = self.args
@@ -114,6 +116,8 @@ class ApprovalRow:
             elif isinstance(provenance_item_data, ArgLabelType5):
                 provenance_item = provenance_item_data.to_dict()
             elif isinstance(provenance_item_data, ArgLabelType6):
+                provenance_item = provenance_item_data.to_dict()
+            elif isinstance(provenance_item_data, ArgLabelType7):
                 provenance_item = provenance_item_data.to_dict()
             else:
                 provenance_item = provenance_item_data.to_dict()
@@ -186,6 +190,7 @@ class ApprovalRow:
         from ..models.arg_label_type_5 import ArgLabelType5 # noqa: PLC0415
         from ..models.arg_label_type_6 import ArgLabelType6 # noqa: PLC0415
         from ..models.arg_label_type_7 import ArgLabelType7 # noqa: PLC0415
+        from ..models.arg_label_type_8 import ArgLabelType8 # noqa: PLC0415
         d = dict(src_dict)
         approvers = d.pop("approvers")
 
@@ -202,7 +207,7 @@ class ApprovalRow:
         provenance = []
         _provenance = d.pop("provenance")
         for provenance_item_data in (_provenance):
-            def _parse_provenance_item(data: object) -> ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7:
+            def _parse_provenance_item(data: object) -> ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7 | ArgLabelType8:
                 try:
                     if not isinstance(data, dict):
                         raise TypeError()
@@ -273,13 +278,23 @@ class ApprovalRow:
                     return componentsschemas_arg_label_type_6
                 except (TypeError, ValueError, AttributeError, KeyError):
                     pass
+                try:
+                    if not isinstance(data, dict):
+                        raise TypeError()
+                    componentsschemas_arg_label_type_7 = ArgLabelType7.from_dict(data)
+
+
+
+                    return componentsschemas_arg_label_type_7
+                except (TypeError, ValueError, AttributeError, KeyError):
+                    pass
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_arg_label_type_7 = ArgLabelType7.from_dict(data)
+                componentsschemas_arg_label_type_8 = ArgLabelType8.from_dict(data)
 
 
 
-                return componentsschemas_arg_label_type_7
+                return componentsschemas_arg_label_type_8
 
             provenance_item = _parse_provenance_item(provenance_item_data)
 

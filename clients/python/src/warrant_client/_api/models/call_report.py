@@ -22,6 +22,7 @@ if TYPE_CHECKING:
   from ..models.arg_label_type_5 import ArgLabelType5
   from ..models.arg_label_type_6 import ArgLabelType6
   from ..models.arg_label_type_7 import ArgLabelType7
+  from ..models.arg_label_type_8 import ArgLabelType8
   from ..models.fault import Fault
 
 
@@ -48,7 +49,7 @@ class CallReport:
             executed_digest (None | str | Unset): Digest of the executed arguments.
             fault (Fault | None | Unset): The structured error.
             provenance (list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 |
-                ArgLabelType6 | ArgLabelType7] | Unset): Where each executed argument value was observed.
+                ArgLabelType6 | ArgLabelType7 | ArgLabelType8] | Unset): Where each executed argument value was observed.
             status (CallStatus | None | Unset): How it ended (absent while in flight).
      """
 
@@ -60,7 +61,7 @@ class CallReport:
     elapsed_ms: int | None | Unset = UNSET
     executed_digest: None | str | Unset = UNSET
     fault: Fault | None | Unset = UNSET
-    provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7] | Unset = UNSET
+    provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7 | ArgLabelType8] | Unset = UNSET
     status: CallStatus | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -77,6 +78,7 @@ class CallReport:
         from ..models.arg_label_type_5 import ArgLabelType5 # noqa: PLC0415
         from ..models.arg_label_type_6 import ArgLabelType6 # noqa: PLC0415
         from ..models.arg_label_type_7 import ArgLabelType7 # noqa: PLC0415
+        from ..models.arg_label_type_8 import ArgLabelType8 # noqa: PLC0415
         from ..models.fault import Fault # noqa: PLC0415
         call = self.call
 
@@ -137,6 +139,8 @@ class CallReport:
                     provenance_item = provenance_item_data.to_dict()
                 elif isinstance(provenance_item_data, ArgLabelType6):
                     provenance_item = provenance_item_data.to_dict()
+                elif isinstance(provenance_item_data, ArgLabelType7):
+                    provenance_item = provenance_item_data.to_dict()
                 else:
                     provenance_item = provenance_item_data.to_dict()
 
@@ -189,6 +193,7 @@ class CallReport:
         from ..models.arg_label_type_5 import ArgLabelType5 # noqa: PLC0415
         from ..models.arg_label_type_6 import ArgLabelType6 # noqa: PLC0415
         from ..models.arg_label_type_7 import ArgLabelType7 # noqa: PLC0415
+        from ..models.arg_label_type_8 import ArgLabelType8 # noqa: PLC0415
         from ..models.fault import Fault # noqa: PLC0415
         d = dict(src_dict)
         call = d.pop("call")
@@ -261,11 +266,11 @@ class CallReport:
 
 
         _provenance = d.pop("provenance", UNSET)
-        provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7] | Unset = UNSET
+        provenance: list[ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7 | ArgLabelType8] | Unset = UNSET
         if _provenance is not UNSET:
             provenance = []
             for provenance_item_data in _provenance:
-                def _parse_provenance_item(data: object) -> ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7:
+                def _parse_provenance_item(data: object) -> ArgLabelType0 | ArgLabelType1 | ArgLabelType2 | ArgLabelType3 | ArgLabelType4 | ArgLabelType5 | ArgLabelType6 | ArgLabelType7 | ArgLabelType8:
                     try:
                         if not isinstance(data, dict):
                             raise TypeError()
@@ -336,13 +341,23 @@ class CallReport:
                         return componentsschemas_arg_label_type_6
                     except (TypeError, ValueError, AttributeError, KeyError):
                         pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_arg_label_type_7 = ArgLabelType7.from_dict(data)
+
+
+
+                        return componentsschemas_arg_label_type_7
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
                     if not isinstance(data, dict):
                         raise TypeError()
-                    componentsschemas_arg_label_type_7 = ArgLabelType7.from_dict(data)
+                    componentsschemas_arg_label_type_8 = ArgLabelType8.from_dict(data)
 
 
 
-                    return componentsschemas_arg_label_type_7
+                    return componentsschemas_arg_label_type_8
 
                 provenance_item = _parse_provenance_item(provenance_item_data)
 

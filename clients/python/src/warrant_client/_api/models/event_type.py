@@ -20,6 +20,8 @@ class EventType(StrEnum):
     OBSERVED = "observed"
     OBSERVE_FAILED = "observe_failed"
     PROVIDER_RESTARTED = "provider_restarted"
+    QUESTION_ANSWERED = "question_answered"
+    QUESTION_ASKED = "question_asked"
     RUN_FINISHED = "run_finished"
     RUN_RESUMED = "run_resumed"
     RUN_STARTED = "run_started"

@@ -6,6 +6,7 @@ class GrantSource(StrEnum):
     INPUT = "input"
     OBJECTIVE = "objective"
     TRUSTED_OUTPUT = "trusted_output"
+    USER = "user"
 
     def __str__(self) -> str:
         return str(self.value)

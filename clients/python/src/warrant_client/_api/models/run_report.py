@@ -24,6 +24,7 @@ if TYPE_CHECKING:
   from ..models.outcome_type_4 import OutcomeType4
   from ..models.outcome_type_5 import OutcomeType5
   from ..models.parent_report import ParentReport
+  from ..models.question import Question
   from ..models.requirement_report import RequirementReport
   from ..models.spec_ref import SpecRef
   from ..models.step_answer import StepAnswer
@@ -72,6 +73,9 @@ class RunReport:
             parent (None | ParentReport | Unset): The run that delegated to this one, when it is a child: parent run and
                 step, depth,
                 ancestors.
+            questions (list[Question] | Unset): The questions the decider asked the person the run acts for, each with its
+                answer
+                once given (and who gave it).
             unsettled (list[UnsettledReport] | Unset): Commits whose effect is not settled as happened: in doubt, or
                 reconciled as not
                 performed (and whether they were sent again).
@@ -99,6 +103,7 @@ class RunReport:
     children: list[ChildReport] | Unset = UNSET
     outcome: None | OutcomeType0 | OutcomeType1 | OutcomeType2 | OutcomeType3 | OutcomeType4 | OutcomeType5 | Unset = UNSET
     parent: None | ParentReport | Unset = UNSET
+    questions: list[Question] | Unset = UNSET
     unsettled: list[UnsettledReport] | Unset = UNSET
     usage: UsageReport | Unset = UNSET
     warnings: list[str] | Unset = UNSET
@@ -121,6 +126,7 @@ class RunReport:
         from ..models.outcome_type_4 import OutcomeType4 # noqa: PLC0415
         from ..models.outcome_type_5 import OutcomeType5 # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.question import Question # noqa: PLC0415
         from ..models.requirement_report import RequirementReport # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
@@ -227,6 +233,15 @@ class RunReport:
         else:
             parent = self.parent
 
+        questions: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.questions, Unset):
+            questions = []
+            for questions_item_data in self.questions:
+                questions_item = questions_item_data.to_dict()
+                questions.append(questions_item)
+
+
+
         unsettled: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.unsettled, Unset):
             unsettled = []
@@ -274,6 +289,8 @@ class RunReport:
             field_dict["outcome"] = outcome
         if parent is not UNSET:
             field_dict["parent"] = parent
+        if questions is not UNSET:
+            field_dict["questions"] = questions
         if unsettled is not UNSET:
             field_dict["unsettled"] = unsettled
         if usage is not UNSET:
@@ -299,6 +316,7 @@ class RunReport:
         from ..models.outcome_type_4 import OutcomeType4 # noqa: PLC0415
         from ..models.outcome_type_5 import OutcomeType5 # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.question import Question # noqa: PLC0415
         from ..models.requirement_report import RequirementReport # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
@@ -517,6 +535,18 @@ class RunReport:
         parent = _parse_parent(d.pop("parent", UNSET))
 
 
+        _questions = d.pop("questions", UNSET)
+        questions: list[Question] | Unset = UNSET
+        if _questions is not UNSET:
+            questions = []
+            for questions_item_data in _questions:
+                questions_item = Question.from_dict(questions_item_data)
+
+
+
+                questions.append(questions_item)
+
+
         _unsettled = d.pop("unsettled", UNSET)
         unsettled: list[UnsettledReport] | Unset = UNSET
         if _unsettled is not UNSET:
@@ -561,6 +591,7 @@ class RunReport:
             children=children,
             outcome=outcome,
             parent=parent,
+            questions=questions,
             unsettled=unsettled,
             usage=usage,
             warnings=warnings,
