@@ -228,6 +228,9 @@ pub struct RunView {
     /// The child runs it delegated to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<warrant_core::report::ChildReport>,
+    /// The question its decider asked that waits for an answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<warrant_core::fold::Question>,
 }
 
 impl RunView {
@@ -292,6 +295,7 @@ impl RunView {
             usage: report.usage,
             parent: report.parent,
             children: report.children,
+            question: state.pending_question().cloned(),
         }
     }
 }

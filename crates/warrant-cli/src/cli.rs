@@ -152,7 +152,8 @@ pub enum Command {
     Resume {
         /// A run id, a unique prefix of one, or `last`.
         run: Option<String>,
-        /// Every run in the store that is still running (its process died).
+        /// Every run in the store that can go on: still running (its process died), answered, or
+        /// asleep past its time.
         #[arg(long, conflicts_with = "run")]
         all: bool,
         /// Print JSON.

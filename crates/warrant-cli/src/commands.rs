@@ -1395,6 +1395,15 @@ async fn show(store_path: &StoreAt, run: &str, json: bool) -> Result<u8> {
     if let Some(note) = &view.note {
         outln!("         {note}");
     }
+    if let Some(q) = &view.question {
+        outln!(
+            "question {}: {} (answer: warrant answer {} --json '...', fitting {})",
+            q.id,
+            q.prompt,
+            q.id,
+            q.schema
+        );
+    }
     if let Some(a) = &view.answer {
         outln!("answer   {} ({})", a.text, a.kind);
     }

@@ -408,9 +408,18 @@ fn a_live_model_asks_the_person_and_its_next_request_carries_their_answer() {
     assert!(offered.contains(&"warrant_ask".to_owned()), "{offered:?}");
     // Outside its schema, the answer is refused; inside, it is recorded.
     let bad = warrant(r.dir.path(), &s, &["answer", &q, "--text", "almond"]);
-    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     let good = warrant(r.dir.path(), &s, &["answer", &q, "--text", "oat"]);
-    assert!(good.status.success(), "{}", String::from_utf8_lossy(&good.stderr));
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
     let resumed = warrant(r.dir.path(), &s, &["resume", "last", "--json", "-q"]);
     assert_eq!(
         resumed.status.code(),
@@ -424,7 +433,9 @@ fn a_live_model_asks_the_person_and_its_next_request_carries_their_answer() {
     let system = seen[1].body["messages"][0]["content"].as_str().unwrap();
     assert!(
         system.contains("The person's answers to your questions")
-            && system.contains(&format!("{q} \"Which milk do you want reported first?\": \"oat\"")),
+            && system.contains(&format!(
+                "{q} \"Which milk do you want reported first?\": \"oat\""
+            )),
         "{system}"
     );
     r.replays();

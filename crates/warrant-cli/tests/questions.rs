@@ -71,6 +71,13 @@ fn a_question_is_listed_answered_within_its_schema_and_shown_in_the_report() {
             && listed.contains("warrant answer"),
         "{listed}"
     );
+    let shown = stdout(&warrant(&store, &["show", run]));
+    assert!(
+        shown.contains(&format!(
+            "question {q}: Which account should the rent go to?"
+        )),
+        "{shown}"
+    );
     let rows = json(&warrant(&store, &["questions", "--json"]));
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
 

@@ -1395,6 +1395,15 @@ fn next_step(view: &warrant_app::RunView) -> Option<String> {
             s = if approvals == 1 { "" } else { "s" },
             them = if approvals == 1 { "it" } else { "them" },
         ),
+        RunStatus::Waiting if let Some(q) = &view.question => format!(
+            "Waits for an answer to its question <q>{}</q> (one that fits <code>{}</code>): \
+             <code>warrant answer {}</code>, or <code>POST /v1/questions/{}/answer</code>; \
+             the run goes on by itself once answered.",
+            esc(&q.prompt),
+            esc(&q.schema.to_string()),
+            esc(&q.id),
+            esc(&q.id),
+        ),
         RunStatus::Waiting if doubts > 0 => {
             "Waits for a person to say what became of the call in doubt (below); \
              the run goes on by itself after."

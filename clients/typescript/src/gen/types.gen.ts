@@ -1212,6 +1212,10 @@ export type RunView = {
      */
     parent?: ParentReport | null;
     /**
+     * The question its decider asked that waits for an answer.
+     */
+    question?: Question | null;
+    /**
      * The run.
      */
     run_id: RunId;

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
   from ..models.doubt_row import DoubtRow
   from ..models.last_event import LastEvent
   from ..models.parent_report import ParentReport
+  from ..models.question import Question
   from ..models.spec_ref import SpecRef
   from ..models.step_answer import StepAnswer
   from ..models.step_row import StepRow
@@ -61,6 +62,7 @@ class RunView:
             note (None | str | Unset): Why a run nobody drives has not been taken up yet (its tenant is at its fair share).
             outcome (None | str | Unset): How it ended.
             parent (None | ParentReport | Unset): The run that delegated to it, when it is a child.
+            question (None | Question | Unset): The question its decider asked that waits for an answer.
      """
 
     approvals: list[ApprovalRow]
@@ -81,6 +83,7 @@ class RunView:
     note: None | str | Unset = UNSET
     outcome: None | str | Unset = UNSET
     parent: None | ParentReport | Unset = UNSET
+    question: None | Question | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -94,6 +97,7 @@ class RunView:
         from ..models.doubt_row import DoubtRow # noqa: PLC0415
         from ..models.last_event import LastEvent # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.question import Question # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
         from ..models.step_row import StepRow # noqa: PLC0415
@@ -184,6 +188,14 @@ class RunView:
         else:
             parent = self.parent
 
+        question: dict[str, Any] | None | Unset
+        if isinstance(self.question, Unset):
+            question = UNSET
+        elif isinstance(self.question, Question):
+            question = self.question.to_dict()
+        else:
+            question = self.question
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -212,6 +224,8 @@ class RunView:
             field_dict["outcome"] = outcome
         if parent is not UNSET:
             field_dict["parent"] = parent
+        if question is not UNSET:
+            field_dict["question"] = question
 
         return field_dict
 
@@ -225,6 +239,7 @@ class RunView:
         from ..models.doubt_row import DoubtRow # noqa: PLC0415
         from ..models.last_event import LastEvent # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.question import Question # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
         from ..models.step_answer import StepAnswer # noqa: PLC0415
         from ..models.step_row import StepRow # noqa: PLC0415
@@ -377,6 +392,26 @@ class RunView:
         parent = _parse_parent(d.pop("parent", UNSET))
 
 
+        def _parse_question(data: object) -> None | Question | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                question_type_0 = Question.from_dict(data)
+
+
+
+                return question_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Question | Unset, data)
+
+        question = _parse_question(d.pop("question", UNSET))
+
+
         run_view = cls(
             approvals=approvals,
             decider=decider,
@@ -396,6 +431,7 @@ class RunView:
             note=note,
             outcome=outcome,
             parent=parent,
+            question=question,
         )
 
 
