@@ -1223,22 +1223,7 @@ async fn ask_in_place(app: &App, result: &RunResult) -> Result<bool> {
 
 /// Milliseconds since the epoch as a UTC time a person reads (`2026-12-01 12:15:09 UTC`).
 pub fn when(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    // At most u64::MAX / 86_400_000 days: far inside i64.
-    let z = i64::try_from(days)
-        .unwrap_or(i64::MAX)
-        .saturating_add(719_468);
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
+    let (y, mo, d, h, m, s) = warrant_core::timer::utc(ms);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02} UTC")
 }
 

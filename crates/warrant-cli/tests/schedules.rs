@@ -22,16 +22,6 @@ use support::*;
 
 const MINUTE: u64 = 60_000;
 
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 fn ok(out: &std::process::Output) -> String {
     assert!(out.status.success(), "{}", stderr(out));
     stdout(out)

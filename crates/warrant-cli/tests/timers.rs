@@ -129,13 +129,3 @@ fn a_sleeping_run_is_held_by_the_store_and_woken_by_serve_or_resume_all() {
     assert!(all.status.success(), "{}", stderr(&all));
     woke_once_and_attained(&store, run2);
 }
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}

@@ -201,12 +201,18 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, String> {
     u64::try_from(ms).map_err(|_| format!("`{text}` is before 1970"))
 }
 
-/// `ms` (since the epoch) in RFC 3339, UTC, to the second (or the millisecond when it has one).
-pub fn rfc3339(ms: u64) -> String {
+/// `ms` (since the epoch) as a UTC date and time of day: year, month, day, hour, minute and
+/// second.
+pub fn utc(ms: u64) -> (i64, i64, i64, i64, i64, i64) {
     let secs = i64::try_from(ms / 1_000).unwrap_or(i64::MAX);
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    let (h, min, s) = (rest / 3_600, rest % 3_600 / 60, rest % 60);
+    (y, m, d, rest / 3_600, rest % 3_600 / 60, rest % 60)
+}
+
+/// `ms` (since the epoch) in RFC 3339, UTC, to the second (or the millisecond when it has one).
+pub fn rfc3339(ms: u64) -> String {
+    let (y, m, d, h, min, s) = utc(ms);
     match ms % 1_000 {
         0 => format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}Z"),
         frac => format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{frac:03}Z"),

@@ -267,3 +267,14 @@ pub fn conforms(
         );
     }
 }
+
+/// Now, in milliseconds since the epoch (the machine's clock, as the binary's).
+pub fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
