@@ -988,4 +988,39 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
     b.click("tr[data-schedule=nightly] button").await;
     b.until_text("tr[data-schedule=nightly] button", "Pause")
         .await;
+
+    // A run whose decider asks: its page says what it asks and takes the answer; one outside
+    // the question's schema is refused with the schema's reason, one that fits carries it on.
+    let asking = start_via_api(
+        &api,
+        &base,
+        json!({"spec_path": "pay-rent/spec.yaml", "decider": "scripted:pay-rent/ask-first.yaml"}),
+    )
+    .await;
+    b.go(&format!("{base}/runs/{asking}")).await;
+    b.until_text("#status", "waiting").await;
+    b.go(&format!("{base}/runs/{asking}")).await;
+    let next = b.text("p.next").await;
+    assert!(
+        next.contains("Which account should the rent go to?"),
+        "{next}"
+    );
+    b.type_into("form.question textarea", "the usual one").await;
+    b.click("form.question button").await;
+    // The refusal is the page the form leads to, once the browser has it.
+    let mut refused = String::new();
+    for _ in 0..100 {
+        refused = b.text("body").await;
+        if refused.contains("does not fit its schema") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(refused.contains("does not fit its schema"), "{refused}");
+    b.go(&format!("{base}/runs/{asking}")).await;
+    b.type_into("form.question textarea", "DE89370400440532013000")
+        .await;
+    b.click("form.question button").await;
+    b.until_at(&format!("/runs/{asking}")).await;
+    b.until_text("#status", "attained").await;
 }

@@ -1522,37 +1522,58 @@ pub async fn answer_question(
     UrlPath(id): UrlPath<String>,
     Body(body): Body<AnswerBody>,
 ) -> Result<Json<QuestionAnswer>, Problem> {
-    let asked = shared.app.question(&id).await?;
-    // Another tenant's question is not there.
-    if asked.tenant != caller.principal.tenant {
-        return Err(warrant_app::AppError::NotFound(format!("no question `{id}`")).into());
+    Ok(Json(
+        shared
+            .answer_question(&caller, &id, |_| Ok(body.answer))
+            .await?
+            .0,
+    ))
+}
+
+impl Shared {
+    /// Records `caller`'s answer to question `id` (the person the run acts for, or an
+    /// approver of its tenant), made by `answer` from the question's schema, and carries the
+    /// run on: what became of it, and the run.
+    pub(crate) async fn answer_question(
+        &self,
+        caller: &Caller,
+        id: &str,
+        answer: impl FnOnce(&Value) -> Result<Value, Problem>,
+    ) -> Result<(QuestionAnswer, RunId), Problem> {
+        let asked = self.app.question(id).await?;
+        // Another tenant's question is not there.
+        if asked.tenant != caller.principal.tenant {
+            return Err(warrant_app::AppError::NotFound(format!("no question `{id}`")).into());
+        }
+        if asked.user != caller.principal.user {
+            caller.principal.require(Role::Approver)?;
+        }
+        let answer = answer(&asked.question.schema)?;
+        let answered = self
+            .app
+            .answer_question(id, Arc::new(answer), &caller.principal.by())
+            .await
+            .map_err(Problem::from);
+        log_action(
+            caller,
+            "answer",
+            &asked.run_id,
+            id,
+            answered.as_ref().map(|_| ()),
+        );
+        let answered = answered?;
+        let run = asked.run_id;
+        if self.runner.holds(&run) {
+            self.runner.wake(&run);
+        } else if let Err(p) = self.runner.reenter(&run, None).await {
+            tracing::warn!(run = %run, problem = %p, "not re-entering");
+        }
+        let said = QuestionAnswer {
+            question: id.to_owned(),
+            recorded: answered == warrant_engine::Answered::Recorded,
+        };
+        Ok((said, run))
     }
-    if asked.user != caller.principal.user {
-        caller.principal.require(Role::Approver)?;
-    }
-    let answered = shared
-        .app
-        .answer_question(&id, Arc::new(body.answer), &caller.principal.by())
-        .await
-        .map_err(Problem::from);
-    log_action(
-        &caller,
-        "answer",
-        &asked.run_id,
-        &id,
-        answered.as_ref().map(|_| ()),
-    );
-    let answered = answered?;
-    let run = &asked.run_id;
-    if shared.runner.holds(run) {
-        shared.runner.wake(run);
-    } else if let Err(p) = shared.runner.reenter(run, None).await {
-        tracing::warn!(run = %run, problem = %p, "not re-entering");
-    }
-    Ok(Json(QuestionAnswer {
-        question: id,
-        recorded: answered == warrant_engine::Answered::Recorded,
-    }))
 }
 
 /// `GET /v1/audit` parameters.

@@ -45,6 +45,7 @@ pub fn routes() -> Router<Arc<Shared>> {
             post(reconcile_form),
         )
         .route("/console/approvals/{id}", post(answer_form))
+        .route("/console/questions/{id}", post(question_form))
         .route("/console/grants/{id}/revoke", post(revoke_form))
         .route("/console/runs/{id}/{action}", post(control_form))
         .route(
@@ -778,6 +779,44 @@ async fn answer_form(
     }
 }
 
+#[derive(Deserialize)]
+struct QuestionForm {
+    csrf: String,
+    answer: String,
+}
+
+/// `POST /console/questions/{id}`: a person answers a run's question. For a question whose
+/// schema asks for a string the text is the answer as typed; otherwise it is read as JSON.
+async fn question_form(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<QuestionForm>,
+) -> Response {
+    let caller = match who(&shared, &headers).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if let Err(p) = check_csrf(&shared, &headers, &form.csrf) {
+        return p.into_response();
+    }
+    let text = form.answer;
+    let answered = shared
+        .answer_question(&caller, &id, |schema| {
+            if schema.get("type").and_then(Value::as_str) == Some("string") {
+                return Ok(Value::String(text));
+            }
+            serde_json::from_str(&text).map_err(|e| {
+                Problem::invalid(format!("the answer is read as JSON, and it is not: {e}"))
+            })
+        })
+        .await;
+    match answered {
+        Ok((_, run)) => Redirect::to(&format!("/runs/{run}")).into_response(),
+        Err(p) => p.into_response(),
+    }
+}
+
 /// A form posted about run `id`: its CSRF token checked, then who posted it and the run (one
 /// the caller's tenant may see).
 async fn form_on_run(
@@ -1264,6 +1303,17 @@ async fn run_page(
     if let Some(next) = next_step(&view) {
         body.push_str(&next);
     }
+    if let Some(q) = &view.question {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/console/questions/{id}\" class=\"question\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+             <label>Your answer to <q>{prompt}</q> <textarea name=\"answer\" rows=\"2\"></textarea></label>\
+             <button>Answer</button></form>",
+            id = esc(&q.id),
+            prompt = esc(&q.prompt),
+        );
+    }
     let trusted = trusted_in(&events);
     body.push_str(&doubts(
         &run,
@@ -1397,7 +1447,7 @@ fn next_step(view: &warrant_app::RunView) -> Option<String> {
         ),
         RunStatus::Waiting if let Some(q) = &view.question => format!(
             "Waits for an answer to its question <q>{}</q> (one that fits <code>{}</code>): \
-             <code>warrant answer {}</code>, or <code>POST /v1/questions/{}/answer</code>; \
+             below, <code>warrant answer {}</code>, or <code>POST /v1/questions/{}/answer</code>; \
              the run goes on by itself once answered.",
             esc(&q.prompt),
             esc(&q.schema.to_string()),
