@@ -151,6 +151,47 @@ fn a_server_queues_a_worker_drives_and_any_process_answers_or_cancels() {
 }
 
 #[test]
+fn a_sleeping_run_is_let_go_by_its_worker_and_woken_by_a_worker_at_its_time() {
+    let url = store("sleep");
+    let at = Path::new(&url);
+    let server = start_server(at, &support::root().join("examples"), &[], None);
+    let body = json!({
+        "spec_path": "pay-rent/spec.yaml",
+        "decider": "scripted:pay-rent/after-payday.yaml"
+    });
+    let run = post(&server.base, &body)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let _w = worker(&url, &[]);
+    // Asleep, it is the store's: no worker holds it.
+    let asleep = until(at, &run, "slept", |v| v["status"] == "sleeping");
+    assert!(
+        asleep["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("asleep until"),
+        "{asleep}"
+    );
+    until(at, &run, "attained", |v| v["status"] == "attained");
+    let out = warrant(at, &["events", &run, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+    let (set, fired) = (of("timer_set"), of("timer_fired"));
+    assert_eq!((set.len(), fired.len()), (1, 1), "{events:#?}");
+    assert!(fired[0]["at_ms"].as_u64() >= set[0]["until_ms"].as_u64());
+    // Taken up once, and woken by a re-entry: two drivings.
+    assert_eq!(of("run_taken_up").len(), 1);
+    assert_eq!(of("run_resumed").len(), 1);
+    let replayed = warrant(at, &["replay", &run, "--verify"]);
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+}
+
+#[test]
 fn a_worker_needs_a_fleet_store_and_a_store_url_must_be_one_warrant_knows() {
     let (_dir, file) = support::scratch();
     let out = warrant(&file, &["worker"]);
