@@ -39,6 +39,18 @@ pub struct PendingQuestion {
     pub question: warrant_core::fold::Question,
 }
 
+impl PendingQuestion {
+    fn of(run: RunId, state: &RunState, question: warrant_core::fold::Question) -> Self {
+        let p = state.principal();
+        PendingQuestion {
+            run_id: run,
+            tenant: p.tenant.clone(),
+            user: p.user.clone(),
+            question,
+        }
+    }
+}
+
 /// The tenant of a run that recorded none (started by the CLI, or before tenants).
 pub const LOCAL_TENANT: &str = "local";
 
@@ -1178,19 +1190,11 @@ impl App {
     /// Question `id` (`<run>-q<n>`), answered or not, with its run and whom it acts for.
     pub async fn question(&self, id: &str) -> Result<PendingQuestion> {
         let missing = || AppError::NotFound(format!("no question `{id}`"));
-        let run = id
-            .rsplit_once("-q")
-            .map(|(r, _)| RunId(r.to_owned()))
-            .ok_or_else(missing)?;
+        let (run, _) = RunId::of_question(id).ok_or_else(missing)?;
         let events = self.log(&run).await.map_err(|_| missing())?;
         let state = fold(&run, &events)?;
         let question = state.question(id).cloned().ok_or_else(missing)?;
-        Ok(PendingQuestion {
-            run_id: run,
-            tenant: state.principal().tenant.clone(),
-            user: state.principal().user.clone(),
-            question,
-        })
+        Ok(PendingQuestion::of(run, &state, question))
     }
 
     /// The questions waiting for an answer: of `run`, or of every waiting run (at most
@@ -1215,12 +1219,7 @@ impl App {
         for r in runs {
             let state = fold(&r, &self.log(&r).await?)?;
             if let Some(q) = state.pending_question() {
-                out.push(PendingQuestion {
-                    run_id: r.clone(),
-                    tenant: state.principal().tenant.clone(),
-                    user: state.principal().user.clone(),
-                    question: q.clone(),
-                });
+                out.push(PendingQuestion::of(r, &state, q.clone()));
             }
         }
         out.sort_by_key(|p| p.question.asked_at_ms);

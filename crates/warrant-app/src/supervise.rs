@@ -593,29 +593,37 @@ impl Supervisor {
     /// Re-enters every sleeping run whose time has come (each wakes as it is re-entered);
     /// how many were taken up.
     pub async fn wake_due(self: &Arc<Self>) -> Result<usize, AppError> {
-        let mut query = warrant_core::ports::RunQuery {
+        let query = warrant_core::ports::RunQuery {
             status: Some(warrant_core::RunStatus::Sleeping),
             due_by: Some(SystemClock.now_ms()),
             limit: 500,
             ..Default::default()
         };
-        let mut woken = 0;
+        // A child is carried on by its root.
+        self.reenter_listed(query, |r| !r.run_id.0.contains('.'))
+            .await
+    }
+
+    /// Re-enters each run `query` lists (page by page) that `take` accepts: how many were
+    /// taken up here.
+    async fn reenter_listed(
+        self: &Arc<Self>,
+        mut query: warrant_core::ports::RunQuery,
+        take: impl Fn(&warrant_core::ports::RunSummary) -> bool,
+    ) -> Result<usize, AppError> {
+        let mut taken = 0;
         loop {
             let page = self.app.runs(query.clone()).await?;
-            for r in &page.runs {
-                // A child is carried on by its root.
-                if r.run_id.0.contains('.') {
-                    continue;
-                }
+            for r in page.runs.iter().filter(|r| take(r)) {
                 match self.reenter(&r.run_id, None).await {
-                    Ok(true) => woken += 1,
+                    Ok(true) => taken += 1,
                     Ok(false) => {}
-                    Err(p) => tracing::warn!(run = %r.run_id, problem = %p, "not waking"),
+                    Err(p) => tracing::warn!(run = %r.run_id, problem = %p, "not re-entering"),
                 }
             }
             match page.next {
                 Some(next) => query.after = Some(next),
-                None => return Ok(woken),
+                None => return Ok(taken),
             }
         }
     }
@@ -626,26 +634,14 @@ impl Supervisor {
         if self.queueing || self.letting_go {
             return Ok(());
         }
-        let mut query = warrant_core::ports::RunQuery {
+        let query = warrant_core::ports::RunQuery {
             status: Some(warrant_core::RunStatus::Ready),
             limit: 500,
             ..Default::default()
         };
-        loop {
-            let page = self.app.runs(query.clone()).await?;
-            for r in &page.runs {
-                if r.status != warrant_core::RunStatus::Ready {
-                    continue;
-                }
-                if let Err(p) = self.reenter(&r.run_id, None).await {
-                    tracing::warn!(run = %r.run_id, problem = %p, "not re-entering");
-                }
-            }
-            match page.next {
-                Some(next) => query.after = Some(next),
-                None => return Ok(()),
-            }
-        }
+        self.reenter_listed(query, |r| r.status == warrant_core::RunStatus::Ready)
+            .await?;
+        Ok(())
     }
 
     fn spawn_drive(

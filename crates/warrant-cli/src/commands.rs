@@ -2411,13 +2411,13 @@ async fn answer_question(
     let app = app(store_path.open(Use::Existing).await?);
     let by = operator(by);
     // `last-q1`, a prefix of a run id: the question's full id.
-    let question = match question.rsplit_once("-q") {
-        Some((run, n)) => format!("{}-q{n}", app.resolve(run).await?),
-        None => question.to_owned(),
+    let (question, run) = match RunId::of_question(question) {
+        Some((run, n)) => {
+            let run = app.resolve(&run.0).await?;
+            (format!("{run}-q{n}"), run)
+        }
+        None => (question.to_owned(), RunId(question.to_owned())),
     };
-    let run = question
-        .rsplit_once("-q")
-        .map_or_else(|| RunId(question.clone()), |(r, _)| RunId(r.to_owned()));
     match app
         .answer_question(&question, std::sync::Arc::new(given), &by)
         .await?

@@ -21,6 +21,13 @@ impl RunId {
             .rsplit_once("-a")
             .map(|(run, _)| RunId(run.to_owned()))
     }
+
+    /// The run a question (`<run>-q<n>`) belongs to, and the question's number, or `None`
+    /// when `question` is not one.
+    pub fn of_question(question: &str) -> Option<(RunId, u32)> {
+        let (run, n) = question.rsplit_once("-q")?;
+        Some((RunId(run.to_owned()), n.parse().ok()?))
+    }
 }
 
 impl fmt::Display for RunId {

@@ -993,11 +993,6 @@ impl Objective {
         self
     }
 
-    /// How many answers it holds.
-    pub fn answers(&self) -> usize {
-        self.answers.len()
-    }
-
     /// A value as text to look in: a string as it is, anything else as its JSON.
     fn of_value(v: &Value) -> Objective {
         let text = v

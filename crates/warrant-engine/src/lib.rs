@@ -678,10 +678,7 @@ impl Engine {
     ) -> Result<Answered, EngineError> {
         use warrant_core::event::{Event, EventKind};
         let refuse = |m: String| EngineError::Answer(m);
-        let run = question
-            .rsplit_once("-q")
-            .filter(|(_, n)| n.parse::<u32>().is_ok())
-            .map(|(run, _)| RunId(run.to_owned()))
+        let (run, _) = RunId::of_question(question)
             .ok_or_else(|| refuse(format!("`{question}` is not a question id (`<run>-q<n>`)")))?;
         let events = self.log_of(&run).await?;
         let state = RunState::from_events(events.iter().map(|e| &**e))?;

@@ -203,3 +203,34 @@ async fn a_question_whose_schema_does_not_compile_ends_the_step_as_the_deciders_
     assert_eq!(missing[0].fault.code.as_str(), "invalid_question");
     assert!(r.state.questions().is_empty());
 }
+
+#[tokio::test]
+async fn a_run_waiting_on_its_question_cancelled_ends_and_takes_no_answer() {
+    let store = Arc::new(MemoryStore::new());
+    let engine = Engine::new(store.clone())
+        .with_clock(Arc::new(TickingClock::new(1_700_000_000_000, 1)))
+        .with_ids(Arc::new(SequentialIds::new("qc")));
+    let mut catalog = warrant_surfaces::ReferenceCatalog::default();
+    catalog.register("bank", || Arc::new(Bank::default()));
+    let surfaces = catalog.surfaces(&spec(SPEC)).unwrap();
+    let decider = script(SCRIPT);
+    let r = engine.run(spec(SPEC), &decider, &surfaces).await.unwrap();
+    let q = r.state.pending_question().unwrap().id.clone();
+    engine.cancel(&r.run_id, "ops", "not needed").await.unwrap();
+    let r = engine.resume(&r.run_id, &decider, &surfaces).await.unwrap();
+    assert!(
+        matches!(r.outcome, Some(Outcome::Cancelled { .. })),
+        "{:?}",
+        r.outcome
+    );
+    // Ended, the run takes no answer.
+    let late = engine
+        .answer_question(&q, Arc::new(json!("DE89370400440532013000")), "acme/ana")
+        .await
+        .unwrap_err();
+    assert!(late.to_string().contains("ended"), "{late}");
+    let events = store.events(&r.run_id);
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let replayed = replay(&events).await.unwrap();
+    assert_eq!((replayed.error, replayed.divergence), (None, None));
+}

@@ -261,3 +261,31 @@ fn a_script_or_a_spec_with_a_malformed_wait_is_refused_where_it_says_so() {
         "{spec_err}"
     );
 }
+
+#[tokio::test]
+async fn a_sleeping_run_cancelled_ends_at_its_next_look_without_waiting_for_its_time() {
+    let w = world(None, 5 * HOUR_MS, START_MS);
+    let r = w.start().await;
+    assert_eq!(r.state.status(), RunStatus::Sleeping);
+    w.engine
+        .cancel(&r.run_id, "ops", "not this month")
+        .await
+        .unwrap();
+    // Hours before its time: the look ends it, cancelled, its timer never fired.
+    let r = w.resume(&r.run_id).await;
+    assert!(
+        matches!(r.outcome, Some(Outcome::Cancelled { .. })),
+        "{:?}",
+        r.outcome
+    );
+    assert!(w.bank.transfers().is_empty());
+    let events = w.events(&r.run_id);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::TimerFired { .. }))
+    );
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    let replayed = replay(&events).await.unwrap();
+    assert_eq!((replayed.error, replayed.divergence), (None, None));
+}

@@ -117,10 +117,8 @@ impl RunState {
                 _ => Next::Redrive(c.id),
             };
         }
-        if let Some(q) = self.questions.len().checked_sub(1)
-            && self.questions.get(q).is_some_and(|q| q.answer.is_none())
-        {
-            return Next::Question(q);
+        if self.pending_question().is_some() {
+            return Next::Question;
         }
         if let Some((step, until)) = self.sleeping {
             return Next::Sleep { step, until };

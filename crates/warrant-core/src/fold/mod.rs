@@ -641,9 +641,8 @@ pub enum Next {
     /// An operator reconciled that this call did not happen and asked for it to be sent again:
     /// send it as a new call, ruled on again.
     Resend(CallId),
-    /// The decider asked the person a question (this one, by index): nothing happens until it
-    /// is answered.
-    Question(usize),
+    /// The decider asked the person a question: nothing happens until it is answered.
+    Question,
     /// The run sleeps (a timer): it wakes, and the step goes on, once a re-entry is recorded
     /// at or after `until` (ms since the epoch).
     Sleep {

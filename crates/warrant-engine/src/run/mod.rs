@@ -496,7 +496,7 @@ impl<'a> Run<'a> {
                     }
                 }
                 // A question waits for a person's answer, as an approval does.
-                Next::Question(_) => break,
+                Next::Question => break,
                 Next::Sleep { step, until } => {
                     // Judged at the last event's time (a re-entry's `run_resumed`), as an
                     // approval's expiry is, so a replay wakes it at the same point.
@@ -634,7 +634,7 @@ impl<'a> Run<'a> {
         prompt: String,
         schema: Arc<Value>,
     ) -> Result<(), EngineError> {
-        let problem = if self.parent.is_some() || self.state.parent().is_some() {
+        let problem = if self.is_child() {
             Some("a child run cannot ask a question: only its root asks a person".to_owned())
         } else {
             self.engine
@@ -644,12 +644,7 @@ impl<'a> Run<'a> {
                 .map(|e| format!("the answer's schema does not compile: {e}"))
         };
         if let Some(why) = problem {
-            let fault = Fault::new(Code::InvalidQuestion, Layer::Model, why);
-            self.stage(EventKind::StepFinished {
-                step,
-                end: StepEnd::NotAttained { fault },
-            })?;
-            return Ok(());
+            return self.refuse_step(step, Code::InvalidQuestion, why);
         }
         let question = format!("{}-q{}", self.run_id, self.state.questions().len() + 1);
         self.stage(EventKind::QuestionAsked {
@@ -670,7 +665,7 @@ impl<'a> Run<'a> {
         wait: &warrant_core::timer::Wait,
         reason: String,
     ) -> Result<(), EngineError> {
-        let until = if self.parent.is_some() || self.state.parent().is_some() {
+        let until = if self.is_child() {
             Err("a child run cannot sleep: its parent drives it".to_owned())
         } else {
             wait.wake_at(self.state.last_at_ms())
@@ -682,15 +677,24 @@ impl<'a> Run<'a> {
                     until_ms,
                     reason,
                 })?;
+                Ok(())
             }
-            Err(why) => {
-                let fault = Fault::new(Code::InvalidWait, Layer::Model, why);
-                self.stage(EventKind::StepFinished {
-                    step,
-                    end: StepEnd::NotAttained { fault },
-                })?;
-            }
+            Err(why) => self.refuse_step(step, Code::InvalidWait, why),
         }
+    }
+
+    /// Whether this run is a child (its root's process drives it).
+    fn is_child(&self) -> bool {
+        self.parent.is_some() || self.state.parent().is_some()
+    }
+
+    /// Ends `step` not attained: the decider asked for what a run cannot do (`code`, `why`).
+    fn refuse_step(&mut self, step: StepId, code: Code, why: String) -> Result<(), EngineError> {
+        let fault = Fault::new(code, Layer::Model, why);
+        self.stage(EventKind::StepFinished {
+            step,
+            end: StepEnd::NotAttained { fault },
+        })?;
         Ok(())
     }
 

@@ -89,7 +89,7 @@ impl Run<'_> {
         let delegating = matches!(next, Next::Continue(i)
             if self.spec.steps.get(i).is_some_and(|s| s.delegate.is_some())
                 && self.state.status() == RunStatus::Waiting);
-        if !delegating && !matches!(next, Next::Wait(_) | Next::Sleep { .. } | Next::Question(_)) {
+        if !delegating && !matches!(next, Next::Wait(_) | Next::Sleep { .. } | Next::Question) {
             return false;
         }
         // (A session's close that must wait for a reconciliation changes nothing yet.)
@@ -105,7 +105,7 @@ impl Run<'_> {
             // Asleep, and its time has not come.
             Next::Sleep { until, .. } => now < until,
             // Unanswered: nothing has changed.
-            Next::Question(_) => true,
+            Next::Question => true,
             _ => super::delegate::children_idle(self.engine, &self.state, now).await,
         }
     }
