@@ -7,7 +7,7 @@
 //! at once. In-doubt calls are reconciled against the ledgers as an operator would. Then:
 //! every run ended, no effect repeated, none lost, every log consistent (and a sample replayed
 //! byte for byte), the stalled worker's late appends refused by the fence; the time from a
-//! worker's death to its runs going on elsewhere is reported.
+//! worker's `SIGKILL` to its runs going on elsewhere is reported.
 //!
 //! Needs the `fault-injection` feature and PostgreSQL's server programs (`initdb`,
 //! `pg_ctl`). The size is `WARRANT_FLEET_RUNS` runs (default 1000).
@@ -191,8 +191,6 @@ struct Fleet {
     rng: Rng,
     /// Abort points left to give workers (each worker dies at most once by one).
     faults_left: u32,
-    /// (when, the dead worker's name) for each death.
-    deaths: Vec<(Instant, String)>,
 }
 
 impl Fleet {
@@ -230,12 +228,10 @@ impl Fleet {
         }
     }
 
-    /// Replaces the workers that died (at a fault point, or killed), noting when.
+    /// Replaces the workers that died (at a fault point, or killed).
     fn replace_the_dead(&mut self) {
         for i in 0..self.slots.len() {
             if let Ok(Some(_)) = self.slots[i].child.try_wait() {
-                let name = self.slots[i].name.clone();
-                self.deaths.push((Instant::now(), name));
                 let generation = self.slots[i].generation + 1;
                 self.slots[i] = self.spawn(i, generation);
             }
@@ -334,7 +330,6 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         slots: Vec::new(),
         rng: Rng(0x9e37_79b9_7f4a_7c15),
         faults_left: 4,
-        deaths: Vec::new(),
     };
     for i in 0..3 {
         let slot = fleet.spawn(i, 0);
@@ -348,8 +343,8 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     // The runs the stalled worker was driving when it was stopped.
     let mut stalled_held: HashSet<String> = HashSet::new();
     let mut reconciled = 0;
-    let mut held_at_death: Vec<(Instant, HashSet<String>, String)> = Vec::new();
-    let mut delays: Vec<Duration> = Vec::new();
+    // Per worker killed: when (ms since the epoch) and the runs it was driving then.
+    let mut killings: Vec<(u64, HashSet<String>)> = Vec::new();
     loop {
         assert!(
             Instant::now() < deadline,
@@ -363,38 +358,22 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
             .filter(|r| !matches!(r.status.as_str(), "running" | "waiting" | "ready"))
             .count();
         let progress = ended * 100 / runs.max(1);
-        // What each dead worker held, to time its runs' going on elsewhere.
-        for (at, name) in fleet.deaths.drain(..) {
-            let held: HashSet<String> = all
-                .iter()
-                .filter(|r| held_by(r.holder.as_deref(), &name))
-                .map(|r| r.run_id.0.clone())
-                .collect();
-            if !held.is_empty() {
-                held_at_death.push((at, held, name));
-            }
-        }
-        // A dead worker's run goes on elsewhere once another holds it, or it has moved on
-        // (waits or ended).
-        for (at, held, name) in &mut held_at_death {
-            held.retain(|run| {
-                let Some(r) = all.iter().find(|r| r.run_id.0 == *run) else {
-                    return true;
-                };
-                let elsewhere = match r.holder.as_deref() {
-                    Some(h) => !held_by(Some(h), name),
-                    None => r.status != "running",
-                };
-                if elsewhere {
-                    delays.push(at.elapsed());
-                }
-                !elsewhere
-            });
-        }
         // Chaos, at points of progress.
         if killed == 0 && progress >= 5 || killed == 1 && second_half_queued && progress >= 75 {
             let slot = if killed == 0 { 0 } else { 1 };
+            let held: HashSet<String> = all
+                .iter()
+                .filter(|r| {
+                    r.status == "running" && held_by(r.holder.as_deref(), &fleet.slots[slot].name)
+                })
+                .map(|r| r.run_id.0.clone())
+                .collect();
+            let at_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64;
             fleet.signal(slot, nix::sys::signal::Signal::SIGKILL);
+            killings.push((at_ms, held));
             killed += 1;
         }
         // A worker holding runs is stopped past its lease, then let go on.
@@ -571,13 +550,29 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
         fenced > 0,
         "the stalled worker's late appends were not refused:\n{stalled_log}"
     );
-    // From a worker's death to its runs going on elsewhere.
+    // From a worker's `SIGKILL` to each run it was driving going on elsewhere: the run's
+    // first re-entry recorded after it (a run that had just ended or waited needs none).
+    let mut delays: Vec<Duration> = Vec::new();
+    for (at_ms, held) in &killings {
+        for (_, _, events) in logs.iter().filter(|(r, _, _)| held.contains(r)) {
+            let reentered = events.iter().find(|e| {
+                e.at_ms >= *at_ms
+                    && matches!(
+                        e.kind,
+                        EventKind::RunResumed { .. } | EventKind::RunTakenUp { .. }
+                    )
+            });
+            if let Some(e) = reentered {
+                delays.push(Duration::from_millis(e.at_ms - at_ms));
+            }
+        }
+    }
     delays.sort();
     let median = delays.get(delays.len() / 2).copied().unwrap_or_default();
     let slowest = delays.last().copied().unwrap_or_default();
     let deaths = fleet.slots.iter().map(|s| s.generation).sum::<u32>();
     eprintln!(
-        "fleet: {runs} runs, 3 workers, {deaths} worker deaths ({killed} SIGKILL, the rest at fault points), 1 SIGSTOP past the lease ({fenced} late appends fenced), 1 PostgreSQL crash, {doubled} runs resumed by two processes at once, {reconciled} calls reconciled, {effects} effects, 0 duplicated, 0 lost, {} runs driven by more than one worker, {} replayed byte for byte; a dead worker's runs went on elsewhere after {:.1} s (median, {} runs; slowest {:.1} s; the lease lasts {} s); in {:.1} s",
+        "fleet: {runs} runs, 3 workers, {deaths} worker deaths ({killed} SIGKILL, the rest at fault points), 1 SIGSTOP past the lease ({fenced} late appends fenced), 1 PostgreSQL crash, {doubled} runs resumed by two processes at once, {reconciled} calls reconciled, {effects} effects, 0 duplicated, 0 lost, {} runs driven by more than one worker, {} replayed byte for byte; a killed worker's runs went on elsewhere after {:.2} s (median, {} runs; slowest {:.2} s; the lease lasts {} s); in {:.1} s",
         crossed.len(),
         sample.len(),
         median.as_secs_f64(),

@@ -416,6 +416,13 @@ pub trait Leases: Send + Sync {
         run: &RunId,
         request: CancelRequest,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Resolves when a cancellation may have been requested since it was called (this
+    /// process's request or, where the store is told, another's), so that a waiting run asks
+    /// [`Leases::cancel_request`] again then rather than at an interval. `None`: the store
+    /// cannot tell, and a waiting run asks again at an interval.
+    fn cancel_news(&self) -> Option<BoxFuture<'_, ()>> {
+        None
+    }
     /// The cancellation requested for `run`, if any. May lag a request by a short interval.
     fn cancel_request(
         &self,

@@ -720,6 +720,11 @@ impl Leases for OnRealTime {
         let run = run.clone();
         self.on(move |s| async move { s.request_cancel(&run, request).await })
     }
+    /// The store's own news: told by its request (above) before that returns, as the memory
+    /// store's is, so a waiting run notices a request at the same simulated moment.
+    fn cancel_news(&self) -> Option<BoxFuture<'_, ()>> {
+        self.store.cancel_news()
+    }
     fn cancel_request(
         &self,
         run: &RunId,

@@ -960,7 +960,8 @@ pub async fn leases_fence_a_driver_that_lost_its_run(store: &dyn EventStore) {
         .unwrap();
 }
 
-/// The first request to cancel a run stands.
+/// The first request to cancel a run stands. A store that tells of requests tells of this
+/// one, and the look it prompts finds it.
 pub async fn cancellations_are_recorded_once(store: &dyn EventStore) {
     let run = RunId("r1".into());
     store
@@ -973,8 +974,14 @@ pub async fn cancellations_are_recorded_once(store: &dyn EventStore) {
         reason: "stop".into(),
         close: false,
     };
+    let news = store.cancel_news();
     store.request_cancel(&run, ask("alice")).await.unwrap();
     store.request_cancel(&run, ask("bob")).await.unwrap();
+    if let Some(news) = news {
+        within(Duration::from_secs(5), news).await;
+        let told = store.cancel_request(&run).await.unwrap();
+        assert_eq!(told.map(|c| c.by).as_deref(), Some("alice"));
+    }
     let got = within(Duration::from_secs(5), async {
         loop {
             if let Some(c) = store.cancel_request(&run).await.unwrap() {

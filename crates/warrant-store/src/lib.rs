@@ -262,6 +262,19 @@ pub(crate) fn run_facts(
     facts
 }
 
+/// A future armed now that resolves at the next change of `tx` (a store's news; never, once
+/// the store that changes it is gone).
+pub(crate) fn news(
+    tx: &tokio::sync::watch::Sender<u64>,
+) -> warrant_core::ports::BoxFuture<'static, ()> {
+    let mut rx = tx.subscribe();
+    Box::pin(async move {
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+}
+
 /// Who holds a run's lease after an append that leaves it in `status`: nobody once it waits
 /// for a person or has ended; the driver that appended, while it runs; unchanged when an
 /// operator's input (no driver) lets it go on. Updated in place: a holder that stays is not

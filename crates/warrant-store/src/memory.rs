@@ -52,6 +52,8 @@ pub struct MemoryStore {
     inner: Arc<Mutex<Inner>>,
     /// Bumped by every append: what followers wait on.
     appended: watch::Sender<u64>,
+    /// Bumped by every request to cancel: what waiting runs wait on.
+    cancels: watch::Sender<u64>,
 }
 
 impl Default for MemoryStore {
@@ -59,6 +61,7 @@ impl Default for MemoryStore {
         MemoryStore {
             inner: Arc::new(Mutex::new(Inner::default())),
             appended: watch::Sender::new(0),
+            cancels: watch::Sender::new(0),
         }
     }
 }
@@ -332,7 +335,11 @@ impl Leases for MemoryStore {
         let done = lock(&self.inner).map(|mut inner| {
             inner.cancels.entry(run.clone()).or_insert(request);
         });
+        self.cancels.send_modify(|n| *n = n.wrapping_add(1));
         ready(done)
+    }
+    fn cancel_news(&self) -> Option<BoxFuture<'_, ()>> {
+        Some(crate::news(&self.cancels))
     }
     fn cancel_request(
         &self,

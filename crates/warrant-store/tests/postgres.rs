@@ -75,8 +75,25 @@ async fn the_postgres_store_keeps_the_whole_contract() {
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
-    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (4, 4));
-    // A store of schema 3 (before the outbox of notices) is brought up to 4, by command.
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (5, 5));
+    // A store of schema 4 (before presence keys) is brought up to 5, by command.
+    {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(
+                "ALTER TABLE warrant_runs DROP COLUMN presence;
+                 UPDATE warrant_meta SET value = '4' WHERE key = 'schema_version';",
+            )
+            .await
+            .unwrap();
+        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
+        assert!(err.contains("warrant store migrate"), "{err}");
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (4, 5));
+    }
+    // A store of schema 3 (before the outbox of notices) is brought up to 5, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -85,14 +102,14 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
         client
             .batch_execute(
                 "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
                  UPDATE warrant_meta SET value = '3' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 4));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 5));
         let store = PostgresStore::open(&url).await.unwrap();
         assert!(
             store
@@ -102,7 +119,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
                 .is_empty()
         );
     }
-    // A store of schema 2 (before idempotency keys) is brought up to 4, by command.
+    // A store of schema 2 (before idempotency keys) is brought up to 5, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -112,18 +129,18 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
             .batch_execute(
                 "DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
                  UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 4));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 5));
         let store = PostgresStore::open(&url).await.unwrap();
         assert_eq!(store.idempotency_get("t", "k", 1).await.unwrap(), None);
     }
-    // A store of schema 1 (before the catalog) is brought up to 4, by command.
+    // A store of schema 1 (before the catalog) is brought up to 5, by command.
     {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
@@ -133,14 +150,14 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
             .batch_execute(
                 "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
                  DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms;
+                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
                  UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
             )
             .await
             .unwrap();
         let err = PostgresStore::open(&url).await.err().unwrap().to_string();
         assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 4));
+        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 5));
         let store = PostgresStore::open(&url).await.unwrap();
         assert!(store.catalog(None).await.unwrap().is_empty());
     }
@@ -387,6 +404,22 @@ async fn another_process_is_woken_by_notifications() {
             .await
             .expect("the follower in another process is woken");
     assert_eq!(got.unwrap().unwrap().event.seq, 2);
+    // A request to cancel made by another process is news to a run waiting here, and the
+    // look it prompts finds it.
+    let news = reader
+        .cancel_news()
+        .expect("the store tells of requests to cancel");
+    let request = warrant_core::store::CancelRequest {
+        by: "op".into(),
+        reason: "stop".into(),
+        close: false,
+    };
+    writer.request_cancel(&run, request).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), news)
+        .await
+        .expect("another process's request to cancel is news");
+    let found = reader.cancel_request(&run).await.unwrap();
+    assert_eq!(found.map(|c| c.by).as_deref(), Some("op"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -442,4 +475,102 @@ async fn a_sleeping_run_is_claimed_by_one_worker_once_its_time_comes() {
     );
     let claimed: Vec<(RunId, u64)> = a.unwrap().into_iter().chain(b.unwrap()).collect();
     assert_eq!(claimed, vec![(run.clone(), epoch + 1)]);
+}
+
+/// A worker that dies (its process, and so its database session, gone) has its runs taken over
+/// at once, however it took them (claimed by name, claimed when ready, begun by an append), not
+/// when its lease lapses; while it lives, silent or not, they stay its own until then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_workers_runs_are_taken_over_at_once_a_live_ones_only_when_its_lease_lapses() {
+    let url = postgres_scratch("presence").await;
+    let survivor = PostgresStore::open(&url).await.unwrap();
+    let dying = PostgresStore::open(&url).await.unwrap();
+    for store in [&survivor, &dying] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !store.present() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the presence lock was not taken"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mine = |now_ms| driver("pid dying", now_ms, 0);
+    let theirs = |now_ms| driver("pid survivor", now_ms, 0);
+    // Two runs claimed when ready, one claimed by name, one begun by the dying worker itself.
+    queue(&survivor, "a", "t", 100).await;
+    queue(&survivor, "b", "t", 101).await;
+    queue(&survivor, "c", "t", 102).await;
+    let claimed = dying
+        .claim_ready(&mine(1_000), 2, FairShare::default())
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    let c = RunId("c".into());
+    assert!(matches!(
+        dying.claim(&c, &mine(1_000)).await.unwrap(),
+        warrant_core::store::Claim::Taken { .. }
+    ));
+    let d = RunId("d".into());
+    dying
+        .append(
+            &d,
+            0,
+            vec![started_for("d", "t", 1_000)],
+            Some(&mine(1_000)),
+        )
+        .await
+        .unwrap();
+    // Alive, it keeps them all: nobody else takes one before its lease lapses.
+    let none = survivor
+        .claim_ready(&theirs(1_001), 10, FairShare::default())
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "{none:?}");
+    for run in [&c, &d] {
+        assert!(matches!(
+            survivor.claim(run, &theirs(1_001)).await.unwrap(),
+            warrant_core::store::Claim::Held(_)
+        ));
+    }
+    // It dies: its session ends and the database lets its lock go. Its runs are taken over
+    // with the clock still well inside its lease.
+    let epochs: Vec<u64> = {
+        let mut e = Vec::new();
+        for run in ["a", "b", "c", "d"] {
+            e.push(
+                survivor
+                    .summary(&RunId(run.into()))
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .epoch,
+            );
+        }
+        e
+    };
+    drop(dying);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut taken: HashSet<String> = HashSet::new();
+    while taken.len() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a dead worker's runs were not all taken over: {taken:?}"
+        );
+        let got = survivor
+            .claim_ready(&theirs(1_002), 10, FairShare::default())
+            .await
+            .unwrap();
+        taken.extend(got.into_iter().map(|(r, _)| r.0));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (i, run) in ["a", "b", "c", "d"].iter().enumerate() {
+        let now = survivor
+            .summary(&RunId((*run).into()))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(now.holder.as_deref(), Some("pid survivor"), "{run}");
+        assert!(now.epoch > epochs[i], "{run}: the dead worker is fenced");
+    }
 }

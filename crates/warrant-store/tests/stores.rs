@@ -826,7 +826,32 @@ async fn a_sqlite_store_tells_when_another_process_commits() {
     tokio::time::timeout(Duration::from_secs(30), told)
         .await
         .expect("another process's commit is told");
+    // A request to cancel another process commits (`warrant cancel`) is news to a run waiting
+    // here, even when this process looked at the requests just before: the look the news
+    // prompts finds it.
+    assert_eq!(here.cancel_request(&run).await.unwrap(), None);
+    let news = here
+        .cancel_news()
+        .expect("a writing store tells of requests");
+    let request = warrant_core::store::CancelRequest {
+        by: "op".into(),
+        reason: "stop".into(),
+        close: false,
+    };
+    there.request_cancel(&run, request).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), news)
+        .await
+        .expect("another process's request to cancel is news");
+    let found = here.cancel_request(&run).await.unwrap();
+    assert_eq!(found.map(|c| c.by).as_deref(), Some("op"));
     drop(there);
+    assert!(
+        SqliteStore::open_read_only(&path)
+            .unwrap()
+            .cancel_news()
+            .is_none(),
+        "a read-only store cannot tell"
+    );
     let reading = SqliteStore::open_read_only(&path).unwrap();
     let never = reading.work_ready();
     here.append(&run, 4, vec![step(5)], None).await.unwrap();

@@ -182,8 +182,10 @@ impl Run<'_> {
     }
 
     /// Awaits `work` unless the run is cancelled first (live runs only: a replay never waits).
-    /// Cooperative: the request is noticed within `CANCEL_POLL_MS`. While it waits, the run's
-    /// lease is renewed, so others know its driver is alive.
+    /// Cooperative: the request is noticed when the store tells of one (at once where it can,
+    /// [`Leases::cancel_news`](warrant_core::store::Leases::cancel_news), asking at most every
+    /// `CANCEL_POLL_MS` however often it tells), else within `CANCEL_POLL_MS`. While it waits,
+    /// the run's lease is renewed, so others know its driver is alive; nothing else wakes it.
     pub(super) async fn guarded<T>(
         &self,
         work: impl std::future::Future<Output = T>,
@@ -198,14 +200,43 @@ impl Run<'_> {
         );
         let (clock, holder, epoch) = (clock.clone(), self.engine.holder.clone(), self.epoch);
         let watch = async move {
+            let poll = Duration::from_millis(CANCEL_POLL_MS);
+            let renew_every = LEASE_TTL_MS / 3;
             let mut renewed_ms = clock.now_ms();
+            // Armed before the first look, so a request made after it is news.
+            let mut news = store.cancel_news();
+            // Without news the first look comes after an interval, as every later one (the
+            // run looked just before it waited); with news, at once.
+            let mut look = news.is_some();
+            let now = tokio::time::Instant::now();
+            let mut looked = now.checked_sub(poll).unwrap_or(now);
             loop {
-                tokio::time::sleep(Duration::from_millis(CANCEL_POLL_MS)).await;
-                if let Some(c) = cancel_requested(&*store, &ids).await {
-                    return c;
+                if look {
+                    // However often the store tells, a run asks at most every interval.
+                    tokio::time::sleep_until(looked + poll).await;
+                    looked = tokio::time::Instant::now();
+                    if let Some(c) = cancel_requested(&*store, &ids).await {
+                        return c;
+                    }
+                }
+                let renew_in =
+                    renew_every.saturating_sub(clock.now_ms().saturating_sub(renewed_ms));
+                look = match news.as_mut() {
+                    None => {
+                        tokio::time::sleep(poll).await;
+                        true
+                    }
+                    Some(told) => tokio::select! {
+                        () = told => true,
+                        () = tokio::time::sleep(Duration::from_millis(renew_in.max(1))) => false,
+                    },
+                };
+                if look && news.is_some() {
+                    // Armed again before the look it prompts.
+                    news = store.cancel_news();
                 }
                 let now_ms = clock.now_ms();
-                if now_ms.saturating_sub(renewed_ms) >= LEASE_TTL_MS / 3 {
+                if now_ms.saturating_sub(renewed_ms) >= renew_every {
                     renewed_ms = now_ms;
                     let driver = Driver {
                         holder: holder.clone(),

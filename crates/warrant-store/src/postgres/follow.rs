@@ -9,12 +9,14 @@ use warrant_core::event::StoredEvent;
 use warrant_core::ports::BoxFuture;
 use warrant_core::store::{EventFeed, StoreError};
 
-use super::{CANCELS_CHANNEL, EVENTS_CHANNEL, POLL_BOUND, Pg, READY_CHANNEL};
+use super::{CANCELS_CHANNEL, EVENTS_CHANNEL, POLL_BOUND, PRESENCE_CLASS, Pg, READY_CHANNEL};
 use crate::{FollowStep, Followed};
 
 /// Keeps one connection listening, reconnecting it when it drops, and turns notifications
-/// into wake-ups; ends when the store is dropped.
+/// into wake-ups; the same connection holds this process's presence lock. Ends when the store
+/// is dropped.
 pub(super) async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Receiver<()>) {
+    let mut key = presence_key();
     loop {
         let Some(store) = pg.upgrade() else { return };
         let config = store.config.clone();
@@ -49,7 +51,27 @@ pub(super) async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Rec
             if client.batch_execute(&listen).await.is_err() {
                 return;
             }
+            // The same key again when it is free (the runs taken with it are still this
+            // process's); another when a session the database has not yet seen end holds it.
+            let mut present = None;
+            for _ in 0..PRESENCE_TRIES {
+                match client
+                    .query_one(
+                        "SELECT pg_try_advisory_lock($1, $2)",
+                        &[&PRESENCE_CLASS, &key],
+                    )
+                    .await
+                {
+                    Ok(row) if row.get::<_, bool>(0) => {
+                        present = Some(key);
+                        break;
+                    }
+                    Ok(_) => key = presence_key(),
+                    Err(_) => return,
+                }
+            }
             if let Some(store) = pg.upgrade() {
+                store.presence.send_replace(present);
                 store.listening.send_replace(true);
                 // What was notified while nobody listened is unknown: everyone looks.
                 store.ready.send_modify(|n| *n = n.wrapping_add(1));
@@ -75,11 +97,24 @@ pub(super) async fn listen_loop(pg: std::sync::Weak<Pg>, mut stopped: watch::Rec
         }
         drop(client);
         if let Some(store) = pg.upgrade() {
+            store.presence.send_replace(None);
             store.listening.send_replace(false);
         }
         // A short pause before listening again (the database may be restarting).
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Keys tried for the presence lock before the process goes without one (its leases then
+/// lapse only by time, as a store without presence locks).
+const PRESENCE_TRIES: usize = 8;
+
+/// A fresh presence key (positive, so that it reads the same as the lock's `objid`).
+fn presence_key() -> i32 {
+    use std::hash::BuildHasher;
+    // Each `RandomState` is seeded anew: a key that differs between processes and tries.
+    let h = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    i32::try_from(h % 0x7fff_fffe).map_or(1, |k| k + 1)
 }
 
 /// A follower of one run: it reads the run's log when the run moved (a notification, or this

@@ -28,6 +28,19 @@ impl Leases for PostgresStore {
             Ok(())
         })
     }
+    /// A request notified (this process's or another's), or the listener reconnecting; while
+    /// it is down, notifications may be lost and the news comes at `POLL_BOUND` anyway.
+    fn cancel_news(&self) -> Option<BoxFuture<'_, ()>> {
+        let told = crate::news(&self.inner.cancels);
+        let trusted = *self.inner.listening.borrow();
+        Some(Box::pin(async move {
+            if trusted {
+                told.await;
+            } else {
+                let _ = tokio::time::timeout(POLL_BOUND, told).await;
+            }
+        }))
+    }
     fn cancel_request(
         &self,
         run: &RunId,
@@ -74,16 +87,26 @@ impl Leases for PostgresStore {
         let (run, driver) = (run.clone(), driver.clone());
         Box::pin(async move {
             let stale_before = sql_int(driver.now_ms.saturating_sub(LEASE_TTL_MS))?;
-            // One statement: the lease is taken only if nobody else was heard from lately, and
-            // taking it starts a new epoch that fences its previous holder.
+            // One statement: the lease is taken only if nobody else was heard from lately (or
+            // its holder is gone), and taking it starts a new epoch that fences its previous
+            // holder.
             let rows = self
                 .inner
                 .query(
-                    "WITH t AS (UPDATE warrant_runs SET holder = $2, heartbeat_ms = $3, epoch = epoch + 1, note = NULL
-                                WHERE run_id = $1 AND (holder IS NULL OR holder = $2 OR heartbeat_ms IS NULL OR heartbeat_ms <= $4)
-                                RETURNING epoch)
-                     SELECT (SELECT epoch FROM t), holder, heartbeat_ms FROM warrant_runs WHERE run_id = $1",
-                    &[&run.0, &&*driver.holder, &sql_int(driver.now_ms)?, &stale_before],
+                    concat!(
+                        "WITH t AS (UPDATE warrant_runs SET holder = $2, heartbeat_ms = $3, epoch = epoch + 1, note = NULL, presence = $5
+                                    WHERE run_id = $1 AND (holder IS NULL OR holder = $2 OR heartbeat_ms IS NULL OR heartbeat_ms <= $4 OR ",
+                        holder_gone!(),
+                        ") RETURNING epoch)
+                         SELECT (SELECT epoch FROM t), holder, heartbeat_ms FROM warrant_runs WHERE run_id = $1"
+                    ),
+                    &[
+                        &run.0,
+                        &&*driver.holder,
+                        &sql_int(driver.now_ms)?,
+                        &stale_before,
+                        &self.inner.present(),
+                    ],
                 )
                 .await?;
             let Some(row) = rows.first() else {
@@ -159,21 +182,22 @@ impl Leases for PostgresStore {
             // A gateway's session (`RunKind::Session`) is never claimed: its client is gone
             // with the process that held it.
             let session_deciders = format!("{}:%", warrant_core::DeciderKind::Client.name());
+            // A run whose holder is gone (`holder_gone!`) is neither driven nor held.
             let rows = self
                 .inner
                 .query(
-                    "WITH driven AS (
+                    concat!("WITH driven AS (
                          SELECT tenant, count(*) AS n FROM warrant_runs
-                         WHERE holder IS NOT NULL AND heartbeat_ms > $2 GROUP BY tenant),
+                         WHERE holder IS NOT NULL AND heartbeat_ms > $2 AND NOT ", holder_gone!(), " GROUP BY tenant),
                      pending AS (
                          SELECT tenant, count(*) AS n FROM warrant_approvals GROUP BY tenant),
                      cand AS (
                          SELECT run_id, tenant, started_at_ms, recorded, last_seq FROM warrant_runs
                          WHERE position('.' in run_id) = 0
                            AND (status = 'ready' AND decider NOT LIKE $8 OR (status = 'running'
-                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2 OR ", holder_gone!(), "))
                                OR status = 'sleeping' AND wake_at_ms <= $7
-                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2))
+                               AND (holder IS NULL OR heartbeat_ms IS NULL OR heartbeat_ms <= $2 OR ", holder_gone!(), "))
                          ORDER BY started_at_ms, recorded LIMIT $3 FOR UPDATE SKIP LOCKED),
                      ranked AS (
                          SELECT c.run_id, c.tenant, c.started_at_ms, c.recorded, c.last_seq,
@@ -196,9 +220,9 @@ impl Leases for PostgresStore {
                          WHERE w.run_id = j.run_id AND j.over IS NOT NULL
                            AND w.note IS DISTINCT FROM j.over
                          RETURNING 1)
-                     UPDATE warrant_runs w SET holder = $1, heartbeat_ms = $7, epoch = w.epoch + 1, note = NULL
+                     UPDATE warrant_runs w SET holder = $1, heartbeat_ms = $7, epoch = w.epoch + 1, note = NULL, presence = $9
                      FROM chosen c WHERE w.run_id = c.run_id
-                     RETURNING w.run_id, w.epoch",
+                     RETURNING w.run_id, w.epoch"),
                     &[
                         &&*driver.holder,
                         &stale_before,
@@ -208,6 +232,7 @@ impl Leases for PostgresStore {
                         &want,
                         &sql_int(driver.now_ms)?,
                         &session_deciders,
+                        &self.inner.present(),
                     ],
                 )
                 .await?;

@@ -13,6 +13,12 @@
 //! A process keeps one listening connection and reconnects it when it drops; while it is
 //! down, followers and cancellation checks fall back to polling at a bound.
 //!
+//! A process is present by a session-level advisory lock its listening connection holds (a
+//! key of its own, taken at open and again at each reconnection): the lease of each run it
+//! takes names that key, so when the process dies (its connection closes and the database lets
+//! the lock go) another worker takes its runs over at its next look, without waiting for the
+//! lease to lapse.
+//!
 //! Workers take runs with `FOR UPDATE SKIP LOCKED` ([`Leases::claim_ready`](warrant_core::store::Leases::claim_ready)): a run is
 //! taken by one claimant, and two claimants never wait for each other.
 //!
@@ -48,10 +54,28 @@ macro_rules! summary {
 }
 
 /// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices,
-/// schedules and their ticks, standing grants, and sleeping runs' wake times).
-pub const SCHEMA_VERSION: i64 = 4;
+/// schedules and their ticks, standing grants, and sleeping runs' wake times; 5: the database
+/// session a run's holder is present by).
+pub const SCHEMA_VERSION: i64 = 5;
 
-// After the macro above: the parts of the store use it.
+/// The advisory-lock class of presence locks (the two-key form: its keys are processes'
+/// presence keys).
+const PRESENCE_CLASS: i32 = 1_465_011_797;
+
+/// Whether a run's holder is known to be gone: it took the lease with a presence key (see
+/// [`PostgresStore::open`]) and no session of the database holds that key's lock any more: its
+/// process died or lost its connection. Its run is then claimable at once, not after
+/// `LEASE_TTL_MS`. A process that is merely stopped still holds its connection and its lock:
+/// its lease lapses as before, and fencing refuses its late appends.
+macro_rules! holder_gone {
+    () => {
+        "(presence IS NOT NULL AND presence NOT IN (SELECT objid::bigint FROM pg_locks
+             WHERE locktype = 'advisory' AND classid = 1465011797 AND objsubid = 2 AND granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())))"
+    };
+}
+
+// After the macros above: the parts of the store use them.
 mod follow;
 mod grants;
 mod leases;
@@ -128,6 +152,8 @@ const MIGRATIONS: &[&str] = &[
          id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at_ms BIGINT NOT NULL,
          revoked BOOLEAN NOT NULL DEFAULT false, body TEXT NOT NULL);
      CREATE INDEX warrant_grants_by_tenant ON warrant_grants (tenant, created_at_ms);",
+    // 5: the presence key of the process that holds a run's lease (see `presence`).
+    "ALTER TABLE warrant_runs ADD COLUMN presence INTEGER;",
 ];
 
 /// A store on a PostgreSQL database.
@@ -152,6 +178,8 @@ struct Pg {
     cancels: watch::Sender<u64>,
     /// Whether the listening connection is up (notifications can be trusted).
     listening: watch::Sender<bool>,
+    /// This process's presence key while its listening connection holds the presence lock.
+    presence: watch::Sender<Option<i32>>,
     /// Cancellation answers, valid while `cancels` has not moved.
     cancel_cache: Mutex<CancelCache>,
     commits: warrant_core::metrics::Histogram,
@@ -373,6 +401,7 @@ impl PostgresStore {
             ready: watch::Sender::new(0),
             cancels: watch::Sender::new(0),
             listening: watch::Sender::new(false),
+            presence: watch::Sender::new(None),
             cancel_cache: Mutex::new(CancelCache::default()),
             commits: warrant_core::metrics::Histogram::default(),
         });
@@ -437,6 +466,12 @@ impl PostgresStore {
             .map_err(|e| db(&e))
     }
 
+    /// Whether this process is present now: its listening connection holds the presence lock
+    /// the leases it takes name (so its runs are taken over at once if it dies).
+    pub fn present(&self) -> bool {
+        self.inner.present().is_some()
+    }
+
     /// The URL it was opened at, without a password.
     pub fn shown(&self) -> &str {
         &self.inner.shown
@@ -450,6 +485,11 @@ fn newer(shown: &str, v: i64) -> StoreError {
 }
 
 impl Pg {
+    /// This process's presence key, while its lock is held: what a lease it takes names.
+    fn present(&self) -> Option<i32> {
+        *self.presence.borrow()
+    }
+
     /// The shared connection, reconnected if it dropped (retried for [`RECONNECT_FOR`]).
     async fn conn(&self) -> Result<Arc<Conn>, StoreError> {
         let mut slot = self.reader.lock().await;
@@ -990,6 +1030,11 @@ fn idempotency_row(
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gone_test_reads_the_presence_locks_class() {
+        assert!(holder_gone!().contains(&format!("classid = {PRESENCE_CLASS} ")));
+    }
 
     #[test]
     fn a_batch_is_told_in_as_few_notifications_as_fit() {

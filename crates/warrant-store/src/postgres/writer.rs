@@ -52,7 +52,7 @@ pub(super) async fn writer_loop(
             continue;
         };
         let began = warrant_core::metrics::Stopwatch::start();
-        let committed = commit_batch(c, &batch).await;
+        let committed = commit_batch(c, &batch, pg.present()).await;
         pg.commits.record(began.elapsed());
         match committed {
             Ok(results) => {
@@ -84,9 +84,11 @@ pub(super) const INSERT_EVENTS: &str = "INSERT INTO warrant_events (run_id, seq,
     SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])";
 pub(super) const UPDATE_RUNS: &str =
     "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b,
-        wake_at_ms = CASE WHEN u.s = 'sleeping' THEN coalesce(u.w, w.wake_at_ms) END
-    FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
-        AS u(r, l, s, h, b, w)
+        wake_at_ms = CASE WHEN u.s = 'sleeping' THEN coalesce(u.w, w.wake_at_ms) END,
+        presence = CASE WHEN u.h IS NULL THEN NULL WHEN u.n THEN $8::integer ELSE w.presence END
+    FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+                $7::bool[])
+        AS u(r, l, s, h, b, w, n)
     WHERE w.run_id = u.r";
 pub(super) const INSERT_APPROVALS: &str =
     "INSERT INTO warrant_approvals (request, run_id, tenant, requested_at_ms, body)
@@ -122,6 +124,7 @@ pub(super) struct RunUpdates<'a> {
     pub(super) holder: Vec<Option<&'a str>>,
     pub(super) heartbeat: Vec<Option<i64>>,
     pub(super) wake: Vec<Option<i64>>,
+    pub(super) renewed: Vec<bool>,
 }
 
 /// Approval requests a batch makes, column by column.
@@ -156,6 +159,9 @@ pub(super) struct Locked {
     pub(super) tenant: String,
     /// Whether this batch changed it.
     pub(super) touched: bool,
+    /// Whether this batch renewed its lease for a driver of this process (the lease then
+    /// names this process's presence key).
+    pub(super) renewed: bool,
 }
 
 /// The writer's statements, prepared once per connection.
@@ -194,9 +200,11 @@ pub(super) type Write<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>,
 >;
 
+/// Commits `batch`; the leases it renews name `present`, this process's presence key.
 pub(super) async fn commit_batch(
     conn: &mut Conn,
     batch: &[Request],
+    present: Option<i32>,
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
     let st = Statements::of(conn).await?;
     let tx = conn.client.transaction().await.map_err(|e| db(&e))?;
@@ -325,6 +333,7 @@ pub(super) async fn commit_batch(
                 &mut row.holder,
                 &mut row.heartbeat_ms,
             );
+            row.renewed = req.driver.is_some() && row.holder.is_some();
         }
         row.touched = true;
         for change in &req.approvals {
@@ -356,14 +365,17 @@ pub(super) async fn commit_batch(
             .heartbeat
             .push(r.heartbeat_ms.map(sql_int).transpose()?);
         update.wake.push(r.wake_at_ms.map(sql_int).transpose()?);
+        update.renewed.push(r.renewed);
     }
-    let update_params: [Param<'_>; 6] = [
+    let update_params: [Param<'_>; 8] = [
         &update.ids,
         &update.last_seq,
         &update.status,
         &update.holder,
         &update.heartbeat,
         &update.wake,
+        &update.renewed,
+        &present,
     ];
     let mut approvals = NewApprovals::default();
     for (run, p) in &asked {
@@ -471,5 +483,6 @@ pub(super) fn locked(row: &tokio_postgres::Row) -> Result<Locked, StoreError> {
         wake_at_ms: None,
         tenant: row.get(6),
         touched: false,
+        renewed: false,
     })
 }

@@ -29,8 +29,32 @@ impl Leases for SqliteStore {
             if let Ok(mut snap) = inner.cancels.lock() {
                 snap.read_at = None;
             }
+            inner.cancel_asked.send_modify(|n| *n = n.wrapping_add(1));
             Ok(())
         })
+    }
+    /// This process's requests, and any other connection's commit (which may be one): the
+    /// snapshot of requests read before that commit was seen is then stale.
+    fn cancel_news(&self) -> Option<BoxFuture<'_, ()>> {
+        // Without the writer, another process's commit is not seen.
+        let taps = self.taps.as_ref()?;
+        let own = crate::news(&self.inner.cancel_asked);
+        let foreign = crate::news(&taps.foreign);
+        Some(Box::pin(async move {
+            tokio::select! {
+                () = own => {}
+                () = foreign => {
+                    #[expect(
+                        clippy::disallowed_methods,
+                        reason = "dates a snapshot's staleness; never recorded"
+                    )]
+                    let seen = std::time::Instant::now();
+                    if let Ok(mut snap) = self.inner.cancels.lock() {
+                        snap.stale_before = Some(snap.stale_before.map_or(seen, |s| s.max(seen)));
+                    }
+                }
+            }
+        }))
     }
     fn cancel_request(
         &self,

@@ -284,6 +284,8 @@ impl Taps {
 /// What reads share with the blocking pool.
 struct Inner {
     cancels: Mutex<CancelSnapshot>,
+    /// Bumped by this process's requests to cancel: what waiting runs wait on.
+    cancel_asked: watch::Sender<u64>,
     path: PathBuf,
     reader: Mutex<Connection>,
     /// One turn at the reader connection: reads wait their turn here, in async code, rather
@@ -508,6 +510,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 cancels: Mutex::new(CancelSnapshot::default()),
+                cancel_asked: watch::Sender::new(0),
                 path: path.to_owned(),
                 reader: Mutex::new(conn),
                 turn: tokio::sync::Semaphore::new(1),
@@ -551,6 +554,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 cancels: Mutex::new(CancelSnapshot::default()),
+                cancel_asked: watch::Sender::new(0),
                 path: path.to_owned(),
                 reader: Mutex::new(conn),
                 turn: tokio::sync::Semaphore::new(1),
@@ -640,7 +644,7 @@ impl Inner {
     ) -> Option<Option<CancelRequest>> {
         let snap = self.cancels.lock().ok()?;
         snap.read_at
-            .is_some_and(|t| t >= since)
+            .is_some_and(|t| t >= since && snap.stale_before.is_none_or(|s| t >= s))
             .then(|| snap.requests.get(run).cloned())
     }
 

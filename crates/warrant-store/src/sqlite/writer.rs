@@ -25,6 +25,9 @@ pub(super) const CANCEL_POLL_MS: u64 = 100;
 #[derive(Default)]
 pub(super) struct CancelSnapshot {
     pub(super) read_at: Option<std::time::Instant>,
+    /// A read begun before this is stale: another connection committed since (perhaps a
+    /// request to cancel).
+    pub(super) stale_before: Option<std::time::Instant>,
     pub(super) requests: HashMap<RunId, CancelRequest>,
     /// How many times the table was read.
     pub(super) reads: u64,
