@@ -1,8 +1,9 @@
 // Drives a Warrant gateway with the official TypeScript SDK client, following a plan, and
 // prints what it saw as one JSON object. Usage: node gateway-client.mjs PLAN_JSON, where the
 // plan is {"url": "http://127.0.0.1:PORT/mcp", "token": "..."} or {"command": [...], "env":
-// {...}} (stdio), "answers": what the person says to each approval question in turn
-// ("approve", "deny", "decline" or "cancel"; elicitation is declared only when given), and
+// {...}} (stdio), "answers": what the person says to each question in turn ("approve",
+// "deny", "decline" or "cancel"; an object accepts with that content; elicitation is declared
+// only when given), and
 // "calls": [{"name", "arguments", "meta"}] made in order; an argument written
 // {"$text_of": N} is the text of the first content block of result N, exactly as the client
 // received it. Used by crates/warrant-cli/tests/gateway.rs.
@@ -32,6 +33,7 @@ if (answers) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     out.asked.push(request.params.message);
     const said = answers.shift() ?? "cancel";
+    if (typeof said === "object") return { action: "accept", content: said };
     if (said === "approve") return { action: "accept", content: { approve: true } };
     if (said === "deny") return { action: "accept", content: { approve: false, reason: "not this one" } };
     return { action: said };

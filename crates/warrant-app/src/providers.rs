@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use warrant_core::Spec;
@@ -16,7 +17,7 @@ use crate::{AppError, Result};
 /// a registered one is the operator's definition in `registry`, reading only its secrets),
 /// each given at most `start_ms` to start: see [`start_bound`].
 pub async fn connect(spec: &Spec, registry: &Registry, start_ms: u64) -> Result<Surfaces> {
-    connect_with(spec, registry, start_ms, false).await
+    connect_with(spec, registry, start_ms, false, None).await
 }
 
 /// The same, with the spec's `reference` providers reached as the WebMCP pages under `pages`
@@ -27,18 +28,20 @@ pub async fn connect_on(
     start_ms: u64,
     pages: Option<&str>,
 ) -> Result<Surfaces> {
-    reach(spec, registry, start_ms, false, pages).await
+    reach(spec, registry, start_ms, false, None, pages).await
 }
 
 /// The same, for a front door that forwards what a provider says (a gateway): an MCP
-/// server's whole answer is kept as each call's result when `whole_results`.
+/// server's whole answer is kept as each call's result when `whole_results`, and its
+/// questions to the person are passed to `elicit`.
 pub async fn connect_with(
     spec: &Spec,
     registry: &Registry,
     start_ms: u64,
     whole_results: bool,
+    elicit: Option<Arc<dyn warrant_surfaces::Elicit>>,
 ) -> Result<Surfaces> {
-    reach(spec, registry, start_ms, whole_results, None).await
+    reach(spec, registry, start_ms, whole_results, elicit, None).await
 }
 
 async fn reach(
@@ -46,6 +49,7 @@ async fn reach(
     registry: &Registry,
     start_ms: u64,
     whole_results: bool,
+    elicit: Option<Arc<dyn warrant_surfaces::Elicit>>,
     pages: Option<&str>,
 ) -> Result<Surfaces> {
     let resolved = registry.definitions(spec)?;
@@ -55,6 +59,7 @@ async fn reach(
         secrets: registry.secrets(),
         start_ms,
         whole_results,
+        elicit: elicit.as_ref(),
         pages,
     };
     warrant_surfaces::connect(reach, &resolved)

@@ -1628,6 +1628,16 @@ fn render_event(e: &StoredEvent) -> String {
             answer,
             by,
         } => format!("{question} answered by {by}: {answer}"),
+        EventKind::ProviderAsked {
+            call,
+            message,
+            action,
+            answer,
+            ..
+        } => match answer {
+            Some(a) => format!("{call}: its provider asked \"{message}\": {action} {a}"),
+            None => format!("{call}: its provider asked \"{message}\": {action}"),
+        },
         EventKind::ApprovalConsumed {
             request,
             call,

@@ -1050,3 +1050,101 @@ fn the_example_payments_policy_rules_a_clients_transfers_unchanged() {
         results[3]
     );
 }
+
+/// A gateway in front of the `everything` server: its `trigger-elicitation-request` tool asks
+/// the person a question in the middle of its call.
+fn everything_world() -> World {
+    let world = World::new();
+    let here = world.dir.path().join("asking");
+    std::fs::create_dir_all(&here).unwrap();
+    let every = root()
+        .join("mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    std::fs::write(
+        here.join("gateway.yaml"),
+        format!(
+            "version: warrant/gateway/v1\nid: asking\nservers:\n  everything: {{mcp: {{command: [node, {}, stdio]}}}}\n",
+            every.display()
+        ),
+    )
+    .unwrap();
+    World {
+        config: here.join("gateway.yaml"),
+        ..world
+    }
+}
+
+/// The `provider_asked` events of the only run.
+fn provider_asked(world: &World) -> (String, Vec<Value>) {
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap().to_owned();
+    let events = world.warrant(&["events", &run, "--json"]);
+    let asked = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "provider_asked")
+        .collect();
+    (run, asked)
+}
+
+#[test]
+fn an_upstream_servers_question_reaches_the_person_at_the_client_and_is_recorded() {
+    let world = everything_world();
+    let mut plan = world.stdio();
+    plan["answers"] = json!([{"name": "Ada Lovelace", "check": true}]);
+    plan["calls"] = json!([{"name": "trigger-elicitation-request", "arguments": {}}]);
+    let seen = drive(Client::TypeScript, &plan);
+    // The person at the client was asked the server's own question, and the server got the
+    // answer: its result says what they said.
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(
+        asked[0].as_str().unwrap().contains("Please provide inputs"),
+        "{seen}"
+    );
+    let result = &seen["results"][0];
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        result.to_string().contains("Name: Ada Lovelace"),
+        "{result}"
+    );
+    // The run records the exchange, during the call, and replays it byte for byte.
+    let (run, asked) = provider_asked(&world);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["action"], "accept", "{}", asked[0]);
+    assert_eq!(asked[0]["answer"]["name"], "Ada Lovelace", "{}", asked[0]);
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Please provide inputs"),
+        "{}",
+        asked[0]
+    );
+    assert_eq!(
+        asked[0]["schema"]["required"],
+        json!(["name"]),
+        "{}",
+        asked[0]
+    );
+    let replayed = world.warrant(&["replay", &run, "--verify"]);
+    assert!(
+        replayed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+}
+
+#[test]
+fn a_client_that_cannot_be_asked_declines_an_upstream_question_on_the_record() {
+    let world = everything_world();
+    let mut plan = world.stdio();
+    plan["calls"] = json!([{"name": "trigger-elicitation-request", "arguments": {}}]);
+    let seen = drive(Client::TypeScript, &plan);
+    let result = &seen["results"][0];
+    assert!(result.to_string().contains("declined"), "{result}");
+    let (_, asked) = provider_asked(&world);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["action"], "unasked", "{}", asked[0]);
+    assert!(asked[0].get("answer").is_none(), "{}", asked[0]);
+}

@@ -1112,6 +1112,24 @@ pub enum EventKind {
         /// Who answered (`tenant/user`, or a local user).
         by: String,
     },
+    /// During a call, its provider asked the person something (an MCP server's elicitation)
+    /// and a front door with the person at hand (the gateway's client) passed it on: what
+    /// was asked and what they said, as the provider got it. Nothing of the run is decided by
+    /// it: the answer went to the provider, whose result (which may carry it) is the call's.
+    ProviderAsked {
+        /// The call in flight when it asked.
+        call: CallId,
+        /// What it asked.
+        message: String,
+        /// The form of the answer it asked for (a JSON Schema).
+        schema: Arc<Value>,
+        /// What the person did: `accept`, `decline` or `cancel` (MCP's), or `unasked` when
+        /// nobody could be asked and the provider was told `decline`.
+        action: String,
+        /// Their answer, when they accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<Arc<Value>>,
+    },
     /// The run sleeps until `until_ms`: the store holds it (`sleeping`), no process does,
     /// and whichever process drives runs then wakes it. Its time asleep is not driving time.
     TimerSet {
@@ -1232,6 +1250,7 @@ impl EventKind {
             EventKind::ApprovalConsumed { .. } => "approval_consumed",
             EventKind::QuestionAsked { .. } => "question_asked",
             EventKind::QuestionAnswered { .. } => "question_answered",
+            EventKind::ProviderAsked { .. } => "provider_asked",
             EventKind::TimerSet { .. } => "timer_set",
             EventKind::TimerFired { .. } => "timer_fired",
             EventKind::Carried { .. } => "carried",
@@ -1269,6 +1288,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "approval_consumed",
     "question_asked",
     "question_answered",
+    "provider_asked",
     "timer_set",
     "timer_fired",
     "carried",

@@ -175,6 +175,19 @@ impl Invocation {
     }
 }
 
+/// What a provider asked the person during a call, and what they did (`provider_asked`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Asked {
+    /// What it asked.
+    pub message: String,
+    /// The form of the answer it asked for (a JSON Schema).
+    pub schema: Arc<Value>,
+    /// `accept`, `decline` or `cancel`, or `unasked` when nobody could be asked.
+    pub action: String,
+    /// The answer, when they accepted.
+    pub answer: Option<Arc<Value>>,
+}
+
 /// A provider's answer to a call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOutput {
@@ -311,6 +324,12 @@ pub trait Surface: Send + Sync {
     /// Tells the provider that an in-flight call is cancelled, where the surface supports it
     /// (MCP `notifications/cancelled`, for one). The default sends nothing.
     fn cancel(&self, _call: CallId) {}
+    /// What the provider asked the person during `call` of `run` (an MCP server's
+    /// elicitation, passed on by a front door that has the person at hand), taken once: the
+    /// engine records each (`provider_asked`) before the call's end. The default: nothing.
+    fn asked(&self, _run: &RunId, _call: CallId) -> Vec<Asked> {
+        Vec::new()
+    }
     /// What the provider has that the last observation does not offer, one line each, naming
     /// it and why (an OpenAPI operation with a file upload, say). Nothing is dropped silently.
     fn unsupported(&self) -> Vec<String> {

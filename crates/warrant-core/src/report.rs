@@ -84,6 +84,10 @@ pub struct RunReport {
     /// once given (and who gave it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<crate::fold::Question>,
+    /// What providers asked the person during calls (an MCP server's elicitation, passed on
+    /// by the gateway), and what they did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_asked: Vec<crate::fold::ProviderQuestion>,
 }
 
 /// Where a child run sits in its tree.
@@ -540,6 +544,7 @@ impl RunReport {
                 .map(|spec| children(state, spec))
                 .unwrap_or_default(),
             questions: state.questions.clone(),
+            provider_asked: state.provider_asked.clone(),
         }
     }
 
@@ -683,10 +688,21 @@ impl RunReport {
     /// The `children` section, when the run delegated: one line per child run.
     /// The `questions` section: each question asked and how it was answered.
     fn write_questions(&self, out: &mut String) {
-        if self.questions.is_empty() {
+        if self.questions.is_empty() && self.provider_asked.is_empty() {
             return;
         }
         let _ = writeln!(out, "questions");
+        for q in &self.provider_asked {
+            let _ = writeln!(out, "  {}  its provider asked: {}", q.call, q.message);
+            match &q.answer {
+                Some(a) => {
+                    let _ = writeln!(out, "      {} {a}", q.action);
+                }
+                None => {
+                    let _ = writeln!(out, "      {}", q.action);
+                }
+            }
+        }
         for q in &self.questions {
             let _ = writeln!(out, "  {}  {}", q.id, q.prompt);
             match (&q.answer, &q.by) {

@@ -51,6 +51,8 @@ pub struct Gateway {
     pub(crate) meter: Arc<warrant_app::Meter>,
     /// What the sessions' runs did (`/metrics`, the same names as a server's).
     pub counters: Arc<warrant_app::Counters>,
+    /// Who each session's upstream questions go to.
+    pub(crate) elicitations: Arc<session::Elicitations>,
 }
 
 impl warrant_app::Driving for Gateway {
@@ -192,6 +194,9 @@ impl Gateway {
     ) -> Result<Arc<Gateway>, String> {
         let draft = config.draft(Vec::new(), base)?;
         warrant_app::check_policies(&draft, &[]).map_err(|e| e.to_string())?;
+        // An upstream server's questions to the person go to the client of the session whose
+        // call it is answering.
+        let elicitations = Arc::new(session::Elicitations::default());
         // INVARIANT (front doors forward faithfully): a client is answered with its upstream's
         // whole answer, recorded as it came.
         let surfaces = warrant_app::connect_with(
@@ -199,6 +204,7 @@ impl Gateway {
             app.deciders().registry(),
             warrant_app::start_bound(&draft, 0),
             true,
+            Some(elicitations.clone() as Arc<dyn warrant_surfaces::Elicit>),
         )
         .await
         .map_err(|e| e.to_string().replace("provider `", "server `"))?;
@@ -218,6 +224,7 @@ impl Gateway {
             stateless: Mutex::new(std::collections::HashMap::new()),
             meter: Arc::default(),
             counters: Arc::default(),
+            elicitations,
         });
         // An upstream's `listChanged` reaches every client (after the gateway lists again).
         let changed = Arc::new(tokio::sync::Notify::new());

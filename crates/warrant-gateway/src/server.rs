@@ -379,6 +379,28 @@ impl Asker for PeerAsker {
             )
         })
     }
+
+    /// As the upstream server asked it, and the client's answer as it gave it.
+    fn elicit(&self, request: Value, within: Duration) -> BoxFuture<'_, Option<Value>> {
+        Box::pin(async move {
+            let params: ElicitRequestParams = serde_json::from_value(request).ok()?;
+            let mode = match &params {
+                ElicitRequestParams::FormElicitationParams { .. } => {
+                    rmcp::service::ElicitationMode::Form
+                }
+                _ => rmcp::service::ElicitationMode::Url,
+            };
+            if !self.peer.supported_elicitation_modes().contains(&mode) {
+                return None;
+            }
+            let answer = self
+                .peer
+                .create_elicitation_with_timeout(params, Some(within))
+                .await
+                .ok()?;
+            serde_json::to_value(answer).ok()
+        })
+    }
 }
 
 /// What the person said, from an elicitation's action and content: approve when they accepted

@@ -71,9 +71,47 @@ impl Keys {
     }
 }
 
+/// Who an upstream server's question to the person goes to: the client of the session whose
+/// run made the call it is answering, when that client can be asked.
+#[derive(Default)]
+pub(crate) struct Elicitations {
+    by_run: Mutex<std::collections::HashMap<warrant_core::ids::RunId, std::sync::Weak<dyn Asker>>>,
+}
+
+impl Elicitations {
+    /// `run`'s questions go to `asker` while its session lasts.
+    fn register(&self, run: &warrant_core::ids::RunId, asker: &Arc<dyn Asker>) {
+        if let Ok(mut by_run) = self.by_run.lock()
+            && !by_run.contains_key(run)
+        {
+            // Sessions that ended are forgotten as new ones come.
+            by_run.retain(|_, a| a.strong_count() > 0);
+            by_run.insert(run.clone(), Arc::downgrade(asker));
+        }
+    }
+}
+
+impl warrant_surfaces::Elicit for Elicitations {
+    fn elicit(
+        &self,
+        run: &warrant_core::ids::RunId,
+        request: Value,
+        within: Duration,
+    ) -> BoxFuture<'_, Option<Value>> {
+        let asker = self
+            .by_run
+            .lock()
+            .ok()
+            .and_then(|by_run| by_run.get(run).and_then(std::sync::Weak::upgrade));
+        Box::pin(async move { asker?.elicit(request, within).await })
+    }
+}
+
 /// The client as the run's decider.
 pub(crate) struct ClientDecider {
     identity: DeciderIdentity,
+    /// Where the run's upstream questions are registered, and the client they go to.
+    asking: Option<(Arc<Elicitations>, Arc<dyn Asker>)>,
     calls: tokio::sync::Mutex<mpsc::Receiver<ClientCall>>,
     /// Set when the gateway stops.
     stopping: tokio::sync::watch::Receiver<bool>,
@@ -89,9 +127,11 @@ impl ClientDecider {
         identity: DeciderIdentity,
         calls: mpsc::Receiver<ClientCall>,
         stopping: tokio::sync::watch::Receiver<bool>,
+        asking: Option<(Arc<Elicitations>, Arc<dyn Asker>)>,
     ) -> ClientDecider {
         ClientDecider {
             identity,
+            asking,
             stopping,
             calls: tokio::sync::Mutex::new(calls),
             first: Mutex::new(None),
@@ -173,6 +213,9 @@ impl Decider for ClientDecider {
 
     fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
         Box::pin(async move {
+            if let Some((elicitations, asker)) = &self.asking {
+                elicitations.register(&projection.run_id, asker);
+            }
             // The run decides again only once the last call's end is durable: answer it.
             let newest = projection.recent.last().map_or(0, |c| c.call.0);
             let pending = self.pending.lock().ok().and_then(|mut p| p.take());
@@ -265,6 +308,9 @@ pub(crate) struct Parked {
 pub(crate) trait Asker: Send + Sync {
     /// Asks about `row`; `None` when the person could not be asked or set the question aside.
     fn ask<'a>(&'a self, row: &'a warrant_app::ApprovalRow) -> BoxFuture<'a, Option<Asked>>;
+    /// Passes an upstream server's question (`elicitation/create` parameters) on, within
+    /// `within`: the client's answer, or `None` when it cannot be asked.
+    fn elicit(&self, request: Value, within: Duration) -> BoxFuture<'_, Option<Value>>;
 }
 
 /// What the person answered through the client.
@@ -312,6 +358,7 @@ pub(crate) fn start(
         identity,
         receiver,
         gateway.stopping.subscribe(),
+        asker.clone().map(|a| (gateway.elicitations.clone(), a)),
     ));
     let engine = gateway.app.engine_acting_for(tenant, user);
     engine.subscribe(

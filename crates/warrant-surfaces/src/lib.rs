@@ -125,6 +125,20 @@ impl Vars<'_> {
     }
 }
 
+/// Who a provider's question to the person during a call is passed to (an MCP server's
+/// elicitation), for a front door that has the person at hand: the gateway's client.
+pub trait Elicit: Send + Sync {
+    /// Asks the person behind `run` what `request` asks (MCP's `elicitation/create`
+    /// parameters), within `within`: their answer (an elicitation's result: `action`, and
+    /// `content` when they accepted), or `None` when nobody can be asked.
+    fn elicit(
+        &self,
+        run: &warrant_core::ids::RunId,
+        request: serde_json::Value,
+        within: std::time::Duration,
+    ) -> warrant_core::ports::BoxFuture<'_, Option<serde_json::Value>>;
+}
+
 /// How [`connect`] reaches a spec's providers.
 #[derive(Clone, Copy)]
 pub struct Reach<'a> {
@@ -142,6 +156,9 @@ pub struct Reach<'a> {
     /// Keep an MCP server's whole answer as each call's result (a front door that forwards
     /// it: the gateway).
     pub whole_results: bool,
+    /// Who an MCP server's questions to the person are passed to (the gateway's clients); an
+    /// MCP server is told the client can be asked only when someone is.
+    pub elicit: Option<&'a Arc<dyn Elicit>>,
     /// The browser lane: the base URL of the pages that serve the spec's in-process
     /// providers as WebMCP web apps (`webmcp::BrowserLane`); each `reference` provider is
     /// then reached as that page, in a browser, instead of in process.
@@ -274,7 +291,9 @@ async fn remote(
     let trusted = provider.trust == Some(warrant_core::spec::Trust::Trusted);
     #[cfg(feature = "mcp")]
     if let Some(m) = &provider.mcp {
-        let surface = mcp::McpSurface::connect_with(name, m, trusted, vars, redact).await?;
+        let surface =
+            mcp::McpSurface::connect_asking(name, m, trusted, vars, redact, reach.elicit.cloned())
+                .await?;
         return Ok(Arc::new(if reach.whole_results {
             surface.whole_results()
         } else {

@@ -32,7 +32,10 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;
-use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction, MetaObject,
+    RequestMetaObject,
+};
 use rmcp::service::{
     ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError,
 };
@@ -43,8 +46,9 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 use warrant_core::canon;
 use warrant_core::event::{ActionRecord, Effect, ToolHints};
+use warrant_core::ids::{CallId, RunId};
 use warrant_core::ports::{
-    BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
+    Asked, BoxFuture, CallOutput, Invocation, Observation, Recovery, Surface, SurfaceError,
     SurfaceErrorKind,
 };
 use warrant_core::spec::McpSpec;
@@ -245,17 +249,140 @@ const RESTARTS_MAX: u32 = 3;
 const RESTART_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The client side's handler: counts tool-list change notifications, so an observation made
-/// before one is no longer current.
+/// before one is no longer current; passes the server's questions to the person on, where a
+/// front door has someone to ask.
 #[derive(Clone, Default)]
 struct Watcher {
     changes: Arc<AtomicU64>,
     /// Who else is told (`Surface::on_change`).
     listeners: Listeners,
+    /// Who the server's questions to the person go to; `None`: the client is not declared
+    /// able to be asked.
+    elicit: Option<Arc<dyn crate::Elicit>>,
+    /// The calls in flight, by a number of their own: the run and call a question made
+    /// meanwhile belongs to.
+    in_flight: Arc<Mutex<HashMap<u64, (RunId, CallId)>>>,
+    /// The next such number.
+    next_call: Arc<AtomicU64>,
+    /// What was asked during each call, until the engine takes it (`Surface::asked`).
+    asked: Arc<Mutex<AskedDuring>>,
+}
+
+/// What was asked during each call (by run and call), until the engine takes it.
+type AskedDuring = HashMap<(RunId, CallId), Vec<Asked>>;
+
+/// How long a person behind a front door may take to answer a server's question.
+const ELICIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Watcher {
+    /// Notes `call` of `run` in flight until the guard is dropped.
+    fn flying(&self, run: RunId, call: CallId) -> InFlight {
+        let key = self.next_call.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.insert(key, (run, call));
+        }
+        InFlight {
+            key,
+            in_flight: self.in_flight.clone(),
+        }
+    }
+
+    /// The one call in flight, when exactly one is: a question comes from the call it is
+    /// asked during, and with several in flight at once it cannot be told whose it is.
+    fn the_call(&self) -> Option<(RunId, CallId)> {
+        let f = self.in_flight.lock().ok()?;
+        let mut calls = f.values();
+        let one = calls.next()?.clone();
+        calls.next().is_none().then_some(one)
+    }
+
+    async fn elicited(&self, request: ElicitRequestParams) -> ElicitResult {
+        let decline = || ElicitResult::new(ElicitationAction::Decline);
+        let Some(elicit) = &self.elicit else {
+            return decline();
+        };
+        // Asked outside a call, or with several in flight: whose person to ask is not known,
+        // and nobody is asked.
+        let Some((run, call)) = self.the_call() else {
+            return decline();
+        };
+        let (message, schema) = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message.clone(),
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            ),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                (message.clone(), serde_json::json!({ "url": url }))
+            }
+            _ => (String::new(), Value::Null),
+        };
+        let wire = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let answered = elicit
+            .elicit(&run, wire, ELICIT_WITHIN)
+            .await
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v).ok());
+        let (result, action) = match answered {
+            Some(r) => {
+                let action = serde_json::to_value(&r.action)
+                    .ok()
+                    .and_then(|a| a.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                (r, action)
+            }
+            None => (decline(), "unasked".to_owned()),
+        };
+        let asked = Asked {
+            message,
+            schema: Arc::new(schema),
+            action,
+            answer: result.content.clone().map(Arc::new),
+        };
+        if let Ok(mut a) = self.asked.lock() {
+            a.entry((run, call)).or_default().push(asked);
+        }
+        result
+    }
+}
+
+/// A call in flight, forgotten when dropped.
+struct InFlight {
+    key: u64,
+    in_flight: Arc<Mutex<HashMap<u64, (RunId, CallId)>>>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.remove(&self.key);
+        }
+    }
 }
 
 type Listeners = Arc<Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>>;
 
 impl ClientHandler for Watcher {
+    /// Declared able to be asked (form and URL elicitation) only when someone is.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        if self.elicit.is_some() {
+            info.capabilities.elicitation =
+                serde_json::from_value(serde_json::json!({ "form": {}, "url": {} })).ok();
+        }
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.elicited(request).await)
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -411,9 +538,26 @@ impl McpSurface {
         vars: Vars<'_>,
         redact: Option<Arc<Secrets>>,
     ) -> Result<McpSurface, String> {
+        McpSurface::connect_asking(name, spec, trusted, vars, redact, None).await
+    }
+
+    /// The same, telling the server the client can be asked when `elicit` is given: its
+    /// questions to the person during a call go there, and each is recorded in the run.
+    pub async fn connect_asking(
+        name: &str,
+        spec: &McpSpec,
+        trusted: bool,
+        vars: Vars<'_>,
+        redact: Option<Arc<Secrets>>,
+        elicit: Option<Arc<dyn crate::Elicit>>,
+    ) -> Result<McpSurface, String> {
+        let watcher = Watcher {
+            elicit,
+            ..Watcher::default()
+        };
         let surface = match &spec.url {
-            Some(url) => McpSurface::reach(url, &spec.headers, trusted, vars).await?,
-            None => McpSurface::start(name, spec, trusted, vars, redact).await?,
+            Some(url) => McpSurface::reach(url, &spec.headers, trusted, vars, watcher).await?,
+            None => McpSurface::start(name, spec, trusted, vars, redact, watcher).await?,
         };
         let surface = McpSurface {
             effects: spec.effects.clone(),
@@ -462,6 +606,7 @@ impl McpSurface {
         trusted: bool,
         vars: Vars<'_>,
         redact: Option<Arc<Secrets>>,
+        watcher: Watcher,
     ) -> Result<McpSurface, String> {
         let Some((program, args)) = spec.command.split_first() else {
             return Err("`mcp.command` is empty".into());
@@ -486,7 +631,6 @@ impl McpSurface {
             cwd: spec.cwd.clone(),
             redact,
         });
-        let watcher = Watcher::default();
         let link = launch.start_patiently(&watcher).await.1?;
         let mut surface = McpSurface::with_link(link, watcher, trusted);
         surface.launch = Some(launch);
@@ -498,6 +642,7 @@ impl McpSurface {
         headers: &BTreeMap<String, String>,
         trusted: bool,
         vars: Vars<'_>,
+        watcher: Watcher,
     ) -> Result<McpSurface, String> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         for (k, v) in headers {
@@ -517,7 +662,6 @@ impl McpSurface {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(http, config);
-        let watcher = Watcher::default();
         let client = watcher
             .clone()
             .serve_with_lifecycle(transport, lifecycle())
@@ -850,6 +994,7 @@ impl McpSurface {
         }
         let what = format!("the call of `{}`", call.tool());
         let link = self.live_link(&what)?;
+        let _flying = self.watcher.flying(call.run().clone(), call.call());
         let result = match link.client.call_tool(params).await {
             Ok(result) => result,
             Err(e) => {
@@ -930,6 +1075,15 @@ impl Surface for McpSurface {
 
     fn invoke(&self, call: Invocation) -> BoxFuture<'_, Result<CallOutput, SurfaceError>> {
         Box::pin(self.call(call))
+    }
+
+    fn asked(&self, run: &RunId, call: CallId) -> Vec<Asked> {
+        self.watcher
+            .asked
+            .lock()
+            .ok()
+            .and_then(|mut a| a.remove(&(run.clone(), call)))
+            .unwrap_or_default()
     }
 
     fn revive(&self) -> BoxFuture<'_, warrant_core::ports::Restart> {

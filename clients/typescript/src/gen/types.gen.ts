@@ -546,7 +546,7 @@ export type Event = {
     /**
      * What happened.
      */
-    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'question_asked' | 'question_answered' | 'timer_set' | 'timer_fired' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
+    type: 'run_started' | 'step_started' | 'observed' | 'observe_failed' | 'provider_restarted' | 'decided' | 'decide_failed' | 'call_started' | 'call_dispatched' | 'call_finished' | 'run_resumed' | 'run_taken_up' | 'call_in_doubt' | 'call_reconciled' | 'approval_requested' | 'approval_resolved' | 'approval_expired' | 'approval_granted' | 'approval_consumed' | 'question_asked' | 'question_answered' | 'provider_asked' | 'timer_set' | 'timer_fired' | 'carried' | 'step_finished' | 'step_skipped' | 'child_spawned' | 'child_waiting' | 'child_finished' | 'run_finished';
     [key: string]: unknown;
 };
 
@@ -883,6 +883,36 @@ export type Problem = {
 };
 
 /**
+ * What a provider asked the person during a call (`provider_asked`), and what they said.
+ */
+export type ProviderQuestion = {
+    /**
+     * `accept`, `decline`, `cancel`, or `unasked`.
+     */
+    action: string;
+    /**
+     * The answer, when they accepted.
+     */
+    answer?: unknown;
+    /**
+     * When.
+     */
+    at_ms: number;
+    /**
+     * The call in flight.
+     */
+    call: CallId;
+    /**
+     * What it asked.
+     */
+    message: string;
+    /**
+     * The form of the answer it asked for.
+     */
+    schema: unknown;
+};
+
+/**
  * A question the decider asked the person the run acts for, and its answer once given.
  */
 export type Question = {
@@ -1057,6 +1087,11 @@ export type RunReport = {
      * ancestors.
      */
     parent?: ParentReport | null;
+    /**
+     * What providers asked the person during calls (an MCP server's elicitation, passed on
+     * by the gateway), and what they did.
+     */
+    provider_asked?: Array<ProviderQuestion>;
     /**
      * The questions the decider asked the person the run acts for, each with its answer
      * once given (and who gave it).

@@ -588,6 +588,8 @@ pub struct RunState {
     pub(crate) sleeping: Option<(usize, u64)>,
     /// The questions its decider asked, in order.
     pub(crate) questions: Vec<Question>,
+    /// What providers asked the person during calls, in order.
+    pub(crate) provider_asked: Vec<ProviderQuestion>,
 }
 
 /// A question the decider asked the person the run acts for, and its answer once given.
@@ -613,6 +615,24 @@ pub struct Question {
     /// When.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_at_ms: Option<u64>,
+}
+
+/// What a provider asked the person during a call (`provider_asked`), and what they said.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ProviderQuestion {
+    /// The call in flight.
+    pub call: CallId,
+    /// What it asked.
+    pub message: String,
+    /// The form of the answer it asked for.
+    pub schema: Arc<Value>,
+    /// `accept`, `decline`, `cancel`, or `unasked`.
+    pub action: String,
+    /// The answer, when they accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Arc<Value>>,
+    /// When.
+    pub at_ms: u64,
 }
 
 /// What the run should do next, judged from its state.
@@ -719,9 +739,9 @@ impl RunState {
             | EventKind::ApprovalGranted { .. } => self.apply_asked(e),
             EventKind::ApprovalResolved { .. } => self.apply_resolved(e),
             EventKind::TimerSet { .. } | EventKind::TimerFired { .. } => self.apply_timer(e),
-            EventKind::QuestionAsked { .. } | EventKind::QuestionAnswered { .. } => {
-                self.apply_question(e)
-            }
+            EventKind::QuestionAsked { .. }
+            | EventKind::QuestionAnswered { .. }
+            | EventKind::ProviderAsked { .. } => self.apply_question(e),
             EventKind::ChildSpawned { .. }
             | EventKind::ChildWaiting { .. }
             | EventKind::ChildFinished { .. } => self.apply_children(e),

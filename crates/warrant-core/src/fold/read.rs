@@ -185,6 +185,11 @@ impl RunState {
         &self.questions
     }
 
+    /// What providers asked the person during calls, in order.
+    pub fn provider_asked(&self) -> &[crate::fold::ProviderQuestion] {
+        &self.provider_asked
+    }
+
     /// The question that waits for an answer, if one does.
     pub fn pending_question(&self) -> Option<&crate::fold::Question> {
         self.questions.last().filter(|q| q.answer.is_none())

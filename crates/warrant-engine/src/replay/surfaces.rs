@@ -29,6 +29,8 @@ pub(super) struct ReplaySurface {
     stopped: Mutex<HashMap<CallId, VecDeque<SurfaceError>>>,
     /// What each restart of the provider came to, in order.
     restarts: Mutex<VecDeque<warrant_core::ports::Restart>>,
+    /// What it asked the person during each call.
+    asked: Mutex<HashMap<CallId, Vec<warrant_core::ports::Asked>>>,
 }
 
 pub(super) fn replay_surfaces(
@@ -50,6 +52,7 @@ pub(super) fn replay_surfaces(
             doubted: asked.doubted.remove(name).unwrap_or_default(),
             stopped: Mutex::new(asked.stopped.remove(name).unwrap_or_default()),
             restarts: Mutex::new(asked.restarts.remove(name).unwrap_or_default()),
+            asked: Mutex::new(recorded.asked.remove(name).unwrap_or_default()),
         };
         surfaces.insert(name.clone(), Arc::new(surface));
     }
@@ -78,6 +81,8 @@ pub(super) struct Recorded {
     /// Each provider's page snapshots, by the sequence of the `observed` that recorded them
     /// (a page may retitle itself under one version).
     pages: HashMap<String, Vec<(u64, Option<PageSnapshot>)>>,
+    /// What each provider asked the person during each call.
+    asked: HashMap<String, HashMap<CallId, Vec<warrant_core::ports::Asked>>>,
 }
 
 impl Recorded {
@@ -89,6 +94,7 @@ impl Recorded {
             dispatched: HashSet::new(),
             resent_at: HashMap::new(),
             pages: HashMap::new(),
+            asked: HashMap::new(),
         };
         let mut call_tool: HashMap<CallId, String> = HashMap::new();
         let mut latest: HashMap<String, String> = HashMap::new();
@@ -133,6 +139,28 @@ impl Recorded {
                 }
                 EventKind::CallDispatched { call, .. } => {
                     r.dispatched.insert(*call);
+                }
+                EventKind::ProviderAsked {
+                    call,
+                    message,
+                    schema,
+                    action,
+                    answer,
+                } => {
+                    let Some(p) = r.call_provider.get(call).cloned() else {
+                        continue;
+                    };
+                    r.asked
+                        .entry(p)
+                        .or_default()
+                        .entry(*call)
+                        .or_default()
+                        .push(warrant_core::ports::Asked {
+                            message: message.clone(),
+                            schema: schema.clone(),
+                            action: action.clone(),
+                            answer: answer.clone(),
+                        });
                 }
                 EventKind::CallInDoubt {
                     call,
@@ -404,6 +432,18 @@ pub(super) fn strip_call(message: &str) -> String {
 }
 
 impl Surface for ReplaySurface {
+    fn asked(
+        &self,
+        _run: &warrant_core::ids::RunId,
+        call: CallId,
+    ) -> Vec<warrant_core::ports::Asked> {
+        self.asked
+            .lock()
+            .ok()
+            .and_then(|mut a| a.remove(&call))
+            .unwrap_or_default()
+    }
+
     fn observe(&self) -> BoxFuture<'_, Result<Observation, SurfaceError>> {
         let next = self
             .observations

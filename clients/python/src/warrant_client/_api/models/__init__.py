@@ -54,6 +54,7 @@ from .outcome_type_5 import OutcomeType5
 from .parent_report import ParentReport
 from .pending_question import PendingQuestion
 from .problem import Problem
+from .provider_question import ProviderQuestion
 from .question import Question
 from .question_answer import QuestionAnswer
 from .reconcile_body import ReconcileBody
@@ -148,6 +149,7 @@ __all__ = (
     "ParentReport",
     "PendingQuestion",
     "Problem",
+    "ProviderQuestion",
     "Question",
     "QuestionAnswer",
     "ReconcileBody",

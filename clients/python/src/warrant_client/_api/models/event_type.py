@@ -19,6 +19,7 @@ class EventType(StrEnum):
     DECIDE_FAILED = "decide_failed"
     OBSERVED = "observed"
     OBSERVE_FAILED = "observe_failed"
+    PROVIDER_ASKED = "provider_asked"
     PROVIDER_RESTARTED = "provider_restarted"
     QUESTION_ANSWERED = "question_answered"
     QUESTION_ASKED = "question_asked"

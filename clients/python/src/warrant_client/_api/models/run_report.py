@@ -24,6 +24,7 @@ if TYPE_CHECKING:
   from ..models.outcome_type_4 import OutcomeType4
   from ..models.outcome_type_5 import OutcomeType5
   from ..models.parent_report import ParentReport
+  from ..models.provider_question import ProviderQuestion
   from ..models.question import Question
   from ..models.requirement_report import RequirementReport
   from ..models.spec_ref import SpecRef
@@ -73,6 +74,9 @@ class RunReport:
             parent (None | ParentReport | Unset): The run that delegated to this one, when it is a child: parent run and
                 step, depth,
                 ancestors.
+            provider_asked (list[ProviderQuestion] | Unset): What providers asked the person during calls (an MCP server's
+                elicitation, passed on
+                by the gateway), and what they did.
             questions (list[Question] | Unset): The questions the decider asked the person the run acts for, each with its
                 answer
                 once given (and who gave it).
@@ -103,6 +107,7 @@ class RunReport:
     children: list[ChildReport] | Unset = UNSET
     outcome: None | OutcomeType0 | OutcomeType1 | OutcomeType2 | OutcomeType3 | OutcomeType4 | OutcomeType5 | Unset = UNSET
     parent: None | ParentReport | Unset = UNSET
+    provider_asked: list[ProviderQuestion] | Unset = UNSET
     questions: list[Question] | Unset = UNSET
     unsettled: list[UnsettledReport] | Unset = UNSET
     usage: UsageReport | Unset = UNSET
@@ -126,6 +131,7 @@ class RunReport:
         from ..models.outcome_type_4 import OutcomeType4 # noqa: PLC0415
         from ..models.outcome_type_5 import OutcomeType5 # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.provider_question import ProviderQuestion # noqa: PLC0415
         from ..models.question import Question # noqa: PLC0415
         from ..models.requirement_report import RequirementReport # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
@@ -233,6 +239,15 @@ class RunReport:
         else:
             parent = self.parent
 
+        provider_asked: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.provider_asked, Unset):
+            provider_asked = []
+            for provider_asked_item_data in self.provider_asked:
+                provider_asked_item = provider_asked_item_data.to_dict()
+                provider_asked.append(provider_asked_item)
+
+
+
         questions: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.questions, Unset):
             questions = []
@@ -289,6 +304,8 @@ class RunReport:
             field_dict["outcome"] = outcome
         if parent is not UNSET:
             field_dict["parent"] = parent
+        if provider_asked is not UNSET:
+            field_dict["provider_asked"] = provider_asked
         if questions is not UNSET:
             field_dict["questions"] = questions
         if unsettled is not UNSET:
@@ -316,6 +333,7 @@ class RunReport:
         from ..models.outcome_type_4 import OutcomeType4 # noqa: PLC0415
         from ..models.outcome_type_5 import OutcomeType5 # noqa: PLC0415
         from ..models.parent_report import ParentReport # noqa: PLC0415
+        from ..models.provider_question import ProviderQuestion # noqa: PLC0415
         from ..models.question import Question # noqa: PLC0415
         from ..models.requirement_report import RequirementReport # noqa: PLC0415
         from ..models.spec_ref import SpecRef # noqa: PLC0415
@@ -535,6 +553,18 @@ class RunReport:
         parent = _parse_parent(d.pop("parent", UNSET))
 
 
+        _provider_asked = d.pop("provider_asked", UNSET)
+        provider_asked: list[ProviderQuestion] | Unset = UNSET
+        if _provider_asked is not UNSET:
+            provider_asked = []
+            for provider_asked_item_data in _provider_asked:
+                provider_asked_item = ProviderQuestion.from_dict(provider_asked_item_data)
+
+
+
+                provider_asked.append(provider_asked_item)
+
+
         _questions = d.pop("questions", UNSET)
         questions: list[Question] | Unset = UNSET
         if _questions is not UNSET:
@@ -591,6 +621,7 @@ class RunReport:
             children=children,
             outcome=outcome,
             parent=parent,
+            provider_asked=provider_asked,
             questions=questions,
             unsettled=unsettled,
             usage=usage,
