@@ -271,6 +271,12 @@ struct Watcher {
 /// What was asked during each call (by run and call), until the engine takes it.
 type AskedDuring = HashMap<(RunId, CallId), Vec<Asked>>;
 
+/// Longest question recorded, in characters (the rest is cut, and says so).
+const ASKED_MESSAGE_MAX: usize = 4_096;
+
+/// Largest schema or answer of a question recorded whole, in bytes of JSON.
+const ASKED_BYTES_MAX: usize = 64 * 1024;
+
 /// How long a person behind a front door may take to answer a server's question.
 const ELICIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -335,11 +341,20 @@ impl Watcher {
             }
             None => (decline(), "unasked".to_owned()),
         };
+        // Recorded within bounds, as a result is: what a server or a client wrote is not
+        // trusted to be small.
+        let message = match message.char_indices().nth(ASKED_MESSAGE_MAX) {
+            Some((cut, _)) => format!("{}…(cut)", &message[..cut]),
+            None => message,
+        };
         let asked = Asked {
             message,
-            schema: Arc::new(schema),
+            schema: Arc::new(bound(schema, ASKED_BYTES_MAX)),
             action,
-            answer: result.content.clone().map(Arc::new),
+            answer: result
+                .content
+                .clone()
+                .map(|a| Arc::new(bound(a, ASKED_BYTES_MAX))),
         };
         if let Ok(mut a) = self.asked.lock() {
             a.entry((run, call)).or_default().push(asked);
