@@ -188,6 +188,40 @@ pub struct Asked {
     pub answer: Option<Arc<Value>>,
 }
 
+impl Asked {
+    /// Its record, asked during `call`.
+    pub fn event(self, call: CallId) -> crate::event::EventKind {
+        crate::event::EventKind::ProviderAsked {
+            call,
+            message: self.message,
+            schema: self.schema,
+            action: self.action,
+            answer: self.answer,
+        }
+    }
+
+    /// What a `provider_asked` event records, and the call it was asked during.
+    pub fn of(kind: &crate::event::EventKind) -> Option<(CallId, Asked)> {
+        let crate::event::EventKind::ProviderAsked {
+            call,
+            message,
+            schema,
+            action,
+            answer,
+        } = kind
+        else {
+            return None;
+        };
+        let asked = Asked {
+            message: message.clone(),
+            schema: schema.clone(),
+            action: action.clone(),
+            answer: answer.clone(),
+        };
+        Some((*call, asked))
+    }
+}
+
 /// A provider's answer to a call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOutput {

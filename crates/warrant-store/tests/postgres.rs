@@ -71,96 +71,66 @@ async fn the_postgres_store_keeps_the_whole_contract() {
     contract::all(|| store("contract")).await;
 }
 
+/// Takes the store at `url` back to schema `version` with `statements`, and checks that it
+/// then asks for the migration and is brought up to this build's schema by command.
+async fn from_schema(url: &str, version: i64, statements: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!(
+            "{statements} UPDATE warrant_meta SET value = '{version}' WHERE key = 'schema_version';"
+        ))
+        .await
+        .unwrap();
+    let err = PostgresStore::open(url).await.err().unwrap().to_string();
+    assert!(err.contains("warrant store migrate"), "{err}");
+    assert_eq!(
+        PostgresStore::migrate(url).await.unwrap(),
+        (version, warrant_store::postgres::SCHEMA_VERSION)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
     assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (5, 5));
     // A store of schema 4 (before presence keys) is brought up to 5, by command.
-    {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    from_schema(&url, 4, "ALTER TABLE warrant_runs DROP COLUMN presence;").await;
+    // Of schema 3 (before the outbox of notices, schedules, grants and wake times).
+    let since_4 =
+        "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
+         DROP TABLE warrant_grants; DROP INDEX warrant_runs_sleeping;
+         ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;";
+    from_schema(&url, 3, since_4).await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    assert!(
+        store
+            .notices(warrant_core::notice::NoticeQuery::default())
             .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(
-                "ALTER TABLE warrant_runs DROP COLUMN presence;
-                 UPDATE warrant_meta SET value = '4' WHERE key = 'schema_version';",
-            )
-            .await
-            .unwrap();
-        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
-        assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (4, 5));
-    }
-    // A store of schema 3 (before the outbox of notices) is brought up to 5, by command.
-    {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(
-                "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
-                 UPDATE warrant_meta SET value = '3' WHERE key = 'schema_version';",
-            )
-            .await
-            .unwrap();
-        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
-        assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (3, 5));
-        let store = PostgresStore::open(&url).await.unwrap();
-        assert!(
-            store
-                .notices(warrant_core::notice::NoticeQuery::default())
-                .await
-                .unwrap()
-                .is_empty()
-        );
-    }
-    // A store of schema 2 (before idempotency keys) is brought up to 5, by command.
-    {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(
-                "DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
-                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
-                 UPDATE warrant_meta SET value = '2' WHERE key = 'schema_version';",
-            )
-            .await
-            .unwrap();
-        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
-        assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (2, 5));
-        let store = PostgresStore::open(&url).await.unwrap();
-        assert_eq!(store.idempotency_get("t", "k", 1).await.unwrap(), None);
-    }
-    // A store of schema 1 (before the catalog) is brought up to 5, by command.
-    {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(
-                "DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; DROP TABLE warrant_notices;
-                 DROP TABLE warrant_schedules; DROP TABLE warrant_ticks; DROP TABLE warrant_grants;
-                 DROP INDEX warrant_runs_sleeping; ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;
-                 UPDATE warrant_meta SET value = '1' WHERE key = 'schema_version';",
-            )
-            .await
-            .unwrap();
-        let err = PostgresStore::open(&url).await.err().unwrap().to_string();
-        assert!(err.contains("warrant store migrate"), "{err}");
-        assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (1, 5));
-        let store = PostgresStore::open(&url).await.unwrap();
-        assert!(store.catalog(None).await.unwrap().is_empty());
-    }
+            .unwrap()
+            .is_empty()
+    );
+    // Of schema 2 (before idempotency keys).
+    from_schema(
+        &url,
+        2,
+        &format!("DROP TABLE warrant_idempotency; {since_4}"),
+    )
+    .await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    assert_eq!(store.idempotency_get("t", "k", 1).await.unwrap(), None);
+    // Of schema 1 (before the catalog).
+    from_schema(
+        &url,
+        1,
+        &format!("DROP TABLE warrant_catalog; DROP TABLE warrant_idempotency; {since_4}"),
+    )
+    .await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    assert!(store.catalog(None).await.unwrap().is_empty());
     // A schema without Warrant's tables asks for the migration, by command.
     let empty = url.replace(
         "options=-csearch_path%3D",

@@ -275,25 +275,20 @@ impl RunState {
     /// `question_asked` and `question_answered`: the running step asks, and is answered.
     pub(super) fn apply_question(&mut self, e: &Event) -> Result<(), String> {
         match &e.kind {
-            EventKind::ProviderAsked {
-                call,
-                message,
-                schema,
-                action,
-                answer,
-            } => {
-                let c = self
-                    .call(*call)
-                    .ok_or_else(|| format!("no call `{call}`"))?;
+            kind @ EventKind::ProviderAsked { .. } => {
+                let Some((call, asked)) = crate::ports::Asked::of(kind) else {
+                    return Ok(());
+                };
+                let c = self.call(call).ok_or_else(|| format!("no call `{call}`"))?;
                 if c.status.is_some() {
                     return Err(format!("call `{call}` had ended"));
                 }
                 self.provider_asked.push(super::ProviderQuestion {
-                    call: *call,
-                    message: message.clone(),
-                    schema: schema.clone(),
-                    action: action.clone(),
-                    answer: answer.clone(),
+                    call,
+                    message: asked.message,
+                    schema: asked.schema,
+                    action: asked.action,
+                    answer: asked.answer,
                     at_ms: e.at_ms,
                 });
             }

@@ -140,27 +140,19 @@ impl Recorded {
                 EventKind::CallDispatched { call, .. } => {
                     r.dispatched.insert(*call);
                 }
-                EventKind::ProviderAsked {
-                    call,
-                    message,
-                    schema,
-                    action,
-                    answer,
-                } => {
-                    let Some(p) = r.call_provider.get(call).cloned() else {
+                kind @ EventKind::ProviderAsked { .. } => {
+                    let Some((call, asked)) = warrant_core::ports::Asked::of(kind) else {
+                        continue;
+                    };
+                    let Some(p) = r.call_provider.get(&call).cloned() else {
                         continue;
                     };
                     r.asked
                         .entry(p)
                         .or_default()
-                        .entry(*call)
+                        .entry(call)
                         .or_default()
-                        .push(warrant_core::ports::Asked {
-                            message: message.clone(),
-                            schema: schema.clone(),
-                            action: action.clone(),
-                            answer: answer.clone(),
-                        });
+                        .push(asked);
                 }
                 EventKind::CallInDoubt {
                     call,

@@ -124,13 +124,7 @@ impl Run<'_> {
         // What the provider asked the person meanwhile, before the call's end.
         let run_id = self.run_id.clone();
         for asked in surface.asked(&run_id, call) {
-            self.stage(EventKind::ProviderAsked {
-                call,
-                message: asked.message,
-                schema: asked.schema,
-                action: asked.action,
-                answer: asked.answer,
-            })?;
+            self.stage(asked.event(call))?;
         }
         warrant_fault::hit(warrant_fault::FaultPoint::AfterInvoke);
         if effect == Effect::Commit
