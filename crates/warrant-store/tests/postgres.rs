@@ -491,7 +491,10 @@ async fn a_dead_workers_runs_are_taken_over_at_once_a_live_ones_only_when_its_le
         )
         .await
         .unwrap();
-    // Alive, it keeps them all: nobody else takes one before its lease lapses.
+    // Alive, it keeps them all: nobody else takes one before its lease lapses, and each is
+    // listed as driven.
+    let listed = survivor.summary(&d).await.unwrap().unwrap();
+    assert!(listed.driven(1_001), "{listed:?}");
     let none = survivor
         .claim_ready(&theirs(1_001), 10, FairShare::default())
         .await
@@ -520,6 +523,15 @@ async fn a_dead_workers_runs_are_taken_over_at_once_a_live_ones_only_when_its_le
         e
     };
     drop(dying);
+    // Listed as driven by nobody as soon as the database let its lock go.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while survivor.summary(&d).await.unwrap().unwrap().driven(1_002) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a dead worker's run is still listed as driven"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut taken: HashSet<String> = HashSet::new();
     while taken.len() < 4 {

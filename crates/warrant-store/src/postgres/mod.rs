@@ -46,10 +46,16 @@ use warrant_core::store::{
 
 use crate::{ApprovalChange, Followed, url_without_password as shown};
 
-/// The columns of a run's summary, in `summary_row`'s order.
+/// The columns of a run's summary, in `summary_row`'s order. A holder known to be gone
+/// (`holder_gone!`) shows no heartbeat: its run is interrupted now, not when its lease lapses.
 macro_rules! summary {
     () => {
-        "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, heartbeat_ms, epoch, note, wake_at_ms"
+        concat!(
+            "run_id, spec_id, decider, status, started_at_ms, last_seq, holder, ",
+            "CASE WHEN ",
+            holder_gone!(),
+            " THEN NULL ELSE heartbeat_ms END, epoch, note, wake_at_ms"
+        )
     };
 }
 
