@@ -29,8 +29,8 @@ pub use operator::{
     confine_decider, inline_spec,
 };
 pub use ops::{
-    Answers, App, Cancelled, Elsewhere, LOCAL_TENANT, Lane, PendingQuestion, Prepared, Reconciled,
-    RunOptions, check_policies, check_policy_files, validate,
+    Answers, App, Cancelled, Elsewhere, InDoubt, LOCAL_TENANT, Lane, PendingQuestion, Prepared,
+    Reconciled, RunOptions, check_policies, check_policy_files, validate,
 };
 pub use providers::{
     check_rule_tools, connect, connect_on, connect_with, grant_problems, missing_tools,

@@ -22,8 +22,18 @@ use crate::{AppError, Deciders, Result, providers};
 /// How long execution control has to rule when neither the flag's spec says.
 const CONTROL_TIMEOUT_MS: u64 = 2_000;
 
-/// Most waiting runs [`App::pending_questions`] looks through for questions.
-const QUESTIONS_LISTED: usize = 500;
+/// Most waiting runs looked through for what they wait on ([`App::pending_questions`],
+/// [`App::in_doubt`]): the newest ones.
+const WAITING_LOOKED: usize = 500;
+
+/// What the waiting runs wait on in doubt ([`App::in_doubt`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InDoubt {
+    /// Runs with a call in doubt.
+    pub runs: u64,
+    /// Calls in doubt.
+    pub calls: u64,
+}
 
 /// A question waiting for a person's answer, with the run that asked it and whom it acts for.
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
@@ -1198,22 +1208,11 @@ impl App {
     }
 
     /// The questions waiting for an answer: of `run`, or of every waiting run (at most
-    /// `QUESTIONS_LISTED` runs looked at), oldest first.
+    /// `WAITING_LOOKED` runs looked at), oldest first.
     pub async fn pending_questions(&self, run: Option<&RunId>) -> Result<Vec<PendingQuestion>> {
         let runs = match run {
             Some(r) => vec![r.clone()],
-            None => {
-                let page = self
-                    .store
-                    .runs(RunQuery {
-                        status: Some(RunStatus::Waiting),
-                        limit: QUESTIONS_LISTED,
-                        ..RunQuery::default()
-                    })
-                    .await
-                    .map_err(AppError::from)?;
-                page.runs.into_iter().map(|r| r.run_id).collect()
-            }
+            None => self.waiting().await?,
         };
         let mut out = Vec::new();
         for r in runs {
@@ -1224,6 +1223,35 @@ impl App {
         }
         out.sort_by_key(|p| p.question.asked_at_ms);
         Ok(out)
+    }
+
+    /// The newest waiting runs (at most `WAITING_LOOKED`).
+    async fn waiting(&self) -> Result<Vec<RunId>> {
+        let page = self
+            .store
+            .runs(RunQuery {
+                status: Some(RunStatus::Waiting),
+                limit: WAITING_LOOKED,
+                ..RunQuery::default()
+            })
+            .await
+            .map_err(AppError::from)?;
+        Ok(page.runs.into_iter().map(|r| r.run_id).collect())
+    }
+
+    /// The runs that wait on a call in doubt, across the store, and their calls in doubt (of
+    /// the newest `WAITING_LOOKED` waiting runs).
+    pub async fn in_doubt(&self) -> Result<InDoubt> {
+        let mut found = InDoubt::default();
+        for r in self.waiting().await? {
+            let state = fold(&r, &self.log(&r).await?)?;
+            let calls = u64::try_from(state.in_doubt().count()).unwrap_or(u64::MAX);
+            if calls > 0 {
+                found.runs += 1;
+                found.calls = found.calls.saturating_add(calls);
+            }
+        }
+        Ok(found)
     }
 
     /// Records what `by` found out about call `call` of `run`, in doubt.

@@ -701,38 +701,6 @@ impl Browser {
     }
 }
 
-/// A run the CLI left waiting on a call in doubt: killed after the ledger wrote its entry,
-/// before the answer was recorded, then resumed (it waits for a person to say what happened).
-fn left_in_doubt(store: &Path, dir: &Path) -> String {
-    let spec = format!(
-        "version: warrant/v1\nid: ledger\nobjective: Write an entry.\ndecider: scripted:ledger-script.yaml\n\
-         providers:\n  plain: {{reference: ledger, config: {{file: {}, keys: false}}}}\n\
-         steps:\n  - id: write\n    provider: plain\n    tools: [count_entries, append_entry]\n    commit: required\n",
-        dir.join("plain.jsonl").display()
-    );
-    std::fs::write(dir.join("ledger.yaml"), spec).unwrap();
-    std::fs::write(
-        dir.join("ledger-script.yaml"),
-        "steps:\n  write:\n    - call: count_entries\n    - call: append_entry\n      args: {entry: one}\n    - done: written\n",
-    )
-    .unwrap();
-    let cli = |args: &[&str], fault: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_warrant"));
-        cmd.current_dir(dir).env("WARRANT_STORE", store).args(args);
-        match fault {
-            Some(f) => cmd.env("WARRANT_FAULT", f),
-            None => cmd.env_remove("WARRANT_FAULT"),
-        };
-        cmd.output().unwrap()
-    };
-    let killed = cli(&["run", "ledger.yaml", "-q"], Some("after-invoke:2"));
-    assert_eq!(killed.status.code(), None, "the fault kills the run");
-    let waiting = cli(&["resume", "last", "-q"], None);
-    assert_eq!(waiting.status.code(), Some(3), "{waiting:?}");
-    let runs: Value = serde_json::from_slice(&cli(&["runs", "--json"], None).stdout).unwrap();
-    runs[0]["run_id"].as_str().unwrap().to_owned()
-}
-
 /// Starts `body` through the API as Ann: the run's id.
 async fn start_via_api(api: &reqwest::Client, base: &str, body: Value) -> String {
     let started: Value = api

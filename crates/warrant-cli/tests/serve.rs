@@ -1267,3 +1267,49 @@ async fn the_server_logs_structured_lines_filtered_as_asked() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--log `=nope==`"), "{}", stderr(&o));
 }
+
+/// A run waiting on a call in doubt is counted at `/metrics` (runs and calls in doubt, read
+/// from the store) until an operator reconciles it.
+#[cfg(feature = "fault-injection")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_in_doubt_is_counted_at_metrics_until_it_is_reconciled() {
+    let (dir, store) = scratch();
+    let run = left_in_doubt(&store, dir.path());
+    let s = serve(&store, &[]);
+    let scrape = || async {
+        client()
+            .get(format!("{}/metrics", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let page = scrape().await;
+    assert!(page.contains("\nwarrant_runs_in_doubt 1\n"), "{page}");
+    assert!(page.contains("\nwarrant_calls_in_doubt 1\n"), "{page}");
+    // The call in doubt, from the run's log.
+    let events = warrant(&store, &["events", &run, "--json"]);
+    let call = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "call_in_doubt")
+        .map(|e| e["call"].as_str().unwrap().to_owned())
+        .unwrap();
+    let reconciled = warrant(
+        &store,
+        &[
+            "reconcile",
+            &run,
+            &call,
+            "--happened",
+            "--note",
+            "the ledger has it",
+        ],
+    );
+    assert!(reconciled.status.success(), "{reconciled:?}");
+    let page = scrape().await;
+    assert!(page.contains("\nwarrant_runs_in_doubt 0\n"), "{page}");
+    assert!(page.contains("\nwarrant_calls_in_doubt 0\n"), "{page}");
+}

@@ -6,7 +6,8 @@
 //!   ...; counted by its supervisor as their events are appended);
 //! - the fleet's state as the store has it, the same whichever process is scraped
 //!   (`warrant_runs{status=...}`, `warrant_leases_held{holder=...}`,
-//!   `warrant_approvals_pending`, `warrant_approval_oldest_wait_seconds`);
+//!   `warrant_approvals_pending`, `warrant_approval_oldest_wait_seconds`,
+//!   `warrant_runs_in_doubt`, `warrant_calls_in_doubt`);
 //! - the store's own health (checkpoint failures, group-commit latency).
 
 use std::collections::BTreeMap;
@@ -325,6 +326,21 @@ impl Exposition {
                 "How long the oldest unanswered approval request has waited (0 when none).",
                 "gauge",
                 vec![(String::new(), oldest / 1000)],
+            );
+        }
+        // Read from the newest waiting runs' logs (at most 500: past that, at least these).
+        if let Ok(doubt) = app.in_doubt().await {
+            self.metric(
+                "warrant_runs_in_doubt",
+                "Runs waiting for an operator to say whether a call of theirs happened, across the store (of the newest 500 waiting runs).",
+                "gauge",
+                vec![(String::new(), doubt.runs)],
+            );
+            self.metric(
+                "warrant_calls_in_doubt",
+                "Calls whose effect may have happened, waiting to be reconciled, across the store (of the newest 500 waiting runs).",
+                "gauge",
+                vec![(String::new(), doubt.calls)],
             );
         }
         if let Some(failed) = app.health().checkpoint_failures() {
