@@ -144,6 +144,40 @@ async fn cancelling_while_a_read_is_in_flight_ends_the_run_and_records_the_call(
     assert_eq!((check.error, check.divergence), (None, None));
 }
 
+/// A run waiting on a slow provider sleeps until the store tells of a request to cancel: it
+/// does not ask the store over and over meanwhile, and the request, when it comes, ends it.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_run_asks_about_cancellation_only_when_the_store_tells_of_one() {
+    let f = fixture("read_menu", false);
+    let spec = common::spec(CAFE_GALLERY);
+    let decider = script(SCRIPT);
+    let run = f.engine.run(spec, &decider, &f.surfaces);
+    tokio::pin!(run);
+    tokio::select! {
+        r = &mut run => panic!("ended before the call started: {:?}", r.map(|r| r.outcome)),
+        () = f.started.notified() => {}
+    }
+    // Twenty seconds of waiting (within the call's 30 s bound), on the paused clock.
+    let before = f.store.cancel_looks();
+    tokio::select! {
+        r = &mut run => panic!("ended while it waited: {:?}", r.map(|r| r.outcome)),
+        () = tokio::time::sleep(Duration::from_secs(20)) => {}
+    }
+    let looks = f.store.cancel_looks() - before;
+    assert!(
+        looks <= 1,
+        "asked {looks} times in 20 s with nothing to tell"
+    );
+    let id = only_run(&f.store);
+    f.engine.cancel(&id, "alice", "wrong order").await.unwrap();
+    let result = run.await.unwrap();
+    assert!(
+        matches!(result.outcome, Some(Outcome::Cancelled { .. })),
+        "{:?}",
+        result.outcome
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn cancelling_while_a_commit_is_in_flight_leaves_it_in_doubt_not_dropped() {
     let f = fixture("order_latte", true);

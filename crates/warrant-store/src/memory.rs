@@ -54,6 +54,8 @@ pub struct MemoryStore {
     appended: watch::Sender<u64>,
     /// Bumped by every request to cancel: what waiting runs wait on.
     cancels: watch::Sender<u64>,
+    /// How many times a run asked whether it is cancelled.
+    cancel_looks: std::sync::atomic::AtomicU64,
 }
 
 impl Default for MemoryStore {
@@ -62,6 +64,7 @@ impl Default for MemoryStore {
             inner: Arc::new(Mutex::new(Inner::default())),
             appended: watch::Sender::new(0),
             cancels: watch::Sender::new(0),
+            cancel_looks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -90,6 +93,11 @@ impl MemoryStore {
             .into_iter()
             .map(|s| s.event)
             .collect()
+    }
+
+    /// How many times a run asked whether it is cancelled.
+    pub fn cancel_looks(&self) -> u64 {
+        self.cancel_looks.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every run's id, in the order they were started.
@@ -345,6 +353,8 @@ impl Leases for MemoryStore {
         &self,
         run: &RunId,
     ) -> BoxFuture<'_, Result<Option<CancelRequest>, StoreError>> {
+        self.cancel_looks
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         ready(lock(&self.inner).map(|inner| inner.cancels.get(run).cloned()))
     }
     fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
