@@ -125,6 +125,14 @@ pub fn bound_echoes<'a, S: AsRef<str>>(message: &'a str, given: &[S]) -> Cow<'a,
     }
 }
 
+/// `text` cut to `max` characters, with `mark` after the cut when it was.
+pub fn cut<'a>(text: &'a str, max: usize, mark: &str) -> Cow<'a, str> {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => Cow::Owned(format!("{}{mark}", text.get(..i).unwrap_or_default())),
+        None => Cow::Borrowed(text),
+    }
+}
+
 /// The provider's own message in an error answer, first: MCP content texts, or the usual
 /// fields of an HTTP error body (`error`, `error.message`, `message`, `detail`, `title`,
 /// `errors[0].message`), cut to [`PROVIDER_MESSAGE_MAX`] characters. An answer with none of
@@ -171,10 +179,7 @@ pub fn provider_message_within(output: &serde_json::Value, max: usize) -> String
         other => text(other),
     };
     let shown = found.unwrap_or_else(|| output.to_string());
-    match shown.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &shown[..i]),
-        None => shown,
-    }
+    cut(&shown, max, "…").into_owned()
 }
 
 #[cfg(test)]

@@ -281,16 +281,18 @@ const ASKED_BYTES_MAX: usize = 64 * 1024;
 const ELICIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Watcher {
-    /// Notes `call` of `run` in flight until the guard is dropped.
-    fn flying(&self, run: RunId, call: CallId) -> InFlight {
+    /// Notes `call` of `run` in flight until the guard is dropped; nothing when nobody can be
+    /// asked (the server was not told it could ask).
+    fn flying(&self, call: &Invocation) -> Option<InFlight> {
+        self.elicit.as_ref()?;
         let key = self.next_call.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut f) = self.in_flight.lock() {
-            f.insert(key, (run, call));
+            f.insert(key, (call.run().clone(), call.call()));
         }
-        InFlight {
+        Some(InFlight {
             key,
             in_flight: self.in_flight.clone(),
-        }
+        })
     }
 
     /// The one call in flight, when exactly one is: a question comes from the call it is
@@ -343,12 +345,8 @@ impl Watcher {
         };
         // Recorded within bounds, as a result is: what a server or a client wrote is not
         // trusted to be small.
-        let message = match message.char_indices().nth(ASKED_MESSAGE_MAX) {
-            Some((cut, _)) => format!("{}…(cut)", &message[..cut]),
-            None => message,
-        };
         let asked = Asked {
-            message,
+            message: warrant_core::text::cut(&message, ASKED_MESSAGE_MAX, "…(cut)").into_owned(),
             schema: Arc::new(bound(schema, ASKED_BYTES_MAX)),
             action,
             answer: result
@@ -356,7 +354,13 @@ impl Watcher {
                 .clone()
                 .map(|a| Arc::new(bound(a, ASKED_BYTES_MAX))),
         };
-        if let Ok(mut a) = self.asked.lock() {
+        // Kept for the engine while the call still flies: answered after its end (the call
+        // timed out meanwhile), the run has recorded the call's end and it could never be taken.
+        let flying = self
+            .in_flight
+            .lock()
+            .is_ok_and(|f| f.values().any(|c| *c == (run.clone(), call)));
+        if flying && let Ok(mut a) = self.asked.lock() {
             a.entry((run, call)).or_default().push(asked);
         }
         result
@@ -1009,7 +1013,7 @@ impl McpSurface {
         }
         let what = format!("the call of `{}`", call.tool());
         let link = self.live_link(&what)?;
-        let _flying = self.watcher.flying(call.run().clone(), call.call());
+        let _flying = self.watcher.flying(&call);
         let result = match link.client.call_tool(params).await {
             Ok(result) => result,
             Err(e) => {

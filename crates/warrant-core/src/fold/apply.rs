@@ -280,8 +280,8 @@ impl RunState {
                     return Ok(());
                 };
                 let c = self.call(call).ok_or_else(|| format!("no call `{call}`"))?;
-                if c.status.is_some() {
-                    return Err(format!("call `{call}` had ended"));
+                if c.executed.is_none() || c.status.is_some() {
+                    return Err(format!("call `{call}` was not in flight"));
                 }
                 self.provider_asked.push(super::ProviderQuestion {
                     call,

@@ -203,48 +203,45 @@ impl Run<'_> {
             let poll = Duration::from_millis(CANCEL_POLL_MS);
             let renew_every = LEASE_TTL_MS / 3;
             let mut renewed_ms = clock.now_ms();
-            // Armed before the first look, so a request made after it is news.
-            let mut news = store.cancel_news();
-            // Without news the first look comes after an interval, as every later one (the
-            // run looked just before it waited); with news, at once.
-            let mut look = news.is_some();
+            // What wakes a look: the store's news of a request, or, from a store that cannot
+            // tell, the interval.
+            let armed = || {
+                store
+                    .cancel_news()
+                    .unwrap_or_else(|| Box::pin(tokio::time::sleep(poll)))
+            };
             let now = tokio::time::Instant::now();
             let mut looked = now.checked_sub(poll).unwrap_or(now);
             loop {
-                if look {
-                    // However often the store tells, a run asks at most every interval.
-                    tokio::time::sleep_until(looked + poll).await;
-                    looked = tokio::time::Instant::now();
-                    if let Some(c) = cancel_requested(&*store, &ids).await {
-                        return c;
-                    }
+                // However often it is woken, a run asks at most every interval.
+                tokio::time::sleep_until(looked + poll).await;
+                // Armed before the look, so a request made after it is news.
+                let mut told = armed();
+                looked = tokio::time::Instant::now();
+                if let Some(c) = cancel_requested(&*store, &ids).await {
+                    return c;
                 }
-                let renew_in =
-                    renew_every.saturating_sub(clock.now_ms().saturating_sub(renewed_ms));
-                look = match news.as_mut() {
-                    None => {
-                        tokio::time::sleep(poll).await;
-                        true
-                    }
-                    Some(told) => tokio::select! {
-                        () = told => true,
+                loop {
+                    let renew_in =
+                        renew_every.saturating_sub(clock.now_ms().saturating_sub(renewed_ms));
+                    let woken = tokio::select! {
+                        () = &mut told => true,
                         () = tokio::time::sleep(Duration::from_millis(renew_in.max(1))) => false,
-                    },
-                };
-                if look && news.is_some() {
-                    // Armed again before the look it prompts.
-                    news = store.cancel_news();
-                }
-                let now_ms = clock.now_ms();
-                if now_ms.saturating_sub(renewed_ms) >= renew_every {
-                    renewed_ms = now_ms;
-                    let driver = Driver {
-                        holder: holder.clone(),
-                        now_ms,
-                        epoch,
                     };
-                    // A failed renewal only lets the lease lapse sooner; the run goes on.
-                    let _ = store.heartbeat(&run, &driver).await;
+                    let now_ms = clock.now_ms();
+                    if now_ms.saturating_sub(renewed_ms) >= renew_every {
+                        renewed_ms = now_ms;
+                        let driver = Driver {
+                            holder: holder.clone(),
+                            now_ms,
+                            epoch,
+                        };
+                        // A failed renewal only lets the lease lapse sooner; the run goes on.
+                        let _ = store.heartbeat(&run, &driver).await;
+                    }
+                    if woken {
+                        break;
+                    }
                 }
             }
         };

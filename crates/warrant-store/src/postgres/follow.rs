@@ -137,7 +137,7 @@ impl EventFeed for Feed {
                 self.moved.borrow_and_update();
                 // The status first: a run seen ended has all its events committed (in the
                 // same transaction), so the read after it finds them.
-                let status = self.pg.summary(&self.followed.run).await?.map(|s| s.status);
+                let status = self.pg.status(&self.followed.run).await?;
                 let events = self.pg.read(&self.followed.run, self.followed.next).await?;
                 if self.followed.fetched(events) {
                     continue;

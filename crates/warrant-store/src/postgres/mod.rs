@@ -653,6 +653,18 @@ impl Pg {
         decode_events(run, &rows)
     }
 
+    /// The run's status alone: what a follower needs on each wake-up (no lease, no look at
+    /// the holders' presence).
+    async fn status(&self, run: &RunId) -> Result<Option<RunStatus>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT status FROM warrant_runs WHERE run_id = $1",
+                &[&run.0],
+            )
+            .await?;
+        rows.first().map(|r| status_named(r.get(0))).transpose()
+    }
+
     async fn summary(&self, run: &RunId) -> Result<Option<RunSummary>, StoreError> {
         let rows = self
             .query(
