@@ -1054,6 +1054,11 @@ fn the_example_payments_policy_rules_a_clients_transfers_unchanged() {
 /// A gateway in front of the `everything` server: its `trigger-elicitation-request` tool asks
 /// the person a question in the middle of its call.
 fn everything_world() -> World {
+    everything_world_with("")
+}
+
+/// The same, with more servers (`extra`: YAML lines under `servers:`), offered as one.
+fn everything_world_with(extra: &str) -> World {
     let world = World::new();
     let here = world.dir.path().join("asking");
     std::fs::create_dir_all(&here).unwrap();
@@ -1062,7 +1067,7 @@ fn everything_world() -> World {
     std::fs::write(
         here.join("gateway.yaml"),
         format!(
-            "version: warrant/gateway/v1\nid: asking\nservers:\n  everything: {{mcp: {{command: [node, {}, stdio]}}}}\n",
+            "version: warrant/gateway/v1\nid: asking\nservers:\n  everything: {{mcp: {{command: [node, {}, stdio]}}}}\n{extra}",
             every.display()
         ),
     )
@@ -1147,4 +1152,28 @@ fn a_client_that_cannot_be_asked_declines_an_upstream_question_on_the_record() {
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0]["action"], "unasked", "{}", asked[0]);
     assert!(asked[0].get("answer").is_none(), "{}", asked[0]);
+}
+
+/// Several upstream servers are offered as one: a question from the one a call went to is
+/// passed on and recorded the same way.
+#[test]
+fn an_upstream_question_behind_a_join_of_servers_is_recorded_too() {
+    let memory =
+        root().join("mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let world = everything_world_with(&format!(
+        "  memory: {{mcp: {{command: [node, {}]}}}}\n",
+        memory.display()
+    ));
+    let mut plan = world.stdio();
+    plan["answers"] = json!([{"name": "Grace Hopper"}]);
+    plan["calls"] = json!([{"name": "trigger-elicitation-request", "arguments": {}}]);
+    let seen = drive(Client::TypeScript, &plan);
+    let result = &seen["results"][0];
+    assert!(
+        result.to_string().contains("Name: Grace Hopper"),
+        "{result}"
+    );
+    let (_, asked) = provider_asked(&world);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["answer"]["name"], "Grace Hopper", "{}", asked[0]);
 }

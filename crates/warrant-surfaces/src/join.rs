@@ -152,6 +152,18 @@ impl Surface for JoinedSurface {
         }
     }
 
+    /// What the member the call went to kept of it (the others kept nothing).
+    fn asked(
+        &self,
+        run: &warrant_core::ids::RunId,
+        call: CallId,
+    ) -> Vec<warrant_core::ports::Asked> {
+        self.members
+            .iter()
+            .flat_map(|(_, member)| member.asked(run, call))
+            .collect()
+    }
+
     fn on_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
         for (_, member) in &self.members {
             member.on_change(changed.clone());

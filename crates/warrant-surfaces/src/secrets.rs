@@ -165,6 +165,24 @@ impl Surface for Redacted {
         self.inner.cancel(call);
     }
 
+    /// What the provider asked the person, with every secret hidden, as its results are.
+    fn asked(
+        &self,
+        run: &warrant_core::ids::RunId,
+        call: CallId,
+    ) -> Vec<warrant_core::ports::Asked> {
+        self.inner
+            .asked(run, call)
+            .into_iter()
+            .map(|a| warrant_core::ports::Asked {
+                message: self.secrets.redact(&a.message).into_owned(),
+                schema: Arc::new(self.secrets.redact_value(&a.schema)),
+                action: a.action,
+                answer: a.answer.map(|v| Arc::new(self.secrets.redact_value(&v))),
+            })
+            .collect()
+    }
+
     fn unsupported(&self) -> Vec<String> {
         self.inner
             .unsupported()
