@@ -339,6 +339,10 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     let began = Instant::now();
     let deadline = began + Duration::from_secs(900);
     let (mut killed, mut stopped, mut restarted, mut doubled) = (0, None, false, 0);
+    // The `warrant resume`s started two at a time, reaped as they end: never waited for here,
+    // for one may be held up by the stopped worker (a ledger file it holds locked), which
+    // this loop lets go on.
+    let mut resuming: Vec<std::process::Child> = Vec::new();
     let mut stalled_name = String::new();
     // The runs the stalled worker was driving when it was stopped.
     let mut stalled_held: HashSet<String> = HashSet::new();
@@ -477,16 +481,19 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
                         .spawn()
                         .unwrap()
                 };
-                let (mut a, mut b) = (spawn(), spawn());
-                let _ = (a.wait(), b.wait());
+                resuming.extend([spawn(), spawn()]);
             }
         }
+        resuming.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
         if ended == runs && matches!(stopped, Some((_, _, Some(_)))) && restarted && killed >= 2 {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
     let took = began.elapsed();
+    for mut c in resuming {
+        let _ = c.wait();
+    }
     drop(served);
     for slot in &mut fleet.slots {
         let _ = nix::sys::signal::kill(
