@@ -6,13 +6,18 @@
 //! connected (stdio servers included) and goes on when its log moves — an answer recorded
 //! through a front door of this process (which [`Supervisor::wake`]s it) or by `warrant
 //! approve` in another, which the store tells of ([`Supervisor::watch_answers`], woken by
-//! `Leases::work_ready`, never by a poll) — or when it is told to. Which process drives a run
+//! `Leases::work_ready`, never by a poll) — or when it is told to. A run that waits longer
+//! than the supervisor holds waiting runs ([`Supervisor::holding_waiting`]) is let go: its
+//! task ends and its providers are shut down, so a waiting run costs the store's row and
+//! nothing here; the answer re-enters it, and its approval's expiry is remembered (a few
+//! bytes) so that it is recorded on time ([`Supervisor::watch_timers`]). Which process drives a run
 //! at any moment is the store's lease: the engine claims it before it appends and gives it
 //! back when the run waits or ends, so the CLI and a server never drive the same run at once
 //! (a second claim is refused while the holder is alive). A worker's supervisor lets a run go
 //! when it waits, for whichever worker claims it when it is answered.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -101,6 +106,12 @@ pub struct Supervisor {
     freed: Notify,
     /// Told (every waiter) each time a run held here is let go.
     released: Notify,
+    /// How long a waiting run is held here, its providers connected, before it is let go
+    /// (`None`: until it is answered).
+    hold: Option<Duration>,
+    /// When the pending approvals of runs let go while waiting expire: each is re-entered
+    /// then, to record the expiry (the earliest first).
+    dormant: Mutex<BinaryHeap<Reverse<(u64, RunId)>>>,
 }
 
 /// Makes a subscriber for one run's engine.
@@ -328,7 +339,17 @@ impl Supervisor {
             letting_go: false,
             freed: Notify::new(),
             released: Notify::new(),
+            hold: None,
+            dormant: Mutex::new(BinaryHeap::new()),
         }
+    }
+
+    /// A runner that holds a waiting run for `hold` at most, then lets it go (its providers
+    /// shut down) until it is answered or its approval expires: a waiting run then costs
+    /// nothing here, and does not count against `max_runs`.
+    pub fn holding_waiting(mut self, hold: Duration) -> Supervisor {
+        self.hold = Some(hold);
+        self
     }
 
     /// A runner that records new runs and leaves them, and any run to re-enter, to the
@@ -427,11 +448,32 @@ impl Supervisor {
         }
     }
 
-    /// Wakes the task holding `run` to look at its log again (an answer, a cancellation).
-    pub fn wake(&self, run: &RunId) {
-        if let Some(n) = self.held.lock().ok().and_then(|h| h.get(run).cloned()) {
-            n.notify_one();
+    /// Wakes the task holding `run` to look at its log again (an answer, a cancellation):
+    /// whether one holds it. Told under the lock a waiting run is let go under, so a run
+    /// either is woken or is not held any more (and the caller re-enters it).
+    pub fn wake(&self, run: &RunId) -> bool {
+        let Ok(held) = self.held.lock() else {
+            return false;
+        };
+        held.get(run).map(|n| n.notify_one()).is_some()
+    }
+
+    /// Lets `run` go while it waits, unless it was woken since it last looked at its log:
+    /// whether it was let go. `expires_ms`: when its first pending approval expires.
+    fn let_go(&self, run: &RunId, wake: &Notify, expires_ms: Option<u64>) -> bool {
+        let Ok(mut held) = self.held.lock() else {
+            return false;
+        };
+        let woken = std::pin::pin!(wake.notified());
+        // A wake told before this lock was taken is kept by the `Notify`: it is taken here.
+        if woken.enable() {
+            return false;
         }
+        held.remove(run);
+        if let (Some(at), Ok(mut dormant)) = (expires_ms, self.dormant.lock()) {
+            dormant.push(Reverse((at, run.clone())));
+        }
+        true
     }
 
     fn permit(&self) -> Result<OwnedSemaphorePermit, AppError> {
@@ -509,8 +551,7 @@ impl Supervisor {
         run: &RunId,
         by: Option<String>,
     ) -> Result<bool, AppError> {
-        if self.holds(run) {
-            self.wake(run);
+        if self.wake(run) {
             return Ok(false);
         }
         if self.queueing {
@@ -590,18 +631,80 @@ impl Supervisor {
         }
     }
 
-    /// Re-enters every sleeping run whose time has come (each wakes as it is re-entered);
-    /// how many were taken up.
+    /// Re-enters every sleeping run whose time has come (each wakes as it is re-entered),
+    /// and every run let go while waiting whose approval expired (the re-entry records the
+    /// expiry); how many were taken up.
     pub async fn wake_due(self: &Arc<Self>) -> Result<usize, AppError> {
+        let now = SystemClock.now_ms();
         let query = warrant_core::ports::RunQuery {
             status: Some(warrant_core::RunStatus::Sleeping),
-            due_by: Some(SystemClock.now_ms()),
+            due_by: Some(now),
             limit: 500,
             ..Default::default()
         };
         // A child is carried on by its root.
-        self.reenter_listed(query, |r| !r.run_id.0.contains('.'))
+        let mut taken = self
+            .reenter_listed(query, |r| !r.run_id.0.contains('.'))
+            .await?;
+        for run in self.expired_dormant(now) {
+            let waiting = self
+                .app
+                .store()
+                .summary(&run)
+                .await
+                .map_err(AppError::from)?;
+            if waiting.is_none_or(|s| s.status != warrant_core::RunStatus::Waiting) {
+                continue;
+            }
+            match self.reenter(&run, None).await {
+                Ok(true) => taken += 1,
+                Ok(false) => {}
+                Err(p) => tracing::warn!(run = %run, problem = %p, "not re-entering"),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// The runs let go while waiting whose approval expired by `now`, taken from those
+    /// remembered.
+    fn expired_dormant(&self, now: u64) -> Vec<RunId> {
+        let Ok(mut dormant) = self.dormant.lock() else {
+            return Vec::new();
+        };
+        let mut due = Vec::new();
+        while dormant.peek().is_some_and(|Reverse((at, _))| *at <= now) {
+            if let Some(Reverse((_, run))) = dormant.pop() {
+                due.push(run);
+            }
+        }
+        due.sort();
+        due.dedup();
+        due
+    }
+
+    /// Remembers when each pending approval of a run this process does not hold expires
+    /// (at start: runs that waited while no process held them), so that the expiry is
+    /// recorded on time.
+    pub async fn remember_expiries(&self) -> Result<(), AppError> {
+        if self.queueing || self.letting_go {
+            return Ok(());
+        }
+        let pending = self
+            .app
+            .store()
+            .pending_approvals(None)
             .await
+            .map_err(AppError::from)?;
+        let Ok(mut dormant) = self.dormant.lock() else {
+            return Ok(());
+        };
+        for a in pending {
+            dormant.push(Reverse((
+                a.expires_at_ms,
+                warrant_engine::root_of(&a.run_id),
+            )));
+        }
+        Ok(())
     }
 
     /// Re-enters each run `query` lists (page by page) that `take` accepts: how many were
@@ -664,7 +767,10 @@ impl Supervisor {
         tokio::spawn(async move {
             self.drive(&run, prepared, engine, &wake, failed).await;
             if let Ok(mut h) = self.held.lock() {
-                h.remove(&run);
+                // Unless it was let go and another task holds it now.
+                if h.get(&run).is_some_and(|n| Arc::ptr_eq(n, &wake)) {
+                    h.remove(&run);
+                }
             }
             drop(permit);
             self.freed.notify_one();
@@ -725,17 +831,22 @@ impl Supervisor {
             // API, or one another process recorded, which the sweep finds), until its first
             // pending approval expires (the next look records that), or until the server stops.
             let now = SystemClock.now_ms();
-            let look = r
-                .state
-                .pending_approvals()
-                .map(|a| a.expires_at_ms)
-                .min()
-                .map_or(WAIT_LOOK, |t| {
-                    Duration::from_millis(t.saturating_sub(now).saturating_add(50)).min(WAIT_LOOK)
-                });
+            let expires_ms = r.state.pending_approvals().map(|a| a.expires_at_ms).min();
+            let look = expires_ms.map_or(WAIT_LOOK, |t| {
+                Duration::from_millis(t.saturating_sub(now).saturating_add(50)).min(WAIT_LOOK)
+            });
+            let hold = self.hold.unwrap_or(WAIT_LOOK);
             tokio::select! {
                 () = wake.notified() => {}
                 () = tokio::time::sleep(look) => {}
+                // Held long enough: let go, unless it was woken meanwhile.
+                () = tokio::time::sleep(hold), if hold < look => {
+                    if self.let_go(run, wake, expires_ms) {
+                        tracing::debug!(run = %run, "a waiting run let go");
+                        let _ = engine.drain_subscribers().await;
+                        return;
+                    }
+                }
                 _ = stopping.changed() => return,
             }
             result = prepared.resume(&engine, run).await;

@@ -459,9 +459,15 @@ pub struct ServeArgs {
     /// person must: an approver is never the runner it checks).
     #[arg(long)]
     pub allow_self_approval: bool,
-    /// Most runs held at once, driving or waiting; more are refused with 503.
+    /// Most runs held at once, driving or waiting (a waiting run let go is not held); more
+    /// are refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=u64::MAX))]
     pub max_runs: usize,
+    /// Seconds a waiting run is held with its providers connected (an answer goes on at
+    /// once); then it is let go, costing nothing but its row in the store, and its answer
+    /// re-enters it (its providers started again: an MCP server's session is new).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub hold_waiting: u64,
     /// Largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub body_limit: usize,

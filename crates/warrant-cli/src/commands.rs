@@ -2466,6 +2466,7 @@ async fn serve(store_path: &StoreAt, args: crate::cli::ServeArgs) -> Result<u8> 
         floor: args.floor,
         self_approval: args.allow_self_approval,
         max_runs: args.max_runs,
+        hold_waiting: std::time::Duration::from_secs(args.hold_waiting),
         models: MODELS.get().cloned().flatten(),
         body_limit: args.body_limit,
         grace: std::time::Duration::from_secs(args.grace),

@@ -1313,3 +1313,123 @@ async fn a_run_in_doubt_is_counted_at_metrics_until_it_is_reconciled() {
     assert!(page.contains("\nwarrant_runs_in_doubt 0\n"), "{page}");
     assert!(page.contains("\nwarrant_calls_in_doubt 0\n"), "{page}");
 }
+
+/// Waits until the server holds `want` runs (its `/metrics` gauge; bounded).
+async fn until_held(s: &Served, want: u64) {
+    let line = format!("\nwarrant_runs_held {want}\n");
+    let mut page = String::new();
+    for _ in 0..200 {
+        page = client()
+            .get(format!("{}/metrics", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if page.contains(&line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server never held {want} runs: {page}");
+}
+
+/// The types of run `id`'s events, in order.
+async fn event_types(s: &Served, id: &str) -> Vec<String> {
+    let (st, page) = call(
+        client().get(format!("{}/v1/runs/{id}/events?limit=1000", s.base)),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_let_go_is_held_by_nothing_and_goes_on_when_answered_or_expired() {
+    let (dir, store) = scratch();
+    // The catalog: pay-rent, and a copy whose approvals expire after two seconds.
+    let specs = dir.path().join("specs");
+    for (name, limits) in [
+        ("pay-rent", ""),
+        ("pay-soon", "limits: {approval_ttl_ms: 2000}\n"),
+    ] {
+        let to = specs.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["spec.yaml", "script.yaml"] {
+            let text = std::fs::read_to_string(root().join("examples/pay-rent").join(f)).unwrap();
+            std::fs::write(to.join(f), format!("{text}{limits}")).unwrap();
+        }
+    }
+    let s = start_server(&store, &specs, &["--hold-waiting", "0"], None);
+
+    // Answered through the API: the run nobody held is re-entered and goes on.
+    let (_, started) = start(&s, None, pay_rent()).await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+    until_held(&s, 0).await;
+    let (_, run) = call(client().get(format!("{}/v1/runs/{id}", s.base)), None).await;
+    let (request, digest) = digest_of(&run["approvals"], 0);
+    let (st, body) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    until_status(&s, None, &id, "attained").await;
+    let types = event_types(&s, &id).await;
+    assert_eq!(
+        types.iter().filter(|t| *t == "run_resumed").count(),
+        1,
+        "re-entered once, when answered: {types:?}"
+    );
+
+    // Answered by another process: the store tells the server, which takes it up.
+    let (_, started) = start(&s, None, pay_rent()).await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+    until_held(&s, 0).await;
+    let (_, run) = call(client().get(format!("{}/v1/runs/{id}", s.base)), None).await;
+    let request = run["approvals"][0]["request"].as_str().unwrap().to_owned();
+    let o = warrant(&store, &["approve", &request]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    until_status(&s, None, &id, "attained").await;
+
+    // Not answered: its expiry is recorded on time, though no task here waits on it.
+    let (_, started) = start(
+        &s,
+        None,
+        json!({"spec_path": "pay-soon/spec.yaml", "ask_tools": ["transfer"]}),
+    )
+    .await;
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    until_status(&s, None, &id, "waiting").await;
+    until_held(&s, 0).await;
+    let mut types = Vec::new();
+    for _ in 0..200 {
+        types = event_types(&s, &id).await;
+        if types.iter().any(|t| t == "approval_expired") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        types.iter().any(|t| t == "approval_expired"),
+        "the expiry was recorded: {types:?}"
+    );
+    let events = warrant(&store, &["events", &id, "--json"]);
+    let commits = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "call_dispatched" && e["effect"] == "commit")
+        .count();
+    assert_eq!(commits, 0, "an expired approval lets nothing through");
+}

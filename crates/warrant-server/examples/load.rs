@@ -2,7 +2,10 @@
 //! workload through `POST /v1/runs` at `--rate` runs per second, follows the first
 //! `--followers` of them over Server-Sent Events, and reports runs/s, create-run latency and
 //! event delivery latency (an event's `at_ms` to its SSE frame here, same clock; only events
-//! recorded after the stream opened count: earlier ones are catch-up).
+//! recorded after the stream opened count: earlier ones are catch-up). With `--ask TOOL
+//! --approve N` the runs wait for approvals; once all wait, the first N are approved (8 at a
+//! time) and each one's wake-up is reported: from its `approval_resolved` to the event after
+//! it, by the events' own `at_ms` (millisecond resolution).
 //!
 //! ```sh
 //! .ci/serve-load            # builds, starts a server on a scratch store, runs this, stops it
@@ -89,6 +92,70 @@ async fn follow(
     n
 }
 
+/// Approves the pending request of each of `runs` (8 at a time), waits for each to end, and
+/// returns each one's wake-up: from its `approval_resolved` to the event after it (ms).
+async fn approve_and_time(http: &reqwest::Client, base: &str, runs: &[String]) -> Vec<f64> {
+    let get = |url: String| async move {
+        http.get(url)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let gate = Arc::new(tokio::sync::Semaphore::new(8));
+    let mut answering = Vec::new();
+    for run in runs {
+        let permit = gate.clone().acquire_owned().await.unwrap();
+        let (http, base, run) = (http.clone(), base.to_owned(), run.clone());
+        answering.push(tokio::spawn(async move {
+            let asked: Value = http
+                .get(format!("{base}/v1/approvals?run={run}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let (request, digest) = (&asked[0]["request"], &asked[0]["args_digest"]);
+            let r = http
+                .post(format!(
+                    "{base}/v1/approvals/{}/approve",
+                    request.as_str().unwrap()
+                ))
+                .json(&json!({"args_digest": digest}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+            drop(permit);
+        }));
+    }
+    for a in answering {
+        a.await.unwrap();
+    }
+    let mut wake = Vec::with_capacity(runs.len());
+    for run in runs {
+        let mut events = Value::Null;
+        for _ in 0..600 {
+            events = get(format!("{base}/v1/runs/{run}/events?limit=1000")).await;
+            if events["finished"] == true {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let list = events["events"].as_array().unwrap();
+        let answered = list
+            .iter()
+            .position(|e| e["type"] == "approval_resolved")
+            .unwrap_or_else(|| panic!("run {run} was not answered: {events}"));
+        let (at, next) = (&list[answered]["at_ms"], &list[answered + 1]["at_ms"]);
+        wake.push(next.as_f64().unwrap() - at.as_f64().unwrap());
+    }
+    wake
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let base = arg("--base", "http://127.0.0.1:7800");
@@ -138,15 +205,15 @@ async fn main() {
             let body: Value = r.json().await.unwrap();
             create.lock().await.push(ms);
             let run = body["run_id"].as_str().unwrap().to_owned();
-            if follow_it {
-                Some(tokio::spawn(follow(http, base, run, delivery)))
-            } else {
-                None
-            }
+            let follow = follow_it.then(|| tokio::spawn(follow(http, base, run.clone(), delivery)));
+            (run, follow)
         }));
     }
+    let mut ids = Vec::with_capacity(runs);
     for t in tasks {
-        if let Some(f) = t.await.unwrap() {
+        let (run, follow) = t.await.unwrap();
+        ids.push(run);
+        if let Some(f) = follow {
             follows.push(f);
         }
     }
@@ -171,6 +238,17 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let total_s = started.elapsed().as_secs_f64();
+    let approve: usize = arg("--approve", "0").parse().unwrap();
+    if approve > 0 {
+        let mut wake = approve_and_time(&http, &base, &ids[..approve.min(ids.len())]).await;
+        println!(
+            "wake-up after an answer ms ({} approved of {runs} waiting): p50 {:.0}  p99 {:.0}  max {:.0}",
+            wake.len(),
+            pct(&mut wake, 0.5),
+            pct(&mut wake, 0.99),
+            pct(&mut wake, 1.0)
+        );
+    }
     let attained: Value = http
         .get(format!("{base}/v1/runs?status=attained&limit=500"))
         .send()

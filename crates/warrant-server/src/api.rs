@@ -291,9 +291,8 @@ impl Shared {
             .app
             .approve_always(request, &caller.principal.by(), false, None, now)
             .await?;
-        if self.runner.holds(&row.run) {
-            self.runner.wake(&row.run);
-        } else if let Err(p) = self.runner.reenter(&row.run, None).await {
+        // Wakes the task holding it, or re-enters it.
+        if let Err(p) = self.runner.reenter(&row.run, None).await {
             tracing::warn!(run = %row.run, problem = %p, "not re-entering");
         }
         Ok(grant)
@@ -1106,9 +1105,12 @@ impl Shared {
             reason
         };
         let by = caller.principal.by();
-        let status = if self.runner.holds(run) {
+        let held = self.runner.holds(run);
+        if held {
             self.app.ask_to_cancel(run, &by, reason).await?;
-            self.runner.wake(run);
+        }
+        // A run let go between the look and the wake is cancelled as one nobody holds.
+        let status = if held && self.runner.wake(run) {
             self.runner.released(run, CANCEL_WAIT).await;
             self.status_of(run).await?
         } else {
@@ -1257,10 +1259,8 @@ impl Shared {
                 &body.note,
             )
             .await?;
-        self.runner.wake(run);
-        if !self.runner.holds(run) {
-            let _ = self.runner.reenter(run, None).await;
-        }
+        // Wakes the task holding it, or re-enters it.
+        let _ = self.runner.reenter(run, None).await;
         let status = self.status_of(run).await?;
         Ok(RunRef {
             run_id: run.0.clone(),
@@ -1466,9 +1466,8 @@ impl Shared {
             .app
             .answer(request, answer, &caller.principal.by())
             .await?;
-        if self.runner.holds(&row.run) {
-            self.runner.wake(&row.run);
-        } else if let Err(p) = self.runner.reenter(&row.run, None).await {
+        // Wakes the task holding it, or re-enters it.
+        if let Err(p) = self.runner.reenter(&row.run, None).await {
             tracing::warn!(run = %row.run, problem = %p, "not re-entering");
         }
         Ok(AnswerResult {
@@ -1563,9 +1562,8 @@ impl Shared {
         );
         let answered = answered?;
         let run = asked.run_id;
-        if self.runner.holds(&run) {
-            self.runner.wake(&run);
-        } else if let Err(p) = self.runner.reenter(&run, None).await {
+        // Wakes the task holding it, or re-enters it.
+        if let Err(p) = self.runner.reenter(&run, None).await {
             tracing::warn!(run = %run, problem = %p, "not re-entering");
         }
         let said = QuestionAnswer {

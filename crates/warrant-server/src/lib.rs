@@ -58,6 +58,9 @@ pub struct Config {
     pub self_approval: bool,
     /// Most runs held at once (driving or waiting).
     pub max_runs: usize,
+    /// How long a waiting run is held with its providers connected before it is let go
+    /// (the answer re-enters it).
+    pub hold_waiting: Duration,
     /// A model capability table for live deciders.
     pub models: Option<PathBuf>,
     /// Largest request body, in bytes.
@@ -179,7 +182,8 @@ fn hide_own_paths(catalog: Option<&warrant_app::Catalog>, registry: &warrant_app
 
 /// The run supervisor `config` asks for.
 fn runner(app: &App, config: &Config) -> Result<warrant_app::Supervisor, ServerError> {
-    let mut runner = warrant_app::Supervisor::new(app.clone(), config.max_runs);
+    let mut runner = warrant_app::Supervisor::new(app.clone(), config.max_runs)
+        .holding_waiting(config.hold_waiting);
     if config.queue {
         runner = runner.queueing();
     }
@@ -292,6 +296,11 @@ impl Server {
                 Ok(n) if n > 0 => tracing::info!(runs = n, "re-entered the runs that can go on"),
                 Ok(_) => {}
                 Err(p) => tracing::error!(problem = %p, "re-entering runs failed"),
+            }
+            // Runs that wait with no process holding them: their approvals' expiries are
+            // recorded on time.
+            if let Err(p) = shared.runner.remember_expiries().await {
+                tracing::warn!(problem = %p, "looking for waiting runs' expiries failed");
             }
             shared.ready.store(true, Ordering::SeqCst);
             let mut copies_failed = 0;
