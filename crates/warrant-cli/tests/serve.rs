@@ -1364,7 +1364,8 @@ async fn a_waiting_run_let_go_is_held_by_nothing_and_goes_on_when_answered_or_ex
         std::fs::create_dir_all(&to).unwrap();
         for f in ["spec.yaml", "script.yaml"] {
             let text = std::fs::read_to_string(root().join("examples/pay-rent").join(f)).unwrap();
-            std::fs::write(to.join(f), format!("{text}{limits}")).unwrap();
+            let extra = if f == "spec.yaml" { limits } else { "" };
+            std::fs::write(to.join(f), format!("{text}{extra}")).unwrap();
         }
     }
     let s = start_server(&store, &specs, &["--hold-waiting", "0"], None);
