@@ -3,8 +3,9 @@
 //! `--followers` of them over Server-Sent Events, and reports runs/s, create-run latency and
 //! event delivery latency (an event's `at_ms` to its SSE frame here, same clock; only events
 //! recorded after the stream opened count: earlier ones are catch-up). With `--ask TOOL
-//! --approve N` the runs wait for approvals; once all wait, the first N are approved (8 at a
-//! time) and each one's wake-up is reported: from its `approval_resolved` to the event after
+//! --approve N [--answering K]` the runs wait for approvals; once all wait, the first N are
+//! approved, K at a time (default 8; 1 answers one after another), and each one's wake-up is
+//! reported: from its `approval_resolved` to the event after
 //! it, by the events' own `at_ms` (millisecond resolution).
 //!
 //! ```sh
@@ -92,9 +93,14 @@ async fn follow(
     n
 }
 
-/// Approves the pending request of each of `runs` (8 at a time), waits for each to end, and
-/// returns each one's wake-up: from its `approval_resolved` to the event after it (ms).
-async fn approve_and_time(http: &reqwest::Client, base: &str, runs: &[String]) -> Vec<f64> {
+/// Approves the pending request of each of `runs` (`at_once` at a time), waits for each to
+/// end, and returns each one's wake-up: from its `approval_resolved` to the event after it (ms).
+async fn approve_and_time(
+    http: &reqwest::Client,
+    base: &str,
+    runs: &[String],
+    at_once: usize,
+) -> Vec<f64> {
     let get = |url: String| async move {
         http.get(url)
             .send()
@@ -104,7 +110,7 @@ async fn approve_and_time(http: &reqwest::Client, base: &str, runs: &[String]) -
             .await
             .unwrap()
     };
-    let gate = Arc::new(tokio::sync::Semaphore::new(8));
+    let gate = Arc::new(tokio::sync::Semaphore::new(at_once.max(1)));
     let mut answering = Vec::new();
     for run in runs {
         let permit = gate.clone().acquire_owned().await.unwrap();
@@ -240,9 +246,11 @@ async fn main() {
     let total_s = started.elapsed().as_secs_f64();
     let approve: usize = arg("--approve", "0").parse().unwrap();
     if approve > 0 {
-        let mut wake = approve_and_time(&http, &base, &ids[..approve.min(ids.len())]).await;
+        let at_once: usize = arg("--answering", "8").parse().unwrap();
+        let answered = &ids[..approve.min(ids.len())];
+        let mut wake = approve_and_time(&http, &base, answered, at_once).await;
         println!(
-            "wake-up after an answer ms ({} approved of {runs} waiting): p50 {:.0}  p99 {:.0}  max {:.0}",
+            "wake-up after an answer ms ({} approved of {runs} waiting, {at_once} at a time): p50 {:.0}  p99 {:.0}  max {:.0}",
             wake.len(),
             pct(&mut wake, 0.5),
             pct(&mut wake, 0.99),
