@@ -452,10 +452,12 @@ impl Supervisor {
     /// whether one holds it. Told under the lock a waiting run is let go under, so a run
     /// either is woken or is not held any more (and the caller re-enters it).
     pub fn wake(&self, run: &RunId) -> bool {
+        // A child is driven with its tree, by its root's task.
+        let root = warrant_engine::root_of(run);
         let Ok(held) = self.held.lock() else {
             return false;
         };
-        held.get(run).map(|n| n.notify_one()).is_some()
+        held.get(&root).map(|n| n.notify_one()).is_some()
     }
 
     /// Lets `run` go while it waits, unless it was woken since it last looked at its log:
@@ -551,6 +553,9 @@ impl Supervisor {
         run: &RunId,
         by: Option<String>,
     ) -> Result<bool, AppError> {
+        // A child is driven with its tree: its root is re-entered, and held.
+        let root = warrant_engine::root_of(run);
+        let run = &root;
         if self.wake(run) {
             return Ok(false);
         }

@@ -1434,3 +1434,44 @@ async fn a_waiting_run_let_go_is_held_by_nothing_and_goes_on_when_answered_or_ex
         .count();
     assert_eq!(commits, 0, "an expired approval lets nothing through");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_ask_answered_through_the_api_carries_its_tree_on_held_or_let_go() {
+    for hold in ["300", "0"] {
+        let (_dir, store) = scratch();
+        let s = serve(&store, &["--hold-waiting", hold]);
+        let (st, started) = start(
+            &s,
+            None,
+            json!({"spec_path": "delegation/spec.yaml", "ask_tools": ["check_design_drift"]}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{started}");
+        let root = started["run_id"].as_str().unwrap().to_owned();
+        until_status(&s, None, &root, "waiting").await;
+        if hold == "0" {
+            until_held(&s, 0).await;
+        }
+        let (_, asked) = call(
+            client().get(format!("{}/v1/approvals?run={root}", s.base)),
+            None,
+        )
+        .await;
+        let (request, digest) = digest_of(&asked, 0);
+        assert_ne!(asked[0]["run"], root.as_str(), "a child asked: {asked}");
+        let (st, body) = call(
+            client()
+                .post(format!("{}/v1/approvals/{request}/approve", s.base))
+                .json(&json!({"args_digest": digest})),
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{body}");
+        until_status(&s, None, &root, "attained").await;
+        // One task drove the tree on: the held one woken, or one re-entry of the root.
+        let types = event_types(&s, &root).await;
+        let resumed = types.iter().filter(|t| *t == "run_resumed").count();
+        assert_eq!(resumed, 1, "hold {hold}: {types:?}");
+        until_held(&s, 0).await;
+    }
+}
