@@ -1314,6 +1314,19 @@ async fn a_run_in_doubt_is_counted_at_metrics_until_it_is_reconciled() {
     assert!(page.contains("\nwarrant_calls_in_doubt 0\n"), "{page}");
 }
 
+/// Approves the `i`th of `approvals` (a listing) with the digest it shows: 200.
+async fn approve_shown(s: &Served, approvals: &Value, i: usize) {
+    let (request, digest) = digest_of(approvals, i);
+    let (st, body) = call(
+        client()
+            .post(format!("{}/v1/approvals/{request}/approve", s.base))
+            .json(&json!({"args_digest": digest})),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+}
+
 /// Waits until the server holds `want` runs (its `/metrics` gauge; bounded).
 async fn until_held(s: &Served, want: u64) {
     let line = format!("\nwarrant_runs_held {want}\n");
@@ -1376,15 +1389,7 @@ async fn a_waiting_run_let_go_is_held_by_nothing_and_goes_on_when_answered_or_ex
     until_status(&s, None, &id, "waiting").await;
     until_held(&s, 0).await;
     let (_, run) = call(client().get(format!("{}/v1/runs/{id}", s.base)), None).await;
-    let (request, digest) = digest_of(&run["approvals"], 0);
-    let (st, body) = call(
-        client()
-            .post(format!("{}/v1/approvals/{request}/approve", s.base))
-            .json(&json!({"args_digest": digest})),
-        None,
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{body}");
+    approve_shown(&s, &run["approvals"], 0).await;
     until_status(&s, None, &id, "attained").await;
     let types = event_types(&s, &id).await;
     assert_eq!(
@@ -1457,16 +1462,8 @@ async fn a_childs_ask_answered_through_the_api_carries_its_tree_on_held_or_let_g
             None,
         )
         .await;
-        let (request, digest) = digest_of(&asked, 0);
         assert_ne!(asked[0]["run"], root.as_str(), "a child asked: {asked}");
-        let (st, body) = call(
-            client()
-                .post(format!("{}/v1/approvals/{request}/approve", s.base))
-                .json(&json!({"args_digest": digest})),
-            None,
-        )
-        .await;
-        assert_eq!(st, StatusCode::OK, "{body}");
+        approve_shown(&s, &asked, 0).await;
         until_status(&s, None, &root, "attained").await;
         // One task drove the tree on: the held one woken, or one re-entry of the root.
         let types = event_types(&s, &root).await;
