@@ -652,12 +652,17 @@ impl Supervisor {
             .reenter_listed(query, |r| !r.run_id.0.contains('.'))
             .await?;
         for run in self.expired_dormant(now) {
-            let waiting = self
-                .app
-                .store()
-                .summary(&run)
-                .await
-                .map_err(AppError::from)?;
+            let waiting = match self.app.store().summary(&run).await {
+                Ok(summary) => summary,
+                Err(e) => {
+                    // Remembered again, for the next look.
+                    tracing::warn!(run = %run, problem = %e, "looking at a run let go failed");
+                    if let Ok(mut dormant) = self.dormant.lock() {
+                        dormant.push(Reverse((now, run)));
+                    }
+                    continue;
+                }
+            };
             if waiting.is_none_or(|s| s.status != warrant_core::RunStatus::Waiting) {
                 continue;
             }
