@@ -453,11 +453,14 @@ impl Supervisor {
     /// either is woken or is not held any more (and the caller re-enters it).
     pub fn wake(&self, run: &RunId) -> bool {
         // A child is driven with its tree, by its root's task.
-        let root = warrant_engine::root_of(run);
+        self.wake_root(&warrant_engine::root_of(run))
+    }
+
+    fn wake_root(&self, root: &RunId) -> bool {
         let Ok(held) = self.held.lock() else {
             return false;
         };
-        held.get(&root).map(|n| n.notify_one()).is_some()
+        held.get(root).map(|n| n.notify_one()).is_some()
     }
 
     /// Lets `run` go while it waits, unless it was woken since it last looked at its log:
@@ -556,7 +559,7 @@ impl Supervisor {
         // A child is driven with its tree: its root is re-entered, and held.
         let root = warrant_engine::root_of(run);
         let run = &root;
-        if self.wake(run) {
+        if self.wake_root(run) {
             return Ok(false);
         }
         if self.queueing {
@@ -590,13 +593,21 @@ impl Supervisor {
         }
         let mut taken = 0;
         for run in self.app.resumable().await? {
-            match self.reenter(&run, None).await {
-                Ok(true) => taken += 1,
-                Ok(false) => {}
-                Err(p) => tracing::warn!(run = %run, problem = %p, "not re-entering"),
-            }
+            taken += usize::from(self.take_up(&run).await);
         }
         Ok(taken)
+    }
+
+    /// Re-enters `run` for nobody in particular: whether a task here took it up now (a
+    /// refusal is logged, and the run left as it is).
+    async fn take_up(self: &Arc<Self>, run: &RunId) -> bool {
+        match self.reenter(run, None).await {
+            Ok(taken) => taken,
+            Err(p) => {
+                tracing::warn!(run = %run, problem = %p, "not re-entering");
+                false
+            }
+        }
     }
 
     /// Takes up the runs answered by another process (`warrant approve`) whenever the store
@@ -666,11 +677,7 @@ impl Supervisor {
             if waiting.is_none_or(|s| s.status != warrant_core::RunStatus::Waiting) {
                 continue;
             }
-            match self.reenter(&run, None).await {
-                Ok(true) => taken += 1,
-                Ok(false) => {}
-                Err(p) => tracing::warn!(run = %run, problem = %p, "not re-entering"),
-            }
+            taken += usize::from(self.take_up(&run).await);
         }
         Ok(taken)
     }
@@ -728,11 +735,7 @@ impl Supervisor {
         loop {
             let page = self.app.runs(query.clone()).await?;
             for r in page.runs.iter().filter(|r| take(r)) {
-                match self.reenter(&r.run_id, None).await {
-                    Ok(true) => taken += 1,
-                    Ok(false) => {}
-                    Err(p) => tracing::warn!(run = %r.run_id, problem = %p, "not re-entering"),
-                }
+                taken += usize::from(self.take_up(&r.run_id).await);
             }
             match page.next {
                 Some(next) => query.after = Some(next),

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{Served, root, served, stderr, stdout};
+use support::{Served, metrics_page, root, served, stderr, stdout};
 
 /// A secret in the server's environment, never named by the operator for anyone.
 const SERVER_SECRET: &str = "sv-hunter2-9f3a71";
@@ -1422,12 +1422,7 @@ async fn every_front_door_refuses_what_only_the_operator_may_configure() {
         through.join("\n")
     );
     // Each tenant's use, and what its quotas refused, in `/metrics`.
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_page(&base).await;
     for line in [
         "warrant_tenant_runs_started{tenant=\"capped\"} 1",
         "warrant_tenant_runs_held{tenant=\"holding\"} 1",

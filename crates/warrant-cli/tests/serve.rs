@@ -294,14 +294,7 @@ async fn a_run_started_through_the_api_waits_for_an_approval_bound_to_the_digest
 
     // What it did is counted in /metrics, with the latency of its calls and of the store's
     // commits as histograms.
-    let metrics = client()
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_page(&s.base).await;
     assert!(
         metrics.contains("warrant_runs_ended_total{outcome=\"attained\"} 1\n"),
         "{metrics}"
@@ -1276,17 +1269,7 @@ async fn a_run_in_doubt_is_counted_at_metrics_until_it_is_reconciled() {
     let (dir, store) = scratch();
     let run = left_in_doubt(&store, dir.path());
     let s = serve(&store, &[]);
-    let scrape = || async {
-        client()
-            .get(format!("{}/metrics", s.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
-    let page = scrape().await;
+    let page = metrics_page(&s.base).await;
     assert!(page.contains("\nwarrant_runs_in_doubt 1\n"), "{page}");
     assert!(page.contains("\nwarrant_calls_in_doubt 1\n"), "{page}");
     // The call in doubt, from the run's log.
@@ -1309,7 +1292,7 @@ async fn a_run_in_doubt_is_counted_at_metrics_until_it_is_reconciled() {
         ],
     );
     assert!(reconciled.status.success(), "{reconciled:?}");
-    let page = scrape().await;
+    let page = metrics_page(&s.base).await;
     assert!(page.contains("\nwarrant_runs_in_doubt 0\n"), "{page}");
     assert!(page.contains("\nwarrant_calls_in_doubt 0\n"), "{page}");
 }
@@ -1332,14 +1315,7 @@ async fn until_held(s: &Served, want: u64) {
     let line = format!("\nwarrant_runs_held {want}\n");
     let mut page = String::new();
     for _ in 0..200 {
-        page = client()
-            .get(format!("{}/metrics", s.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        page = metrics_page(&s.base).await;
         if page.contains(&line) {
             return;
         }

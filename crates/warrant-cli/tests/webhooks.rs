@@ -387,14 +387,7 @@ async fn a_waiting_run_is_told_signed_retried_and_answered_through_its_link() {
         .count();
     assert!(retried >= 1, "{listed}");
     // The server counts what it posted.
-    let metrics = client()
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_page(&s.base).await;
     assert!(
         metrics.contains("warrant_webhook_posts_total{endpoint=\"ops\",result=\"failed\"} "),
         "{metrics}"

@@ -93,6 +93,11 @@ async fn follow(
     n
 }
 
+/// The JSON body `url` answers.
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 /// Approves the pending request of each of `runs` (`at_once` at a time), waits for each to
 /// end, and returns each one's wake-up: from its `approval_resolved` to the event after it (ms).
 async fn approve_and_time(
@@ -101,29 +106,13 @@ async fn approve_and_time(
     runs: &[String],
     at_once: usize,
 ) -> Vec<f64> {
-    let get = |url: String| async move {
-        http.get(url)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    };
     let gate = Arc::new(tokio::sync::Semaphore::new(at_once.max(1)));
     let mut answering = Vec::new();
     for run in runs {
         let permit = gate.clone().acquire_owned().await.unwrap();
         let (http, base, run) = (http.clone(), base.to_owned(), run.clone());
         answering.push(tokio::spawn(async move {
-            let asked: Value = http
-                .get(format!("{base}/v1/approvals?run={run}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let asked = get_json(&http, format!("{base}/v1/approvals?run={run}")).await;
             let (request, digest) = (&asked[0]["request"], &asked[0]["args_digest"]);
             let r = http
                 .post(format!(
@@ -145,7 +134,7 @@ async fn approve_and_time(
     for run in runs {
         let mut events = Value::Null;
         for _ in 0..600 {
-            events = get(format!("{base}/v1/runs/{run}/events?limit=1000")).await;
+            events = get_json(http, format!("{base}/v1/runs/{run}/events?limit=1000")).await;
             if events["finished"] == true {
                 break;
             }
@@ -230,14 +219,7 @@ async fn main() {
     }
     // Every run ends (bounded wait).
     for _ in 0..1200 {
-        let page: Value = http
-            .get(format!("{base}/v1/runs?status=running&limit=1"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = get_json(&http, format!("{base}/v1/runs?status=running&limit=1")).await;
         if page["runs"].as_array().is_some_and(Vec::is_empty) {
             break;
         }
@@ -257,14 +239,7 @@ async fn main() {
             pct(&mut wake, 1.0)
         );
     }
-    let attained: Value = http
-        .get(format!("{base}/v1/runs?status=attained&limit=500"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let attained = get_json(&http, format!("{base}/v1/runs?status=attained&limit=500")).await;
     let mut c = create.lock().await.clone();
     let mut d = delivery.lock().await.clone();
     println!(

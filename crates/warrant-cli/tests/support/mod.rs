@@ -316,3 +316,13 @@ pub fn left_in_doubt(store: &Path, dir: &Path) -> String {
         serde_json::from_slice(&cli(&["runs", "--json"], None).stdout).unwrap();
     runs[0]["run_id"].as_str().unwrap().to_owned()
 }
+
+/// The `/metrics` page the front door at `base` (`http://HOST:PORT`) answers.
+pub async fn metrics_page(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
