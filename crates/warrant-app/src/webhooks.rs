@@ -459,7 +459,7 @@ pub struct Deliverer {
 impl Deliverer {
     /// A deliverer of `app`'s store's notices to `hooks`' endpoints.
     pub fn new(app: App, hooks: Arc<Webhooks>) -> Result<Deliverer, String> {
-        let client = reqwest::Client::builder()
+        let client = warrant_http::builder()
             .timeout(POST_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -77,7 +77,9 @@ fn document(base: &str, dir: &Path) -> PathBuf {
         .build()
         .unwrap();
     let text = runtime.block_on(async {
-        reqwest::get(format!("{base}/v1/openapi.json"))
+        warrant_http::client()
+            .get(format!("{base}/v1/openapi.json"))
+            .send()
             .await
             .unwrap()
             .text()

@@ -63,7 +63,7 @@ impl Browser {
                 .spawn()
                 .unwrap(),
         );
-        let http = reqwest::Client::builder()
+        let http = warrant_http::builder()
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap();
@@ -164,7 +164,7 @@ impl Browser {
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
-                let v: Value = reqwest::Client::new()
+                let v: Value = warrant_http::client()
                     .post(format!("{session}/execute/sync"))
                     .json(&json!({"script": "return location.href + ' ' + document.documentElement.outerHTML;", "args": []}))
                     .send()
@@ -372,7 +372,7 @@ async fn a_person_approves_in_the_browser_and_watches_the_run_attain_live() {
         &[("tok-ann", "acme", "ann"), ("tok-eve", "globex", "eve")],
     );
     let base = server.base.clone();
-    let api = reqwest::Client::new();
+    let api = warrant_http::client();
     let run = start_as_ann(&api, &base).await;
 
     let b = Browser::start().await;
@@ -761,7 +761,7 @@ async fn an_operator_starts_edits_reconciles_and_answers_for_a_child_at_both_wid
         &[("tok-ann", "local", "ann")],
     );
     let base = server.base.clone();
-    let api = reqwest::Client::new();
+    let api = warrant_http::client();
     let b = Browser::start().await;
     b.log_in(&base, "tok-ann").await;
 

@@ -299,7 +299,7 @@ fn a_fleet_of_workers_that_die_stall_and_lose_their_database_repeats_and_loses_n
     let first_half = runs / 2;
     let queue = |n: usize| {
         rt.block_on(async {
-            let client = reqwest::Client::new();
+            let client = warrant_http::client();
             for _ in 0..n {
                 let r = client
                     .post(format!("{}/v1/runs", served.base))

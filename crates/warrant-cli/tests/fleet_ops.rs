@@ -76,7 +76,7 @@ fn post(base: &str, body: &Value) -> Value {
         .build()
         .unwrap()
         .block_on(async {
-            let r = reqwest::Client::new()
+            let r = warrant_http::client()
                 .post(format!("{base}/v1/runs"))
                 .json(body)
                 .send()
@@ -239,7 +239,7 @@ fn two_servers_of_a_fleet_answer_one_idempotency_key_with_one_run() {
         .build()
         .unwrap();
     let send = |base: &str, key: &str, body: &Value| {
-        let req = reqwest::Client::new()
+        let req = warrant_http::client()
             .post(format!("{base}/v1/runs"))
             .header("idempotency-key", key)
             .json(body);
@@ -350,7 +350,7 @@ steps:
         .build()
         .unwrap();
     let (status, body) = runtime.block_on(async {
-        let r = reqwest::Client::new()
+        let r = warrant_http::client()
             .post(format!("{}/v1/runs", server.base))
             .json(&json!({"spec_path": "tools/spec.yaml"}))
             .send()
@@ -376,7 +376,16 @@ fn get_text(url: &str) -> String {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
+        .block_on(async {
+            warrant_http::client()
+                .get(url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
 }
 
 /// Every front door answers `/metrics` with the same names: after a known workload, the
@@ -498,7 +507,9 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
             .build()
             .unwrap()
             .block_on(async {
-                reqwest::get(format!("http://127.0.0.1:{gateway_port}/metrics"))
+                warrant_http::client()
+                    .get(format!("http://127.0.0.1:{gateway_port}/metrics"))
+                    .send()
                     .await?
                     .text()
                     .await
@@ -541,7 +552,7 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         .build()
         .unwrap()
         .block_on(async {
-            reqwest::Client::new()
+            warrant_http::client()
                 .post(format!("{}/v1/approvals/{request}/approve", server.base))
                 .json(&json!({"args_digest": row["args_digest"]}))
                 .send()

@@ -1058,7 +1058,7 @@ async fn send(base: &str, case: &Case, fill: &BTreeMap<&str, String>) -> (Status
     for (k, v) in fill {
         path = path.replace(&format!("{{{k}}}"), v);
     }
-    let client = reqwest::Client::builder()
+    let client = warrant_http::builder()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -1087,7 +1087,7 @@ async fn runs_seen(base: &str) -> (usize, usize) {
     let count = |token: &'static str| {
         let url = format!("{base}/v1/runs?limit=500");
         async move {
-            let v: Value = reqwest::Client::new()
+            let v: Value = warrant_http::client()
                 .get(url)
                 .bearer_auth(token)
                 .send()
@@ -1103,7 +1103,7 @@ async fn runs_seen(base: &str) -> (usize, usize) {
 }
 
 async fn post_json(base: &str, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let r = reqwest::Client::new()
+    let r = warrant_http::client()
         .post(format!("{base}{path}"))
         .bearer_auth(token)
         .json(&body)
@@ -1115,7 +1115,7 @@ async fn post_json(base: &str, token: &str, path: &str, body: Value) -> (StatusC
 }
 
 async fn get_json(base: &str, token: &str, path: &str) -> Value {
-    reqwest::Client::new()
+    warrant_http::client()
         .get(format!("{base}{path}"))
         .bearer_auth(token)
         .send()
@@ -1194,7 +1194,7 @@ async fn waiting_run(base: &str, token: &str, body: &Value) -> (String, String, 
 /// waits for an approval).
 async fn prime_quotas(base: &str) {
     let with_key = || {
-        reqwest::Client::new()
+        warrant_http::client()
             .post(format!("{base}/v1/runs"))
             .bearer_auth("t-capped")
             .header("idempotency-key", "cap-1")
@@ -1229,7 +1229,7 @@ async fn prime_quotas(base: &str) {
     .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     // A refusal says when to try again, in seconds.
-    let r = reqwest::Client::new()
+    let r = warrant_http::client()
         .post(format!("{base}/v1/runs"))
         .bearer_auth("t-capped")
         .json(&json!({"spec_path": "book/spec.yaml"}))

@@ -528,7 +528,9 @@ fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_ru
             .build()
             .unwrap()
             .block_on(async {
-                reqwest::get(format!("http://{metrics}/metrics"))
+                warrant_http::client()
+                    .get(format!("http://{metrics}/metrics"))
+                    .send()
                     .await
                     .unwrap()
                     .text()

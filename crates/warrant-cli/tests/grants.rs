@@ -150,7 +150,7 @@ fn a_grant_given_by_hand_is_checked_and_covers_only_within_its_constraints() {
 async fn a_grant_given_over_http_covers_the_tenants_runs_until_revoked() {
     let (_dir, store) = scratch();
     let server = start_server(&store, &root().join("examples"), &[], None);
-    let client = reqwest::Client::new();
+    let client = warrant_http::client();
     let doc: Value = client
         .get(format!("{}/v1/openapi.json", server.base))
         .send()

@@ -106,7 +106,7 @@ fn post_run(base: &str, spec: &str) {
         .build()
         .unwrap()
         .block_on(async {
-            let r = reqwest::Client::new()
+            let r = warrant_http::client()
                 .post(format!("{base}/v1/runs"))
                 .json(&serde_json::json!({"spec_path": spec}))
                 .send()

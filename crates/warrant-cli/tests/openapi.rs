@@ -577,7 +577,7 @@ async fn prefect() -> Prefect {
         url: format!("http://127.0.0.1:{port}"),
         _home: home,
     };
-    let client = reqwest::Client::new();
+    let client = warrant_http::client();
     // Healthy after ~10-30 s here; give it 3 minutes on a loaded machine.
     for _ in 0..720 {
         if let Ok(r) = client
@@ -656,7 +656,9 @@ async fn a_trajectory_over_prefect_creates_a_flow_that_prefect_itself_then_has()
 
     // Prefect's own state, read separately: the flow exists under that name, with the id the
     // run carried.
-    let flow: Value = reqwest::get(format!("{}/api/flows/name/{name}", server.url))
+    let flow: Value = warrant_http::client()
+        .get(format!("{}/api/flows/name/{name}", server.url))
+        .send()
         .await
         .unwrap()
         .json()

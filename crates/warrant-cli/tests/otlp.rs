@@ -92,7 +92,7 @@ fn text<'a>(span: &'a Value, key: &str) -> Option<&'a str> {
 /// Starts pay-rent on `s`, waits for it to attain, then for the spans of its run (the root
 /// span is sent when the run ends): them.
 async fn traced_run(s: &Served, spans: &Mutex<Vec<Value>>) -> Vec<Value> {
-    let http = reqwest::Client::new();
+    let http = warrant_http::client();
     let started: Value = http
         .post(format!("{}/v1/runs", s.base))
         .json(&json!({"spec_path": "pay-rent/spec.yaml"}))

@@ -125,7 +125,7 @@ async fn a_question_answered_over_http_carries_the_run_on() {
     let listed = get_json(&format!("{}/v1/questions", server.base)).await;
     assert_eq!(listed[0]["id"], q, "{listed}");
     assert_eq!(listed[0]["run_id"], run.as_str());
-    let client = reqwest::Client::new();
+    let client = warrant_http::client();
     let url = format!("{}/v1/questions/{q}/answer", server.base);
     let bad = client
         .post(&url)

@@ -175,7 +175,7 @@ fn a_backfill_runs_each_missed_tick_once_and_a_paused_schedule_starts_nothing() 
             .build()
             .unwrap()
             .block_on(async {
-                let client = reqwest::Client::new();
+                let client = warrant_http::client();
                 let url = format!("{}{path}", server.base);
                 let r = match method {
                     "get" => client.get(&url),

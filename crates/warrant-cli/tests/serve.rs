@@ -26,7 +26,7 @@ fn serve(store: &Path, extra: &[&str]) -> Served {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    warrant_http::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap()

@@ -69,7 +69,7 @@ const SCRIPT: &str = "steps:
 /// Follows `run` from after `last`: the events it gives (sequence number and event) until the
 /// stream closes or the connection breaks.
 async fn follow(base: &str, run: &str, last: Option<u64>) -> Vec<(u64, Value)> {
-    let client = reqwest::Client::builder()
+    let client = warrant_http::builder()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -102,7 +102,7 @@ async fn a_server_killed_with_runs_in_flight_loses_and_repeats_nothing_and_follo
     // The first server dies at its 40th durable intent, runs half done.
     let mut first = start_server(&store, &specs, &[], Some("after-intent:40"));
     let base = first.base.clone();
-    let client = reqwest::Client::new();
+    let client = warrant_http::client();
     let mut starts = Vec::new();
     for _ in 0..RUNS {
         let (client, base) = (client.clone(), base.clone());
@@ -233,7 +233,7 @@ async fn an_operator_resumes_an_interrupted_run_and_the_log_names_them() {
         .output()
         .unwrap();
     assert!(!died.status.success(), "{}", stderr(&died));
-    let http = reqwest::Client::new();
+    let http = warrant_http::client();
     let runs = get_json(&format!("{}/v1/runs", s.base)).await;
     let run = &runs["runs"][0];
     assert_eq!(run["status"], "interrupted", "{runs}");

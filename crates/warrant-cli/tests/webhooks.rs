@@ -195,7 +195,7 @@ fn serve_on(store: &Path, port: u16, hooks: &Path) -> Served {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    warrant_http::builder()
         .timeout(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
         .build()

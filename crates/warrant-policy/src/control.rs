@@ -39,7 +39,7 @@ impl HttpControl {
                 "execution control `{url}`: give an `http://` or `https://` URL with a host"
             ));
         }
-        let http = reqwest::Client::builder()
+        let http = warrant_http::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(ANSWER_TIMEOUT)
             .build()

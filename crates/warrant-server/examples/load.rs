@@ -165,7 +165,7 @@ async fn main() {
     } else {
         json!({"spec_path": spec, "ask_tools": [ask]})
     };
-    let http = reqwest::Client::builder()
+    let http = warrant_http::builder()
         .pool_max_idle_per_host(256)
         .timeout(Duration::from_secs(120))
         .build()

@@ -172,7 +172,7 @@ impl Exporter {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = warrant_http::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(EXPORT_TIMEOUT)
             .default_headers(headers)

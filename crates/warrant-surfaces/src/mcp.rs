@@ -676,7 +676,7 @@ impl McpSurface {
             config.custom_headers.insert(name, value);
         }
         // Connecting is bounded here; every request is bounded by the engine.
-        let http = reqwest::Client::builder()
+        let http = warrant_http::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

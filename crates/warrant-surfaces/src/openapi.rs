@@ -460,7 +460,7 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The HTTP client: connects within [`CONNECT_TIMEOUT`]; with `read`, waits at most that long
 /// between two reads of an answer.
 fn client(read: Option<std::time::Duration>) -> Result<reqwest::Client, String> {
-    let mut builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+    let mut builder = warrant_http::builder().connect_timeout(CONNECT_TIMEOUT);
     if let Some(read) = read {
         builder = builder.read_timeout(read);
     }

@@ -157,7 +157,14 @@ pub fn served(mut child: std::process::Child) -> Served {
 
 /// The JSON body of a GET of `url`.
 pub async fn get_json(url: &str) -> serde_json::Value {
-    reqwest::get(url).await.unwrap().json().await.unwrap()
+    warrant_http::client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 /// The complete Server-Sent Events frames at the start of `buf` (removed from it), each as
@@ -319,7 +326,9 @@ pub fn left_in_doubt(store: &Path, dir: &Path) -> String {
 
 /// The `/metrics` page the front door at `base` (`http://HOST:PORT`) answers.
 pub async fn metrics_page(base: &str) -> String {
-    reqwest::get(format!("{base}/metrics"))
+    warrant_http::client()
+        .get(format!("{base}/metrics"))
+        .send()
         .await
         .unwrap()
         .text()

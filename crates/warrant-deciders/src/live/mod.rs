@@ -254,7 +254,7 @@ impl LiveDecider {
         });
         // Connecting is bounded here, and so is a silence between two reads of an answer; the
         // whole decision is bounded by the run's deadline.
-        let client = reqwest::Client::builder()
+        let client = warrant_http::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
             .read_timeout(std::time::Duration::from_secs(300))
             .build()
