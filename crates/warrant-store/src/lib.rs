@@ -144,6 +144,80 @@ pub(crate) async fn together<'a, T>(
     out.into_iter().flatten().collect()
 }
 
+/// Awaits `a` and `b` at once, polling `a` first each time: what each sends on its first poll
+/// goes out in that order (a PostgreSQL store's `BEGIN`, then its first statement, pipelined).
+#[cfg(any(test, feature = "postgres"))]
+pub(crate) async fn both<A: std::future::Future, B: std::future::Future>(
+    a: A,
+    b: B,
+) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut got_a, mut got_b) = (None, None);
+    std::future::poll_fn(|cx| {
+        if got_a.is_none()
+            && let std::task::Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            got_a = Some(v);
+        }
+        if got_b.is_none()
+            && let std::task::Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            got_b = Some(v);
+        }
+        match (got_a.take(), got_b.take()) {
+            (Some(x), Some(y)) => std::task::Poll::Ready((x, y)),
+            (x, y) => {
+                (got_a, got_b) = (x, y);
+                std::task::Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// Unpacks one stored row of a run's log into `out`: `n` events from sequence `first` at
+/// global positions from `position`, their encoded bodies separated by newlines (an encoded
+/// event has none); those before `from_seq` are skipped. A row whose bodies do not match its
+/// count, or do not decode, is an error naming the run and the row.
+pub(crate) fn unpack_row(
+    run: &warrant_core::ids::RunId,
+    (position, first, n): (u64, u64, u64),
+    body: &str,
+    from_seq: u64,
+    out: &mut Vec<warrant_core::event::StoredEvent>,
+) -> Result<(), warrant_core::store::StoreError> {
+    use warrant_core::store::StoreError;
+    let mut texts = body.split('\n');
+    for i in 0..n {
+        let (Some(seq), Some(at)) = (first.checked_add(i), position.checked_add(i)) else {
+            return Err(StoreError::Io(format!(
+                "run `{run}`: the row from event {first} at position {position} overflows"
+            )));
+        };
+        let Some(text) = texts.next() else {
+            return Err(StoreError::Io(format!(
+                "run `{run}`: the row from event {first} says it holds {n} events and holds {i}"
+            )));
+        };
+        if seq < from_seq {
+            continue;
+        }
+        let event = warrant_core::event::decode(text)
+            .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
+        out.push(warrant_core::event::StoredEvent {
+            position: at,
+            run_id: run.clone(),
+            event: std::sync::Arc::new(event),
+        });
+    }
+    if texts.next().is_some() {
+        return Err(StoreError::Io(format!(
+            "run `{run}`: the row from event {first} holds more than the {n} events it says"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
 pub fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")

@@ -71,6 +71,108 @@ async fn the_postgres_store_keeps_the_whole_contract() {
     contract::all(|| store("contract")).await;
 }
 
+/// What takes a store of schema 8 back to 5: an event a row, indexed by its position too.
+const SINCE_6: &str = "ALTER TABLE warrant_runs RESET (fillfactor);
+     ALTER TABLE warrant_events ADD CONSTRAINT warrant_events_pkey PRIMARY KEY (position);
+     ALTER TABLE warrant_events DROP COLUMN n_events;
+     ALTER SEQUENCE warrant_events_position_seq INCREMENT BY 1;";
+
+/// A log written an event a row (schema 5) reads whole after the migration to a row per
+/// append, and goes on from it: the new rows' positions come after the old ones, and a read
+/// from the middle of a row begins at the event asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_of_an_event_a_row_reads_whole_and_goes_on_after_the_migration() {
+    let url = postgres_scratch("rows").await;
+    PostgresStore::migrate(&url).await.unwrap();
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client.batch_execute(SINCE_6).await.unwrap();
+    // Three events of run `old`, as schema 5 wrote them: a row each, positions 1 to 3.
+    client
+        .execute(
+            "INSERT INTO warrant_runs (run_id, spec_id, decider, status, started_at_ms, last_seq)
+             VALUES ('old', 's', 'd', 'running', 10, 3)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let old = [contract::started("old"), step(2), step(3)];
+    for e in &old {
+        client
+            .execute(
+                "INSERT INTO warrant_events (run_id, seq, body) VALUES ('old', $1, $2)",
+                &[
+                    &i64::try_from(e.seq).unwrap(),
+                    &warrant_core::event::encode(e),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    client
+        .batch_execute("UPDATE warrant_meta SET value = '5' WHERE key = 'schema_version'")
+        .await
+        .unwrap();
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (5, 8));
+
+    let store = PostgresStore::open(&url).await.unwrap();
+    let run = RunId("old".into());
+    let read = store.read(&run, 1).await.unwrap();
+    let seqs: Vec<u64> = read.iter().map(|e| e.event.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(
+        read.iter().map(|e| e.position).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    // One append of three events: one row, after the old ones.
+    store
+        .append(&run, 3, vec![step(4), step(5), step(6)], None)
+        .await
+        .unwrap();
+    let rows: i64 = client
+        .query_one(
+            "SELECT count(*) FROM warrant_events WHERE run_id = 'old'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 4, "the append is one row");
+    let read = store.read(&run, 1).await.unwrap();
+    assert_eq!(
+        read.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6]
+    );
+    assert!(read.windows(2).all(|w| w[0].position < w[1].position));
+    assert!(read.iter().all(|e| {
+        e.event
+            == old
+                .get(e.event.seq as usize - 1)
+                .cloned()
+                .unwrap_or_else(|| step(e.event.seq))
+    }));
+    // From the middle of the new row, and from the last old row.
+    let from_5 = store.read(&run, 5).await.unwrap();
+    assert_eq!(
+        from_5
+            .iter()
+            .map(|e| (e.event.seq, e.position))
+            .collect::<Vec<_>>(),
+        read[4..]
+            .iter()
+            .map(|e| (e.event.seq, e.position))
+            .collect::<Vec<_>>()
+    );
+    let from_3 = store.read(&run, 3).await.unwrap();
+    assert_eq!(
+        from_3.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
+        [3, 4, 5, 6]
+    );
+    assert!(store.read(&run, 7).await.unwrap().is_empty());
+}
+
 /// Takes the store at `url` back to schema `version` with `statements`, and checks that it
 /// then asks for the migration and is brought up to this build's schema by command.
 async fn from_schema(url: &str, version: i64, statements: &str) {
@@ -96,15 +198,23 @@ async fn from_schema(url: &str, version: i64, statements: &str) {
 async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let url = postgres_scratch("schema").await;
     // Migrating again changes nothing.
-    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (5, 5));
-    // A store of schema 4 (before presence keys) is brought up to 5, by command.
-    from_schema(&url, 4, "ALTER TABLE warrant_runs DROP COLUMN presence;").await;
+    assert_eq!(PostgresStore::migrate(&url).await.unwrap(), (8, 8));
+    // A store of schema 5 (an event a row, runs' pages full) is brought up to 8, by command.
+    from_schema(&url, 5, SINCE_6).await;
+    // Of schema 4 (before presence keys).
+    from_schema(
+        &url,
+        4,
+        &format!("{SINCE_6} ALTER TABLE warrant_runs DROP COLUMN presence;"),
+    )
+    .await;
     // Of schema 3 (before the outbox of notices, schedules, grants and wake times).
-    let since_4 =
-        "DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
+    let since_4 = format!(
+        "{SINCE_6} DROP TABLE warrant_notices; DROP TABLE warrant_schedules; DROP TABLE warrant_ticks;
          DROP TABLE warrant_grants; DROP INDEX warrant_runs_sleeping;
-         ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;";
-    from_schema(&url, 3, since_4).await;
+         ALTER TABLE warrant_runs DROP COLUMN wake_at_ms, DROP COLUMN presence;"
+    );
+    from_schema(&url, 3, &since_4).await;
     let store = PostgresStore::open(&url).await.unwrap();
     assert!(
         store

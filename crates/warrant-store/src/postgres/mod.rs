@@ -61,8 +61,9 @@ macro_rules! summary {
 
 /// The schema this build reads and writes (3: idempotency keys; 4: the outbox of notices,
 /// schedules and their ticks, standing grants, and sleeping runs' wake times; 5: the database
-/// session a run's holder is present by).
-pub const SCHEMA_VERSION: i64 = 5;
+/// session a run's holder is present by; 6–8: one row per append, heap-only updates of runs),
+/// the number of [`MIGRATIONS`].
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The advisory-lock class of presence locks (the two-key form: its keys are processes'
 /// presence keys).
@@ -160,7 +161,25 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX warrant_grants_by_tenant ON warrant_grants (tenant, created_at_ms);",
     // 5: the presence key of the process that holds a run's lease (see `presence`).
     "ALTER TABLE warrant_runs ADD COLUMN presence INTEGER;",
+    // 6: room in each page of runs for the next version of its rows: every commit rewrites
+    // a run's row (its last sequence, its lease), and with the page full that was a new
+    // tuple elsewhere with an entry in each of the table's indexes (five WAL records a
+    // step); with room, a heap-only update (one).
+    "ALTER TABLE warrant_runs SET (fillfactor = 50);",
+    // 7: an event's global position is drawn from its sequence, unique by construction and
+    // never looked up: its index only cost every append a second index entry. Events are
+    // found by run and sequence (their unique key).
+    "ALTER TABLE warrant_events DROP CONSTRAINT warrant_events_pkey;",
+    // 8: a row holds one append's events (`n_events` of them from `seq`, their bodies
+    // separated by newlines), a third of the rows a step wrote; its position is its first
+    // event's, and the events after it take the positions after that, which the sequence
+    // leaves free (an append of more events is split into rows of at most that many).
+    "ALTER TABLE warrant_events ADD COLUMN n_events INTEGER NOT NULL DEFAULT 1;
+     ALTER SEQUENCE warrant_events_position_seq INCREMENT BY 1024;",
 ];
+
+/// The most events one row of `warrant_events` holds (the position sequence's increment).
+const EVENTS_PER_ROW: usize = 1024;
 
 /// A store on a PostgreSQL database.
 pub struct PostgresStore {
@@ -622,35 +641,51 @@ fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
     })
 }
 
+/// A run's events from its rows (position, first sequence, count, bodies), from `from_seq` on:
+/// consecutive rows must continue each other.
 fn decode_events(
     run: &RunId,
     rows: &[tokio_postgres::Row],
+    from_seq: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    rows.iter()
-        .map(|r| {
-            let seq: i64 = r.get(1);
-            let body: &str = r.get(2);
-            let event = event::decode(body).map_err(|e| {
-                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
-            })?;
-            Ok(StoredEvent {
-                position: unsigned(r.get(0))?,
-                run_id: run.clone(),
-                event: Arc::new(event),
-            })
-        })
-        .collect()
+    let mut out = Vec::new();
+    let mut expected: Option<u64> = None;
+    for r in rows {
+        let (position, first) = (unsigned(r.get(0))?, unsigned(r.get(1))?);
+        let n = unsigned(i64::from(r.get::<_, i32>(2)))?;
+        match expected {
+            Some(want) if first != want => {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: the row at position {position} begins at event {first}, not {want}"
+                )));
+            }
+            None if first > from_seq.max(1) => {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: its rows begin at event {first} (position {position}), after event {}",
+                    from_seq.max(1)
+                )));
+            }
+            _ => {}
+        }
+        expected = first.checked_add(n);
+        crate::unpack_row(run, (position, first, n), r.get(3), from_seq, &mut out)?;
+    }
+    Ok(out)
 }
 
 impl Pg {
     async fn read(&self, run: &RunId, from_seq: u64) -> Result<Vec<StoredEvent>, StoreError> {
         let rows = self
             .query(
-                "SELECT position, seq, body FROM warrant_events WHERE run_id = $1 AND seq >= $2 ORDER BY seq",
+                // From the row holding `from_seq` (the last to begin at or before it) on.
+                "SELECT position, seq, n_events, body FROM warrant_events WHERE run_id = $1
+                   AND seq >= COALESCE((SELECT seq FROM warrant_events WHERE run_id = $1
+                                        AND seq <= $2 ORDER BY seq DESC LIMIT 1), 0)
+                 ORDER BY seq",
                 &[&run.0, &sql_int(from_seq)?],
             )
             .await?;
-        decode_events(run, &rows)
+        decode_events(run, &rows, from_seq)
     }
 
     /// The run's status alone: what a follower needs on each wake-up (no lease, no look at
@@ -811,7 +846,8 @@ impl RunsIndex for PostgresStore {
                                        + COALESCE((b #>> '{usage,output_tokens}')::BIGINT, 0))
                                      FILTER (WHERE b->>'type' = 'decided'), 0)::BIGINT
                      FROM warrant_runs r JOIN warrant_events e ON e.run_id = r.run_id,
-                          LATERAL (SELECT e.body::JSONB AS b) j
+                          LATERAL regexp_split_to_table(e.body, E'\\n') AS t(text),
+                          LATERAL (SELECT t.text::JSONB AS b) j
                      WHERE r.tenant = $1
                        AND (r.status IN ('running', 'waiting', 'ready')
                             OR r.started_at_ms >= $2::BIGINT - 86400000)
@@ -1048,6 +1084,11 @@ fn idempotency_row(
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_schema_version_is_the_number_of_migrations() {
+        assert_eq!(i64::try_from(MIGRATIONS.len()).ok(), Some(SCHEMA_VERSION));
+    }
 
     #[test]
     fn the_gone_test_reads_the_presence_locks_class() {

@@ -80,8 +80,8 @@ pub(super) const INSERT_RUNS: &str = "INSERT INTO warrant_runs (run_id, spec_id,
     FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(r, s, d, t, a, e)
     ON CONFLICT (run_id) DO NOTHING
     RETURNING run_id, last_seq, epoch, holder, heartbeat_ms, status, tenant";
-pub(super) const INSERT_EVENTS: &str = "INSERT INTO warrant_events (run_id, seq, body)
-    SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])";
+pub(super) const INSERT_EVENTS: &str = "INSERT INTO warrant_events (run_id, seq, n_events, body)
+    SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::integer[], $4::text[])";
 pub(super) const UPDATE_RUNS: &str =
     "UPDATE warrant_runs AS w SET last_seq = u.l, status = u.s, holder = u.h, heartbeat_ms = u.b,
         wake_at_ms = CASE WHEN u.s = 'sleeping' THEN coalesce(u.w, w.wake_at_ms) END,
@@ -103,6 +103,20 @@ pub(super) const INSERT_NOTICES: &str =
     ON CONFLICT (id) DO NOTHING";
 pub(super) const NOTIFY_MOVED: &str = "SELECT pg_notify($1, r) FROM UNNEST($2::text[]) AS r";
 pub(super) const NOTIFY_READY: &str = "SELECT pg_notify($1, '')";
+/// Prepared like every write: one prepared at the time of its use would go out after the
+/// `COMMIT` already pipelined behind it, outside the transaction.
+pub(super) const WAKE_ROOTS: &str =
+    "UPDATE warrant_runs SET status = 'ready', holder = NULL, heartbeat_ms = NULL
+    WHERE run_id = ANY($1) AND status = 'waiting'";
+
+/// The rows of events a batch appends, column by column: one per append.
+#[derive(Default)]
+pub(super) struct NewEvents<'a> {
+    pub(super) runs: Vec<&'a str>,
+    pub(super) seqs: Vec<i64>,
+    pub(super) counts: Vec<i32>,
+    pub(super) bodies: Vec<String>,
+}
 
 /// Runs a batch starts, column by column (for `UNNEST`).
 #[derive(Default)]
@@ -176,6 +190,7 @@ pub(super) struct Statements {
     pub(super) insert_notices: tokio_postgres::Statement,
     pub(super) notify_moved: tokio_postgres::Statement,
     pub(super) notify_ready: tokio_postgres::Statement,
+    pub(super) wake_roots: tokio_postgres::Statement,
 }
 
 impl Statements {
@@ -191,6 +206,7 @@ impl Statements {
             insert_notices: conn.statement(INSERT_NOTICES).await?,
             notify_moved: conn.statement(NOTIFY_MOVED).await?,
             notify_ready: conn.statement(NOTIFY_READY).await?,
+            wake_roots: conn.statement(WAKE_ROOTS).await?,
         })
     }
 }
@@ -201,20 +217,44 @@ pub(super) type Write<'a> = std::pin::Pin<
 >;
 
 /// Commits `batch`; the leases it renews name `present`, this process's presence key.
+///
+/// Two round trips in the common case: `BEGIN` with the lock of the batch's runs, then every
+/// write with `COMMIT` (each pipelined behind the other on the connection). A write that fails
+/// aborts the transaction, so the `COMMIT` behind it commits nothing; any failure rolls back.
 pub(super) async fn commit_batch(
     conn: &mut Conn,
     batch: &[Request],
     present: Option<i32>,
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
     let st = Statements::of(conn).await?;
-    let tx = conn.client.transaction().await.map_err(|e| db(&e))?;
+    let committed = commit_in(conn, &st, batch, present).await;
+    if committed.is_err() && !conn.client.is_closed() {
+        // Ends the transaction whatever stopped it (a warning only if it had ended).
+        let _ = conn.client.batch_execute("ROLLBACK").await;
+    }
+    committed
+}
+
+async fn commit_in(
+    conn: &Conn,
+    st: &Statements,
+    batch: &[Request],
+    present: Option<i32>,
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let client = &conn.client;
     let mut ids: Vec<&str> = batch.iter().map(|r| r.run.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
     // INVARIANT (one order): each append's expected sequence and epoch are checked against
     // the rows locked here, in run-id order so concurrent writers cannot deadlock.
+    let (began, locked_rows) = crate::both(
+        client.batch_execute("BEGIN"),
+        client.query(&st.lock_runs, &[&ids]),
+    )
+    .await;
+    began.map_err(|e| db(&e))?;
     let mut runs: HashMap<String, Locked> = HashMap::new();
-    for row in tx.query(&st.lock_runs, &[&ids]).await.map_err(|e| db(&e))? {
+    for row in locked_rows.map_err(|e| db(&e))? {
         runs.insert(row.get(0), locked(&row)?);
     }
     // New runs: inserted (and so locked) now; one another process created in the meantime is
@@ -243,7 +283,7 @@ pub(super) async fn commit_batch(
                     .push(sql_int(req.driver.as_ref().map_or(1, |d| d.epoch.max(1)))?);
             }
         }
-        let inserted = tx
+        let inserted = client
             .query(
                 &st.insert_runs,
                 &[
@@ -267,7 +307,7 @@ pub(super) async fn commit_batch(
             .filter(|r| !runs.contains_key(*r))
             .collect();
         if !raced.is_empty() {
-            for row in tx
+            for row in client
                 .query(&st.lock_runs, &[&raced])
                 .await
                 .map_err(|e| db(&e))?
@@ -277,7 +317,7 @@ pub(super) async fn commit_batch(
         }
     }
     let mut results = Vec::with_capacity(batch.len());
-    let mut events: (Vec<&str>, Vec<i64>, Vec<&str>) = Default::default();
+    let mut events = NewEvents::default();
     let mut asked: Vec<(&str, &PendingApproval)> = Vec::new();
     let mut settled: Vec<&str> = Vec::new();
     let mut ended: Vec<&str> = Vec::new();
@@ -316,10 +356,22 @@ pub(super) async fn commit_batch(
             }));
             continue;
         }
-        for (seq, body) in &req.rows {
-            events.0.push(&req.run.0);
-            events.1.push(sql_int(*seq)?);
-            events.2.push(body);
+        // One row per append (split only past what a row may hold).
+        for chunk in req.rows.chunks(super::EVENTS_PER_ROW) {
+            let Some((first, _)) = chunk.first() else {
+                continue;
+            };
+            events.runs.push(&req.run.0);
+            events.seqs.push(sql_int(*first)?);
+            events.counts.push(i32::try_from(chunk.len()).map_err(io)?);
+            let mut body = String::with_capacity(chunk.iter().map(|(_, b)| b.len() + 1).sum());
+            for (i, (_, text)) in chunk.iter().enumerate() {
+                if i > 0 {
+                    body.push('\n');
+                }
+                body.push_str(text);
+            }
+            events.bodies.push(body);
         }
         row.last_seq = req.expected + req.rows.len() as u64;
         if let Some(s) = req.status {
@@ -353,7 +405,8 @@ pub(super) async fn commit_batch(
         results.push(Ok(()));
     }
     // The rest goes out at once (pipelined), and is committed together.
-    let events_params: [Param<'_>; 3] = [&events.0, &events.1, &events.2];
+    let events_params: [Param<'_>; 4] =
+        [&events.runs, &events.seqs, &events.counts, &events.bodies];
     let touched: Vec<(&String, &Locked)> = runs.iter().filter(|(_, r)| r.touched).collect();
     let mut update = RunUpdates::default();
     for (id, r) in &touched {
@@ -418,40 +471,44 @@ pub(super) async fn commit_batch(
             _ => false,
         });
     let mut writes: Vec<Write<'_>> = Vec::new();
-    if !events.0.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.insert_events, &events_params)));
+    if !events.runs.is_empty() {
+        writes.push(Box::pin(client.execute(&st.insert_events, &events_params)));
     }
     if !touched.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.update_runs, &update_params)));
-        writes.push(Box::pin(tx.execute(&st.notify_moved, &moved_params)));
+        writes.push(Box::pin(client.execute(&st.update_runs, &update_params)));
+        writes.push(Box::pin(client.execute(&st.notify_moved, &moved_params)));
     }
     if !asked.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.insert_approvals, &approval_params)));
+        writes.push(Box::pin(
+            client.execute(&st.insert_approvals, &approval_params),
+        ));
     }
     if !settled.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.settle_approvals, &settled_params)));
+        writes.push(Box::pin(
+            client.execute(&st.settle_approvals, &settled_params),
+        ));
     }
     if !ended.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.end_approvals, &ended_params)));
+        writes.push(Box::pin(client.execute(&st.end_approvals, &ended_params)));
     }
     if !told.ids.is_empty() {
-        writes.push(Box::pin(tx.execute(&st.insert_notices, &notice_params)));
+        writes.push(Box::pin(client.execute(&st.insert_notices, &notice_params)));
     }
     if !woken.is_empty() {
-        writes.push(Box::pin(tx.execute(
-            "UPDATE warrant_runs SET status = 'ready', holder = NULL, heartbeat_ms = NULL
-             WHERE run_id = ANY($1) AND status = 'waiting'",
-            &woken_params,
-        )));
+        writes.push(Box::pin(client.execute(&st.wake_roots, &woken_params)));
     }
     if claimable {
-        writes.push(Box::pin(tx.execute(&st.notify_ready, &ready_params)));
+        writes.push(Box::pin(client.execute(&st.notify_ready, &ready_params)));
     }
+    warrant_fault::hit(warrant_fault::FaultPoint::MidAppend);
+    writes.push(Box::pin(async {
+        client.batch_execute("COMMIT").await.map(|()| 0)
+    }));
+    // The first failure is the batch's (a write's, before the COMMIT that then committed
+    // nothing).
     for done in crate::together(writes).await {
         done.map_err(|e| db(&e))?;
     }
-    warrant_fault::hit(warrant_fault::FaultPoint::MidAppend);
-    tx.commit().await.map_err(|e| db(&e))?;
     Ok(results)
 }
 

@@ -1,9 +1,6 @@
 //! Reads of the file: a run's events, its summary, the runs index and the pending approvals.
 
-use std::sync::Arc;
-
 use rusqlite::{Connection, OptionalExtension, params};
-use warrant_core::event;
 use warrant_core::event::StoredEvent;
 use warrant_core::ids::RunId;
 use warrant_core::status::RunStatus;
@@ -137,35 +134,7 @@ pub(super) fn read_events(
             _ => {}
         }
         expected = first.checked_add(n);
-        let mut texts = body.split('\n');
-        for i in 0..n {
-            let (Some(seq), Some(at)) = (first.checked_add(i), position.checked_add(i)) else {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: the row from event {first} at position {position} overflows"
-                )));
-            };
-            let Some(text) = texts.next() else {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: the row from event {first} says it holds {n} events and holds {i}"
-                )));
-            };
-            if seq < from_seq {
-                continue;
-            }
-            let event = event::decode(text).map_err(|e| {
-                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
-            })?;
-            out.push(StoredEvent {
-                position: at,
-                run_id: run.clone(),
-                event: Arc::new(event),
-            });
-        }
-        if texts.next().is_some() {
-            return Err(StoreError::Io(format!(
-                "run `{run}`: the row from event {first} holds more than the {n} events it says"
-            )));
-        }
+        crate::unpack_row(run, (position, first, n), &body, from_seq, &mut out)?;
     }
     // Nothing read where the run's index says there are events: its last rows are gone. (The
     // index is asked first, by its key: an empty read, a follower's usual one, costs no scan.)
