@@ -376,16 +376,7 @@ fn get_text(url: &str) -> String {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(async {
-            warrant_http::client()
-                .get(url)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        })
+        .block_on(support::get_text(url))
 }
 
 /// Every front door answers `/metrics` with the same names: after a known workload, the

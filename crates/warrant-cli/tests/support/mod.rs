@@ -326,8 +326,13 @@ pub fn left_in_doubt(store: &Path, dir: &Path) -> String {
 
 /// The `/metrics` page the front door at `base` (`http://HOST:PORT`) answers.
 pub async fn metrics_page(base: &str) -> String {
+    get_text(format!("{base}/metrics")).await
+}
+
+/// The text body of a GET of `url`.
+pub async fn get_text(url: impl reqwest::IntoUrl) -> String {
     warrant_http::client()
-        .get(format!("{base}/metrics"))
+        .get(url)
         .send()
         .await
         .unwrap()
