@@ -11,6 +11,10 @@
 use std::sync::Once;
 
 /// A builder for an HTTP client, with the process's TLS provider installed.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the one place a client builder is made: the provider is installed first"
+)]
 pub fn builder() -> reqwest::ClientBuilder {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
