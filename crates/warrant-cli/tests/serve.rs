@@ -82,14 +82,7 @@ async fn document(any: &reqwest::Url) -> Value {
         let mut url = any.clone();
         url.set_path("/v1/openapi.json");
         url.set_query(None);
-        client()
-            .get(url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        get_json(url.as_str()).await
     })
     .await
     .clone()
