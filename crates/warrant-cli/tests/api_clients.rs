@@ -72,20 +72,7 @@ fn ran(cmd: &mut Command, what: &str) -> String {
 
 /// The server's document, as a client generator would fetch it.
 fn document(base: &str, dir: &Path) -> PathBuf {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let text = runtime.block_on(async {
-        warrant_http::client()
-            .get(format!("{base}/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    });
+    let text = support::get_text_blocking(format!("{base}/v1/openapi.json"));
     let path = dir.join("openapi.json");
     std::fs::write(&path, text).unwrap();
     path

@@ -371,14 +371,6 @@ fn scraped(page: &str, name: &str, labels: &str) -> Option<u64> {
         .map(|v| v.trim().parse().unwrap())
 }
 
-fn get_text(url: &str) -> String {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(support::get_text(url))
-}
-
 /// Every front door answers `/metrics` with the same names: after a known workload, the
 /// server's and the worker's figures are what each did, and both tell the fleet's state as the
 /// store has it.
@@ -414,7 +406,7 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
     until(at, &waiting, "waited", |v| v["status"] == "waiting");
 
     // The server queued all four and drove none.
-    let served = get_text(&format!("{}/metrics", server.base));
+    let served = support::get_text_blocking(format!("{}/metrics", server.base));
     assert_eq!(
         scraped(&served, "warrant_runs_queued_total", ""),
         Some(4),
@@ -423,7 +415,7 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
     assert_eq!(scraped(&served, "warrant_runs_started_total", ""), Some(0));
 
     // The worker took up all four; its decisions and events are the logs'.
-    let page = get_text(&format!("http://127.0.0.1:{port}/metrics"));
+    let page = support::get_text_blocking(format!("http://127.0.0.1:{port}/metrics"));
     assert_eq!(
         scraped(&page, "warrant_runs_started_total", ""),
         Some(4),
@@ -553,7 +545,7 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         });
     assert!(answered.is_success(), "{answered}");
     until(at, &waiting, "attained", |v| v["status"] == "attained");
-    let served = get_text(&format!("{}/metrics", server.base));
+    let served = support::get_text_blocking(format!("{}/metrics", server.base));
     assert_eq!(
         scraped(
             &served,
@@ -569,7 +561,7 @@ fn each_front_door_scrapes_what_it_did_and_the_fleets_state() {
         "{served}"
     );
     // The worker's calls by tool, status and layer, and its decisions' times, are the logs'.
-    let page = get_text(&format!("http://127.0.0.1:{port}/metrics"));
+    let page = support::get_text_blocking(format!("http://127.0.0.1:{port}/metrics"));
     let mut calls: std::collections::BTreeMap<String, u64> = Default::default();
     let mut decisions = 0;
     for id in ids.iter().chain([&waiting]) {

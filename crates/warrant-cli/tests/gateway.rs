@@ -522,22 +522,7 @@ fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_ru
 
     // The gateway's `/metrics` counts its sessions with a server's names: three runs, each
     // call by tool, status and layer as the logs have them, the approval its client gave.
-    let scrape = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                warrant_http::client()
-                    .get(format!("http://{metrics}/metrics"))
-                    .send()
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap()
-            })
-    };
+    let scrape = || get_text_blocking(format!("http://{metrics}/metrics"));
     let scraped = |page: &str, name: &str| -> Option<u64> {
         page.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))

@@ -144,78 +144,93 @@ pub(crate) async fn together<'a, T>(
     out.into_iter().flatten().collect()
 }
 
-/// Awaits `a` and `b` at once, polling `a` first each time: what each sends on its first poll
-/// goes out in that order (a PostgreSQL store's `BEGIN`, then its first statement, pipelined).
-#[cfg(any(test, feature = "postgres"))]
-pub(crate) async fn both<A: std::future::Future, B: std::future::Future>(
-    a: A,
-    b: B,
-) -> (A::Output, B::Output) {
-    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
-    let (mut got_a, mut got_b) = (None, None);
-    std::future::poll_fn(|cx| {
-        if got_a.is_none()
-            && let std::task::Poll::Ready(v) = a.as_mut().poll(cx)
-        {
-            got_a = Some(v);
-        }
-        if got_b.is_none()
-            && let std::task::Poll::Ready(v) = b.as_mut().poll(cx)
-        {
-            got_b = Some(v);
-        }
-        match (got_a.take(), got_b.take()) {
-            (Some(x), Some(y)) => std::task::Poll::Ready((x, y)),
-            (x, y) => {
-                (got_a, got_b) = (x, y);
-                std::task::Poll::Pending
-            }
-        }
-    })
-    .await
+/// A run's log read back from its stored rows, in order: a row holds `n` events from sequence
+/// `first` at global positions from `position`, their encoded bodies separated by newlines
+/// (an encoded event has none). Consecutive rows continue each other, and the first holds
+/// `from_seq` or is the run's first: a log that skips or repeats is an error, not a log with a
+/// hole.
+pub(crate) struct LogRows<'a> {
+    run: &'a warrant_core::ids::RunId,
+    from_seq: u64,
+    expected: Option<u64>,
+    /// The events read so far, from `from_seq` on.
+    pub(crate) events: Vec<warrant_core::event::StoredEvent>,
 }
 
-/// Unpacks one stored row of a run's log into `out`: `n` events from sequence `first` at
-/// global positions from `position`, their encoded bodies separated by newlines (an encoded
-/// event has none); those before `from_seq` are skipped. A row whose bodies do not match its
-/// count, or do not decode, is an error naming the run and the row.
-pub(crate) fn unpack_row(
-    run: &warrant_core::ids::RunId,
-    (position, first, n): (u64, u64, u64),
-    body: &str,
-    from_seq: u64,
-    out: &mut Vec<warrant_core::event::StoredEvent>,
-) -> Result<(), warrant_core::store::StoreError> {
-    use warrant_core::store::StoreError;
-    let mut texts = body.split('\n');
-    for i in 0..n {
-        let (Some(seq), Some(at)) = (first.checked_add(i), position.checked_add(i)) else {
-            return Err(StoreError::Io(format!(
-                "run `{run}`: the row from event {first} at position {position} overflows"
-            )));
-        };
-        let Some(text) = texts.next() else {
-            return Err(StoreError::Io(format!(
-                "run `{run}`: the row from event {first} says it holds {n} events and holds {i}"
-            )));
-        };
-        if seq < from_seq {
-            continue;
+impl<'a> LogRows<'a> {
+    pub(crate) fn new(run: &'a warrant_core::ids::RunId, from_seq: u64) -> LogRows<'a> {
+        LogRows {
+            run,
+            from_seq,
+            expected: None,
+            events: Vec::new(),
         }
-        let event = warrant_core::event::decode(text)
-            .map_err(|e| StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}")))?;
-        out.push(warrant_core::event::StoredEvent {
-            position: at,
-            run_id: run.clone(),
-            event: std::sync::Arc::new(event),
-        });
     }
-    if texts.next().is_some() {
-        return Err(StoreError::Io(format!(
-            "run `{run}`: the row from event {first} holds more than the {n} events it says"
-        )));
+
+    /// Whether the row at `position` beginning at event `first` continues what was read (a
+    /// store may explain a break better: the error is only its fallback).
+    pub(crate) fn continues(
+        &self,
+        position: u64,
+        first: u64,
+    ) -> Result<(), warrant_core::store::StoreError> {
+        let run = self.run;
+        match self.expected {
+            Some(want) if first != want => Err(warrant_core::store::StoreError::Io(format!(
+                "run `{run}`: the row at position {position} begins at event {first}, not {want}"
+            ))),
+            None if first > self.from_seq.max(1) => {
+                Err(warrant_core::store::StoreError::Io(format!(
+                    "run `{run}`: its rows end at event {first} (position {position}), before event {}",
+                    self.from_seq.max(1)
+                )))
+            }
+            _ => Ok(()),
+        }
     }
-    Ok(())
+
+    /// Unpacks the next row (checked by [`LogRows::continues`]) into `events`, skipping those
+    /// before `from_seq`. A row whose bodies do not match its count, or do not decode, is an
+    /// error naming the run and the row.
+    pub(crate) fn push(
+        &mut self,
+        (position, first, n): (u64, u64, u64),
+        body: &str,
+    ) -> Result<(), warrant_core::store::StoreError> {
+        use warrant_core::store::StoreError;
+        let run = self.run;
+        self.expected = first.checked_add(n);
+        let mut texts = body.split('\n');
+        for i in 0..n {
+            let (Some(seq), Some(at)) = (first.checked_add(i), position.checked_add(i)) else {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: the row from event {first} at position {position} overflows"
+                )));
+            };
+            let Some(text) = texts.next() else {
+                return Err(StoreError::Io(format!(
+                    "run `{run}`: the row from event {first} says it holds {n} events and holds {i}"
+                )));
+            };
+            if seq < self.from_seq {
+                continue;
+            }
+            let event = warrant_core::event::decode(text).map_err(|e| {
+                StoreError::Io(format!("run `{run}` event {seq} does not decode: {e}"))
+            })?;
+            self.events.push(warrant_core::event::StoredEvent {
+                position: at,
+                run_id: run.clone(),
+                event: std::sync::Arc::new(event),
+            });
+        }
+        if texts.next().is_some() {
+            return Err(StoreError::Io(format!(
+                "run `{run}`: the row from event {first} holds more than the {n} events it says"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).

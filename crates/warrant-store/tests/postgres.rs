@@ -71,6 +71,16 @@ async fn the_postgres_store_keeps_the_whole_contract() {
     contract::all(|| store("contract")).await;
 }
 
+/// A connection of its own to the database at `url`, for what a test does behind the store's
+/// back.
+async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
 /// What takes a store of schema 8 back to 5: an event a row, indexed by its position too.
 const SINCE_6: &str = "ALTER TABLE warrant_runs RESET (fillfactor);
      ALTER TABLE warrant_events ADD CONSTRAINT warrant_events_pkey PRIMARY KEY (position);
@@ -84,10 +94,7 @@ const SINCE_6: &str = "ALTER TABLE warrant_runs RESET (fillfactor);
 async fn a_log_of_an_event_a_row_reads_whole_and_goes_on_after_the_migration() {
     let url = postgres_scratch("rows").await;
     PostgresStore::migrate(&url).await.unwrap();
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = sql(&url).await;
     client.batch_execute(SINCE_6).await.unwrap();
     // Three events of run `old`, as schema 5 wrote them: a row each, positions 1 to 3.
     client
@@ -173,13 +180,60 @@ async fn a_log_of_an_event_a_row_reads_whole_and_goes_on_after_the_migration() {
     assert!(store.read(&run, 7).await.unwrap().is_empty());
 }
 
+/// A batch is committed whole or not at all: when one of its pipelined writes fails (here the
+/// events' insert, on a row put in the way behind the store's back), the `COMMIT` behind it
+/// commits nothing — the run's row keeps its last sequence — and the writer's connections go
+/// on with the next batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_write_fails_commits_none_of_it() {
+    let url = postgres_scratch("atomic").await;
+    PostgresStore::migrate(&url).await.unwrap();
+    let store = PostgresStore::open(&url).await.unwrap();
+    let (run, other) = (RunId("r".into()), RunId("o".into()));
+    store
+        .append(&run, 0, vec![contract::started("r")], None)
+        .await
+        .unwrap();
+    let client = sql(&url).await;
+    client
+        .execute(
+            "INSERT INTO warrant_events (run_id, seq, body) VALUES ('r', 2, '{}')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let err = store
+        .append(&run, 1, vec![step(2), step(3)], None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Io(_)), "{err:?}");
+    let last: i64 = client
+        .query_one("SELECT last_seq FROM warrant_runs WHERE run_id = 'r'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        last, 1,
+        "the run's row was not moved by a batch that failed"
+    );
+    // Every writer's connection takes the next batches (none is left in a failed transaction).
+    store
+        .append(&other, 0, vec![contract::started("o")], None)
+        .await
+        .unwrap();
+    for seq in 2..=8 {
+        store
+            .append(&other, seq - 1, vec![step(seq)], None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.read(&other, 1).await.unwrap().len(), 8);
+}
+
 /// Takes the store at `url` back to schema `version` with `statements`, and checks that it
 /// then asks for the migration and is brought up to this build's schema by command.
 async fn from_schema(url: &str, version: i64, statements: &str) {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = sql(url).await;
     client
         .batch_execute(&format!(
             "{statements} UPDATE warrant_meta SET value = '{version}' WHERE key = 'schema_version';"
@@ -249,10 +303,7 @@ async fn the_schema_is_migrated_explicitly_and_checked_at_open() {
     let err = PostgresStore::open(&empty).await.err().unwrap().to_string();
     assert!(err.contains("warrant store migrate"), "{err}");
     // A newer schema is refused, by version.
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = sql(&url).await;
     client
         .execute(
             "UPDATE warrant_meta SET value = '99' WHERE key = 'schema_version'",

@@ -329,6 +329,15 @@ pub async fn metrics_page(base: &str) -> String {
     get_text(format!("{base}/metrics")).await
 }
 
+/// [`get_text`], from a test that has no runtime of its own.
+pub fn get_text_blocking(url: impl reqwest::IntoUrl) -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(get_text(url))
+}
+
 /// The text body of a GET of `url`.
 pub async fn get_text(url: impl reqwest::IntoUrl) -> String {
     warrant_http::client()

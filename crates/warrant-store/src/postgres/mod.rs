@@ -216,10 +216,39 @@ struct CancelCache {
     answers: HashMap<RunId, (Option<CancelRequest>, warrant_core::metrics::Stopwatch)>,
 }
 
+/// A row of `warrant_events` as an appender packed it: `n` events from sequence `first`, their
+/// encoded bodies separated by newlines.
+struct EventsRow {
+    first: u64,
+    n: i32,
+    body: String,
+}
+
+impl EventsRow {
+    /// One row of `events` (at most [`EVENTS_PER_ROW`]; an append is split into as many).
+    fn packed(events: &[Arc<Event>]) -> Result<EventsRow, StoreError> {
+        let first = events.first().map_or(0, |e| e.seq);
+        let mut body = Vec::with_capacity(256 * events.len());
+        for e in events {
+            if !body.is_empty() {
+                body.push(b'\n');
+            }
+            event::encode_append(e, &mut body);
+        }
+        Ok(EventsRow {
+            first,
+            n: i32::try_from(events.len()).map_err(io)?,
+            body: String::from_utf8(body).map_err(io)?,
+        })
+    }
+}
+
 struct Request {
     run: RunId,
     expected: u64,
-    rows: Vec<(u64, String)>,
+    /// How many events the append holds, and their rows.
+    appended: u64,
+    rows: Vec<EventsRow>,
     started: Option<crate::Started>,
     status: Option<RunStatus>,
     /// When the run wakes, when the append leaves it sleeping.
@@ -641,36 +670,20 @@ fn summary_row(r: &tokio_postgres::Row) -> Result<RunSummary, StoreError> {
     })
 }
 
-/// A run's events from its rows (position, first sequence, count, bodies), from `from_seq` on:
-/// consecutive rows must continue each other.
+/// A run's events from its rows (position, first sequence, count, bodies), from `from_seq` on.
 fn decode_events(
     run: &RunId,
     rows: &[tokio_postgres::Row],
     from_seq: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut out = Vec::new();
-    let mut expected: Option<u64> = None;
+    let mut log = crate::LogRows::new(run, from_seq);
     for r in rows {
         let (position, first) = (unsigned(r.get(0))?, unsigned(r.get(1))?);
         let n = unsigned(i64::from(r.get::<_, i32>(2)))?;
-        match expected {
-            Some(want) if first != want => {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: the row at position {position} begins at event {first}, not {want}"
-                )));
-            }
-            None if first > from_seq.max(1) => {
-                return Err(StoreError::Io(format!(
-                    "run `{run}`: its rows begin at event {first} (position {position}), after event {}",
-                    from_seq.max(1)
-                )));
-            }
-            _ => {}
-        }
-        expected = first.checked_add(n);
-        crate::unpack_row(run, (position, first, n), r.get(3), from_seq, &mut out)?;
+        log.continues(position, first)?;
+        log.push((position, first, n), r.get(3))?;
     }
-    Ok(out)
+    Ok(log.events)
 }
 
 impl Pg {
@@ -727,13 +740,21 @@ impl LogWriter for PostgresStore {
             Ok(facts) => facts,
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
-        let rows = events.iter().map(|e| (e.seq, event::encode(e))).collect();
+        let rows = match events
+            .chunks(EVENTS_PER_ROW)
+            .map(EventsRow::packed)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(rows) => rows,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         let (reply, done) = oneshot::channel();
         let sent = self
             .writer
             .send(Request {
                 run: run.clone(),
                 expected: expected_seq,
+                appended: events.len() as u64,
                 rows,
                 started: facts.started,
                 status: facts.status,
@@ -1084,6 +1105,14 @@ fn idempotency_row(
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+
+    /// Positions stay unique: a row's events take the positions after its own, which the
+    /// sequence leaves free only up to its step.
+    #[test]
+    fn a_row_holds_no_more_events_than_the_position_sequence_steps_over() {
+        let step = format!("INCREMENT BY {EVENTS_PER_ROW};");
+        assert!(MIGRATIONS.iter().any(|m| m.contains(&step)));
+    }
 
     #[test]
     fn the_schema_version_is_the_number_of_migrations() {

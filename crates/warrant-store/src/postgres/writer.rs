@@ -115,7 +115,7 @@ pub(super) struct NewEvents<'a> {
     pub(super) runs: Vec<&'a str>,
     pub(super) seqs: Vec<i64>,
     pub(super) counts: Vec<i32>,
-    pub(super) bodies: Vec<String>,
+    pub(super) bodies: Vec<&'a str>,
 }
 
 /// Runs a batch starts, column by column (for `UNNEST`).
@@ -212,8 +212,8 @@ impl Statements {
 }
 
 pub(super) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
-pub(super) type Write<'a> = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>,
+pub(super) type Write<'a, T = u64> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send + 'a>,
 >;
 
 /// Commits `batch`; the leases it renews name `present`, this process's presence key.
@@ -247,15 +247,17 @@ async fn commit_in(
     ids.dedup();
     // INVARIANT (one order): each append's expected sequence and epoch are checked against
     // the rows locked here, in run-id order so concurrent writers cannot deadlock.
-    let (began, locked_rows) = crate::both(
-        client.batch_execute("BEGIN"),
-        client.query(&st.lock_runs, &[&ids]),
-    )
-    .await;
-    began.map_err(|e| db(&e))?;
+    // `BEGIN` and the lock go out together; the lock's rows are the second answer.
+    let ids_param: [Param<'_>; 1] = [&ids];
+    let begun: Vec<Write<'_, Vec<tokio_postgres::Row>>> = vec![
+        Box::pin(async { client.batch_execute("BEGIN").await.map(|()| Vec::new()) }),
+        Box::pin(client.query(&st.lock_runs, &ids_param)),
+    ];
     let mut runs: HashMap<String, Locked> = HashMap::new();
-    for row in locked_rows.map_err(|e| db(&e))? {
-        runs.insert(row.get(0), locked(&row)?);
+    for answer in crate::together(begun).await {
+        for row in answer.map_err(|e| db(&e))? {
+            runs.insert(row.get(0), locked(&row)?);
+        }
     }
     // New runs: inserted (and so locked) now; one another process created in the meantime is
     // locked as it is.
@@ -356,24 +358,13 @@ async fn commit_in(
             }));
             continue;
         }
-        // One row per append (split only past what a row may hold).
-        for chunk in req.rows.chunks(super::EVENTS_PER_ROW) {
-            let Some((first, _)) = chunk.first() else {
-                continue;
-            };
+        for packed in &req.rows {
             events.runs.push(&req.run.0);
-            events.seqs.push(sql_int(*first)?);
-            events.counts.push(i32::try_from(chunk.len()).map_err(io)?);
-            let mut body = String::with_capacity(chunk.iter().map(|(_, b)| b.len() + 1).sum());
-            for (i, (_, text)) in chunk.iter().enumerate() {
-                if i > 0 {
-                    body.push('\n');
-                }
-                body.push_str(text);
-            }
-            events.bodies.push(body);
+            events.seqs.push(sql_int(packed.first)?);
+            events.counts.push(packed.n);
+            events.bodies.push(&packed.body);
         }
-        row.last_seq = req.expected + req.rows.len() as u64;
+        row.last_seq = req.expected + req.appended;
         if let Some(s) = req.status {
             row.status = s;
             row.wake_at_ms = req.wake_at_ms;

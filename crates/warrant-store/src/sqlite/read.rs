@@ -103,8 +103,7 @@ pub(super) fn read_events(
             ))
         })
         .map_err(io)?;
-    let mut out = Vec::new();
-    let mut expected = None;
+    let mut log = crate::LogRows::new(run, from_seq);
     for row in rows {
         let (position, first, n, body, ours) = row.map_err(io)?;
         if !ours {
@@ -112,30 +111,11 @@ pub(super) fn read_events(
                 "run `{run}`: its chain of rows reaches row {position}, of another run"
             )));
         }
-        // Consecutive rows continue each other: a chain that skips or repeats is an error,
-        // not a log with a hole.
-        match expected {
-            Some(want) if first != want => {
-                return Err(gap(conn, run).unwrap_or_else(|| {
-                    StoreError::Io(format!(
-                        "run `{run}`: the row at position {position} begins at event {first}, not {want}"
-                    ))
-                }));
-            }
-            // The first row holds `from_seq`, or is the run's first.
-            None if first > from_seq.max(1) => {
-                return Err(gap(conn, run).unwrap_or_else(|| {
-                    StoreError::Io(format!(
-                        "run `{run}`: its rows end at event {first} (position {position}), before event {}",
-                        from_seq.max(1)
-                    ))
-                }));
-            }
-            _ => {}
-        }
-        expected = first.checked_add(n);
-        crate::unpack_row(run, (position, first, n), &body, from_seq, &mut out)?;
+        log.continues(position, first)
+            .map_err(|e| gap(conn, run).unwrap_or(e))?;
+        log.push((position, first, n), &body)?;
     }
+    let out = log.events;
     // Nothing read where the run's index says there are events: its last rows are gone. (The
     // index is asked first, by its key: an empty read, a follower's usual one, costs no scan.)
     if out.is_empty()
