@@ -338,7 +338,7 @@ impl Leases for Outage {
     fn claim(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>> {
         gone()
     }
-    fn heartbeat(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn heartbeat(&self, _: Vec<(RunId, Driver)>) -> BoxFuture<'_, Result<(), StoreError>> {
         gone()
     }
     fn release(&self, _: &RunId, _: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {

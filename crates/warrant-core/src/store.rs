@@ -431,8 +431,11 @@ pub trait Leases: Send + Sync {
     /// Takes the lease on `run` for `driver` (a new epoch), unless another holder was heard
     /// from within [`LEASE_TTL_MS`].
     fn claim(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<Claim, StoreError>>;
-    /// Renews `driver`'s lease on `run` (while it waits on something slow).
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Renews each lease named (a run and the driver that holds it, at the driver's `now_ms`)
+    /// in one write: a process renews the leases of all its runs that wait on something slow
+    /// together. A lease its driver no longer holds (another took it, a new epoch) is left
+    /// alone.
+    fn heartbeat(&self, leases: Vec<(RunId, Driver)>) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Gives the lease on `run` back, if `driver` holds it.
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Takes the leases of up to `want` runs that are ready to be driven (new runs nobody has

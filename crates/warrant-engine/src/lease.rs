@@ -5,7 +5,104 @@
 //! a process on this machine and no longer exists is known to be gone at once, so a run whose
 //! process was killed is re-entered without waiting for its lease to lapse.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use warrant_core::ids::RunId;
+use warrant_core::ports::{Clock, Driver, EventStore, LEASE_TTL_MS};
 use warrant_core::status::RunStatus;
+
+/// Renews the leases of this process's runs that wait on something slow (a model, a provider,
+/// a gateway session's next request, their children) — all of them together, one write every
+/// `LEASE_TTL_MS / 3`, from one task that runs only while a lease is kept. A waiting run sets
+/// no timer of its own: ten thousand idle runs cost one wake-up a period, not ten thousand.
+pub(crate) struct Keeper {
+    store: Arc<dyn EventStore>,
+    clock: Arc<dyn Clock>,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// The leases kept, by a token each keeping hands out.
+    leases: HashMap<u64, (RunId, Driver)>,
+    next: u64,
+    /// Whether the renewing task runs (it stops when nothing is kept).
+    renewing: bool,
+}
+
+/// A lease kept while this lives.
+pub(crate) struct Keeping {
+    keeper: Arc<Keeper>,
+    token: u64,
+}
+
+impl Keeper {
+    pub(crate) fn new(store: Arc<dyn EventStore>, clock: Arc<dyn Clock>) -> Keeper {
+        Keeper {
+            store,
+            clock,
+            kept: Mutex::default(),
+        }
+    }
+
+    /// Keeps `driver`'s lease on `run` renewed until the answer is dropped.
+    pub(crate) fn keep(self: &Arc<Self>, run: &RunId, driver: &Driver) -> Keeping {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let token = kept.next;
+        kept.next = kept.next.wrapping_add(1);
+        kept.leases.insert(token, (run.clone(), driver.clone()));
+        if !kept.renewing {
+            kept.renewing = true;
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the keeper owns its renewing task, which ends when nothing is kept"
+            )]
+            tokio::spawn(Arc::clone(self).renew());
+        }
+        Keeping {
+            keeper: Arc::clone(self),
+            token,
+        }
+    }
+
+    /// Every period, renews every lease kept; ends once none is.
+    async fn renew(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(LEASE_TTL_MS / 3)).await;
+            let now_ms = self.clock.now_ms();
+            let leases: Vec<(RunId, Driver)> = {
+                let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.leases.is_empty() {
+                    kept.renewing = false;
+                    return;
+                }
+                kept.leases
+                    .values()
+                    .map(|(run, driver)| {
+                        let mut driver = driver.clone();
+                        driver.now_ms = now_ms;
+                        (run.clone(), driver)
+                    })
+                    .collect()
+            };
+            // A failed renewal only lets the leases lapse sooner; the runs go on.
+            let _ = self.store.heartbeat(leases).await;
+        }
+    }
+}
+
+impl Drop for Keeping {
+    fn drop(&mut self) {
+        let mut kept = self
+            .keeper
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.leases.remove(&self.token);
+    }
+}
 
 /// This machine's name (`/proc/sys/kernel/hostname`, `/etc/hostname`, else `localhost`).
 pub fn host() -> String {

@@ -211,6 +211,8 @@ pub struct Engine {
     pub(crate) acting_for: (String, String),
     /// Who this process is, as the runs it drives name it in their lease.
     pub(crate) holder: Arc<str>,
+    /// Renews the leases of its runs that wait, together.
+    pub(crate) keeper: Arc<lease::Keeper>,
     /// Builds the policies and execution control a spec names, and rebuilds recorded ones.
     pub(crate) policies: Option<Arc<dyn warrant_core::ports::PolicySource>>,
     /// Policy files that rule every new run together with its spec's (`--policy`).
@@ -242,10 +244,12 @@ impl Engine {
     /// An engine over `store` with the system clock, time-ordered ids and the allow-all
     /// authority. Change any of them with the `with_*` methods.
     pub fn new(store: Arc<dyn EventStore>) -> Engine {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         Engine {
             hub: hub::Hub::new(store.clone()),
+            keeper: Arc::new(lease::Keeper::new(store.clone(), clock.clone())),
             store,
-            clock: Arc::new(SystemClock),
+            clock,
             ids: Arc::new(time::TimeOrderedIds::default()),
             authority: Arc::new(AllowAll),
             authority_set: false,
@@ -273,6 +277,7 @@ impl Engine {
 
     /// Uses this clock.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
+        self.keeper = Arc::new(lease::Keeper::new(self.store.clone(), clock.clone()));
         self.clock = clock;
         self
     }

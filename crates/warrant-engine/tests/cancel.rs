@@ -68,6 +68,7 @@ impl Surface for Hanging {
 
 struct Fixture {
     engine: Engine,
+    clock: Arc<TokioClock>,
     store: Arc<MemoryStore>,
     cafe: Arc<Cafe>,
     surfaces: warrant_engine::Surfaces,
@@ -78,8 +79,9 @@ struct Fixture {
 fn fixture(tool: &'static str, perform: bool) -> Fixture {
     let spec = common::spec(CAFE_GALLERY);
     let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(TokioClock::new());
     let engine = Engine::new(store.clone())
-        .with_clock(Arc::new(TokioClock::new()))
+        .with_clock(clock.clone())
         .with_ids(Arc::new(SequentialIds::new("cx")));
     let cafe = Arc::new(Cafe::default());
     let started = Arc::new(Notify::new());
@@ -99,6 +101,7 @@ fn fixture(tool: &'static str, perform: bool) -> Fixture {
     );
     Fixture {
         engine,
+        clock,
         store,
         cafe,
         surfaces,
@@ -176,6 +179,62 @@ async fn a_waiting_run_asks_about_cancellation_only_when_the_store_tells_of_one(
         "{:?}",
         result.outcome
     );
+}
+
+/// Runs waiting on a slow provider keep their leases live together: the process renews all of
+/// them in one write a period (not a timer and a write per run), and stops once none waits.
+#[tokio::test(start_paused = true)]
+async fn waiting_runs_leases_are_renewed_together_in_one_write_a_period() {
+    use warrant_core::ports::{Clock, RunsIndex};
+    let f = fixture("read_menu", false);
+    let deciders: Vec<_> = (0..20).map(|_| script(SCRIPT)).collect();
+    let runs = futures_util::future::join_all(
+        deciders
+            .iter()
+            .map(|d| f.engine.run(common::spec(CAFE_GALLERY), d, &f.surfaces)),
+    );
+    tokio::pin!(runs);
+    tokio::select! {
+        _ = &mut runs => panic!("the runs ended before their calls hung"),
+        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+    }
+    let ids = f.store.run_ids();
+    assert_eq!(ids.len(), 20);
+    // Twenty seconds of waiting (within the call's 30 s bound), on the paused clock: a write
+    // every `LEASE_TTL_MS / 3` (3.3 s) for all twenty.
+    let before = f.store.heartbeats();
+    tokio::select! {
+        _ = &mut runs => panic!("the runs ended while they waited"),
+        () = tokio::time::sleep(Duration::from_secs(20)) => {}
+    }
+    let writes = f.store.heartbeats() - before;
+    assert!(
+        (5..=7).contains(&writes),
+        "{writes} lease writes in 20 s for 20 waiting runs"
+    );
+    let now = f.clock.now_ms();
+    for id in &ids {
+        let s = f.store.summary(id).await.unwrap().unwrap();
+        assert!(
+            s.driven(now),
+            "{id}'s lease lapsed while it waited: heard from at {:?}, now {now}",
+            s.heartbeat_ms
+        );
+        assert!(s.heartbeat_ms.unwrap() + 3_400 > now, "{id} renewed late");
+    }
+    for id in &ids {
+        f.engine.cancel(id, "alice", "enough").await.unwrap();
+    }
+    for result in runs.await {
+        assert!(matches!(
+            result.unwrap().outcome,
+            Some(Outcome::Cancelled { .. })
+        ));
+    }
+    // Nothing waits: nothing is renewed, and nothing wakes to renew it.
+    let after = f.store.heartbeats();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(f.store.heartbeats(), after);
 }
 
 #[tokio::test(start_paused = true)]

@@ -745,11 +745,9 @@ impl Leases for OnRealTime {
     }
     fn heartbeat(
         &self,
-        run: &RunId,
-        driver: &warrant_core::ports::Driver,
+        leases: Vec<(RunId, warrant_core::ports::Driver)>,
     ) -> BoxFuture<'_, Result<(), warrant_core::ports::StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
-        self.on(move |s| async move { s.heartbeat(&run, &driver).await })
+        self.on(move |s| async move { s.heartbeat(leases).await })
     }
     fn release(
         &self,

@@ -421,14 +421,19 @@ pub(crate) fn stateless(
     let weak = Arc::downgrade(gateway);
     let mine = Arc::downgrade(&session);
     spawn(async move {
+        // Wakes when the session would have been idle long enough since it was last used:
+        // once an idle period, not at an interval.
+        let mut wait = idle;
         loop {
-            tokio::time::sleep(idle / 4).await;
+            tokio::time::sleep(wait).await;
             let (Some(gateway), Some(session)) = (weak.upgrade(), mine.upgrade()) else {
                 return;
             };
             let used = session.used_ms.load(std::sync::atomic::Ordering::SeqCst);
             let now = warrant_engine::SystemClock.now_ms();
-            if now.saturating_sub(used) >= gateway.config.limits.idle_ms {
+            let idle_ms = gateway.config.limits.idle_ms;
+            wait = Duration::from_millis(idle_ms.saturating_sub(now.saturating_sub(used)).max(1));
+            if now.saturating_sub(used) >= idle_ms {
                 // Dropped from the registry: once no call holds it, the session closes.
                 if let Ok(mut sessions) = gateway.stateless.lock()
                     && sessions.get(&key).is_some_and(|s| Arc::ptr_eq(s, &session))

@@ -930,7 +930,12 @@ pub async fn leases_fence_a_driver_that_lost_its_run(store: &dyn EventStore) {
         .await
         .unwrap();
     store
-        .heartbeat(&run, &driver("pid 2", 20_000, epoch))
+        .heartbeat(vec![
+            (run.clone(), driver("pid 2", 20_000, epoch)),
+            // A lease its driver lost, renewed in the same write, is left alone.
+            (run.clone(), driver("pid 1", 30_000, first_epoch)),
+            (RunId("no-such-run".into()), driver("pid 2", 30_000, epoch)),
+        ])
         .await
         .unwrap();
     assert_eq!(

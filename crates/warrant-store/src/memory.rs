@@ -56,6 +56,8 @@ pub struct MemoryStore {
     cancels: watch::Sender<u64>,
     /// How many times a run asked whether it is cancelled.
     cancel_looks: std::sync::atomic::AtomicU64,
+    /// How many writes renewed leases.
+    heartbeats: std::sync::atomic::AtomicU64,
 }
 
 impl Default for MemoryStore {
@@ -65,6 +67,7 @@ impl Default for MemoryStore {
             appended: watch::Sender::new(0),
             cancels: watch::Sender::new(0),
             cancel_looks: std::sync::atomic::AtomicU64::new(0),
+            heartbeats: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -98,6 +101,11 @@ impl MemoryStore {
     /// How many times a run asked whether it is cancelled.
     pub fn cancel_looks(&self) -> u64 {
         self.cancel_looks.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many writes renewed leases (each renews any number of them).
+    pub fn heartbeats(&self) -> u64 {
+        self.heartbeats.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every run's id, in the order they were started.
@@ -379,13 +387,17 @@ impl Leases for MemoryStore {
         });
         ready(claimed)
     }
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn heartbeat(&self, leases: Vec<(RunId, Driver)>) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.heartbeats
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let done = lock(&self.inner).map(|mut inner| {
-            if let Some(log) = inner.logs.get_mut(run)
-                && log.summary.holder.as_deref() == Some(&*driver.holder)
-                && log.summary.epoch == driver.epoch
-            {
-                log.summary.heartbeat_ms = Some(driver.now_ms);
+            for (run, driver) in &leases {
+                if let Some(log) = inner.logs.get_mut(run)
+                    && log.summary.holder.as_deref() == Some(&*driver.holder)
+                    && log.summary.epoch == driver.epoch
+                {
+                    log.summary.heartbeat_ms = Some(driver.now_ms);
+                }
             }
         });
         ready(done)

@@ -832,8 +832,7 @@ mod memory {
         }
         fn heartbeat(
             &self,
-            _run: &RunId,
-            _driver: &Driver,
+            _leases: Vec<(RunId, Driver)>,
         ) -> BoxFuture<'_, Result<(), StoreError>> {
             ready(Ok(()))
         }

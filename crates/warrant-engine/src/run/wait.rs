@@ -5,9 +5,7 @@ use std::time::Duration;
 use warrant_core::codes::Code;
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{
-    BoxFuture, CancelRequest, Driver, LEASE_TTL_MS, SurfaceError, SurfaceErrorKind,
-};
+use warrant_core::ports::{BoxFuture, CancelRequest, SurfaceError, SurfaceErrorKind};
 use warrant_core::spec::Limits;
 use warrant_core::status::RunStatus;
 
@@ -162,30 +160,24 @@ impl Run<'_> {
         ids
     }
 
-    /// Awaits `work` (this run's children), renewing the run's lease meanwhile.
+    /// Awaits `work` (this run's children), its lease kept renewed meanwhile.
     pub(super) async fn renewing<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         let TimeSource::Live(clock) = &self.time else {
             return work.await;
         };
-        tokio::pin!(work);
-        loop {
-            tokio::select! {
-                biased;
-                done = &mut work => return done,
-                () = tokio::time::sleep(Duration::from_millis(LEASE_TTL_MS / 3)) => {
-                    let driver = self.driver(clock.now_ms());
-                    // A failed renewal only lets the lease lapse sooner; the run goes on.
-                    let _ = self.engine.store.heartbeat(&self.run_id, &driver).await;
-                }
-            }
-        }
+        let _kept = self
+            .engine
+            .keeper
+            .keep(&self.run_id, &self.driver(clock.now_ms()));
+        work.await
     }
 
     /// Awaits `work` unless the run is cancelled first (live runs only: a replay never waits).
     /// Cooperative: the request is noticed when the store tells of one (at once where it can,
     /// [`Leases::cancel_news`](warrant_core::store::Leases::cancel_news), asking at most every
     /// `CANCEL_POLL_MS` however often it tells), else within `CANCEL_POLL_MS`. While it waits,
-    /// the run's lease is renewed, so others know its driver is alive; nothing else wakes it.
+    /// the process's [keeper](crate::lease::Keeper) renews the run's lease with the others', so
+    /// others know its driver is alive; nothing else wakes it.
     pub(super) async fn guarded<T>(
         &self,
         work: impl std::future::Future<Output = T>,
@@ -193,16 +185,13 @@ impl Run<'_> {
         let TimeSource::Live(clock) = &self.time else {
             return Ok(work.await);
         };
-        let (store, run, ids) = (
-            self.engine.store.clone(),
-            self.run_id.clone(),
-            self.cancel_ids(),
-        );
-        let (clock, holder, epoch) = (clock.clone(), self.engine.holder.clone(), self.epoch);
+        let _kept = self
+            .engine
+            .keeper
+            .keep(&self.run_id, &self.driver(clock.now_ms()));
+        let (store, ids) = (self.engine.store.clone(), self.cancel_ids());
         let watch = async move {
             let poll = Duration::from_millis(CANCEL_POLL_MS);
-            let renew_every = LEASE_TTL_MS / 3;
-            let mut renewed_ms = clock.now_ms();
             // What wakes a look: the store's news of a request, or, from a store that cannot
             // tell, the interval.
             let armed = || {
@@ -216,33 +205,12 @@ impl Run<'_> {
                 // However often it is woken, a run asks at most every interval.
                 tokio::time::sleep_until(looked + poll).await;
                 // Armed before the look, so a request made after it is news.
-                let mut told = armed();
+                let told = armed();
                 looked = tokio::time::Instant::now();
                 if let Some(c) = cancel_requested(&*store, &ids).await {
                     return c;
                 }
-                loop {
-                    let renew_in =
-                        renew_every.saturating_sub(clock.now_ms().saturating_sub(renewed_ms));
-                    let woken = tokio::select! {
-                        () = &mut told => true,
-                        () = tokio::time::sleep(Duration::from_millis(renew_in.max(1))) => false,
-                    };
-                    let now_ms = clock.now_ms();
-                    if now_ms.saturating_sub(renewed_ms) >= renew_every {
-                        renewed_ms = now_ms;
-                        let driver = Driver {
-                            holder: holder.clone(),
-                            now_ms,
-                            epoch,
-                        };
-                        // A failed renewal only lets the lease lapse sooner; the run goes on.
-                        let _ = store.heartbeat(&run, &driver).await;
-                    }
-                    if woken {
-                        break;
-                    }
-                }
+                told.await;
             }
         };
         tokio::select! {

@@ -127,18 +127,25 @@ impl Leases for PostgresStore {
             }
         })
     }
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
+    fn heartbeat(&self, leases: Vec<(RunId, Driver)>) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
+            if leases.is_empty() {
+                return Ok(());
+            }
+            let mut columns = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (run, driver) in leases {
+                columns.0.push(run.0);
+                columns.1.push(driver.holder.to_string());
+                columns.2.push(sql_int(driver.now_ms)?);
+                columns.3.push(sql_int(driver.epoch)?);
+            }
+            // One statement, however many leases.
             self.inner
                 .query(
-                    "UPDATE warrant_runs SET heartbeat_ms = $3 WHERE run_id = $1 AND holder = $2 AND epoch = $4",
-                    &[
-                        &run.0,
-                        &&*driver.holder,
-                        &sql_int(driver.now_ms)?,
-                        &sql_int(driver.epoch)?,
-                    ],
+                    "UPDATE warrant_runs AS r SET heartbeat_ms = h.at
+                     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS h(run_id, holder, at, epoch)
+                     WHERE r.run_id = h.run_id AND r.holder = h.holder AND r.epoch = h.epoch",
+                    &[&columns.0, &columns.1, &columns.2, &columns.3],
                 )
                 .await?;
             Ok(())

@@ -124,22 +124,29 @@ impl Leases for SqliteStore {
         };
         self.outbox.reply(self.send(job), answer)
     }
-    fn heartbeat(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
-        let (run, driver) = (run.clone(), driver.clone());
+    fn heartbeat(&self, leases: Vec<(RunId, Driver)>) -> BoxFuture<'_, Result<(), StoreError>> {
         self.writing(move |inner| {
-            inner
-                .reader()?
-                .execute(
-                    "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2 AND epoch = ?4",
-                    params![
-                        run.0,
-                        &*driver.holder,
-                        sql_int(driver.now_ms)?,
-                        sql_int(driver.epoch)?
-                    ],
-                )
-                .map_err(io)?;
-            Ok(())
+            let conn = inner.reader()?;
+            // One transaction: one commit (and fsync) however many leases.
+            let tx = conn.unchecked_transaction().map_err(io)?;
+            {
+                let mut renew = tx
+                    .prepare_cached(
+                        "UPDATE runs SET heartbeat_ms = ?3 WHERE run_id = ?1 AND holder = ?2 AND epoch = ?4",
+                    )
+                    .map_err(io)?;
+                for (run, driver) in &leases {
+                    renew
+                        .execute(params![
+                            run.0,
+                            &*driver.holder,
+                            sql_int(driver.now_ms)?,
+                            sql_int(driver.epoch)?
+                        ])
+                        .map_err(io)?;
+                }
+            }
+            tx.commit().map_err(io)
         })
     }
     fn release(&self, run: &RunId, driver: &Driver) -> BoxFuture<'_, Result<(), StoreError>> {
