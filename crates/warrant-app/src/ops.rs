@@ -437,6 +437,9 @@ pub struct App {
     pub answers: Arc<Answers>,
     /// What this process's webhooks delivered (`crate::webhooks::Deliverer`).
     pub deliveries: Arc<crate::webhooks::Deliveries>,
+    /// Renews the leases of every run this process waits in, together: each run or session
+    /// has an engine of its own, and they all share this.
+    keeper: warrant_engine::LeaseKeeper,
 }
 
 /// What people and operators answered through one process (`/metrics`): counted where each
@@ -491,6 +494,7 @@ impl App {
             tenants: Arc::default(),
             answers: Arc::default(),
             deliveries: Arc::default(),
+            keeper: warrant_engine::LeaseKeeper::default(),
         }
     }
 
@@ -643,6 +647,7 @@ impl App {
         };
         engine
             .with_holder(&self.holder)
+            .with_lease_keeper(self.keeper.clone())
             .with_policies(Arc::new(Policies))
             .with_floor(
                 self.floor

@@ -13,93 +13,113 @@ use warrant_core::ids::RunId;
 use warrant_core::ports::{Clock, Driver, EventStore, LEASE_TTL_MS};
 use warrant_core::status::RunStatus;
 
-/// Renews the leases of this process's runs that wait on something slow (a model, a provider,
-/// a gateway session's next request, their children) — all of them together, one write every
-/// `LEASE_TTL_MS / 3`, from one task that runs only while a lease is kept. A waiting run sets
-/// no timer of its own: ten thousand idle runs cost one wake-up a period, not ten thousand.
-pub(crate) struct Keeper {
-    store: Arc<dyn EventStore>,
-    clock: Arc<dyn Clock>,
-    kept: Mutex<Kept>,
-}
+/// Renews the leases of runs that wait on something slow (a model, a provider, a gateway
+/// session's next request, their children) — all of them together, one write per store every
+/// `LEASE_TTL_MS / 3`, from one task that runs only while a lease is kept. A waiting run sets no
+/// timer of its own: ten thousand idle runs cost one wake-up a period, not ten thousand. Every
+/// engine has one; engines given the same one ([`Engine::with_lease_keeper`](crate::Engine::with_lease_keeper))
+/// renew together, as a process's front door does for all the runs it drives.
+#[derive(Clone, Default)]
+pub struct LeaseKeeper(Arc<Mutex<Kept>>);
 
 #[derive(Default)]
 struct Kept {
     /// The leases kept, by a token each keeping hands out.
-    leases: HashMap<u64, (RunId, Driver)>,
+    leases: HashMap<u64, Lease>,
     next: u64,
-    /// Whether the renewing task runs (it stops when nothing is kept).
-    renewing: bool,
+    /// Whether the renewing task runs: it stops once nothing is kept, or with its runtime.
+    renewing: Option<tokio::task::JoinHandle<()>>,
 }
+
+/// A run's lease, its driver, and the store and clock it is renewed in and by.
+struct Lease {
+    run: RunId,
+    driver: Driver,
+    store: Arc<dyn EventStore>,
+    clock: Arc<dyn Clock>,
+}
+
+/// One store's renewals: a write.
+type Renewal = (Arc<dyn EventStore>, Vec<(RunId, Driver)>);
 
 /// A lease kept while this lives.
 pub(crate) struct Keeping {
-    keeper: Arc<Keeper>,
+    keeper: LeaseKeeper,
     token: u64,
 }
 
-impl Keeper {
-    pub(crate) fn new(store: Arc<dyn EventStore>, clock: Arc<dyn Clock>) -> Keeper {
-        Keeper {
-            store,
-            clock,
-            kept: Mutex::default(),
-        }
-    }
-
-    /// Keeps `driver`'s lease on `run` renewed until the answer is dropped.
-    pub(crate) fn keep(self: &Arc<Self>, run: &RunId, driver: &Driver) -> Keeping {
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+impl LeaseKeeper {
+    /// Keeps `driver`'s lease on `run` in `store` renewed until the answer is dropped.
+    pub(crate) fn keep(
+        &self,
+        run: &RunId,
+        driver: &Driver,
+        store: &Arc<dyn EventStore>,
+        clock: &Arc<dyn Clock>,
+    ) -> Keeping {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let token = kept.next;
         kept.next = kept.next.wrapping_add(1);
-        kept.leases.insert(token, (run.clone(), driver.clone()));
-        if !kept.renewing {
-            kept.renewing = true;
+        kept.leases.insert(
+            token,
+            Lease {
+                run: run.clone(),
+                driver: driver.clone(),
+                store: store.clone(),
+                clock: clock.clone(),
+            },
+        );
+        // A task that stopped (nothing was kept) or whose runtime ended is started again.
+        if kept.renewing.as_ref().is_none_or(|t| t.is_finished()) {
             #[expect(
                 clippy::disallowed_methods,
                 reason = "the keeper owns its renewing task, which ends when nothing is kept"
             )]
-            tokio::spawn(Arc::clone(self).renew());
+            let task = tokio::spawn(self.clone().renew());
+            kept.renewing = Some(task);
         }
         Keeping {
-            keeper: Arc::clone(self),
+            keeper: self.clone(),
             token,
         }
     }
 
-    /// Every period, renews every lease kept; ends once none is.
-    async fn renew(self: Arc<Self>) {
+    /// Every period, renews every lease kept, in one write per store; ends once none is.
+    async fn renew(self) {
         loop {
             tokio::time::sleep(Duration::from_millis(LEASE_TTL_MS / 3)).await;
-            let now_ms = self.clock.now_ms();
-            let leases: Vec<(RunId, Driver)> = {
-                let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut writes: Vec<Renewal> = Vec::new();
+            {
+                let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
                 if kept.leases.is_empty() {
-                    kept.renewing = false;
+                    kept.renewing = None;
                     return;
                 }
-                kept.leases
-                    .values()
-                    .map(|(run, driver)| {
-                        let mut driver = driver.clone();
-                        driver.now_ms = now_ms;
-                        (run.clone(), driver)
-                    })
-                    .collect()
-            };
-            // A failed renewal only lets the leases lapse sooner; the runs go on.
-            let _ = self.store.heartbeat(leases).await;
+                for lease in kept.leases.values() {
+                    let mut driver = lease.driver.clone();
+                    driver.now_ms = lease.clock.now_ms();
+                    let same = |(s, _): &&mut Renewal| {
+                        std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(&lease.store))
+                    };
+                    match writes.iter_mut().find(same) {
+                        Some((_, leases)) => leases.push((lease.run.clone(), driver)),
+                        None => {
+                            writes.push((lease.store.clone(), vec![(lease.run.clone(), driver)]))
+                        }
+                    }
+                }
+            }
+            for (store, leases) in writes {
+                // A failed renewal only lets the leases lapse sooner; the runs go on.
+                let _ = store.heartbeat(leases).await;
+            }
         }
     }
 }
 
 impl Drop for Keeping {
     fn drop(&mut self) {
-        let mut kept = self
-            .keeper
-            .kept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.keeper.0.lock().unwrap_or_else(PoisonError::into_inner);
         kept.leases.remove(&self.token);
     }
 }

@@ -30,6 +30,7 @@ use warrant_core::{Outcome, Spec};
 pub use authority::{AllOf, AllowAll, Allowance, Delegated, DenyTools, Floor, RuleList};
 pub use hub::{Subscriber, SubscriberFailure};
 pub use intercept::{CapNumber, HaltTools};
+pub use lease::LeaseKeeper;
 pub use rules::rebuild_authority;
 pub use time::{FixedClock, SequentialIds, SystemClock, TickingClock};
 
@@ -211,8 +212,8 @@ pub struct Engine {
     pub(crate) acting_for: (String, String),
     /// Who this process is, as the runs it drives name it in their lease.
     pub(crate) holder: Arc<str>,
-    /// Renews the leases of its runs that wait, together.
-    pub(crate) keeper: Arc<lease::Keeper>,
+    /// Renews the leases of its runs that wait, together (and with other engines' given it).
+    pub(crate) keeper: lease::LeaseKeeper,
     /// Builds the policies and execution control a spec names, and rebuilds recorded ones.
     pub(crate) policies: Option<Arc<dyn warrant_core::ports::PolicySource>>,
     /// Policy files that rule every new run together with its spec's (`--policy`).
@@ -244,12 +245,11 @@ impl Engine {
     /// An engine over `store` with the system clock, time-ordered ids and the allow-all
     /// authority. Change any of them with the `with_*` methods.
     pub fn new(store: Arc<dyn EventStore>) -> Engine {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         Engine {
             hub: hub::Hub::new(store.clone()),
-            keeper: Arc::new(lease::Keeper::new(store.clone(), clock.clone())),
+            keeper: lease::LeaseKeeper::default(),
             store,
-            clock,
+            clock: Arc::new(SystemClock),
             ids: Arc::new(time::TimeOrderedIds::default()),
             authority: Arc::new(AllowAll),
             authority_set: false,
@@ -275,9 +275,16 @@ impl Engine {
         self
     }
 
+    /// Renews the leases of this engine's waiting runs with `keeper`, together with those of
+    /// every engine given the same one: one write per store and one wake-up a period for all
+    /// of them (a front door that makes an engine per run or session shares one keeper).
+    pub fn with_lease_keeper(mut self, keeper: LeaseKeeper) -> Engine {
+        self.keeper = keeper;
+        self
+    }
+
     /// Uses this clock.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
-        self.keeper = Arc::new(lease::Keeper::new(self.store.clone(), clock.clone()));
         self.clock = clock;
         self
     }

@@ -183,16 +183,23 @@ async fn a_waiting_run_asks_about_cancellation_only_when_the_store_tells_of_one(
 
 /// Runs waiting on a slow provider keep their leases live together: the process renews all of
 /// them in one write a period (not a timer and a write per run), and stops once none waits.
+/// Two engines given one keeper (a front door makes an engine per run) renew together.
 #[tokio::test(start_paused = true)]
 async fn waiting_runs_leases_are_renewed_together_in_one_write_a_period() {
     use warrant_core::ports::{Clock, RunsIndex};
     let f = fixture("read_menu", false);
+    let keeper = warrant_engine::LeaseKeeper::default();
+    let engines = [
+        f.engine.clone().with_lease_keeper(keeper.clone()),
+        Engine::new(f.store.clone())
+            .with_clock(f.clock.clone())
+            .with_ids(Arc::new(SequentialIds::new("cy")))
+            .with_lease_keeper(keeper),
+    ];
     let deciders: Vec<_> = (0..20).map(|_| script(SCRIPT)).collect();
-    let runs = futures_util::future::join_all(
-        deciders
-            .iter()
-            .map(|d| f.engine.run(common::spec(CAFE_GALLERY), d, &f.surfaces)),
-    );
+    let runs = futures_util::future::join_all(deciders.iter().enumerate().map(|(i, d)| {
+        engines[i % 2].run(common::spec(CAFE_GALLERY), d, &f.surfaces)
+    }));
     tokio::pin!(runs);
     tokio::select! {
         _ = &mut runs => panic!("the runs ended before their calls hung"),

@@ -165,10 +165,12 @@ impl Run<'_> {
         let TimeSource::Live(clock) = &self.time else {
             return work.await;
         };
-        let _kept = self
-            .engine
-            .keeper
-            .keep(&self.run_id, &self.driver(clock.now_ms()));
+        let _kept = self.engine.keeper.keep(
+            &self.run_id,
+            &self.driver(clock.now_ms()),
+            &self.engine.store,
+            clock,
+        );
         work.await
     }
 
@@ -176,7 +178,7 @@ impl Run<'_> {
     /// Cooperative: the request is noticed when the store tells of one (at once where it can,
     /// [`Leases::cancel_news`](warrant_core::store::Leases::cancel_news), asking at most every
     /// `CANCEL_POLL_MS` however often it tells), else within `CANCEL_POLL_MS`. While it waits,
-    /// the process's [keeper](crate::lease::Keeper) renews the run's lease with the others', so
+    /// the engine's [keeper](crate::LeaseKeeper) renews the run's lease with the others', so
     /// others know its driver is alive; nothing else wakes it.
     pub(super) async fn guarded<T>(
         &self,
@@ -185,10 +187,12 @@ impl Run<'_> {
         let TimeSource::Live(clock) = &self.time else {
             return Ok(work.await);
         };
-        let _kept = self
-            .engine
-            .keeper
-            .keep(&self.run_id, &self.driver(clock.now_ms()));
+        let _kept = self.engine.keeper.keep(
+            &self.run_id,
+            &self.driver(clock.now_ms()),
+            &self.engine.store,
+            clock,
+        );
         let (store, ids) = (self.engine.store.clone(), self.cancel_ids());
         let watch = async move {
             let poll = Duration::from_millis(CANCEL_POLL_MS);
