@@ -197,9 +197,12 @@ async fn waiting_runs_leases_are_renewed_together_in_one_write_a_period() {
             .with_lease_keeper(keeper),
     ];
     let deciders: Vec<_> = (0..20).map(|_| script(SCRIPT)).collect();
-    let runs = futures_util::future::join_all(deciders.iter().enumerate().map(|(i, d)| {
-        engines[i % 2].run(common::spec(CAFE_GALLERY), d, &f.surfaces)
-    }));
+    let runs = futures_util::future::join_all(
+        deciders
+            .iter()
+            .enumerate()
+            .map(|(i, d)| engines[i % 2].run(common::spec(CAFE_GALLERY), d, &f.surfaces)),
+    );
     tokio::pin!(runs);
     tokio::select! {
         _ = &mut runs => panic!("the runs ended before their calls hung"),
