@@ -430,10 +430,10 @@ pub(crate) fn stateless(
                 return;
             };
             let used = session.used_ms.load(std::sync::atomic::Ordering::SeqCst);
-            let now = warrant_engine::SystemClock.now_ms();
+            let quiet_ms = warrant_engine::SystemClock.now_ms().saturating_sub(used);
             let idle_ms = gateway.config.limits.idle_ms;
-            wait = Duration::from_millis(idle_ms.saturating_sub(now.saturating_sub(used)).max(1));
-            if now.saturating_sub(used) >= idle_ms {
+            wait = Duration::from_millis(idle_ms.saturating_sub(quiet_ms).max(1));
+            if quiet_ms >= idle_ms {
                 // Dropped from the registry: once no call holds it, the session closes.
                 if let Ok(mut sessions) = gateway.stateless.lock()
                     && sessions.get(&key).is_some_and(|s| Arc::ptr_eq(s, &session))

@@ -79,6 +79,20 @@ pub fn step(seq: u64) -> Arc<Event> {
     })
 }
 
+/// Starts `run` and appends its steps up to sequence `last`, one append each (no driver).
+pub async fn started_then_steps(store: &dyn EventStore, run: &RunId, last: u64) {
+    store
+        .append(run, 0, vec![started(&run.0)], None)
+        .await
+        .unwrap();
+    for seq in 2..=last {
+        store
+            .append(run, seq - 1, vec![step(seq)], None)
+            .await
+            .unwrap();
+    }
+}
+
 /// `run_finished` (attained) with sequence `seq`.
 pub fn finished(seq: u64) -> Arc<Event> {
     Arc::new(Event {

@@ -217,16 +217,7 @@ async fn a_batch_whose_write_fails_commits_none_of_it() {
         "the run's row was not moved by a batch that failed"
     );
     // Every writer's connection takes the next batches (none is left in a failed transaction).
-    store
-        .append(&other, 0, vec![contract::started("o")], None)
-        .await
-        .unwrap();
-    for seq in 2..=8 {
-        store
-            .append(&other, seq - 1, vec![step(seq)], None)
-            .await
-            .unwrap();
-    }
+    contract::started_then_steps(&store, &other, 8).await;
     assert_eq!(store.read(&other, 1).await.unwrap().len(), 8);
 }
 

@@ -80,16 +80,7 @@ async fn concurrent_runs_share_commits_and_each_sees_its_own() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let run = RunId(format!("run-{r}"));
-            store
-                .append(&run, 0, vec![started(&run.0)], None)
-                .await
-                .unwrap();
-            for seq in 2..=20 {
-                store
-                    .append(&run, seq - 1, vec![step(seq)], None)
-                    .await
-                    .unwrap();
-            }
+            contract::started_then_steps(&*store, &run, 20).await;
             run
         }));
     }

@@ -1,16 +1,18 @@
 //! Waiting on ports: every wait is bounded (a call's timeout, the run's deadline) and cut short by a cancellation; a run waiting for a person records nothing while nothing changed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use warrant_core::codes::Code;
 use warrant_core::fold::{ApprovalStatus, Next, RunState};
 use warrant_core::ids::{CallId, RunId};
-use warrant_core::ports::{BoxFuture, CancelRequest, SurfaceError, SurfaceErrorKind};
+use warrant_core::ports::{BoxFuture, CancelRequest, Clock, SurfaceError, SurfaceErrorKind};
 use warrant_core::spec::Limits;
 use warrant_core::status::RunStatus;
 
 use super::{CANCEL_POLL_MS, Run};
 use crate::EngineError;
+use crate::lease::Keeping;
 use crate::time::TimeSource;
 
 /// Polls `work` once, with no waker: its answer when it has one at once. Ports that answer
@@ -160,17 +162,22 @@ impl Run<'_> {
         ids
     }
 
+    /// The run's lease, kept renewed by the engine's keeper while the answer lives.
+    fn kept(&self, clock: &Arc<dyn Clock>) -> Keeping {
+        self.engine.keeper.keep(
+            &self.run_id,
+            &self.driver(clock.now_ms()),
+            &self.engine.store,
+            clock,
+        )
+    }
+
     /// Awaits `work` (this run's children), its lease kept renewed meanwhile.
     pub(super) async fn renewing<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         let TimeSource::Live(clock) = &self.time else {
             return work.await;
         };
-        let _kept = self.engine.keeper.keep(
-            &self.run_id,
-            &self.driver(clock.now_ms()),
-            &self.engine.store,
-            clock,
-        );
+        let _kept = self.kept(clock);
         work.await
     }
 
@@ -187,12 +194,7 @@ impl Run<'_> {
         let TimeSource::Live(clock) = &self.time else {
             return Ok(work.await);
         };
-        let _kept = self.engine.keeper.keep(
-            &self.run_id,
-            &self.driver(clock.now_ms()),
-            &self.engine.store,
-            clock,
-        );
+        let _kept = self.kept(clock);
         let (store, ids) = (self.engine.store.clone(), self.cancel_ids());
         let watch = async move {
             let poll = Duration::from_millis(CANCEL_POLL_MS);
