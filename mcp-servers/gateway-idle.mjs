@@ -1,7 +1,8 @@
 // Opens N sessions to a gateway over Streamable HTTP, each making one call and then staying
 // open and idle, and holds them until stdin closes. Prints "ready" once all are open. Usage:
-// node gateway-idle.mjs URL N TOOL (N at most 2000). Used by .ci/gateway-bench to measure
-// the gateway's memory per idle session.
+// node gateway-idle.mjs URL N TOOL (N at most 2000; TOOL `-`: no call, so the session is
+// only the protocol's, with no run). Used by .ci/gateway-bench to measure the gateway's memory
+// per idle session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -10,7 +11,7 @@ const clients = [];
 for (let i = 0; i < Math.min(Number(n), 2000); i++) {
   const client = new Client({ name: `idle-${i}`, version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  await client.callTool({ name: tool, arguments: { message: "hi" } });
+  if (tool !== "-") await client.callTool({ name: tool, arguments: { message: "hi" } });
   clients.push(client);
 }
 console.log("ready");

@@ -484,6 +484,24 @@ fn a_typescript_client_over_stdio_is_governed_call_by_call() {
 }
 
 #[test]
+fn a_session_let_go_after_every_call_is_governed_the_same_and_its_log_replays() {
+    // `hold_idle_ms: 0`: after each call the session's run is let go, and the next call takes
+    // it up again from its log. What the client is told, what is written, what is asked and
+    // where each value came from are as when it is held.
+    let world = World::new();
+    world.configure("limits: {hold_idle_ms: 0}");
+    let seen = drive(Client::TypeScript, &scenario(&world, world.stdio()));
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "one session, one run: {runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap();
+    governed(&world, &seen, run);
+    // Each call after the first took the run up again: recorded, not hidden.
+    let events = stdout(&world.warrant(&["events", run, "--json"]));
+    let resumed = events.matches("\"run_resumed\"").count();
+    assert!(resumed >= 5, "{resumed} re-entries: {events}");
+}
+
+#[test]
 fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_runs() {
     let world = World::new();
     let metrics = format!("127.0.0.1:{}", support::free_port());
@@ -957,9 +975,10 @@ fn an_approval_nobody_gives_expires_and_the_client_is_told() {
 fn a_stateless_client_is_asked_through_an_input_required_result_and_governed_the_same_way() {
     // The Python SDK's high-level client at 2026-07-28: no session, no server-to-client
     // request; a held call answers "input required" and the client comes back with the
-    // person's answer. Idle for a second and a half, its session closes.
+    // person's answer. Idle for a second and a half, its session closes. Its run is let go
+    // after every call (`hold_idle_ms: 0`), each next call taking it up again from its log.
     let world = World::new();
-    world.configure("limits: {idle_ms: 1500}");
+    world.configure("limits: {idle_ms: 1500, hold_idle_ms: 0}");
     let (_gateway, url) = world.http(&[]);
     let seen = drive(
         Client::Python,

@@ -449,6 +449,12 @@ pub trait Decider: Send + Sync {
     fn closed(&self) -> Option<CancelRequest> {
         None
     }
+    /// Set when its last `decide` gave its turn back without deciding (a gateway session's
+    /// client has been quiet): the run stops where it is, recording nothing, its lease kept by
+    /// the process, and is resumed once the decider has something to decide.
+    fn parked(&self) -> bool {
+        false
+    }
     /// Whether what it is shown leaves the process as it decides (a gateway's client is told
     /// its last call's result): everything shown is then durable before it is asked. Otherwise
     /// a read's result may be committed with the decision made from it.

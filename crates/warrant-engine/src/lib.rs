@@ -193,6 +193,23 @@ pub struct RunResult {
     pub waiting_on: Vec<CallId>,
     /// Its state, folded from its log.
     pub state: Box<RunState>,
+    /// Set when the run stopped because its decider gave its turn back
+    /// ([`Decider::parked`](warrant_core::ports::Decider::parked)): it goes on when resumed.
+    pub parked: Option<Parked>,
+}
+
+/// A run stopped, neither ended nor waiting for a person, because its decider had nothing to
+/// decide yet: while this lives, the process keeps the run's lease (renewed with the others'),
+/// so no other process takes it over; [`Engine::resume`] carries it on (a new lease), and
+/// dropping this lets the lease lapse.
+pub struct Parked {
+    _kept: lease::Keeping,
+}
+
+impl std::fmt::Debug for Parked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Parked")
+    }
 }
 
 /// Runs specs. Cheap to share: every part is behind an `Arc`.
@@ -775,6 +792,7 @@ impl Engine {
                 outcome: state.outcome().cloned(),
                 waiting_on: Vec::new(),
                 state: Box::new(state),
+                parked: None,
             });
         }
         if let Some(link) = state.parent() {

@@ -235,3 +235,94 @@ fn an_open_step_must_be_its_specs_only_step_and_have_no_objective() {
 fn serde_saphyr_spec(yaml: &str) -> warrant_core::Spec {
     warrant_core::spec::parse_document(yaml, warrant_core::spec::Format::Yaml, "spec.yaml").unwrap()
 }
+
+/// A client that makes a call, falls quiet (gives its turn back: `Decider::parked`), then
+/// makes another and leaves.
+struct Quiet {
+    turns: Mutex<Vec<Option<(&'static str, serde_json::Value)>>>,
+    parked: Mutex<bool>,
+    inner: Leaving,
+}
+
+impl Decider for Quiet {
+    fn identity(&self) -> DeciderIdentity {
+        self.inner.identity()
+    }
+
+    fn tells_outside(&self) -> bool {
+        true
+    }
+
+    fn decide(&self, projection: Projection) -> BoxFuture<'_, Result<Decided, DecideError>> {
+        let turn = self.turns.lock().unwrap().pop();
+        *self.parked.lock().unwrap() = false;
+        match turn {
+            Some(None) => {
+                *self.parked.lock().unwrap() = true;
+                Box::pin(async { Err(DecideError::new(Code::Cancelled, "quiet")) })
+            }
+            Some(Some(call)) => {
+                *self.inner.calls.lock().unwrap() = vec![call];
+                self.inner.decide(projection)
+            }
+            None => self.inner.decide(projection),
+        }
+    }
+
+    fn closed(&self) -> Option<CancelRequest> {
+        self.inner.closed()
+    }
+
+    fn parked(&self) -> bool {
+        *self.parked.lock().unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_quiet_session_is_let_go_as_it_is_and_taken_up_again_by_its_next_call() {
+    let spec = common::spec(SESSION);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let decider = Quiet {
+        turns: Mutex::new(vec![
+            Some(("order_latte", json!({"size": "small"}))),
+            None,
+            Some(("read_menu", json!({}))),
+        ]),
+        parked: Mutex::new(false),
+        inner: Leaving::new(Vec::new()),
+    };
+    let quiet = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    // Let go after its first call: neither ended nor waiting, and nothing recorded for it.
+    assert!(quiet.outcome.is_none());
+    assert!(quiet.parked.is_some());
+    let before = s.store.events(&quiet.run_id);
+    assert_eq!(before.last().unwrap().kind.name(), "call_finished");
+    // Its lease is still this process's: no other process takes the session over.
+    use warrant_core::ports::Clock;
+    let other = warrant_core::ports::Driver {
+        holder: Arc::from("pid 1@elsewhere"),
+        now_ms: s.clock.now_ms(),
+        epoch: 0,
+    };
+    use warrant_core::store::{Claim, Leases};
+    assert!(matches!(
+        s.store.claim(&quiet.run_id, &other).await.unwrap(),
+        Claim::Held(_)
+    ));
+    drop(quiet.parked);
+    // The next call takes it up again from its log; then the client leaves.
+    let ended = s
+        .engine
+        .resume(&quiet.run_id, &decider, &s.surfaces)
+        .await
+        .unwrap();
+    assert!(matches!(ended.outcome, Some(Outcome::Closed { .. })));
+    let events = s.store.events(&ended.run_id);
+    let kinds = kinds(&events);
+    assert_eq!(kinds.iter().filter(|k| **k == "run_resumed").count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == "call_finished").count(), 2);
+    assert!(!kinds.contains(&"decide_failed"), "{kinds:?}");
+    assert_eq!(s.cafe.orders().len(), 1, "ordered once");
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
+}

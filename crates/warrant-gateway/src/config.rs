@@ -126,6 +126,12 @@ pub struct SessionLimits {
     /// longer be waiting, if that is later).
     #[serde(default = "default_idle_ms")]
     pub idle_ms: u64,
+    /// How long a session's run is held in memory while its client calls nothing (default
+    /// 30 s). Then it is let go: the session costs only its client's connection, its lease is
+    /// kept, and its next call takes the run up again from its log (one more commit). `0` lets
+    /// it go after every call.
+    #[serde(default = "default_hold_idle_ms")]
+    pub hold_idle_ms: u64,
 }
 
 impl Default for SessionLimits {
@@ -136,6 +142,7 @@ impl Default for SessionLimits {
             call_timeout_ms: default_call_timeout_ms(),
             approval_ttl_ms: default_approval_ttl_ms(),
             idle_ms: default_idle_ms(),
+            hold_idle_ms: default_hold_idle_ms(),
         }
     }
 }
@@ -151,6 +158,9 @@ fn default_approval_ttl_ms() -> u64 {
 }
 fn default_idle_ms() -> u64 {
     300_000
+}
+fn default_hold_idle_ms() -> u64 {
+    30_000
 }
 
 /// Most decisions (calls) in one session.

@@ -120,6 +120,10 @@ pub(crate) struct ClientDecider {
     pending: Mutex<Option<Pending>>,
     keys: Mutex<Keys>,
     closed: Mutex<Option<CancelRequest>>,
+    /// How long it waits for a call before giving the run's turn back (`limits.hold_idle_ms`).
+    hold_idle: Duration,
+    /// Its last `decide` gave the turn back: the run is let go until the next call.
+    parked: std::sync::atomic::AtomicBool,
 }
 
 impl ClientDecider {
@@ -128,6 +132,7 @@ impl ClientDecider {
         calls: mpsc::Receiver<ClientCall>,
         stopping: tokio::sync::watch::Receiver<bool>,
         asking: Option<(Arc<Elicitations>, Arc<dyn Asker>)>,
+        hold_idle: Duration,
     ) -> ClientDecider {
         ClientDecider {
             identity,
@@ -138,7 +143,31 @@ impl ClientDecider {
             pending: Mutex::new(None),
             keys: Mutex::new(Keys::default()),
             closed: Mutex::new(None),
+            hold_idle,
+            parked: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The client's next call, or `None` once it left (or, stateless, was idle for
+    /// `limits.idle_ms`); the session is closed when the gateway stops first.
+    async fn next_call(&self) -> Option<ClientCall> {
+        let mut stopping = self.stopping.clone();
+        let mut calls = self.calls.lock().await;
+        tokio::select! {
+            call = calls.recv() => call,
+            _ = stopping.wait_for(|s| *s) => {
+                self.close("gateway", "the gateway was stopped");
+                None
+            }
+        }
+    }
+
+    /// Closes the session because its client left, unless it was closed already.
+    fn client_left(&self) {
+        self.close(
+            "client",
+            "the client disconnected (or, stateless, called nothing for `limits.idle_ms`)",
+        );
     }
 
     /// Answers the call the client waits on, if any.
@@ -227,27 +256,27 @@ impl Decider for ClientDecider {
                     .map(std::sync::Arc::as_ref);
                 self.reply(p, reply::of_view(view));
             }
+            self.parked
+                .store(false, std::sync::atomic::Ordering::SeqCst);
             loop {
                 let first = self.first.lock().ok().and_then(|mut f| f.take());
                 let next = match first {
                     Some(call) => Some(call),
-                    None => {
-                        let mut stopping = self.stopping.clone();
-                        let mut calls = self.calls.lock().await;
-                        tokio::select! {
-                            call = calls.recv() => call,
-                            _ = stopping.wait_for(|s| *s) => {
-                                self.close("gateway", "the gateway was stopped");
-                                return Err(DecideError::new(Code::Cancelled, "the gateway was stopped"));
-                            }
+                    // A client quiet for `hold_idle` gets its run let go: the session waits
+                    // for its next call outside the engine (`drive`), holding next to nothing.
+                    None => match tokio::time::timeout(self.hold_idle, self.next_call()).await {
+                        Ok(call) => call,
+                        Err(_) => {
+                            self.parked.store(true, std::sync::atomic::Ordering::SeqCst);
+                            return Err(DecideError::new(
+                                Code::Cancelled,
+                                "the client called nothing for `limits.hold_idle_ms`: the session's run is let go until its next call",
+                            ));
                         }
-                    }
+                    },
                 };
                 let Some(call) = next else {
-                    self.close(
-                    "client",
-                    "the client disconnected (or, stateless, called nothing for `limits.idle_ms`)",
-                );
+                    self.client_left();
                     return Err(DecideError::new(Code::Cancelled, "the client disconnected"));
                 };
                 let args = Arc::new(Value::Object(call.args));
@@ -281,6 +310,10 @@ impl Decider for ClientDecider {
 
     fn closed(&self) -> Option<CancelRequest> {
         self.closed.lock().ok().and_then(|c| c.clone())
+    }
+
+    fn parked(&self) -> bool {
+        self.parked.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -359,6 +392,7 @@ pub(crate) fn start(
         receiver,
         gateway.stopping.subscribe(),
         asker.clone().map(|a| (gateway.elicitations.clone(), a)),
+        Duration::from_millis(gateway.config.limits.hold_idle_ms),
     ));
     let engine = gateway.app.engine_acting_for(tenant, user);
     engine.subscribe(
@@ -478,9 +512,10 @@ async fn drive(
         *slot = Some(first);
     }
     let spec = gateway.spec();
-    let mut result = engine
-        .run_with_setup(spec, decider.as_ref(), &gateway.surfaces, None)
-        .await;
+    // The engine's futures are boxed: while the run is let go, this task holds only what it
+    // waits with.
+    let mut result =
+        Box::pin(engine.run_with_setup(spec, decider.as_ref(), &gateway.surfaces, None)).await;
     let reason = loop {
         let run = match result {
             Ok(run) => run,
@@ -491,6 +526,32 @@ async fn drive(
         if let Some(outcome) = &run.outcome {
             break ended_because(outcome);
         }
+        // Its client was quiet: the run is let go (its lease kept) until the next call, which
+        // takes it up again from its log; a client that leaves meanwhile has it closed.
+        if run.parked.is_some() {
+            let RunResult {
+                run_id,
+                parked,
+                state,
+                ..
+            } = run;
+            drop(state);
+            let next = tokio::select! {
+                call = decider.next_call() => call,
+                _ = &mut gone => None,
+            };
+            match next {
+                Some(call) => {
+                    if let Ok(mut slot) = decider.first.lock() {
+                        *slot = Some(call);
+                    }
+                }
+                None => decider.client_left(),
+            }
+            drop(parked);
+            result = Box::pin(engine.resume(&run_id, decider.as_ref(), &gateway.surfaces)).await;
+            continue;
+        }
         // An effect in doubt: the client is told, and the session ends here, its run waiting
         // for the reconciliation (nothing is sent again).
         if let Some(call) = run.state.in_doubt().next() {
@@ -500,15 +561,22 @@ async fn drive(
                 call.id, call.tool, run.run_id, call.id
             );
         }
-        if !wait_for_answer(&gateway, &run, &decider, asker.as_deref(), &mut gone, &by).await {
+        if !Box::pin(wait_for_answer(
+            &gateway,
+            &run,
+            &decider,
+            asker.as_deref(),
+            &mut gone,
+            &by,
+        ))
+        .await
+        {
             decider.close(
                 "client",
                 "the client disconnected while a call waited for approval",
             );
         }
-        result = engine
-            .resume(&run.run_id, decider.as_ref(), &gateway.surfaces)
-            .await;
+        result = Box::pin(engine.resume(&run.run_id, decider.as_ref(), &gateway.surfaces)).await;
     };
     decider.answer(reply::ended(&reason));
     if let Ok(mut e) = ended.lock() {

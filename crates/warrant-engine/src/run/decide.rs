@@ -310,6 +310,11 @@ impl Run<'_> {
         if self.decider.closed().is_some() {
             return Ok(None);
         }
+        // The decider gave its turn back (a quiet session): the run stops here, as it is.
+        if self.decider.parked() {
+            self.parked = true;
+            return Ok(None);
+        }
         let deadline = decided.code == Code::DeadlineExceeded;
         let fault = Fault::of(decided.code, decided.message);
         self.stage(EventKind::DecideFailed {

@@ -65,6 +65,8 @@ pub(crate) struct Run<'a> {
     cancel: Option<CancelRequest>,
     /// When the store was last asked for a cancellation (live clock).
     cancel_polled_ms: Option<u64>,
+    /// Its decider gave its turn back without deciding ([`Decider::parked`]): this drive ends.
+    parked: bool,
     /// The objective, prepared once for provenance matching.
     objective: Arc<provenance::Objective>,
     /// Milliseconds spent before the run (or this re-entry) started, to record once.
@@ -212,6 +214,7 @@ impl<'a> Run<'a> {
             stop_at: None,
             cancel: None,
             cancel_polled_ms: None,
+            parked: false,
             objective,
             setup_ms: None,
             resumed_by: None,
@@ -311,6 +314,12 @@ impl<'a> Run<'a> {
                 .map(|c| c.id)
                 .collect(),
             state: Box::new(std::mem::take(&mut self.state)),
+            parked: match &self.time {
+                TimeSource::Live(clock) if self.parked => Some(crate::Parked {
+                    _kept: self.kept(clock),
+                }),
+                _ => None,
+            },
         }
     }
 
@@ -511,7 +520,12 @@ impl<'a> Run<'a> {
                         break;
                     }
                 }
-                Next::Continue(i) => self.decide_once(i).await?,
+                Next::Continue(i) => {
+                    self.decide_once(i).await?;
+                    if self.parked {
+                        break;
+                    }
+                }
                 Next::Redrive(call) => self.redrive(call).await?,
                 Next::Resend(call) => self.resend(call).await?,
             }

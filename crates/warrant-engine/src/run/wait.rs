@@ -163,7 +163,7 @@ impl Run<'_> {
     }
 
     /// The run's lease, kept renewed by the engine's keeper while the answer lives.
-    fn kept(&self, clock: &Arc<dyn Clock>) -> Keeping {
+    pub(super) fn kept(&self, clock: &Arc<dyn Clock>) -> Keeping {
         self.engine.keeper.keep(
             &self.run_id,
             &self.driver(clock.now_ms()),
