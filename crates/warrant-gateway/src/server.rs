@@ -241,7 +241,7 @@ impl ServerHandler for GatewayServer {
                 .unwrap_or_else(|| "it stopped".to_owned());
             reply::ended(&why)
         };
-        if session.calls.send(call).await.is_err() {
+        if session.calls.send(Box::new(call)).await.is_err() {
             return Ok(CallToolResponse::Complete(ended()));
         }
         let result = tokio::select! {

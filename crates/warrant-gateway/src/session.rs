@@ -112,11 +112,11 @@ pub(crate) struct ClientDecider {
     identity: DeciderIdentity,
     /// Where the run's upstream questions are registered, and the client they go to.
     asking: Option<(Arc<Elicitations>, Arc<dyn Asker>)>,
-    calls: tokio::sync::Mutex<mpsc::Receiver<ClientCall>>,
+    calls: tokio::sync::Mutex<mpsc::Receiver<Box<ClientCall>>>,
     /// Set when the gateway stops.
     stopping: tokio::sync::watch::Receiver<bool>,
     /// The call that opened the session, for the run's first decision.
-    first: Mutex<Option<ClientCall>>,
+    first: Mutex<Option<Box<ClientCall>>>,
     pending: Mutex<Option<Pending>>,
     keys: Mutex<Keys>,
     closed: Mutex<Option<CancelRequest>>,
@@ -129,7 +129,7 @@ pub(crate) struct ClientDecider {
 impl ClientDecider {
     fn new(
         identity: DeciderIdentity,
-        calls: mpsc::Receiver<ClientCall>,
+        calls: mpsc::Receiver<Box<ClientCall>>,
         stopping: tokio::sync::watch::Receiver<bool>,
         asking: Option<(Arc<Elicitations>, Arc<dyn Asker>)>,
         hold_idle: Duration,
@@ -150,7 +150,7 @@ impl ClientDecider {
 
     /// The client's next call, or `None` once it left (or, stateless, was idle for
     /// `limits.idle_ms`); the session is closed when the gateway stops first.
-    async fn next_call(&self) -> Option<ClientCall> {
+    async fn next_call(&self) -> Option<Box<ClientCall>> {
         let mut stopping = self.stopping.clone();
         let mut calls = self.calls.lock().await;
         tokio::select! {
@@ -279,6 +279,7 @@ impl Decider for ClientDecider {
                     self.client_left();
                     return Err(DecideError::new(Code::Cancelled, "the client disconnected"));
                 };
+                let call = *call;
                 let args = Arc::new(Value::Object(call.args));
                 // Only a keyed call is compared with earlier ones.
                 let key = call.key.map(|k| (k, warrant_core::canon::digest(&args)));
@@ -320,7 +321,9 @@ impl Decider for ClientDecider {
 /// What a session's client holds: where to send its calls, and why the session ended once it
 /// has.
 pub(crate) struct SessionHandle {
-    pub(crate) calls: mpsc::Sender<ClientCall>,
+    /// Where its calls go, each boxed: a session's queue costs a few hundred bytes, not its
+    /// calls' size times the queue's block.
+    pub(crate) calls: mpsc::Sender<Box<ClientCall>>,
     pub(crate) ended: Arc<Mutex<Option<String>>>,
     /// When a call last began or ended (a stateless client's session closes once idle).
     pub(crate) used_ms: std::sync::atomic::AtomicU64,
