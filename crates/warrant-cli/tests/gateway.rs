@@ -502,6 +502,42 @@ fn a_session_let_go_after_every_call_is_governed_the_same_and_its_log_replays() 
 }
 
 #[test]
+fn a_session_let_go_is_ended_at_once_by_warrant_cancel() {
+    // A connected client, quiet after one call: its run is let go, its lease kept by the
+    // gateway. `warrant cancel` must still end it, not wait for the client's next call.
+    let world = World::new();
+    world.configure("limits: {hold_idle_ms: 0}");
+    let (_gateway, url) = world.http(&[]);
+    let mut idle = Command::new("node")
+        .arg(root().join("mcp-servers/gateway-idle.mjs"))
+        .args([&url, "1", "read_text_file", r#"{"path": "inbox.txt"}"#])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(idle.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let runs = world.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(runs[0]["status"], "running", "{}", runs[0]);
+    let out = world.warrant(&["cancel", &run, "--reason", "closing idle sessions"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("cancelled"), "{}", stdout(&out));
+    let report = world.report(&run);
+    assert_eq!(
+        report["outcome"]["outcome"], "cancelled",
+        "{}",
+        report["outcome"]
+    );
+    drop(idle.stdin.take());
+    let _ = idle.wait();
+}
+
+#[test]
 fn a_python_client_over_http_is_governed_the_same_way_and_two_clients_are_two_runs() {
     let world = World::new();
     let metrics = format!("127.0.0.1:{}", support::free_port());

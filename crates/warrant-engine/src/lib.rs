@@ -201,9 +201,20 @@ pub struct RunResult {
 /// A run stopped, neither ended nor waiting for a person, because its decider had nothing to
 /// decide yet: while this lives, the process keeps the run's lease (renewed with the others'),
 /// so no other process takes it over; [`Engine::resume`] carries it on (a new lease), and
-/// dropping this lets the lease lapse.
+/// dropping this lets the lease lapse. Whoever holds it resumes the run when its decider has
+/// something to decide, or when [`Parked::cancelled`] says it was cancelled meanwhile.
 pub struct Parked {
     _kept: lease::Keeping,
+    store: Arc<dyn EventStore>,
+    cancel_ids: Vec<RunId>,
+}
+
+impl Parked {
+    /// Resolves once a cancellation of the run (or of an ancestor) is requested, from any
+    /// process: resumed then, the run ends cancelled.
+    pub async fn cancelled(&self) -> warrant_core::ports::CancelRequest {
+        run::cancel_watch(self.store.clone(), self.cancel_ids.clone()).await
+    }
 }
 
 impl std::fmt::Debug for Parked {

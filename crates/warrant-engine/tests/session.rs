@@ -326,3 +326,39 @@ async fn a_quiet_session_is_let_go_as_it_is_and_taken_up_again_by_its_next_call(
     check_log(events.iter().map(|e| &**e)).unwrap();
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
+
+#[tokio::test]
+async fn a_session_let_go_is_ended_by_a_cancellation_requested_meanwhile() {
+    let spec = common::spec(SESSION);
+    let s = setup(&spec, Arc::new(AllowAll));
+    let decider = Quiet {
+        turns: Mutex::new(vec![None, Some(("read_menu", json!({})))]),
+        parked: Mutex::new(false),
+        inner: Leaving::new(Vec::new()),
+    };
+    let quiet = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    let parked = quiet.parked.expect("let go");
+    s.engine
+        .cancel(&quiet.run_id, "ops/alice", "closing idle sessions")
+        .await
+        .unwrap();
+    // Whoever holds the let-go run hears of it, from the store, without a call coming.
+    let request = tokio::time::timeout(std::time::Duration::from_secs(30), parked.cancelled())
+        .await
+        .expect("told of the cancellation");
+    assert_eq!(request.by, "ops/alice");
+    drop(parked);
+    let ended = s
+        .engine
+        .resume(&quiet.run_id, &decider, &s.surfaces)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&ended.outcome, Some(Outcome::Cancelled { by, .. }) if by == "ops/alice"),
+        "{:?}",
+        ended.outcome
+    );
+    let events = s.store.events(&ended.run_id);
+    check_log(events.iter().map(|e| &**e)).unwrap();
+    assert_eq!(replay(&events).await.unwrap().divergence, None);
+}

@@ -530,26 +530,29 @@ async fn drive(
             break ended_because(outcome);
         }
         // Its client was quiet: the run is let go (its lease kept) until the next call, which
-        // takes it up again from its log; a client that leaves meanwhile has it closed.
-        if run.parked.is_some() {
-            let RunResult {
-                run_id,
-                parked,
-                state,
-                ..
-            } = run;
+        // takes it up again from its log; a client that leaves meanwhile has it closed, and a
+        // cancellation (`warrant cancel`) re-enters it at once to end it so.
+        if let RunResult {
+            run_id,
+            parked: Some(parked),
+            state,
+            ..
+        } = run
+        {
             drop(state);
-            let next = tokio::select! {
-                call = decider.next_call() => call,
-                _ = &mut gone => None,
+            let woken = tokio::select! {
+                call = decider.next_call() => Some(call),
+                _ = &mut gone => Some(None),
+                _ = parked.cancelled() => None,
             };
-            match next {
-                Some(call) => {
+            match woken {
+                Some(Some(call)) => {
                     if let Ok(mut slot) = decider.first.lock() {
                         *slot = Some(call);
                     }
                 }
-                None => decider.client_left(),
+                Some(None) => decider.client_left(),
+                None => {}
             }
             drop(parked);
             result = Box::pin(engine.resume(&run_id, decider.as_ref(), &gateway.surfaces)).await;

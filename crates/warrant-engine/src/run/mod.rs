@@ -27,6 +27,7 @@ mod restart;
 mod wait;
 
 use bridge::{ProposedCall, refuse};
+pub(crate) use wait::cancel_watch;
 use wait::{Bound, Cut};
 
 /// How often a live run asks the store whether it was cancelled.
@@ -317,6 +318,8 @@ impl<'a> Run<'a> {
             parked: match &self.time {
                 TimeSource::Live(clock) if self.parked => Some(crate::Parked {
                     _kept: self.kept(clock),
+                    store: self.engine.store.clone(),
+                    cancel_ids: self.cancel_ids(),
                 }),
                 _ => None,
             },

@@ -195,30 +195,7 @@ impl Run<'_> {
             return Ok(work.await);
         };
         let _kept = self.kept(clock);
-        let (store, ids) = (self.engine.store.clone(), self.cancel_ids());
-        let watch = async move {
-            let poll = Duration::from_millis(CANCEL_POLL_MS);
-            // What wakes a look: the store's news of a request, or, from a store that cannot
-            // tell, the interval.
-            let armed = || {
-                store
-                    .cancel_news()
-                    .unwrap_or_else(|| Box::pin(tokio::time::sleep(poll)))
-            };
-            let now = tokio::time::Instant::now();
-            let mut looked = now.checked_sub(poll).unwrap_or(now);
-            loop {
-                // However often it is woken, a run asks at most every interval.
-                tokio::time::sleep_until(looked + poll).await;
-                // Armed before the look, so a request made after it is news.
-                let told = armed();
-                looked = tokio::time::Instant::now();
-                if let Some(c) = cancel_requested(&*store, &ids).await {
-                    return c;
-                }
-                told.await;
-            }
-        };
+        let watch = cancel_watch(self.engine.store.clone(), self.cancel_ids());
         tokio::select! {
             biased;
             done = work => Ok(done),
@@ -293,6 +270,37 @@ impl Run<'_> {
 }
 
 /// The first cancellation requested of `ids` (a run, then its ancestors).
+/// Resolves with the first cancellation requested of any of `ids` (a run, then its
+/// ancestors). Woken by the store's news of a request (at once where it can tell,
+/// [`Leases::cancel_news`](warrant_core::store::Leases::cancel_news)), asking at most every
+/// `CANCEL_POLL_MS` however often it is woken; from a store that cannot tell, every
+/// `CANCEL_POLL_MS`.
+pub(crate) async fn cancel_watch(
+    store: Arc<dyn warrant_core::ports::EventStore>,
+    ids: Vec<RunId>,
+) -> CancelRequest {
+    let poll = Duration::from_millis(CANCEL_POLL_MS);
+    // What wakes a look: the store's news of a request, or, from a store that cannot tell,
+    // the interval.
+    let armed = || {
+        store
+            .cancel_news()
+            .unwrap_or_else(|| Box::pin(tokio::time::sleep(poll)))
+    };
+    let now = tokio::time::Instant::now();
+    let mut looked = now.checked_sub(poll).unwrap_or(now);
+    loop {
+        tokio::time::sleep_until(looked + poll).await;
+        // Armed before the look, so a request made after it is news.
+        let told = armed();
+        looked = tokio::time::Instant::now();
+        if let Some(c) = cancel_requested(&*store, &ids).await {
+            return c;
+        }
+        told.await;
+    }
+}
+
 async fn cancel_requested(
     store: &dyn warrant_core::ports::EventStore,
     ids: &[RunId],
