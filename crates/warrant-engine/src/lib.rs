@@ -202,11 +202,14 @@ pub struct RunResult {
 /// decide yet: while this lives, the process keeps the run's lease (renewed with the others'),
 /// so no other process takes it over; [`Engine::resume`] carries it on (a new lease), and
 /// dropping this lets the lease lapse. Whoever holds it resumes the run when its decider has
-/// something to decide, or when [`Parked::cancelled`] says it was cancelled meanwhile.
+/// something to decide, or when [`Parked::cancelled`] or [`Parked::due`] says the run has
+/// something to do without it.
 pub struct Parked {
     _kept: lease::Keeping,
     store: Arc<dyn EventStore>,
     cancel_ids: Vec<RunId>,
+    /// When the run's deadline comes.
+    due: Option<tokio::time::Instant>,
 }
 
 impl Parked {
@@ -214,6 +217,15 @@ impl Parked {
     /// process: resumed then, the run ends cancelled.
     pub async fn cancelled(&self) -> warrant_core::ports::CancelRequest {
         run::cancel_watch(self.store.clone(), self.cancel_ids.clone()).await
+    }
+
+    /// Resolves when the run's deadline comes (`limits.deadline_ms`, a person's waits not
+    /// counted): resumed then, the run ends `exhausted`, as it would have had it been held.
+    pub async fn due(&self) {
+        match self.due {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
     }
 }
 

@@ -362,3 +362,20 @@ async fn a_session_let_go_is_ended_by_a_cancellation_requested_meanwhile() {
     check_log(events.iter().map(|e| &**e)).unwrap();
     assert_eq!(replay(&events).await.unwrap().divergence, None);
 }
+
+#[tokio::test]
+async fn a_session_let_go_is_still_due_at_its_deadline() {
+    // Let go, the run's deadline still bounds it: whoever holds it is told when it comes.
+    let spec = common::spec(&SESSION.replace("steps:", "limits: {deadline_ms: 300}\nsteps:"));
+    let s = setup(&spec, Arc::new(AllowAll));
+    let decider = Quiet {
+        turns: Mutex::new(vec![None, Some(("read_menu", json!({})))]),
+        parked: Mutex::new(false),
+        inner: Leaving::new(Vec::new()),
+    };
+    let quiet = s.engine.run(spec, &decider, &s.surfaces).await.unwrap();
+    let parked = quiet.parked.expect("let go");
+    tokio::time::timeout(std::time::Duration::from_secs(30), parked.due())
+        .await
+        .expect("due at the deadline");
+}

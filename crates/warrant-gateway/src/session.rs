@@ -531,7 +531,7 @@ async fn drive(
         }
         // Its client was quiet: the run is let go (its lease kept) until the next call, which
         // takes it up again from its log; a client that leaves meanwhile has it closed, and a
-        // cancellation (`warrant cancel`) re-enters it at once to end it so.
+        // cancellation (`warrant cancel`) or its deadline re-enters it at once to end it so.
         if let RunResult {
             run_id,
             parked: Some(parked),
@@ -544,6 +544,7 @@ async fn drive(
                 call = decider.next_call() => Some(call),
                 _ = &mut gone => Some(None),
                 _ = parked.cancelled() => None,
+                () = parked.due() => None,
             };
             match woken {
                 Some(Some(call)) => {

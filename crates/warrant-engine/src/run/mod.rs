@@ -320,6 +320,11 @@ impl<'a> Run<'a> {
                     _kept: self.kept(clock),
                     store: self.engine.store.clone(),
                     cancel_ids: self.cancel_ids(),
+                    // INVARIANT (every wait bounded): let go, the run still ends at its
+                    // deadline, as its decider's wait would have.
+                    due: self.bound_ms(Bound::Deadline).map(|(left, _)| {
+                        tokio::time::Instant::now() + std::time::Duration::from_millis(left)
+                    }),
                 }),
                 _ => None,
             },

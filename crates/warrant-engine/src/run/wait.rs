@@ -269,7 +269,6 @@ impl Run<'_> {
     }
 }
 
-/// The first cancellation requested of `ids` (a run, then its ancestors).
 /// Resolves with the first cancellation requested of any of `ids` (a run, then its
 /// ancestors). Woken by the store's news of a request (at once where it can tell,
 /// [`Leases::cancel_news`](warrant_core::store::Leases::cancel_news)), asking at most every
@@ -301,6 +300,7 @@ pub(crate) async fn cancel_watch(
     }
 }
 
+/// The first cancellation requested of `ids` (a run, then its ancestors).
 async fn cancel_requested(
     store: &dyn warrant_core::ports::EventStore,
     ids: &[RunId],
